@@ -1,0 +1,48 @@
+# infer-prof: two commands for a fresh clone.
+#   make run   - set up (virtual environment + engine) and profile the embedded default model
+#   make test  - set up and run the whole test suite
+# Setup runs once; running either again reuses what is installed.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(PY) -m pip
+STAMP  := $(VENV)/.infer-prof-installed
+ARGS   ?=
+
+.PHONY: setup run test lint typecheck unit integration e2e calibrate clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/setup_env.sh
+	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup_env.sh
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/infer-prof run $(ARGS)
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check infer_prof tests
+	$(VENV)/bin/mypy infer_prof
+	$(PY) -m pytest -ra $(ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check infer_prof tests
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy infer_prof
+
+unit: $(STAMP)
+	$(PY) -m pytest -ra tests/unit $(ARGS)
+
+integration: $(STAMP)
+	$(PY) -m pytest -ra tests/integration $(ARGS)
+
+e2e: $(STAMP)
+	$(PY) -m pytest -ra tests/e2e $(ARGS)
+
+calibrate: $(STAMP)
+	$(VENV)/bin/infer-prof calibrate $(ARGS)
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,44 @@
+"""The ``infer-prof`` command line: a thin layer that parses, calls the library, and prints."""
+
+from __future__ import annotations
+
+import typer
+
+from infer_prof import __version__
+from infer_prof.cli.calibrate import calibrate_command
+from infer_prof.cli.prices import prices_command
+from infer_prof.cli.run import run_command
+
+app = typer.Typer(
+    name="infer-prof",
+    help="Profile LLM inference on vLLM: latency (TTFT, TPOT, ITL, E2E), throughput, GPU "
+    "telemetry, and cost per million tokens.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"infer-prof {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """infer-prof: what LLM serving really costs, measured."""
+
+
+app.command("run")(run_command)
+app.command("prices")(prices_command)
+app.command("calibrate")(calibrate_command)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    app()

@@ -1,0 +1,96 @@
+"""``infer-prof calibrate``: how accurate is this machine's client, up to which load?"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from infer_prof.calibrate import run_calibration
+from infer_prof.cli.common import fail
+
+
+def _parse_levels(text: str) -> list[int]:
+    try:
+        levels = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        fail(f"--concurrency {text!r} is not a comma-separated list of integers, e.g. 1,32,128")
+    if not levels or any(c < 1 for c in levels):
+        fail(f"--concurrency {text!r}: every level must be a positive integer")
+    return levels
+
+
+def _f(v: Any, digits: int = 3) -> str:
+    return "n/a" if v is None else f"{v:+.{digits}f}" if isinstance(v, float) else str(v)
+
+
+def calibrate_command(
+    concurrency: str = typer.Option(
+        "1,32,128", "--concurrency", "-c", help="Comma-separated concurrency levels to check."
+    ),
+    ttft_ms: float = typer.Option(50.0, "--ttft-ms", help="Server's time to first token."),
+    itl_ms: float = typer.Option(15.0, "--itl-ms", help="Server's gap between tokens."),
+    output_len: int = typer.Option(128, "--output-len", help="Tokens per response."),
+    requests_per_stream: int = typer.Option(
+        4, "--requests-per-stream", help="Requests = this x concurrency."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
+) -> None:
+    """Check the load generator against a built-in server with known timing; print its errors
+    (client minus truth) in TTFT, ITL and requests/s per concurrency."""
+    levels = _parse_levels(concurrency)
+    if ttft_ms <= 0 or itl_ms <= 0 or output_len < 2 or requests_per_stream < 1:
+        fail(
+            "--ttft-ms and --itl-ms must be positive, --output-len at least 2, "
+            "--requests-per-stream at least 1"
+        )
+    err = Console(stderr=True)
+
+    def progress(rep: dict[str, Any]) -> None:
+        err.print(f"concurrency {rep['concurrency']}: {rep['matched_requests']} requests matched")
+
+    reports = run_calibration(
+        levels,
+        ttft_ms=ttft_ms,
+        itl_ms=itl_ms,
+        output_len=output_len,
+        requests_per_stream=requests_per_stream,
+        on_point=progress,
+    )
+    if json_output:
+        sys.stdout.write(json.dumps(reports, indent=2) + "\n")
+        return
+    t = Table(
+        title=f"client error vs truth (ms; server: TTFT {ttft_ms:g} ms, ITL {itl_ms:g} ms, "
+        f"{output_len} tokens)",
+        title_justify="left",
+    )
+    for col in (
+        "concurrency",
+        "TTFT p50",
+        "TTFT p99",
+        "ITL p50",
+        "ITL p99",
+        "req/s err %",
+        "true TTFT p50",
+        "true ITL p99",
+        "failed",
+    ):
+        t.add_column(col, justify="right")
+    for r in reports:
+        t.add_row(
+            str(r["concurrency"]),
+            _f(r["ttft"]["p50_error_ms"]),
+            _f(r["ttft"]["p99_error_ms"]),
+            _f(r["itl"]["p50_error_ms"]),
+            _f(r["itl"]["p99_error_ms"]),
+            _f(r["request_throughput"]["error_pct"]),
+            _f(r["ttft"]["p50_truth_ms"], 2),
+            _f(r["itl"]["p99_truth_ms"], 2),
+            str(r["failed"]),
+        )
+    Console().print(t)

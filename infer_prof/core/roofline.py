@@ -1,0 +1,251 @@
+"""How far a measured throughput is from what the hardware could do at best (a roofline).
+
+Pure: plain numbers (bytes, bytes/s, FLOP/s, tokens/s) and a ModelSpec in; no catalog access.
+For a tensor-parallel run pass the aggregate bandwidth and peak FLOP/s of all its GPUs.
+
+Decode (memory-bandwidth bound at the batch sizes served in practice). Each decode step produces
+one token for each of the B running sequences and reads every weight byte once plus the KV cache
+of the B sequences at their mean context length L:
+
+    bytes_per_step      = weight_bytes + B x L x kv_bytes_per_token
+    step_time_min       = bytes_per_step / bandwidth
+    bandwidth ceiling   = B / step_time_min                                 (output tokens/s)
+    MBU                 = achieved_bytes_per_s / bandwidth,
+                          achieved_bytes_per_s = bytes_per_step x (output_tokens_per_s / B)
+
+A decode step also cannot beat compute: compute ceiling = peak_flops / decode_flops_per_token,
+decode_flops_per_token = 2 x linear_params + 2 x vocab x hidden (LM head) + 4 x layers x L x q_dim.
+The decode ceiling is the lower of the two.
+
+Prefill (compute bound). FLOPs per prompt token, a prompt of length P attending causally to a
+mean of C = (P + 1) / 2 positions:
+
+    prefill_flops_per_token = 2 x linear_params + 4 x layers x C x q_dim
+    prefill ceiling         = peak_flops / prefill_flops_per_token           (prompt tokens/s)
+    MFU                     = prefill_tokens_per_s x prefill_flops_per_token / peak_flops
+
+2 x linear_params is the matmuls of the decoder layers (a multiply-add is 2 FLOPs); the attention
+term is QK^T and AV: 2 matmuls x 2 FLOPs x C positions x q_dim (= hidden for most models) per
+layer. The input embedding is a lookup (no FLOPs), and vLLM computes logits only for a prompt's
+last token, so the LM head is left out of the per-prompt-token count.
+
+A measured throughput above its ceiling cannot be real: it is flagged as a measurement error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infer_prof.core.modelspec import ModelSpec
+
+
+def _require_positive(name: str, value: float) -> None:
+    if not value > 0:
+        raise ValueError(f"{name} must be > 0, got {value}")
+
+
+def decode_bytes_per_step(
+    weight_bytes: float, kv_bytes_per_token: float, batch_size: float, mean_context_len: float
+) -> float:
+    """Bytes one decode step reads: weight_bytes + batch x mean_context_len x kv_bytes_per_token."""
+    if weight_bytes < 0 or kv_bytes_per_token < 0 or batch_size < 0 or mean_context_len < 0:
+        raise ValueError("weight bytes, KV bytes/token, batch size and context must be >= 0")
+    return weight_bytes + batch_size * mean_context_len * kv_bytes_per_token
+
+
+def decode_step_time_min_s(bytes_per_step: float, bandwidth_bytes_per_s: float) -> float:
+    """Shortest possible decode step (s): bytes_per_step / bandwidth (bytes/s)."""
+    _require_positive("bandwidth", bandwidth_bytes_per_s)
+    return bytes_per_step / bandwidth_bytes_per_s
+
+
+def decode_bandwidth_ceiling(
+    bytes_per_step: float, bandwidth_bytes_per_s: float, batch_size: float
+) -> float:
+    """Memory-bandwidth ceiling of decode (output tokens/s): batch_size / step_time_min."""
+    _require_positive("batch size", batch_size)
+    _require_positive("bytes per step", bytes_per_step)
+    return batch_size / decode_step_time_min_s(bytes_per_step, bandwidth_bytes_per_s)
+
+
+def decode_flops_per_token(spec: ModelSpec, context_len: float) -> float:
+    """FLOPs to decode one token at a context of ``context_len`` positions.
+
+    2 x linear_params + 2 x vocab x hidden (LM head) + 4 x layers x context_len x q_dim.
+    """
+    lm_head = 2.0 * spec.vocab_size * spec.hidden_size
+    return 2.0 * spec.linear_params() + lm_head + _attention_flops(spec, context_len)
+
+
+def prefill_flops_per_token(spec: ModelSpec, attended_context: float) -> float:
+    """FLOPs per prompt token: 2 x linear_params + 4 x layers x attended_context x q_dim.
+
+    For a causal prompt of length P, the mean attended context is (P + 1) / 2
+    (see :func:`causal_mean_context`).
+    """
+    return 2.0 * spec.linear_params() + _attention_flops(spec, attended_context)
+
+
+def causal_mean_context(prompt_len: float) -> float:
+    """Mean number of positions a prompt token attends to under a causal mask: (P + 1) / 2."""
+    if prompt_len < 0:
+        raise ValueError(f"prompt length must be >= 0, got {prompt_len}")
+    return (prompt_len + 1.0) / 2.0 if prompt_len > 0 else 0.0
+
+
+def _attention_flops(spec: ModelSpec, context: float) -> float:
+    if context < 0:
+        raise ValueError(f"context length must be >= 0, got {context}")
+    return 4.0 * spec.num_layers * context * spec.q_dim
+
+
+def compute_ceiling(flops_per_token: float, peak_flops: float) -> float:
+    """Compute ceiling (tokens/s): peak FLOP/s / FLOPs per token."""
+    _require_positive("peak FLOP/s", peak_flops)
+    _require_positive("FLOPs per token", flops_per_token)
+    return peak_flops / flops_per_token
+
+
+def mbu(
+    output_tokens_per_s: float,
+    batch_size: float,
+    bytes_per_step: float,
+    bandwidth_bytes_per_s: float,
+) -> float:
+    """Memory-bandwidth utilization (fraction): bytes_per_step x (output_tokens_per_s / B) / bw."""
+    _require_positive("batch size", batch_size)
+    _require_positive("bandwidth", bandwidth_bytes_per_s)
+    steps_per_s = output_tokens_per_s / batch_size
+    return bytes_per_step * steps_per_s / bandwidth_bytes_per_s
+
+
+def mfu(tokens_per_s: float, flops_per_token: float, peak_flops: float) -> float:
+    """FLOP utilization (fraction): tokens_per_s x flops_per_token / peak_flops."""
+    _require_positive("peak FLOP/s", peak_flops)
+    return tokens_per_s * flops_per_token / peak_flops
+
+
+def _pct(x: float | None) -> float | None:
+    return None if x is None else 100.0 * x
+
+
+def _usable(x: float | None) -> bool:
+    return x is not None and x > 0
+
+
+def roofline_report(
+    spec: ModelSpec,
+    weight_bytes: float | None,
+    kv_bytes_per_token: float | None,
+    bandwidth_bytes_per_s: float | None,
+    peak_flops: float | None,
+    batch_size: float | None,
+    mean_context_len: float | None,
+    output_tokens_per_s: float | None,
+    prefill_tokens_per_s: float | None = None,
+    mean_prompt_len: float | None = None,
+) -> dict[str, Any]:
+    """Ceilings, utilizations and the above-ceiling flag of one run (JSON-ready; null where the
+    inputs do not allow the number).
+
+    Inputs: weight bytes read per step (all GPUs), KV-cache bytes per token, memory bandwidth
+    (bytes/s) and peak dense FLOP/s (of all GPUs), the mean batch size the server ran (running
+    sequences), their mean context length (tokens), the measured output tokens/s, and optionally
+    the measured prefill (prompt) tokens/s and the mean prompt length (tokens; without it the
+    prefill attention term is left out, which raises the prefill ceiling: never a false flag).
+
+    ``above_ceiling`` is True when either measured throughput exceeds its ceiling (a measurement
+    error), False when at least one was checked and neither does, None when none could be checked.
+    Utilizations are fractions (``mbu``, ``mfu``) and percentages (``mbu_pct``, ``mfu_pct``).
+    """
+    out: dict[str, Any] = {
+        "batch_size": batch_size,
+        "mean_context_len": mean_context_len,
+        "weight_bytes": weight_bytes,
+        "kv_bytes_per_token": kv_bytes_per_token,
+        "bandwidth_bytes_per_s": bandwidth_bytes_per_s,
+        "peak_flops": peak_flops,
+        "output_tokens_per_s": output_tokens_per_s,
+        "prefill_tokens_per_s": prefill_tokens_per_s,
+        "mean_prompt_len": mean_prompt_len,
+        "decode_bytes_per_step": None,
+        "decode_step_time_min_s": None,
+        "decode_bandwidth_ceiling_tokens_per_s": None,
+        "decode_flops_per_token": None,
+        "decode_compute_ceiling_tokens_per_s": None,
+        "decode_ceiling_tokens_per_s": None,
+        "decode_bound": None,
+        "achieved_bytes_per_s": None,
+        "mbu": None,
+        "mbu_pct": None,
+        "decode_above_ceiling": None,
+        "prefill_attended_context": None,
+        "prefill_flops_per_token": None,
+        "prefill_ceiling_tokens_per_s": None,
+        "achieved_flops": None,
+        "mfu": None,
+        "mfu_pct": None,
+        "prefill_above_ceiling": None,
+        "above_ceiling": None,
+    }
+
+    # Decode: bandwidth ceiling, compute ceiling, MBU.
+    if (
+        weight_bytes is not None
+        and _usable(batch_size)
+        and mean_context_len is not None
+        and kv_bytes_per_token is not None
+    ):
+        assert batch_size is not None
+        step_bytes = decode_bytes_per_step(
+            weight_bytes, kv_bytes_per_token, batch_size, mean_context_len
+        )
+        out["decode_bytes_per_step"] = step_bytes
+        ceilings: dict[str, float] = {}
+        if _usable(bandwidth_bytes_per_s) and step_bytes > 0:
+            assert bandwidth_bytes_per_s is not None
+            out["decode_step_time_min_s"] = decode_step_time_min_s(
+                step_bytes, bandwidth_bytes_per_s
+            )
+            ceilings["memory"] = decode_bandwidth_ceiling(
+                step_bytes, bandwidth_bytes_per_s, batch_size
+            )
+            out["decode_bandwidth_ceiling_tokens_per_s"] = ceilings["memory"]
+            if output_tokens_per_s is not None:
+                out["achieved_bytes_per_s"] = step_bytes * output_tokens_per_s / batch_size
+                out["mbu"] = mbu(output_tokens_per_s, batch_size, step_bytes, bandwidth_bytes_per_s)
+                out["mbu_pct"] = _pct(out["mbu"])
+        dec_flops = decode_flops_per_token(spec, mean_context_len)
+        out["decode_flops_per_token"] = dec_flops
+        if _usable(peak_flops):
+            assert peak_flops is not None
+            ceilings["compute"] = compute_ceiling(dec_flops, peak_flops)
+            out["decode_compute_ceiling_tokens_per_s"] = ceilings["compute"]
+        if ceilings:
+            bound = min(ceilings, key=lambda k: ceilings[k])
+            out["decode_bound"] = bound
+            out["decode_ceiling_tokens_per_s"] = ceilings[bound]
+            if output_tokens_per_s is not None:
+                out["decode_above_ceiling"] = output_tokens_per_s > ceilings[bound]
+
+    # Prefill: compute ceiling, MFU.
+    attended = causal_mean_context(mean_prompt_len) if mean_prompt_len is not None else 0.0
+    out["prefill_attended_context"] = attended
+    pre_flops = prefill_flops_per_token(spec, attended)
+    out["prefill_flops_per_token"] = pre_flops
+    if _usable(peak_flops):
+        assert peak_flops is not None
+        out["prefill_ceiling_tokens_per_s"] = compute_ceiling(pre_flops, peak_flops)
+        if prefill_tokens_per_s is not None:
+            out["achieved_flops"] = prefill_tokens_per_s * pre_flops
+            out["mfu"] = mfu(prefill_tokens_per_s, pre_flops, peak_flops)
+            out["mfu_pct"] = _pct(out["mfu"])
+            out["prefill_above_ceiling"] = (
+                prefill_tokens_per_s > out["prefill_ceiling_tokens_per_s"]
+            )
+
+    flags = [
+        f for f in (out["decode_above_ceiling"], out["prefill_above_ceiling"]) if f is not None
+    ]
+    out["above_ceiling"] = any(flags) if flags else None
+    return out

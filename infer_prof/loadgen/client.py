@@ -1,0 +1,358 @@
+"""A streaming OpenAI-completions client whose timestamps come from the kernel.
+
+Each received TCP segment carries the time the kernel queued it (``SO_TIMESTAMPNS``), read with
+``recvmsg``. A token's arrival time is therefore when its bytes reached this machine, not when a
+busy event loop got round to reading them: event-loop lag delays the reading, not the number.
+Timestamps are converted onto ``time.perf_counter_ns`` by subtracting the data's age
+(``time.time_ns() - kernel_realtime_ns``) from ``perf_counter_ns()`` taken at the same moment.
+
+Connections are kept alive and reused by the stream that opened them (one connection per stream,
+as a real client pool does); a request that fails on a reused connection before any response byte
+arrives is retried once on a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from infer_prof.core.metrics import RequestRecord
+from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
+
+try:
+    import orjson
+
+    _loads: Callable[[bytes], Any] = orjson.loads
+except ImportError:  # pragma: no cover - orjson is a dependency, this is a fallback
+    _loads = json.loads
+
+# Linux constants; Python's socket module does not export them.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+SCM_TIMESTAMPNS = SO_TIMESTAMPNS
+_CMSG_SPACE = socket.CMSG_SPACE(16)
+_RECV_SIZE = 256 * 1024
+_TIMESPEC = struct.Struct("qq")
+
+
+def kernel_arrival_ns(ancdata: list[tuple[int, int, bytes]]) -> int | None:
+    """The kernel's receive time of the data, on the perf_counter clock; None if absent."""
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPNS and len(data) >= 16:
+            sec, nsec = _TIMESPEC.unpack_from(data)
+            age = time.time_ns() - (sec * 1_000_000_000 + nsec)
+            return time.perf_counter_ns() - max(age, 0)
+    return None
+
+
+@dataclass
+class ReadStats:
+    """The client's own health: how long received data waited before the loop read it.
+
+    With kernel timestamps a late read does not move a token's timestamp, as long as the next
+    token of that stream has not arrived yet: the kernel merges queued segments and keeps the
+    newest one's time. Read lag approaching the inter-token gap is therefore the sign that the
+    client could not keep up; it is reported with every run.
+    """
+
+    reads: int = 0
+    read_lag_ns: list[int] = field(default_factory=list)
+
+    def add(self, lag_ns: int) -> None:
+        self.reads += 1
+        self.read_lag_ns.append(lag_ns)
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """Where requests go: ``http://host:port`` plus the API path prefix and auth."""
+
+    host: str
+    port: int
+    base_path: str = ""
+    api_key: str | None = None
+
+    @classmethod
+    def from_url(cls, url: str, api_key: str | None = None) -> Endpoint:
+        """Parse ``http://host:port[/prefix]``; a trailing ``/v1`` is dropped (paths add it)."""
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        if parts.scheme != "http":
+            raise ValueError(
+                f"endpoint {url!r}: only http:// is supported for timed streams "
+                "(put a TLS-terminating tunnel in front, e.g. ssh -L, and use http://localhost)"
+            )
+        if not parts.hostname:
+            raise ValueError(f"endpoint {url!r} has no host; give e.g. http://127.0.0.1:8000")
+        path = parts.path.rstrip("/")
+        if path.endswith("/v1"):
+            path = path[:-3]
+        return cls(parts.hostname, parts.port or 80, path, api_key)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}{self.base_path}"
+
+
+def build_completion_request(
+    endpoint: Endpoint,
+    model: str,
+    prompt: list[int] | str,
+    max_tokens: int,
+    *,
+    ignore_eos: bool = True,
+    extra: dict[str, Any] | None = None,
+    request_id: str | None = None,
+) -> bytes:
+    """The bytes of one streaming ``POST /v1/completions`` request.
+
+    Asks for per-chunk usage (``continuous_usage_stats``) so that token counts come from the
+    server, and ``ignore_eos`` so that outputs have exactly ``max_tokens`` tokens.
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "prompt": prompt,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "temperature": 0.0,
+    }
+    if ignore_eos:
+        body["ignore_eos"] = True
+        body["min_tokens"] = max_tokens
+    if extra:
+        body.update(extra)
+    payload = json.dumps(body, separators=(",", ":")).encode()
+    head = (
+        f"POST {endpoint.base_path}/v1/completions HTTP/1.1\r\n"
+        f"Host: {endpoint.host}:{endpoint.port}\r\n"
+        "User-Agent: infer-prof\r\n"
+        "Content-Type: application/json\r\n"
+        "Accept: text/event-stream\r\n"
+        f"Content-Length: {len(payload)}\r\n"
+    )
+    if request_id:
+        head += f"X-Request-Id: {request_id}\r\n"
+    if endpoint.api_key:
+        head += f"Authorization: Bearer {endpoint.api_key}\r\n"
+    return (head + "\r\n").encode() + payload
+
+
+class _Failure(Exception):
+    def __init__(self, kind: str, detail: str, *, before_response: bool = False) -> None:
+        super().__init__(detail)
+        self.kind = kind
+        self.detail = detail
+        self.before_response = before_response
+
+
+@dataclass
+class StreamConnection:
+    """One kept-alive TCP connection with kernel receive timestamps enabled."""
+
+    addr: tuple[Any, ...]
+    family: int
+    sock: socket.socket | None = None
+    uses: int = 0
+    timestamps: str = "kernel"
+    _closed_cbs: list[Callable[[], None]] = field(default_factory=list)
+
+    async def ensure_open(self) -> None:
+        if self.sock is not None:
+            return
+        loop = asyncio.get_running_loop()
+        sock = socket.socket(self.family, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+        except OSError:
+            self.timestamps = "userspace"
+        try:
+            await loop.sock_connect(sock, self.addr)
+        except OSError as exc:
+            sock.close()
+            raise _Failure("connect_failed", f"{type(exc).__name__}: {exc}") from None
+        self.sock = sock
+        self.uses = 0
+
+    def close(self) -> None:
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+
+
+async def resolve(endpoint: Endpoint) -> tuple[int, tuple[Any, ...]]:
+    """Resolve the endpoint's host once: (address family, socket address)."""
+    loop = asyncio.get_running_loop()
+    infos = await loop.getaddrinfo(endpoint.host, endpoint.port, type=socket.SOCK_STREAM)
+    if not infos:
+        raise OSError(f"cannot resolve {endpoint.host}")
+    family, _, _, _, addr = infos[0]
+    return family, addr
+
+
+async def stream_request(
+    conn: StreamConnection,
+    request: bytes,
+    record: RequestRecord,
+    timeout_s: float,
+    on_token: Callable[[int], None] | None = None,
+    stats: ReadStats | None = None,
+) -> None:
+    """Send one streaming request on ``conn`` and fill ``record`` with what arrives.
+
+    Never raises for request-level failures: they land in ``record.error`` (kind) and
+    ``record.error_detail``. ``on_token(n)`` is called as tokens arrive (for progress display).
+    Cancellation marks the record ``cancelled`` and re-raises.
+    """
+    for attempt in (0, 1):
+        reused = conn.sock is not None and conn.uses > 0
+        try:
+            await conn.ensure_open()
+            await _exchange(conn, request, record, timeout_s, on_token, stats)
+            return
+        except _Failure as f:
+            conn.close()
+            if f.before_response and reused and attempt == 0:
+                record.chunk_ns.clear()
+                record.chunk_tokens.clear()
+                continue  # a kept-alive connection the server had closed: retry fresh
+            record.error, record.error_detail = f.kind, f.detail
+            return
+        except asyncio.CancelledError:
+            conn.close()
+            record.error = record.error or "cancelled"
+            record.error_detail = record.error_detail or "run interrupted before the response ended"
+            raise
+
+
+async def _exchange(
+    conn: StreamConnection,
+    request: bytes,
+    record: RequestRecord,
+    timeout_s: float,
+    on_token: Callable[[int], None] | None,
+    stats: ReadStats | None,
+) -> None:
+    loop = asyncio.get_running_loop()
+    sock = conn.sock
+    assert sock is not None
+    fd = sock.fileno()
+    parser = SseResponseParser()
+    done: asyncio.Future[None] = loop.create_future()
+    state = {"last_ct": 0, "got_bytes": False}
+    use_kernel = conn.timestamps == "kernel"
+    record.timestamp_source = conn.timestamps
+
+    def fail(kind: str, detail: str) -> None:
+        if not done.done():
+            done.set_exception(_Failure(kind, detail, before_response=not state["got_bytes"]))
+
+    def handle_event(payload: bytes, t_ns: int) -> None:
+        if payload == b"[DONE]":
+            return
+        try:
+            obj = _loads(payload)
+        except ValueError:
+            fail("bad_event", f"unparseable SSE data: {payload[:120]!r}")
+            return
+        if not isinstance(obj, dict):
+            return
+        if "error" in obj and not obj.get("choices"):
+            err = obj["error"]
+            msg = err.get("message") if isinstance(err, dict) else err
+            fail("server_error", str(msg)[:300])
+            return
+        usage = obj.get("usage")
+        choices = obj.get("choices")
+        if choices:
+            choice = choices[0]
+            if usage and usage.get("completion_tokens") is not None:
+                ct = int(usage["completion_tokens"])
+                k = ct - state["last_ct"]
+                state["last_ct"] = ct
+            else:
+                record.token_count_source = "chunks"
+                ids = choice.get("token_ids")
+                k = len(ids) if ids else (1 if choice.get("text") else 0)
+            if k > 0:
+                record.chunk_ns.append(t_ns)
+                record.chunk_tokens.append(k)
+                if on_token is not None:
+                    on_token(k)
+            if choice.get("finish_reason"):
+                record.finish_reason = choice["finish_reason"]
+        if usage:
+            if usage.get("completion_tokens") is not None:
+                record.output_tokens = int(usage["completion_tokens"])
+            if usage.get("prompt_tokens") is not None:
+                record.prompt_tokens = int(usage["prompt_tokens"])
+
+    def on_readable() -> None:
+        try:
+            data, anc, _flags, _addr = sock.recvmsg(_RECV_SIZE, _CMSG_SPACE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            fail("connection_error", f"{type(exc).__name__}: {exc}")
+            return
+        now = time.perf_counter_ns()
+        t_ns = (kernel_arrival_ns(anc) if use_kernel else None) or now
+        if stats is not None:
+            stats.add(now - t_ns)
+        try:
+            if not data:
+                events = parser.feed_eof(t_ns)
+                for payload, t in events:
+                    handle_event(payload, t)
+                if not parser.complete:
+                    fail("connection_closed", "server closed the connection mid-response")
+                    return
+            else:
+                state["got_bytes"] = True
+                for payload, t in parser.feed(data, t_ns):
+                    handle_event(payload, t)
+        except HttpProtocolError as exc:
+            fail("protocol_error", str(exc))
+            return
+        if parser.complete and not done.done():
+            record.done_ns = t_ns
+            done.set_result(None)
+
+    loop.add_reader(fd, on_readable)
+    timer = loop.call_later(
+        timeout_s, fail, "timeout", f"no complete response within {timeout_s:g} s"
+    )
+    try:
+        record.send_ns = time.perf_counter_ns()
+        try:
+            sent = sock.send(request)
+            if sent < len(request):
+                await loop.sock_sendall(sock, request[sent:])
+        except OSError as exc:
+            raise _Failure(
+                "connection_error", f"send failed: {exc}", before_response=True
+            ) from None
+        await done
+    finally:
+        timer.cancel()
+        loop.remove_reader(fd)
+    conn.uses += 1
+    if parser.status != 200:
+        body = bytes(parser.body).decode("utf-8", "replace").strip().replace("\n", " ")
+        record.error = f"http_{parser.status}"
+        record.error_detail = body[:300] or parser.reason
+        if not parser.keep_alive:
+            conn.close()
+        return
+    if record.output_tokens is None and record.chunk_tokens:
+        record.output_tokens = sum(record.chunk_tokens)
+        record.token_count_source = "chunks"
+    if not parser.keep_alive:
+        conn.close()

@@ -1,0 +1,122 @@
+"""Resolve ``--model``: a known alias, a local model directory, or a hub id.
+
+The registry of aliases ships in ``infer_prof/data/models.json`` (the config.json of each model),
+so the tool can reason about a model, and profile its real shapes with random weights, without
+downloading anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from infer_prof.core.modelspec import ModelSpec
+
+TINY_LLAMA = "tiny-llama"
+
+
+class ModelError(ValueError):
+    """A --model value that cannot be resolved; the message says what to do instead."""
+
+
+@dataclass(frozen=True)
+class ResolvedModel:
+    """What ``--model`` turned into.
+
+    ``path`` is what the engine loads (a local directory, or a hub id when nothing is local);
+    ``spec`` is the architecture when it is known; ``has_tokenizer`` says whether a tokenizer is
+    at hand to build prompts (otherwise prompts go as plain token IDs).
+    """
+
+    name: str
+    path: str
+    spec: ModelSpec | None
+    hub_id: str | None
+    has_tokenizer: bool
+    source: str  # "alias", "tiny", "local", "hub"
+
+
+@cache
+def registry() -> dict[str, dict[str, Any]]:
+    """The shipped aliases: ``{alias: {"hub_id": ..., "config": {...config.json...}}}``."""
+    text = resources.files("infer_prof.data").joinpath("models.json").read_text()
+    return dict(json.loads(text)["models"])
+
+
+def known_aliases() -> list[str]:
+    """All aliases ``--model`` accepts, tiny-llama first."""
+    return [TINY_LLAMA, *sorted(registry())]
+
+
+def cache_dir() -> Path:
+    """Where generated models and dummy-weight configs are cached (``$INFER_PROF_CACHE``)."""
+    base = os.environ.get("INFER_PROF_CACHE") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "infer-prof"
+    )
+    return Path(base)
+
+
+def alias_config_dir(alias: str) -> Path:
+    """Write the alias's config.json to a cache folder (for ``--load-format dummy``)."""
+    entry = registry()[alias]
+    folder = cache_dir() / "configs" / alias
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / "config.json"
+    text = json.dumps(entry["config"], indent=2)
+    if not target.exists() or target.read_text() != text:
+        target.write_text(text)
+    return folder
+
+
+def _has_tokenizer(folder: Path) -> bool:
+    return any((folder / f).exists() for f in ("tokenizer.json", "tokenizer.model", "vocab.json"))
+
+
+def resolve_model(value: str, *, create_tiny: bool = True) -> ResolvedModel:
+    """Turn a ``--model`` value into something the engine can load.
+
+    Order: the alias ``tiny-llama`` (generated locally on first use), a shipped alias, an existing
+    directory with a config.json, then anything shaped like ``org/name`` as a hub id. Raises
+    :class:`ModelError` with a one-line explanation otherwise.
+    """
+    if value == TINY_LLAMA:
+        from infer_prof.tinymodel import ensure_tiny_llama
+
+        folder = ensure_tiny_llama() if create_tiny else cache_dir() / "models" / TINY_LLAMA
+        config = json.loads((folder / "config.json").read_text()) if folder.exists() else None
+        spec = ModelSpec.from_config(config, name=value) if config else None
+        return ResolvedModel(value, str(folder), spec, None, True, "tiny")
+    reg = registry()
+    if value in reg:
+        entry = reg[value]
+        spec = ModelSpec.from_config(entry["config"], name=value, hub_id=entry["hub_id"])
+        return ResolvedModel(value, entry["hub_id"], spec, entry["hub_id"], False, "alias")
+    path = Path(value).expanduser()
+    looks_like_path = value.startswith((".", "/", "~")) or path.exists()
+    if looks_like_path:
+        if not path.is_dir():
+            raise ModelError(
+                f"model directory {value!r} does not exist; give a folder holding a "
+                f"config.json, or one of: {', '.join(known_aliases())}"
+            )
+        cfg_file = path / "config.json"
+        if not cfg_file.exists():
+            raise ModelError(
+                f"model directory {value!r} has no config.json; point --model at the "
+                "folder a Hugging Face model was saved in"
+            )
+        spec = ModelSpec.from_config(json.loads(cfg_file.read_text()), name=path.name)
+        return ResolvedModel(
+            path.name, str(path.resolve()), spec, None, _has_tokenizer(path), "local"
+        )
+    if value.count("/") == 1 and all(value.split("/")):
+        return ResolvedModel(value, value, None, value, True, "hub")
+    raise ModelError(
+        f"unknown model {value!r}; known aliases: {', '.join(known_aliases())} "
+        "(or give a local model directory or a hub id such as org/name)"
+    )

@@ -1,0 +1,1 @@
+"""Presentation: console tables, live progress, HTML report."""

@@ -1,0 +1,76 @@
+"""The summary table printed at the end of a run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _fmt(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def summary_table(result: dict[str, Any]) -> Table:
+    """A rich table of one result: latencies (ms) by percentile, then throughputs and counts."""
+    s = result["summary"]
+    cfg = result["config"]
+    title = (
+        f"{result['model']['name']}  concurrency {cfg.get('concurrency')}  "
+        f"in {cfg.get('input_len')} / out {cfg.get('output_len')} tokens"
+    )
+    t = Table(title=title, title_justify="left")
+    t.add_column("latency (ms)")
+    for col in ("mean", "p50", "p90", "p99", "max"):
+        t.add_column(col, justify="right")
+    for name, key in (
+        ("TTFT", "ttft_ms"),
+        ("TPOT", "tpot_ms"),
+        ("ITL", "itl_ms"),
+        ("E2E", "e2e_ms"),
+        ("queue (client)", "queue_ms"),
+    ):
+        d = s.get(key)
+        t.add_row(
+            name, *(_fmt(d.get(c) if d else None) for c in ("mean", "p50", "p90", "p99", "max"))
+        )
+    return t
+
+
+def totals_table(result: dict[str, Any]) -> Table:
+    """Throughputs, counts, and (when known) cost and energy, as key/value rows."""
+    s = result["summary"]
+    t = Table(show_header=False, box=None, pad_edge=False)
+    t.add_column(style="bold")
+    t.add_column(justify="right")
+    failures = ", ".join(f"{k}: {v}" for k, v in s.get("failure_kinds", {}).items())
+    rows: list[tuple[str, str]] = [
+        (
+            "requests completed / failed",
+            f"{s['requests_completed']} / {s['requests_failed']}"
+            + (f" ({failures})" if failures else ""),
+        ),
+        ("measured window (s)", _fmt(s.get("duration_s"))),
+        ("requests/s", _fmt(s.get("request_throughput"), 3)),
+        ("output tokens/s", _fmt(s.get("output_throughput"), 1)),
+        ("total tokens/s", _fmt(s.get("total_throughput"), 1)),
+    ]
+    for extra in result.get("extra_rows", []) or []:
+        rows.append((str(extra[0]), str(extra[1])))
+    if not result.get("complete", True):
+        rows.append(("INCOMPLETE", str(result.get("incomplete_reason"))))
+    for k, v in rows:
+        t.add_row(k, v)
+    return t
+
+
+def print_summary(result: dict[str, Any], console: Console | None = None) -> None:
+    """Print the latency table and the totals of a result (to stderr by default)."""
+    console = console or Console(stderr=True)
+    console.print(summary_table(result))
+    console.print(totals_table(result))

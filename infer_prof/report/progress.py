@@ -1,0 +1,70 @@
+"""Live progress on stderr: a one-line status a person can watch, never on stdout."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from infer_prof.loadgen.closed_loop import LiveCounters
+
+
+@dataclass
+class ProgressLine:
+    """Renders :class:`LiveCounters` as a status line; redraws in place on a terminal, and
+    prints a plain line every ``plain_every_s`` seconds otherwise (CI logs)."""
+
+    total: int | None
+    duration_s: float | None = None
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    enabled: bool = True
+    plain_every_s: float = 5.0
+    _last_tokens: int = 0
+    _last_t: float = field(default_factory=time.monotonic)
+    _last_plain: float = 0.0
+    _t0: float = field(default_factory=time.monotonic)
+    _rate: float = 0.0
+
+    def status(self, message: str) -> None:
+        """A one-off status message (server start-up and the like)."""
+        if self.enabled:
+            self._write(message, force_plain=True)
+
+    def update(self, c: LiveCounters) -> None:
+        """Redraw from the counters: requests done, failed, current output tokens/s."""
+        if not self.enabled:
+            return
+        now = time.monotonic()
+        dt = now - self._last_t
+        if dt >= 0.5:
+            inst = (c.output_tokens - self._last_tokens) / dt
+            self._rate = inst if self._rate == 0 else 0.5 * self._rate + 0.5 * inst
+            self._last_tokens, self._last_t = c.output_tokens, now
+        done = c.completed + c.failed
+        of = f"/{self.total}" if self.total else ""
+        extra = f" of {self.duration_s:g}s" if self.duration_s else ""
+        fails = f"  failed {c.failed}" if c.failed else ""
+        line = (
+            f"[{c.phase}] {done}{of} requests{fails}  {self._rate:,.0f} tok/s  "
+            f"{now - self._t0:,.1f}s{extra}"
+        )
+        self._write(line)
+
+    def finish(self) -> None:
+        if self.enabled and self.stream.isatty():
+            self.stream.write("\n")
+            self.stream.flush()
+
+    def _write(self, line: str, force_plain: bool = False) -> None:
+        if self.stream.isatty() and not force_plain:
+            self.stream.write("\r\x1b[2K" + line)
+        else:
+            now = time.monotonic()
+            if not force_plain and now - self._last_plain < self.plain_every_s:
+                return
+            self._last_plain = now
+            if self.stream.isatty():
+                self.stream.write("\r\x1b[2K")
+            self.stream.write(line + "\n")
+        self.stream.flush()

@@ -1,0 +1,73 @@
+"""The result file: one JSON document per run, versioned.
+
+Top-level fields (schema_version 1):
+
+- ``schema_version``, ``kind`` ("infer-prof.run"), ``run_id``, ``started_at``/``finished_at``
+  (ISO 8601 UTC wall clock: labels only, never used for timing)
+- ``complete`` (bool) and ``incomplete_reason`` (why a run stopped early: interrupted,
+  server_died, ...). An incomplete result still holds everything measured until then.
+- ``config``: every option the run was given; ``model``: what was profiled and its architecture;
+  ``server``: how it was started or attached, its log file and exit code
+- ``environment``: versions, GPU/CPU model, host (see :mod:`infer_prof.environment`)
+- ``summary``: the run's numbers (see :class:`infer_prof.core.metrics.RunSummary`)
+- ``client``: the load generator's own health (timestamp source, dispatch delay, ...)
+- ``plan``, ``cost``, ``telemetry``, ``roofline``: present when those parts ran; null otherwise
+- ``requests_file``: per-request records, one JSON object per line, beside the result file
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SCHEMA_VERSION = 1
+RESULT_KIND = "infer-prof.run"
+
+
+class ResultFileError(ValueError):
+    """A file that is not a readable infer-prof result."""
+
+
+def load_result(path: str | Path) -> dict[str, Any]:
+    """Read and check a result file; raises :class:`ResultFileError` naming the problem."""
+    p = Path(path)
+    try:
+        data = json.loads(p.read_text())
+    except OSError as exc:
+        raise ResultFileError(f"cannot read result file {p}: {exc.strerror}") from None
+    except ValueError as exc:
+        raise ResultFileError(f"{p} is not JSON: {exc}") from None
+    if not isinstance(data, dict) or data.get("kind") != RESULT_KIND:
+        raise ResultFileError(f"{p} is not an infer-prof result (no kind {RESULT_KIND!r})")
+    version = data.get("schema_version")
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise ResultFileError(
+            f"{p} has schema_version {version!r}; this infer-prof reads up to {SCHEMA_VERSION}: "
+            "upgrade infer-prof"
+        )
+    for key in ("summary", "config"):
+        if key not in data:
+            raise ResultFileError(f"{p} lacks the field {key!r}")
+    return data
+
+
+def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
+    """The ``--json`` view of a summary: counts, throughputs, and the latency percentiles in ms."""
+    keys = ("mean", "p50", "p90", "p99", "max")
+
+    def dist(d: dict[str, Any] | None) -> dict[str, Any] | None:
+        return None if d is None else {k: d.get(k) for k in keys}
+
+    out: dict[str, Any] = {
+        "requests_completed": summary["requests_completed"],
+        "requests_failed": summary["requests_failed"],
+        "failure_kinds": summary.get("failure_kinds", {}),
+        "duration_s": summary.get("duration_s"),
+        "request_throughput": summary["request_throughput"],
+        "output_throughput": summary["output_throughput"],
+        "total_throughput": summary["total_throughput"],
+    }
+    for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"):
+        out[name] = dist(summary.get(name))
+    return out

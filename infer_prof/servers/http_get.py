@@ -1,0 +1,34 @@
+"""Small blocking HTTP GETs for control-plane calls (health, model list, metrics)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from typing import Any
+
+
+def http_get(url: str, timeout_s: float = 5.0, api_key: str | None = None) -> tuple[int, bytes]:
+    """GET ``url``: (status, body). Raises OSError when no HTTP answer came at all."""
+    req = urllib.request.Request(url, headers={"User-Agent": "infer-prof"})
+    if api_key:
+        req.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
+def get_json(url: str, timeout_s: float = 5.0, api_key: str | None = None) -> Any:
+    """GET ``url`` and decode JSON; raises OSError/ValueError on failure."""
+    status, body = http_get(url, timeout_s, api_key)
+    if status != 200:
+        raise OSError(f"GET {url} answered HTTP {status}: {body[:200]!r}")
+    return json.loads(body)
+
+
+def served_model_names(base_url: str, api_key: str | None = None) -> list[str]:
+    """The model ids an OpenAI-compatible server lists at ``/v1/models``."""
+    data = get_json(f"{base_url}/v1/models", api_key=api_key)
+    return [str(m["id"]) for m in data.get("data", [])]

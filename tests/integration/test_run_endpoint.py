@@ -1,0 +1,190 @@
+"""`infer-prof run --endpoint` against a real local server: output, faults, Ctrl-C."""
+
+import json
+import signal
+import time
+
+import pytest
+
+from infer_prof.schema import load_result
+from infer_prof.store import read_requests
+
+from .conftest import cli, cli_background, load_single_result
+
+pytestmark = pytest.mark.integration
+
+# llama-2-7b's shipped config gives the vocabulary for token-ID prompts: no download needed.
+BASE = ("run", "--model", "llama-2-7b", "--no-progress")
+
+
+def test_json_summary_and_result_files(synthetic, tmp_path):
+    server = synthetic(ttft_ms=20.0, itl_ms=5.0, tokens=16)
+    out = tmp_path / "r.json"
+    p = cli(
+        *BASE,
+        "--endpoint",
+        server.url,
+        "-c",
+        "4",
+        "-n",
+        "12",
+        "--input-len",
+        "32",
+        "--output-len",
+        "16",
+        "--warmup-requests",
+        "2",
+        "--json",
+        "--output",
+        str(out),
+        "--label",
+        "instance=local",
+    )
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["requests_completed"] == 12
+    assert summary["requests_failed"] == 0
+    for key in ("request_throughput", "output_throughput", "total_throughput"):
+        assert summary[key] > 0
+    for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
+        assert set(summary[key]) == {"mean", "p50", "p90", "p99", "max"}
+    assert 19.0 < summary["ttft_ms"]["p50"] < 40.0
+    assert 4.5 < summary["itl_ms"]["p50"] < 8.0
+
+    result = load_result(out)
+    assert result["complete"] is True
+    assert result["schema_version"] == 1
+    assert result["server"]["kind"] == "endpoint"
+    assert result["server"]["served_model_name"] == "synthetic"  # read from /v1/models
+    assert result["labels"] == {"instance": "local"}
+    assert result["config"]["concurrency"] == 4
+    assert result["environment"]["infer_prof"]
+    assert result["client"]["timestamp_source"] == "kernel"
+    recs = read_requests(out.with_name("r.requests.jsonl"))
+    measured = [r for r in recs if not r.warmup]
+    assert len(measured) == 12 and len([r for r in recs if r.warmup]) == 2
+    assert all(r.output_tokens == 16 and r.prompt_tokens == 32 for r in measured)
+    assert summary["output_throughput"] == pytest.approx(
+        summary["request_throughput"] * 16, rel=1e-9
+    )
+
+
+def test_hung_streams_time_out_and_are_counted(synthetic, tmp_path):
+    server = synthetic("--hang-every", "3", ttft_ms=10.0, itl_ms=5.0, tokens=10)
+    p = cli(
+        *BASE,
+        "--endpoint",
+        server.url,
+        "-c",
+        "3",
+        "-n",
+        "6",
+        "--input-len",
+        "8",
+        "--output-len",
+        "10",
+        "--warmup-requests",
+        "0",
+        "--timeout",
+        "1.5",
+        "--results-dir",
+        str(tmp_path),
+        "--json",
+    )
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["requests_failed"] == 2
+    assert summary["failure_kinds"] == {"timeout": 2}
+    assert summary["requests_completed"] == 4
+    recs = [r for r in read_requests(next(tmp_path.glob("*.requests.jsonl")))]
+    timed_out = [r for r in recs if r.error == "timeout"]
+    assert all(len(r.chunk_ns) == 3 for r in timed_out)  # what arrived before the hang is kept
+
+
+def test_http_errors_are_failures_with_their_kind(synthetic, tmp_path):
+    server = synthetic("--fail-every", "4", ttft_ms=5.0, itl_ms=1.0, tokens=4)
+    p = cli(
+        *BASE,
+        "--endpoint",
+        server.url,
+        "-c",
+        "2",
+        "-n",
+        "8",
+        "--input-len",
+        "8",
+        "--output-len",
+        "4",
+        "--warmup-requests",
+        "0",
+        "--results-dir",
+        str(tmp_path),
+        "--json",
+    )
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout)
+    assert summary["failure_kinds"] == {"http_500": 2}
+    assert summary["requests_completed"] == 6
+
+
+def test_server_death_mid_run_writes_incomplete_result(synthetic, tmp_path):
+    server = synthetic(ttft_ms=10.0, itl_ms=10.0, tokens=50)
+    proc = cli_background(
+        *BASE,
+        "--endpoint",
+        server.url,
+        "-c",
+        "4",
+        "-n",
+        "400",
+        "--input-len",
+        "8",
+        "--output-len",
+        "50",
+        "--warmup-requests",
+        "0",
+        "--results-dir",
+        str(tmp_path),
+    )
+    time.sleep(4.0)
+    server.proc.kill()
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    result = load_single_result(tmp_path)
+    assert result["complete"] is False
+    assert result["incomplete_reason"] == "server_died"
+    s = result["summary"]
+    assert s["requests_completed"] > 0
+    assert s["failure_kinds"].get("server_died", 0) >= 1
+    assert s["requests_completed"] + s["requests_failed"] < 400
+
+
+def test_ctrl_c_keeps_what_was_measured(synthetic, tmp_path):
+    server = synthetic(ttft_ms=10.0, itl_ms=10.0, tokens=50)
+    proc = cli_background(
+        *BASE,
+        "--endpoint",
+        server.url,
+        "-c",
+        "4",
+        "-n",
+        "400",
+        "--input-len",
+        "8",
+        "--output-len",
+        "50",
+        "--warmup-requests",
+        "0",
+        "--results-dir",
+        str(tmp_path),
+    )
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    result = load_single_result(tmp_path)
+    assert result["complete"] is False
+    assert result["incomplete_reason"] == "interrupted"
+    s = result["summary"]
+    assert s["requests_completed"] > 0
+    assert s["failure_kinds"].get("cancelled", 0) >= 1  # streams in flight at Ctrl-C

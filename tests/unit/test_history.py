@@ -1,0 +1,181 @@
+"""History database: recording, flattening, filtering, and concurrent writers."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from infer_prof import history as h
+
+
+def summary(ttft_p99: float | None = 40.0, tput: float = 1000.0) -> dict[str, Any]:
+    return {
+        "requests_completed": 100,
+        "request_throughput": 5.0,
+        "output_throughput": tput,
+        "ttft_ms": {"mean": 20.0, "p50": 18.0, "p90": 30.0, "p99": ttft_p99, "max": 55.0},
+        "tpot_ms": {"mean": 7.5, "p50": None, "p90": None, "p99": None, "max": None},
+        "itl_ms": None,
+        "cost": {"usd_per_1m_output_tokens": 0.55, "gpu": "H100-SXM"},
+    }
+
+
+def record(db: Path, run_id: str, started_at: str, **kw: Any) -> None:
+    args: dict[str, Any] = {
+        "config_fingerprint": "fp-a",
+        "summary": summary(),
+        "model": "llama-2-7b",
+        "gpu": "H100-SXM",
+        "precision": "fp16",
+        "concurrency": 64,
+        "workload": "chat",
+        "labels": {},
+        "git_rev": "abc123",
+        "result_path": f"results/{run_id}.json",
+        "complete": True,
+    }
+    args.update(kw)
+    h.record_run(db, run_id=run_id, started_at=started_at, **args)
+
+
+def test_flatten_summary_skips_nulls_and_non_numbers() -> None:
+    flat = h.flatten_summary(summary(ttft_p99=None))
+    assert flat == {
+        "requests_completed": 100.0,
+        "request_throughput": 5.0,
+        "output_throughput": 1000.0,
+        "ttft_ms.mean": 20.0,
+        "ttft_ms.p50": 18.0,
+        "ttft_ms.p90": 30.0,
+        "ttft_ms.max": 55.0,
+        "tpot_ms.mean": 7.5,
+        "cost.usd_per_1m_output_tokens": 0.55,
+    }
+    assert h.flatten_summary({"a": float("nan"), "b": True, "c": [1, 2], "d": 1}) == {"d": 1.0}
+
+
+def test_normalize_started_at() -> None:
+    assert h.normalize_started_at("2024-05-01T02:00:00Z") == "2024-05-01T02:00:00.000000Z"
+    assert h.normalize_started_at("2024-05-01T04:00:00+02:00") == "2024-05-01T02:00:00.000000Z"
+    assert h.normalize_started_at("2024-05-01T02:00:00.5") == "2024-05-01T02:00:00.500000Z"
+
+
+def test_record_and_read_back(tmp_path: Path) -> None:
+    db = tmp_path / "results" / "history.sqlite"
+    record(db, "r1", "2024-05-01T02:00:00Z", labels={"host": "box1", "cloud": "lambda"})
+    [run] = h.list_runs(db)
+    assert run.run_id == "r1"
+    assert run.started_at == "2024-05-01T02:00:00.000000Z"
+    assert run.labels == {"cloud": "lambda", "host": "box1"}
+    assert run.summary == summary()
+    assert run.complete is True and run.concurrency == 64 and run.git_rev == "abc123"
+    assert run.metrics()["ttft_ms.p99"] == 40.0
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+        n = conn.execute("SELECT COUNT(*) FROM metrics WHERE run_id = 'r1'").fetchone()[0]
+    assert n == 10  # the numeric leaves of summary(); 5 nulls and one string skipped
+
+
+def test_rerecording_a_run_replaces_it(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    record(db, "r1", "2024-05-01T02:00:00Z", summary=summary(ttft_p99=40.0))
+    record(db, "r1", "2024-05-01T02:00:00Z", summary=summary(ttft_p99=None), labels={"k": "v"})
+    assert len(h.list_runs(db)) == 1
+    assert h.metric_series(db, "fp-a", "ttft_ms.p99") == []
+    assert h.list_runs(db, label="k=v")[0].run_id == "r1"
+
+
+def test_queries_filter(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    record(db, "a1", "2024-05-01T02:00:00Z", labels={"host": "box1"})
+    record(db, "a2", "2024-05-02T02:00:00Z", labels={"host": "box2"}, summary=summary(45.0))
+    record(db, "a3", "2024-05-03T02:00:00Z", complete=False, summary=summary(90.0))
+    record(db, "a4", "2024-05-04T02:00:00Z", summary=summary(41.0))
+    record(
+        db,
+        "b1",
+        "2024-05-02T12:00:00Z",
+        config_fingerprint="fp-b",
+        model="mistral-7b",
+        labels={"host": "box1", "nightly": "1"},
+    )
+
+    assert [r.run_id for r in h.list_runs(db)] == ["a4", "a3", "b1", "a2", "a1"]
+    assert [r.run_id for r in h.list_runs(db, limit=2)] == ["a4", "a3"]
+    assert [r.run_id for r in h.list_runs(db, model="mistral-7b")] == ["b1"]
+    assert [r.run_id for r in h.list_runs(db, fingerprint="fp-a")] == ["a4", "a3", "a2", "a1"]
+    assert [r.run_id for r in h.list_runs(db, label="host=box1")] == ["b1", "a1"]
+    assert [r.run_id for r in h.list_runs(db, label="nightly")] == ["b1"]
+    assert [r.run_id for r in h.list_runs(db, label="host=box1", model="llama-2-7b")] == ["a1"]
+    assert h.list_runs(db, label="host=box9") == []
+
+    # trend: oldest first, incomplete run a3 left out unless asked for
+    assert h.metric_series(db, "fp-a", "ttft_ms.p99") == [
+        ("2024-05-01T02:00:00.000000Z", "a1", 40.0),
+        ("2024-05-02T02:00:00.000000Z", "a2", 45.0),
+        ("2024-05-04T02:00:00.000000Z", "a4", 41.0),
+    ]
+    assert [v for _, _, v in h.metric_series(db, "fp-a", "ttft_ms.p99", complete_only=False)] == [
+        40.0,
+        45.0,
+        90.0,
+        41.0,
+    ]
+    assert h.metric_series(db, "fp-a", "no_such_metric") == []
+
+    assert [r.run_id for r in h.last_runs(db, "fp-a", 2)] == ["a4", "a2"]
+    assert [r.run_id for r in h.last_runs(db, "fp-a", 2, exclude_run_id="a4")] == ["a2", "a1"]
+    assert [r.run_id for r in h.last_runs(db, "fp-a", 2, complete_only=False)] == ["a4", "a3"]
+    assert "ttft_ms.p99" in h.metric_names(db, "fp-b")
+
+
+def test_missing_database_reads_as_empty(tmp_path: Path) -> None:
+    db = tmp_path / "none.sqlite"
+    assert h.list_runs(db) == []
+    assert h.metric_series(db, "fp", "x") == []
+    assert h.last_runs(db, "fp", 3) == []
+    assert not db.exists()
+
+
+def test_bad_input_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        record(tmp_path / "h.sqlite", "", "2024-05-01T02:00:00Z")
+    with pytest.raises(ValueError):
+        record(tmp_path / "h.sqlite", "r", "2024-05-01T02:00:00Z", summary={"x": float("inf")})
+
+
+def _writer(db: str, worker: int, count: int, barrier: Any) -> None:
+    barrier.wait()
+    for i in range(count):
+        h.record_run(
+            db,
+            run_id=f"w{worker}-{i}",
+            started_at=f"2024-05-01T02:{worker:02d}:{i:02d}Z",
+            config_fingerprint=f"fp-{worker}",
+            summary={"output_throughput": float(i), "ttft_ms": {"p99": float(worker)}},
+            labels={"worker": str(worker)},
+            complete=True,
+        )
+
+
+def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
+    db = str(tmp_path / "h.sqlite")
+    ctx = mp.get_context("fork")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_writer, args=(db, w, 50, barrier)) for w in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    runs = h.list_runs(db, limit=0)
+    assert len(runs) == 100
+    assert {r.run_id for r in runs} == {f"w{w}-{i}" for w in range(2) for i in range(50)}
+    for w in range(2):
+        series = h.metric_series(db, f"fp-{w}", "output_throughput")
+        assert [v for _, _, v in series] == [float(i) for i in range(50)]
+        assert len(h.list_runs(db, label=f"worker={w}", limit=0)) == 50

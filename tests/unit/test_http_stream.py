@@ -1,0 +1,79 @@
+import pytest
+
+from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
+
+HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+
+
+def chunk(data: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(data), data)
+
+
+BODY = (
+    chunk(b'data: {"a":1}\n\n')
+    + chunk(b'data: {"a":2}\n\ndata: {"a":3}\n\n')
+    + chunk(b"data: [DONE]\n\n")
+    + b"0\r\n\r\n"
+)
+
+
+def test_whole_response_in_one_read():
+    p = SseResponseParser()
+    events = p.feed(HEAD + BODY, 7)
+    assert [e for e, _ in events] == [b'{"a":1}', b'{"a":2}', b'{"a":3}', b"[DONE]"]
+    assert all(t == 7 for _, t in events)
+    assert p.status == 200 and p.complete and p.keep_alive
+
+
+@pytest.mark.parametrize("step", [1, 2, 3, 5, 7, 11, 64])
+def test_any_split_of_the_bytes_gives_the_same_events_with_their_read_times(step):
+    data = HEAD + BODY
+    p = SseResponseParser()
+    got = []
+    for i in range(0, len(data), step):
+        got += p.feed(data[i : i + step], i)
+    assert [e for e, _ in got] == [b'{"a":1}', b'{"a":2}', b'{"a":3}', b"[DONE]"]
+    # each event is stamped with the read that completed it
+    for _payload, t in got:
+        assert t <= len(data)
+    assert p.complete
+
+
+def test_event_split_across_chunks_is_joined():
+    body = chunk(b'data: {"x":') + chunk(b"42}\n\n") + b"0\r\n\r\n"
+    p = SseResponseParser()
+    assert p.feed(HEAD + body, 1) == [(b'{"x":42}', 1)]
+
+
+def test_error_status_keeps_body_and_no_events():
+    resp = (
+        b"HTTP/1.1 400 Bad Request\r\ncontent-type: application/json\r\n"
+        b"content-length: 27\r\n\r\n" + b'{"error":"max_tokens bad"}\n'
+    )
+    p = SseResponseParser()
+    assert p.feed(resp, 1) == []
+    assert p.status == 400 and p.complete
+    assert b"max_tokens bad" in bytes(p.body)
+
+
+def test_read_until_close_body():
+    p = SseResponseParser()
+    p.feed(b"HTTP/1.0 200 OK\r\n\r\ndata: 1\n\n", 1)
+    assert not p.complete
+    p.feed_eof(2)
+    assert p.complete and not p.keep_alive
+
+
+def test_crlf_event_separators():
+    body = chunk(b"data: a\r\n\r\n") + b"0\r\n\r\n"
+    assert SseResponseParser().feed(HEAD + body, 3) == [(b"a", 3)]
+
+
+def test_garbage_status_line_raises():
+    with pytest.raises(HttpProtocolError):
+        SseResponseParser().feed(b"SSH-2.0-OpenSSH\r\n\r\n", 0)
+
+
+def test_bad_chunk_size_raises():
+    with pytest.raises(HttpProtocolError):
+        SseResponseParser().feed(HEAD + b"zz\r\n", 0)

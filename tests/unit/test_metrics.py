@@ -1,0 +1,113 @@
+"""Metric definitions on small integer-nanosecond fixtures (DESIGN.md's definitions)."""
+
+import pytest
+
+from infer_prof.core.metrics import (
+    RequestRecord,
+    e2e_ns,
+    itl_ns,
+    measured_window_ns,
+    queue_ns,
+    summarize_run,
+    tpot_ns,
+    ttft_ns,
+)
+
+MS = 1_000_000
+
+
+def rec(
+    index, send, chunks, tokens=None, out=None, prompt=10, warmup=False, error=None, scheduled=None
+):
+    tokens = tokens or [1] * len(chunks)
+    return RequestRecord(
+        index=index,
+        input_len=prompt,
+        max_tokens=sum(tokens),
+        warmup=warmup,
+        scheduled_ns=scheduled,
+        send_ns=send,
+        chunk_ns=list(chunks),
+        chunk_tokens=tokens,
+        done_ns=chunks[-1] if chunks and error is None else None,
+        prompt_tokens=prompt,
+        output_tokens=out if out is not None else sum(tokens),
+        error=error,
+    )
+
+
+def test_single_request_metrics():
+    # sent at 0; tokens at 50, 65, 80, 95 ms
+    r = rec(0, 0, [50 * MS, 65 * MS, 80 * MS, 95 * MS])
+    assert ttft_ns(r) == 50 * MS
+    assert e2e_ns(r) == 95 * MS
+    assert tpot_ns(r) == pytest.approx((95 - 50) * MS / 3)
+    assert itl_ns(r) == [15 * MS, 15 * MS, 15 * MS]
+
+
+def test_multi_token_chunk_splits_its_gap():
+    # the third chunk carries 3 tokens after a 30 ms gap: three gaps of 10 ms
+    r = rec(0, 0, [40 * MS, 50 * MS, 80 * MS], tokens=[1, 1, 3])
+    assert itl_ns(r) == [10 * MS, 10 * MS, 10 * MS, 10 * MS]
+    assert r.output_tokens == 5
+    assert tpot_ns(r) == pytest.approx(40 * MS / 4)
+
+
+def test_first_chunk_with_several_tokens_adds_no_gap():
+    r = rec(0, 0, [40 * MS, 55 * MS], tokens=[2, 1])
+    assert itl_ns(r) == [15 * MS]
+
+
+def test_tpot_undefined_for_one_token():
+    r = rec(0, 0, [40 * MS], tokens=[1])
+    assert tpot_ns(r) is None
+    assert itl_ns(r) == []
+
+
+def test_unmeasured_is_none():
+    r = RequestRecord(index=0, input_len=1, max_tokens=1)
+    assert ttft_ns(r) is None and e2e_ns(r) is None and tpot_ns(r) is None
+    assert queue_ns(r) is None
+
+
+def test_queue_time_is_send_minus_scheduled():
+    r = rec(0, 7 * MS, [60 * MS], scheduled=5 * MS)
+    assert queue_ns(r) == 2 * MS
+
+
+def test_summary_excludes_warmup_and_counts_failures():
+    records = [
+        rec(-1, 0, [500 * MS], warmup=True),  # warm-up: ignored everywhere
+        rec(0, 1000 * MS, [1050 * MS, 1065 * MS], prompt=10),
+        rec(1, 1000 * MS, [1060 * MS, 1075 * MS, 1090 * MS], prompt=20),
+        rec(2, 1010 * MS, [], error="timeout"),
+        rec(3, 1020 * MS, [1070 * MS], error="http_500"),
+    ]
+    s = summarize_run(records)
+    assert s.requests_completed == 2
+    assert s.requests_failed == 2
+    assert s.failure_kinds == {"http_500": 1, "timeout": 1}
+    # window: first measured send (1000 ms) to last end (1090 ms) = 0.09 s
+    assert measured_window_ns(records) == (1000 * MS, 1090 * MS)
+    assert s.duration_s == pytest.approx(0.09)
+    assert s.request_throughput == pytest.approx(2 / 0.09)
+    assert s.output_throughput == pytest.approx(5 / 0.09)
+    assert s.total_throughput == pytest.approx((5 + 30) / 0.09)
+    assert s.ttft_ms.p50 == pytest.approx(55.0)  # TTFTs 50 and 60 ms
+    assert s.itl_ms.count == 3 and s.itl_ms.mean == pytest.approx(15.0)
+    assert s.e2e_ms.max == pytest.approx(90.0)
+
+
+def test_summary_of_nothing_is_null_not_zero():
+    s = summarize_run([])
+    assert s.requests_completed == 0
+    assert s.request_throughput is None
+    assert s.ttft_ms is None and s.itl_ms is None
+    d = s.to_dict()
+    assert d["ttft_ms"] is None and d["output_throughput"] is None
+
+
+def test_record_round_trips_through_dict():
+    r = rec(3, 0, [50 * MS, 65 * MS])
+    back = RequestRecord.from_dict(r.to_dict())
+    assert back == r

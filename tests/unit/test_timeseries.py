@@ -1,0 +1,71 @@
+"""core.timeseries on hand-computed series: None is "not measured" and never becomes 0."""
+
+from __future__ import annotations
+
+import math
+
+from infer_prof.core.timeseries import (
+    counter_increase,
+    joules_per_token,
+    maximum,
+    mean,
+    ratio,
+    take,
+    time_weighted_mean,
+    trapezoid,
+    window_indices,
+)
+
+
+def test_window_indices_inclusive_and_open_ends() -> None:
+    t = [0.0, 1.0, 2.0, 4.0, 5.0]
+    assert window_indices(t, 1.0, 4.0) == [1, 2, 3]
+    assert window_indices(t, None, 1.5) == [0, 1]
+    assert window_indices(t, 4.5, None) == [4]
+    assert window_indices(t, None, None) == [0, 1, 2, 3, 4]
+    assert take(["a", "b", "c"], [2, 0]) == ["c", "a"]
+
+
+def test_mean_and_max_skip_unmeasured() -> None:
+    assert mean([1, None, 3]) == 2.0
+    assert mean([None, None]) is None
+    assert mean([]) is None
+    assert maximum([1, None, 3, math.nan]) == 3
+    assert maximum([None]) is None
+
+
+def test_trapezoid() -> None:
+    # 1 s at (200 + 300) / 2 + 2 s at (300 + 250) / 2 = 250 + 550
+    assert trapezoid([1.0, 2.0, 4.0], [200.0, 300.0, 250.0]) == 800.0
+    # The unmeasured middle point is bridged: 3 s at (200 + 250) / 2
+    assert trapezoid([1.0, 2.0, 4.0], [200.0, None, 250.0]) == 675.0
+    assert trapezoid([1.0], [200.0]) is None
+    assert trapezoid([1.0, 2.0], [None, 5.0]) is None
+
+
+def test_time_weighted_mean() -> None:
+    assert time_weighted_mean([1.0, 2.0, 4.0], [50.0, 100.0, 80.0]) == 85.0  # 255 / 3
+    assert time_weighted_mean([3.0], [7.0]) == 7.0
+    assert time_weighted_mean([3.0, 3.0], [7.0, 9.0]) == 8.0
+    assert time_weighted_mean([1.0, 2.0], [None, None]) is None
+
+
+def test_counter_increase_with_reset_and_gaps() -> None:
+    assert counter_increase([10, 15, 30]) == 20.0
+    assert counter_increase([10, 15, 3, 8]) == 5.0 + 3.0 + 5.0  # reset to 0 after 15
+    assert counter_increase([10, None, 30]) == 20.0
+    assert counter_increase([None, 15, 30]) is None  # start unknown: increase unknown
+    assert counter_increase([10, 15, None]) is None
+    assert counter_increase([]) is None
+    assert counter_increase([7]) == 0.0
+
+
+def test_ratio_and_joules_per_token() -> None:
+    assert ratio(600.0, 2500.0) == 0.24
+    assert ratio(0.0, 0.0) is None
+    assert ratio(None, 3.0) is None
+    assert joules_per_token(800.0, 4000) == 0.2
+    assert joules_per_token(None, 4000) is None
+    assert joules_per_token(800.0, 0) is None
+    assert joules_per_token(800.0, None) is None
+    assert joules_per_token(0.0, 10) == 0.0
