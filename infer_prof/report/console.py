@@ -60,13 +60,52 @@ def totals_table(result: dict[str, Any]) -> Table:
         ("output tokens/s", _fmt(s.get("output_throughput"), 1)),
         ("total tokens/s", _fmt(s.get("total_throughput"), 1)),
     ]
-    for extra in result.get("extra_rows", []) or []:
-        rows.append((str(extra[0]), str(extra[1])))
+    rows += _derived_rows(result)
     if not result.get("complete", True):
         rows.append(("INCOMPLETE", str(result.get("incomplete_reason"))))
     for k, v in rows:
         t.add_row(k, v)
     return t
+
+
+def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """Precision, cost, energy and roofline rows (each says why when it is not available)."""
+    rows: list[tuple[str, str]] = []
+    plan = result.get("plan")
+    if plan:
+        rows.append(("precision (planned)", f"{plan.get('precision_label') or plan['precision']}"))
+    cost = result.get("cost") or {}
+    if cost.get("available"):
+        price = cost.get("price") or {}
+        rows.append(("price", f"${cost['usd_per_hour']:.2f}/h for {cost['gpus']} GPU(s) "
+                              f"({price.get('provider')}, {price.get('kind')})"))
+        rows.append(("$ per 1M output tokens", _fmt(cost.get("usd_per_million_output_tokens"),
+                                                    4)))
+        rows.append(("$ per 1M total tokens", _fmt(cost.get("usd_per_million_total_tokens"), 4)))
+        rows.append(("output tokens per $", _fmt(cost.get("output_tokens_per_usd"), 0)))
+    elif cost:
+        rows.append(("cost", f"n/a ({cost.get('reason')})"))
+    owned = cost.get("owned") if cost else None
+    if owned and owned.get("usd_per_hour") is not None:
+        rows.append(("owned: $ per hour", _fmt(owned["usd_per_hour"], 3)))
+        rows.append(("owned: $ per 1M output tokens",
+                     _fmt(owned.get("usd_per_million_output_tokens"), 4)))
+        rows.append(("break-even vs renting (h)", _fmt(owned.get("break_even_hours"), 0)))
+    energy = result.get("energy") or {}
+    if energy.get("energy_j") is not None:
+        per_token = _fmt(energy.get("joules_per_output_token"), 3)
+        rows.append(("energy (J) / J per output token", f"{energy['energy_j']:,.0f} / {per_token}"))
+        if energy.get("throttled"):
+            rows.append(("GPU throttled", "YES"))
+    elif energy:
+        rows.append(("energy", f"n/a ({energy.get('reason')})"))
+    roof = result.get("roofline") or {}
+    if roof.get("available"):
+        rows.append(("decode MBU / prefill MFU (%)",
+                     f"{_fmt(roof.get('mbu_pct'), 1)} / {_fmt(roof.get('mfu_pct'), 1)}"))
+        if roof.get("above_ceiling"):
+            rows.append(("ABOVE HARDWARE CEILING", "measurement error: check the setup"))
+    return rows
 
 
 def print_summary(result: dict[str, Any], console: Console | None = None) -> None:

@@ -79,6 +79,10 @@ class SyntheticServer:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            import os
+            cc = os.environ.get("SYN_CC")
+            if cc:
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
             self.conns.add(_Conn(self, sock))
 
     # --- request handling -------------------------------------------------------------

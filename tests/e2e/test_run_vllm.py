@@ -181,3 +181,24 @@ def test_faults_mid_run_keep_results_and_leave_no_server(tmp_path, event):
     assert result["summary"]["requests_completed"] > 0
     time.sleep(1)
     assert server_pids(name) == []
+
+
+def test_memory_budget_makes_the_planner_quantize_and_vllm_runs_it(tmp_path):
+    """A 16 MiB budget leaves too little KV room at 16-bit for 4 x (256 + 64) tokens: the
+    planner picks bitsandbytes 4-bit, run passes it to vLLM, and the engine really quantizes."""
+    out = tmp_path / "bnb.json"
+    proc = infer_prof("run", "--model", "tiny-llama", "--memory-budget", "16MiB", "-c", "4",
+                      "-n", "8", "--input-len", "256", "--output-len", "64",
+                      "--warmup-requests", "1", "--output", str(out), "--no-history")
+    _, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, stderr[-3000:]
+    result = load_result(out)
+    assert result["plan"]["precision"] == "bnb-nf4"
+    assert result["precision"] == "bnb-nf4"
+    rejected = {c["precision"]: c["reason"] for c in result["plan"]["rejections"]}
+    assert "bf16" in rejected
+    assert "--quantization bitsandbytes" in " ".join(result["server"]["command"])
+    log = Path(result["server"]["log_file"]).read_text()
+    assert "quantization=bitsandbytes" in log  # the engine's own config line
+    assert "BitsAndBytesModelLoader" in log
+    assert result["summary"]["requests_completed"] == 8

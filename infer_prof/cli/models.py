@@ -1,0 +1,42 @@
+"""``infer-prof models``: the model aliases ``--model`` accepts, with their architecture."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from infer_prof.core.modelspec import ModelSpec
+from infer_prof.models import TINY_LLAMA, registry
+
+
+def models_command(
+    json_output: bool = typer.Option(False, "--json", help="Print the registry as JSON."),
+) -> None:
+    """List the known model aliases (hub id, parameters, layers, KV heads, context)."""
+    rows = []
+    for alias, entry in sorted(registry().items()):
+        spec = ModelSpec.from_config(entry["config"], name=alias, hub_id=entry["hub_id"])
+        rows.append({
+            "alias": alias, "hub_id": spec.hub_id, "params_b": round(spec.param_count() / 1e9, 2),
+            "layers": spec.num_layers, "hidden": spec.hidden_size,
+            "heads": spec.num_attention_heads, "kv_heads": spec.num_kv_heads,
+            "vocab": spec.vocab_size, "context": spec.max_position_embeddings,
+            "kv_bytes_per_token_16bit": int(spec.kv_cache_bytes_per_token(2.0)),
+        })
+    if json_output:
+        sys.stdout.write(json.dumps(rows, indent=2) + "\n")
+        return
+    t = Table(title="model aliases (--model); also: a local folder, or a hub id org/name")
+    for col in ("alias", "hub id", "params (B)", "layers", "KV heads", "context", "KV/token"):
+        t.add_column(col, justify="left" if col in ("alias", "hub id") else "right",
+                     no_wrap=col == "alias", overflow="fold")
+    t.add_row(TINY_LLAMA, "(generated locally)", "0.0004", "2", "2", "2048", "1 KiB")
+    for r in rows:
+        t.add_row(r["alias"], r["hub_id"], f"{r['params_b']:.2f}", str(r["layers"]),
+                  str(r["kv_heads"]), f"{r['context']:,}",
+                  f"{r['kv_bytes_per_token_16bit'] // 1024:,} KiB")
+    Console().print(t)

@@ -1,0 +1,172 @@
+"""What a run's numbers mean in money, energy and hardware limits.
+
+Joins a finished run's summary with the price catalog, the NVML energy reading and the GPU
+catalog's bandwidth and FLOP/s figures. The arithmetic lives in ``core.pricing`` and
+``core.roofline``; this module only chooses the inputs and records where each came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infer_prof.core.gpuspec import GpuSpec
+from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.planner import kv_bytes_per_token, weight_bytes
+from infer_prof.core.pricing import (
+    break_even_hours,
+    cost_per_million_output_tokens,
+    cost_report,
+    owned_cost_per_hour,
+)
+from infer_prof.core.roofline import roofline_report
+from infer_prof.core.timeseries import joules_per_token
+from infer_prof.prices import PriceError, load_prices, select_price
+
+
+@dataclass(frozen=True)
+class CostOptions:
+    """Price choices from the command line."""
+
+    price_per_hour: float | None = None  # per GPU, overrides the catalog
+    provider: str | None = None
+    prices_file: str | None = None
+    spot: bool = False
+    purchase_usd: float | None = None  # owned hardware: price of ONE GPU (or the whole box)
+    amortize_years: float = 3.0
+    usd_per_kwh: float = 0.12
+    utilization: float = 1.0
+
+
+def cost_block(
+    summary: dict[str, Any],
+    gpu: GpuSpec | None,
+    gpus: int,
+    opts: CostOptions,
+    energy_j: float | None,
+    window_s: float | None,
+) -> dict[str, Any]:
+    """Rental cost of the run (price covers all ``gpus``) and, when a purchase price is given,
+    the owned-hardware cost and the break-even hours against renting. Null with a reason when
+    no price applies (e.g. a CPU run without ``--price-per-hour``)."""
+    out: dict[str, Any] = {"available": False, "reason": None}
+    try:
+        catalog = load_prices(opts.prices_file)
+        quote = select_price(
+            catalog, gpu.key if gpu else None, opts.provider, opts.price_per_hour, opts.spot
+        )
+    except (PriceError, ValueError) as exc:
+        out["reason"] = (
+            str(exc)
+            if gpu or opts.price_per_hour
+            else ("no GPU to price: pass --gpu NAME (for --endpoint runs) or --price-per-hour")
+        )
+        quote = None
+    if quote is not None:
+        out.update(
+            cost_report(
+                quote.usd_per_hour,
+                gpus,
+                summary.get("output_throughput"),
+                summary.get("total_throughput"),
+            )
+        )
+        out["price"] = quote.to_dict()
+        out["available"] = True
+    if opts.purchase_usd is not None:
+        tdp = gpu.tdp_watts * gpus if gpu and gpu.tdp_watts else None
+        measured = energy_j is not None and window_s
+        try:
+            owned = owned_cost_per_hour(
+                opts.purchase_usd * gpus,
+                opts.amortize_years,
+                opts.usd_per_kwh,
+                utilization=opts.utilization,
+                energy_joules=energy_j if measured else None,
+                duration_s=window_s if measured else None,
+                tdp_watts=tdp,
+            )
+        except ValueError as exc:
+            out["owned"] = {"available": False, "reason": str(exc)}
+        else:
+            owned_d = owned.to_dict()
+            owned_d["usd_per_million_output_tokens"] = cost_per_million_output_tokens(
+                owned.usd_per_hour, summary.get("output_throughput"), 1
+            )
+            if quote is not None:
+                owned_d["break_even_hours"] = break_even_hours(
+                    opts.purchase_usd * gpus,
+                    quote.usd_per_hour * gpus,
+                    owned.electricity_usd_per_hour + owned.overhead_usd_per_hour,
+                )
+            out["owned"] = owned_d
+    return out
+
+
+def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) -> dict[str, Any]:
+    """Energy over the measured window and joules per output token (null without NVML)."""
+    total = (telemetry_gpu or {}).get("total") or {}
+    energy = total.get("energy_j")
+    source: str | None = "nvml_energy_counter"
+    if energy is None and total.get("energy_j_integrated") is not None:
+        energy, source = total["energy_j_integrated"], "nvml_power_integrated"
+    if energy is None:
+        source = None
+    return {
+        "energy_j": energy,
+        "source": source,
+        "joules_per_output_token": joules_per_token(energy, summary.get("total_output_tokens")),
+        "mean_power_w": total.get("power_w_mean"),
+        "throttled": total.get("throttled"),
+        "reason": None
+        if energy is not None
+        else (telemetry_gpu or {}).get("reason") or "no energy reading",
+    }
+
+
+def roofline_block(
+    spec: ModelSpec | None,
+    gpu: GpuSpec | None,
+    gpus: int,
+    precision: str | None,
+    summary: dict[str, Any],
+    mean_batch: float | None,
+    input_len: int,
+    output_len: int,
+) -> dict[str, Any]:
+    """Decode bandwidth ceiling at the batch the server ran, prefill compute ceiling, MBU/MFU.
+
+    Weight bytes follow the precision the engine ran; KV bytes per token assume a 16-bit cache;
+    the mean context of a decoding sequence is input_len + output_len / 2 tokens.
+    Prefill throughput is the run's prompt tokens over the measured window: an average, so the
+    MFU it gives is a lower bound of what prefill reached while it ran.
+    """
+    if spec is None or gpu is None:
+        return {
+            "available": False,
+            "reason": "needs a known model architecture and a GPU from the catalog "
+            "(--gpu NAME for a remote endpoint)",
+        }
+    prec = precision or "bf16"
+    peak = (
+        gpu.fp8_tflops if prec == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops or gpu.fp16_tflops
+    )
+    duration = summary.get("duration_s")
+    prefill_tps = (summary.get("total_prompt_tokens") or 0) / duration if duration else None
+    report = roofline_report(
+        spec,
+        weight_bytes=float(weight_bytes(spec, prec, 1)),
+        kv_bytes_per_token=float(kv_bytes_per_token(spec, 1, 2)),
+        bandwidth_bytes_per_s=gpu.memory_bandwidth_gbps * 1e9 * gpus,
+        peak_flops=peak * 1e12 * gpus if peak else None,
+        batch_size=mean_batch,
+        mean_context_len=input_len + output_len / 2,
+        output_tokens_per_s=summary.get("output_throughput"),
+        prefill_tokens_per_s=prefill_tps,
+        mean_prompt_len=float(input_len),
+    )
+    report["available"] = True
+    report["precision"] = prec
+    report["gpu"] = gpu.key
+    report["gpus"] = gpus
+    return report
