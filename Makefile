@@ -22,6 +22,7 @@ run: $(STAMP)
 	$(VENV)/bin/infer-prof run $(ARGS)
 
 test: $(STAMP)
+	bash scripts/install_browser.sh
 	$(VENV)/bin/ruff check infer_prof tests
 	$(VENV)/bin/mypy infer_prof
 	$(PY) -m pytest -ra $(ARGS)

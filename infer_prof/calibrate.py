@@ -19,6 +19,7 @@ from typing import Any
 
 from infer_prof.core.accuracy import compare_to_truth
 from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.stats import summarize
 from infer_prof.loadgen.client import Endpoint, build_completion_request
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
@@ -26,6 +27,7 @@ from infer_prof.loadgen.closed_loop import (
     RequestSpec,
     run_closed_loop,
 )
+from infer_prof.loadgen.workers import WorkerJob, choose_processes, merge_health, run_in_workers
 from infer_prof.servers.http_get import get_json, http_get
 
 
@@ -101,8 +103,15 @@ def drive(
     id_prefix: str,
     timeout_s: float = 120.0,
     warmup: int = 0,
+    processes: int = 1,
+    health: dict[str, Any] | None = None,
 ) -> list[RequestRecord]:
-    """Run the closed-loop driver against ``url`` and return its records."""
+    """Run the closed-loop driver against ``url`` and return its records.
+
+    ``processes > 1`` spreads the streams over that many worker processes
+    (:mod:`infer_prof.loadgen.workers`); ``health``, when given, receives the client's own
+    health (processes, CPU, event-loop lag, read lag).
+    """
     endpoint = Endpoint.from_url(url)
 
     def specs() -> Iterator[RequestSpec]:
@@ -122,6 +131,14 @@ def drive(
             request_id=f"{id_prefix}{spec.index}",
         )
 
+    if processes > 1:
+        job = WorkerJob(
+            "closed", endpoint, build, timeout_s, warm, concurrency, None, list(specs())
+        )
+        merged, worker_health = run_in_workers(processes, job)
+        if health is not None:
+            health.update(merge_health(worker_health))
+        return merged
     records: list[RequestRecord] = []
     try:
         import uvloop
@@ -129,6 +146,9 @@ def drive(
         loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
     except ImportError:  # pragma: no cover
         loop = asyncio.new_event_loop()
+    counters = LiveCounters()
+    t0 = time.process_time()
+    w0 = time.perf_counter()
     try:
         loop.run_until_complete(
             run_closed_loop(
@@ -137,22 +157,57 @@ def drive(
                 warm,
                 specs(),
                 ClosedLoopPlan(concurrency, timeout_s),
-                LiveCounters(),
+                counters,
                 asyncio.Event(),
                 records,
             )
         )
     finally:
         loop.close()
+    if health is not None:
+        lag = summarize([x / 1e6 for x in counters.reads.read_lag_ns])
+        health.update(
+            {
+                "processes": 1,
+                "cpu_s": time.process_time() - t0,
+                "wall_s": time.perf_counter() - w0,
+                "reads": counters.reads.reads,
+                "read_lag_ms": lag.to_dict() if lag else None,
+            }
+        )
     return records
 
 
+def cpu_pressure() -> float | None:
+    """Share of the last 10 s in which some runnable task waited for a CPU (Linux PSI
+    ``/proc/pressure/cpu`` "some avg10", percent); None where the kernel does not report it.
+    High values mean other work competed with the server and client for the cores."""
+    try:
+        with open("/proc/pressure/cpu") as f:
+            first = f.readline().split()
+        return float(dict(x.split("=") for x in first[1:])["avg10"])
+    except (OSError, ValueError, KeyError, IndexError):
+        return None
+
+
+def auto_processes(concurrency: int, itl_ms: float) -> int:
+    """Client processes for ``concurrency`` streams at one token per ``itl_ms``:
+    :func:`~infer_prof.loadgen.workers.choose_processes` on ``concurrency / ITL`` events/s."""
+    return choose_processes(concurrency, concurrency / (itl_ms / 1000.0))
+
+
 def calibrate_point(
-    server: SyntheticProcess, concurrency: int, num_requests: int, input_len: int, output_len: int
+    server: SyntheticProcess,
+    concurrency: int,
+    num_requests: int,
+    input_len: int,
+    output_len: int,
+    processes: int = 1,
 ) -> dict[str, Any]:
     """One concurrency level: drive, fetch the truth, compare."""
     get_json(f"{server.url}/truth/reset")
     prefix = f"cal-c{concurrency}-"
+    health: dict[str, Any] = {}
     records = drive(
         server.url,
         concurrency,
@@ -161,10 +216,15 @@ def calibrate_point(
         output_len,
         prefix,
         warmup=min(concurrency, 64),
+        processes=processes,
+        health=health,
     )
     truth = get_json(f"{server.url}/truth", timeout_s=60)["requests"]
     report = compare_to_truth(records, truth, prefix)
     report["concurrency"] = concurrency
+    report["processes"] = processes
+    report["client"] = health
+    report["cpu_pressure_pct"] = cpu_pressure()
     report["num_requests"] = num_requests
     return report
 
@@ -178,13 +238,20 @@ def run_calibration(
     input_len: int = 32,
     requests_per_stream: int = 4,
     on_point: Callable[[dict[str, Any]], None] | None = None,
+    processes: int | None = None,
 ) -> list[dict[str, Any]]:
-    """Calibrate at each concurrency; ``requests_per_stream`` x concurrency requests each."""
+    """Calibrate at each concurrency; ``requests_per_stream`` x concurrency requests each.
+
+    ``processes``: client worker processes per point; None chooses per concurrency
+    (:func:`auto_processes`)."""
     server = start_synthetic(ttft_ms, itl_ms, output_len)
     reports = []
     try:
         for c in concurrencies:
-            rep = calibrate_point(server, c, c * requests_per_stream, input_len, output_len)
+            procs = processes or auto_processes(c, itl_ms)
+            rep = calibrate_point(
+                server, c, c * requests_per_stream, input_len, output_len, procs
+            )
             rep["nominal"] = {"ttft_ms": ttft_ms, "itl_ms": itl_ms, "output_len": output_len}
             reports.append(rep)
             if on_point:

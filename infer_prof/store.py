@@ -13,10 +13,15 @@ from typing import Any
 from infer_prof.core.metrics import RequestRecord
 
 
-def make_run_id(started_at_compact: str, model: str, concurrency: int | str) -> str:
-    """A file-name-safe run id: ``20261122-031500-tiny-llama-c128``."""
-    safe = re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/").split("/")[-1])[:60]
-    return f"{started_at_compact}-{safe}-c{concurrency}"
+def safe_name(model: str) -> str:
+    """The last path part of a model name, with anything unsafe in a file name replaced."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", model.strip("/").split("/")[-1])[:60]
+
+
+def make_run_id(started_at_compact: str, model: str, load_label: str) -> str:
+    """A file-name-safe run id: ``20261122-031500-tiny-llama-c128`` (``c``: concurrency,
+    ``r``: rate)."""
+    return f"{started_at_compact}-{safe_name(model)}-{load_label}"
 
 
 def result_paths(output: str | Path | None, results_dir: Path, run_id: str) -> tuple[Path, Path]:

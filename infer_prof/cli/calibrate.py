@@ -38,6 +38,11 @@ def calibrate_command(
     requests_per_stream: int = typer.Option(
         4, "--requests-per-stream", help="Requests = this x concurrency."
     ),
+    processes: str = typer.Option(
+        "auto",
+        "--processes",
+        help="Client worker processes per level: a number, or auto (by expected events/s).",
+    ),
     json_output: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
 ) -> None:
     """Check the load generator against a built-in server with known timing; print its errors
@@ -48,10 +53,25 @@ def calibrate_command(
             "--ttft-ms and --itl-ms must be positive, --output-len at least 2, "
             "--requests-per-stream at least 1"
         )
+    procs: int | None = None
+    if processes.strip().lower() != "auto":
+        try:
+            procs = int(processes)
+        except ValueError:
+            fail(f"--processes {processes!r}: give a whole number >= 1 or auto")
+        if procs < 1:
+            fail(f"--processes {processes!r}: give a whole number >= 1 or auto")
     err = Console(stderr=True)
 
     def progress(rep: dict[str, Any]) -> None:
-        err.print(f"concurrency {rep['concurrency']}: {rep['matched_requests']} requests matched")
+        cl = rep.get("client") or {}
+        lag = (cl.get("read_lag_ms") or {}).get("p99")
+        err.print(
+            f"concurrency {rep['concurrency']}: {rep['matched_requests']} requests matched; "
+            f"client: {rep.get('processes', 1)} process(es), CPU {cl.get('cpu_s', 0):.1f} s, "
+            f"read lag p99 {'n/a' if lag is None else f'{lag:.2f} ms'}; CPU pressure from "
+            f"all work on the machine (PSI avg10) {rep.get('cpu_pressure_pct')}%"
+        )
 
     reports = run_calibration(
         levels,
@@ -60,6 +80,7 @@ def calibrate_command(
         output_len=output_len,
         requests_per_stream=requests_per_stream,
         on_point=progress,
+        processes=procs,
     )
     if json_output:
         sys.stdout.write(json.dumps(reports, indent=2) + "\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -17,7 +18,7 @@ def models_command(
     json_output: bool = typer.Option(False, "--json", help="Print the registry as JSON."),
 ) -> None:
     """List the known model aliases (hub id, parameters, layers, KV heads, context)."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for alias, entry in sorted(registry().items()):
         spec = ModelSpec.from_config(entry["config"], name=alias, hub_id=entry["hub_id"])
         rows.append({

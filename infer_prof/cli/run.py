@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
+from typing import Any
 
 import typer
 from rich.console import Console
 
 from infer_prof.cli.common import fail, parse_labels, parse_size
+from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
+from infer_prof.report.console import print_summary, print_sweep
 from infer_prof.runner import ConfigError, RunConfig, execute
 from infer_prof.schema import public_summary
 from infer_prof.servers.vllm_server import ServerStartError
@@ -34,8 +38,51 @@ def run_command(
     api_key: str = typer.Option(
         None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for --endpoint."
     ),
-    concurrency: int = typer.Option(
-        16, "--concurrency", "-c", help="Closed loop: number of concurrent streams."
+    workload: str = typer.Option(
+        None,
+        "--workload",
+        "-w",
+        help="Workload file or name (see workloads/): length distributions, request count, "
+        "arrival, SLOs. Options given on the command line override its fields.",
+    ),
+    concurrency: str = typer.Option(
+        None,
+        "--concurrency",
+        "-c",
+        help="Closed loop: concurrent streams, or a list to sweep in one server launch "
+        "(1,8,32,128). Default 16 (or the workload's).",
+    ),
+    rate: str = typer.Option(
+        None,
+        "--rate",
+        help="Open loop: requests/s with Poisson arrivals, or a list to sweep (1,2,4,inf).",
+    ),
+    burstiness: float = typer.Option(
+        None,
+        "--burstiness",
+        help="Open loop: gamma arrivals with this shape (1 = Poisson, < 1 burstier).",
+    ),
+    max_concurrency: int = typer.Option(
+        None,
+        "--max-concurrency",
+        help="Open loop: cap on requests in flight; time waiting for a slot is reported.",
+    ),
+    slo: str = typer.Option(
+        None,
+        "--slo",
+        help="Latency targets in ms, e.g. ttft_p99=2000,tpot_p99=200: reports goodput and "
+        "whether each point meets them.",
+    ),
+    find_max: bool = typer.Option(
+        False,
+        "--find-max",
+        help="Search the highest concurrency (or rate) that meets the --slo targets.",
+    ),
+    min_requests: int = typer.Option(
+        None, "--min-requests", help="Fewer completed requests marks the run invalid (10)."
+    ),
+    min_duration: float = typer.Option(
+        None, "--min-duration", help="A shorter measured window marks the run invalid (5 s)."
     ),
     num_requests: int = typer.Option(
         None,
@@ -47,16 +94,16 @@ def run_command(
         None, "--duration", help="Stop sending new requests after this many seconds."
     ),
     warmup_requests: int = typer.Option(
-        8, "--warmup-requests", help="Requests sent first and left out of the numbers."
+        None, "--warmup-requests", help="Requests sent first and left out of the numbers."
     ),
-    input_len: int = typer.Option(128, "--input-len", help="Prompt length in tokens (exact)."),
+    input_len: int = typer.Option(None, "--input-len", help="Prompt length in tokens (exact)."),
     output_len: int = typer.Option(
-        128, "--output-len", help="Output length in tokens (exact: EOS is ignored)."
+        None, "--output-len", help="Output length in tokens (exact: EOS is ignored)."
     ),
     timeout: float = typer.Option(
         300.0, "--timeout", help="Per-request timeout in seconds; a stream past it fails."
     ),
-    seed: int = typer.Option(0, "--seed", help="Seed for prompt token IDs."),
+    seed: int = typer.Option(None, "--seed", help="Seed for prompt token IDs."),
     dtype: str = typer.Option(None, "--dtype", help="vLLM --dtype (auto, bfloat16, float16)."),
     max_model_len: int = typer.Option(None, "--max-model-len", help="vLLM --max-model-len."),
     gpu_memory_utilization: float = typer.Option(
@@ -148,8 +195,16 @@ def run_command(
         endpoint=endpoint,
         served_model_name=served_model_name,
         api_key=api_key,
-        concurrency=concurrency,
-        num_requests=num_requests if num_requests is not None else (None if duration else 200),
+        workload=workload,
+        concurrency=_levels(concurrency, "--concurrency", parse_concurrency_list),
+        rates=_levels(rate, "--rate", parse_rate_list),
+        burstiness=burstiness,
+        max_concurrency=max_concurrency,
+        slo=slo,
+        find_max=find_max,
+        min_requests=min_requests,
+        min_duration_s=min_duration,
+        num_requests=num_requests,
         duration_s=duration,
         warmup_requests=warmup_requests,
         input_len=input_len,
@@ -190,15 +245,37 @@ def run_command(
         fail(str(exc))
     except ServerStartError as exc:
         fail(str(exc), code=1)
-    result = outcome.result
-    if json_output:
-        sys.stdout.write(json.dumps(public_summary(result["summary"]), indent=2) + "\n")
-    else:
-        from infer_prof.report.console import print_summary
-
-        print_summary(result, Console(stderr=False))
+    out = Console(stderr=False)
     err = Console(stderr=True)
-    err.print(f"result: {outcome.result_path}")
-    if not result["complete"]:
-        err.print(f"[bold red]run incomplete: {result['incomplete_reason']}[/]")
+    if json_output:
+        summaries = [public_summary(p.result["summary"]) for p in outcome.points]
+        doc: Any = (
+            summaries[0]
+            if len(summaries) == 1 and not outcome.sweep
+            else {"points": summaries, "sweep": outcome.sweep}
+        )
+        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+    else:
+        for p in outcome.points:
+            print_summary(p.result, out)
+        if outcome.sweep:
+            print_sweep(outcome.sweep, out)
+    for p in outcome.points:
+        err.print(f"result: {p.result_path}")
+    if outcome.sweep_path:
+        err.print(f"sweep: {outcome.sweep_path}")
+    if not outcome.complete:
+        reason = next(
+            p.result["incomplete_reason"] for p in outcome.points if not p.result["complete"]
+        )
+        err.print(f"[bold red]run incomplete: {reason}[/]")
         raise typer.Exit(3)
+
+
+def _levels(text: str | None, flag: str, parse: Callable[[str, str], list[Any]]) -> Any:
+    if text is None:
+        return None
+    try:
+        return parse(text, flag)
+    except SweepError as exc:
+        fail(str(exc))

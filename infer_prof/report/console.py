@@ -61,6 +61,14 @@ def totals_table(result: dict[str, Any]) -> Table:
         ("total tokens/s", _fmt(s.get("total_throughput"), 1)),
     ]
     rows += _derived_rows(result)
+    slo = result.get("slo")
+    if slo:
+        verdict = "PASS" if slo.get("passed") else "FAIL: " + "; ".join(slo.get("failures", []))
+        rows.append((f"SLO {slo.get('slos')}", verdict))
+        rows.append(("goodput (req/s)", _fmt(slo.get("goodput"), 3)))
+    validity = result.get("validity")
+    if validity and not validity.get("valid"):
+        rows.append(("INVALID", "; ".join(validity.get("reasons", []))))
     if not result.get("complete", True):
         rows.append(("INCOMPLETE", str(result.get("incomplete_reason"))))
     for k, v in rows:
@@ -77,10 +85,14 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     cost = result.get("cost") or {}
     if cost.get("available"):
         price = cost.get("price") or {}
-        rows.append(("price", f"${cost['usd_per_hour']:.2f}/h for {cost['gpus']} GPU(s) "
-                              f"({price.get('provider')}, {price.get('kind')})"))
-        rows.append(("$ per 1M output tokens", _fmt(cost.get("usd_per_million_output_tokens"),
-                                                    4)))
+        rows.append(
+            (
+                "price",
+                f"${cost['usd_per_hour']:.2f}/h for {cost['gpus']} GPU(s) "
+                f"({price.get('provider')}, {price.get('kind')})",
+            )
+        )
+        rows.append(("$ per 1M output tokens", _fmt(cost.get("usd_per_million_output_tokens"), 4)))
         rows.append(("$ per 1M total tokens", _fmt(cost.get("usd_per_million_total_tokens"), 4)))
         rows.append(("output tokens per $", _fmt(cost.get("output_tokens_per_usd"), 0)))
     elif cost:
@@ -88,8 +100,9 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     owned = cost.get("owned") if cost else None
     if owned and owned.get("usd_per_hour") is not None:
         rows.append(("owned: $ per hour", _fmt(owned["usd_per_hour"], 3)))
-        rows.append(("owned: $ per 1M output tokens",
-                     _fmt(owned.get("usd_per_million_output_tokens"), 4)))
+        rows.append(
+            ("owned: $ per 1M output tokens", _fmt(owned.get("usd_per_million_output_tokens"), 4))
+        )
         rows.append(("break-even vs renting (h)", _fmt(owned.get("break_even_hours"), 0)))
     energy = result.get("energy") or {}
     if energy.get("energy_j") is not None:
@@ -101,8 +114,12 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("energy", f"n/a ({energy.get('reason')})"))
     roof = result.get("roofline") or {}
     if roof.get("available"):
-        rows.append(("decode MBU / prefill MFU (%)",
-                     f"{_fmt(roof.get('mbu_pct'), 1)} / {_fmt(roof.get('mfu_pct'), 1)}"))
+        rows.append(
+            (
+                "decode MBU / prefill MFU (%)",
+                f"{_fmt(roof.get('mbu_pct'), 1)} / {_fmt(roof.get('mfu_pct'), 1)}",
+            )
+        )
         if roof.get("above_ceiling"):
             rows.append(("ABOVE HARDWARE CEILING", "measurement error: check the setup"))
     return rows
@@ -113,3 +130,46 @@ def print_summary(result: dict[str, Any], console: Console | None = None) -> Non
     console = console or Console(stderr=True)
     console.print(summary_table(result))
     console.print(totals_table(result))
+
+
+def print_sweep(sweep: dict[str, Any], console: Console | None = None) -> None:
+    """The curve of a sweep: one row per load point, the knee marked."""
+    console = console or Console(stderr=True)
+    t = Table(title="sweep", title_justify="left")
+    for col in (
+        "load",
+        "req/s",
+        "out tok/s",
+        "TTFT p50",
+        "TTFT p99",
+        "TPOT p50",
+        "TPOT p99",
+        "goodput",
+        "SLO",
+        "valid",
+    ):
+        t.add_column(col, justify="right")
+    knee = (sweep.get("knee") or {}).get("index")
+    for i, row in enumerate(sweep["points"]):
+        prefix = "c" if row["mode"] == "closed" else "r"
+        mark = " <- knee" if i == knee else ""
+        slo = {True: "pass", False: "FAIL", None: "-"}[row.get("slo_passed")]
+        t.add_row(
+            f"{prefix}{row['load']}{mark}",
+            _fmt(row["request_throughput"], 2),
+            _fmt(row["output_throughput"], 1),
+            _fmt(row["ttft_p50_ms"]),
+            _fmt(row["ttft_p99_ms"]),
+            _fmt(row["tpot_p50_ms"]),
+            _fmt(row["tpot_p99_ms"]),
+            _fmt(row["goodput"], 2),
+            slo,
+            "yes" if row.get("valid") else "NO",
+        )
+    console.print(t)
+    fm = sweep.get("find_max")
+    if fm and fm.get("result"):
+        console.print(
+            f"highest {fm['load']} meeting the SLOs: {fm['result'].get('best')}"
+            f" (first failing: {fm['result'].get('first_fail')})"
+        )

@@ -10,7 +10,12 @@ Honesty: a request's arrival is the kernel's receive timestamp of its first byte
 is taken right after the ``send`` call returned. Both are on the ``perf_counter`` clock, which is
 the same in every process of a machine, so ``GET /truth`` gives per-request ground truth that a
 client's own measurements can be compared with: true TTFT = first_sent - arrival, true ITL = gaps
-between sends. Scheduling is by ``loop.call_at``; if the server itself runs late, the truth says so.
+between sends. If the server itself runs late, the truth says so.
+
+Cheap at 1000+ streams (it shares the machine with the client it checks): token sends due within
+the same ``tick_ms`` (0.5 ms) are made by one timer callback, at the tick's end (never early), and
+each event's bytes come from a precomputed template (``bytes %`` formatting, no JSON encoder).
+With ``--tick-ms 0`` every token gets its own timer.
 
 Run it as ``python -m infer_prof.servers.synthetic --port 0 --ttft-ms 50 --itl-ms 15``; it prints
 ``LISTENING <port>`` on stdout once it accepts connections.
@@ -32,6 +37,28 @@ from infer_prof.loadgen.client import _CMSG_SPACE, SO_TIMESTAMPNS, kernel_arriva
 
 MODEL_NAME = "synthetic"
 
+# One token event, as vLLM streams it with continuous usage stats; %d: request index,
+# prompt_tokens, completion_tokens, total_tokens. The last token adds a usage-only event and
+# [DONE]. (Byte-for-byte what json.dumps(..., separators=(",", ":")) gives.)
+_EVENT_HEAD = (
+    b'data: {"id":"cmpl-%d","object":"text_completion","model":"' + MODEL_NAME.encode() + b'",'
+)
+_USAGE = b'"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}\n\n'
+_EVENT = (
+    _EVENT_HEAD
+    + b'"choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":null}],'
+    + _USAGE
+)
+_LAST_EVENT = (
+    _EVENT_HEAD
+    + b'"choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":"length"}],'
+    + _USAGE
+    + _EVENT_HEAD
+    + b'"choices":[],'
+    + _USAGE
+    + b"data: [DONE]\n\n"
+)
+
 
 @dataclass
 class _Stream:
@@ -44,6 +71,9 @@ class _Stream:
     sent: int = 0
     send_ns: list[int] = field(default_factory=list)
     handle: asyncio.TimerHandle | None = None
+    due_ns: int = 0
+    cancelled: bool = False
+    finished: bool = False
 
 
 class SyntheticServer:
@@ -56,6 +86,7 @@ class SyntheticServer:
         default_tokens: int = 128,
         hang_every: int = 0,
         fail_every: int = 0,
+        tick_ms: float = 0.5,
     ) -> None:
         self.hang_every = hang_every  # every n-th request stalls after 3 tokens (fault tests)
         self.fail_every = fail_every  # every n-th request is answered HTTP 500 (fault tests)
@@ -66,6 +97,10 @@ class SyntheticServer:
         self.next_index = 0
         self.loop = asyncio.get_event_loop()
         self.conns: set[_Conn] = set()
+        self.tick_ns = int(tick_ms * 1e6)
+        self.buckets: dict[int, list[_Stream]] = {}
+        # perf_counter -> loop.time() offset (both CLOCK_MONOTONIC on Linux; measured anyway)
+        self._loop_offset_s = self.loop.time() - time.perf_counter()
 
     async def serve(self, host: str, port: int) -> None:
         lsock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -74,15 +109,20 @@ class SyntheticServer:
         lsock.listen(4096)
         lsock.setblocking(False)
         print(f"LISTENING {lsock.getsockname()[1]}", flush=True)
-        while True:
-            sock, _ = await self.loop.sock_accept(lsock)
+        self.loop.add_reader(lsock.fileno(), self._accept_all, lsock)
+        await self.loop.create_future()  # serve until the loop is stopped
+
+    def _accept_all(self, lsock: socket.socket) -> None:
+        for _ in range(256):
+            try:
+                sock, _addr = lsock.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            import os
-            cc = os.environ.get("SYN_CC")
-            if cc:
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
             self.conns.add(_Conn(self, sock))
 
     # --- request handling -------------------------------------------------------------
@@ -123,9 +163,8 @@ class SyntheticServer:
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                 b"transfer-encoding: chunked\r\n\r\n"
             )
-            due_s = (arrival_ns + self.ttft_ns) / 1e9
-            stream.handle = self.loop.call_at(self._loop_time(due_s), self._tick, stream)
             conn.active = stream
+            self._schedule(stream, arrival_ns + self.ttft_ns)
         elif path == "/health":
             conn.respond(200, None)
         elif path.endswith("/v1/models"):
@@ -149,45 +188,42 @@ class SyntheticServer:
         else:
             conn.respond(404, {"error": {"message": f"no route {method} {path}"}})
 
-    def _loop_time(self, perf_s: float) -> float:
-        # asyncio's loop.time() is time.monotonic(); perf_counter is the same clock on Linux,
-        # but take the offset to be safe.
-        return perf_s - time.perf_counter() + self.loop.time()
+    def _loop_time(self, perf_ns: int) -> float:
+        return perf_ns / 1e9 + self._loop_offset_s
 
-    def _tick(self, s: _Stream) -> None:
+    def _schedule(self, s: _Stream, due_ns: int) -> None:
+        """Send ``s``'s next token at ``due_ns`` (perf_counter ns), batched per tick."""
+        s.due_ns = due_ns
+        if self.tick_ns <= 0:
+            s.handle = self.loop.call_at(self._loop_time(due_ns), self._send_one, s)
+            return
+        k = -(-due_ns // self.tick_ns)  # the tick that ends at or after due: never early
+        bucket = self.buckets.get(k)
+        if bucket is None:
+            self.buckets[k] = [s]
+            self.loop.call_at(self._loop_time(k * self.tick_ns), self._fire, k)
+        else:
+            bucket.append(s)
+
+    def _fire(self, k: int) -> None:
+        for s in self.buckets.pop(k, ()):
+            if not s.cancelled:
+                self._send_token(s)
+
+    def _send_one(self, s: _Stream) -> None:
+        s.handle = None
+        self._send_token(s)
+
+    def _send_token(self, s: _Stream) -> None:
         s.sent += 1
-        last = s.sent >= s.max_tokens
-        event = {
-            "id": f"cmpl-{s.index}",
-            "object": "text_completion",
-            "model": MODEL_NAME,
-            "choices": [
-                {
-                    "index": 0,
-                    "text": " tok",
-                    "logprobs": None,
-                    "finish_reason": "length" if last else None,
-                }
-            ],
-            "usage": {
-                "prompt_tokens": s.prompt_tokens,
-                "completion_tokens": s.sent,
-                "total_tokens": s.prompt_tokens + s.sent,
-            },
-        }
-        data = b"data: " + json.dumps(event, separators=(",", ":")).encode() + b"\n\n"
+        n = s.sent
+        last = n >= s.max_tokens
+        p = s.prompt_tokens
         if last:
-            final = {
-                "id": f"cmpl-{s.index}",
-                "object": "text_completion",
-                "model": MODEL_NAME,
-                "choices": [],
-                "usage": event["usage"],
-            }
-            data += b"data: " + json.dumps(final, separators=(",", ":")).encode() + b"\n\n"
-            data += b"data: [DONE]\n\n"
+            data = _LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n)
             payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data)
         else:
+            data = _EVENT % (s.index, p, n, p + n)
             payload = b"%x\r\n%s\r\n" % (len(data), data)
         if not s.conn.send_raw(payload):
             self._finish(s, aborted=True)
@@ -195,13 +231,16 @@ class SyntheticServer:
         s.send_ns.append(time.perf_counter_ns())
         if last:
             self._finish(s, aborted=False)
-        elif self.hang_every and (s.index + 1) % self.hang_every == 0 and s.sent >= 3:
+        elif self.hang_every and (s.index + 1) % self.hang_every == 0 and n >= 3:
             s.handle = None  # stall: the stream stays open and silent
         else:
-            due = (s.arrival_ns + self.ttft_ns + s.sent * self.itl_ns) / 1e9
-            s.handle = self.loop.call_at(self._loop_time(due), self._tick, s)
+            self._schedule(s, s.arrival_ns + self.ttft_ns + n * self.itl_ns)
 
     def _finish(self, s: _Stream, aborted: bool) -> None:
+        if s.finished:
+            return
+        s.finished = True
+        s.cancelled = True
         s.conn.active = None
         self.truth.append(
             {
@@ -322,8 +361,10 @@ class _Conn:
             return
         self.server.loop.remove_reader(self.sock.fileno())
         self.server.loop.remove_writer(self.sock.fileno())
-        if self.active is not None and self.active.handle is not None:
-            self.active.handle.cancel()
+        if self.active is not None:
+            self.active.cancelled = True
+            if self.active.handle is not None:
+                self.active.handle.cancel()
             self.server._finish(self.active, aborted=True)
         self.sock.close()
         self.server.conns.discard(self)
@@ -348,6 +389,12 @@ def main(argv: list[str] | None = None) -> None:
         default=0,
         help="every n-th request is answered HTTP 500 (fault tests)",
     )
+    parser.add_argument(
+        "--tick-ms",
+        type=float,
+        default=0.5,
+        help="token sends due within one tick share one timer callback (0: one timer each)",
+    )
     args = parser.parse_args(argv)
     try:
         import uvloop
@@ -358,7 +405,12 @@ def main(argv: list[str] | None = None) -> None:
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     server = SyntheticServer(
-        args.ttft_ms, args.itl_ms, args.output_tokens, args.hang_every, args.fail_every
+        args.ttft_ms,
+        args.itl_ms,
+        args.output_tokens,
+        args.hang_every,
+        args.fail_every,
+        args.tick_ms,
     )
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
     try:

@@ -100,6 +100,7 @@ class VllmServer:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
+                preexec_fn=_die_with_parent,
             )
 
     def poll(self) -> int | None:
@@ -163,6 +164,18 @@ class VllmServer:
         self.poll()
         self.proc = None
         return self.exit_code
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: ask Linux to SIGTERM the server if infer-prof itself dies
+    (even by SIGKILL), so that no server is left behind holding memory. vLLM's own SIGTERM
+    handling then stops its engine and workers."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6", use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
 
 
 def _group_alive(pgid: int) -> bool:

@@ -1,0 +1,118 @@
+"""``infer-prof compare``: one table, a row per run, the best value of each column marked."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import sys
+from typing import Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from infer_prof.cli.common import fail
+from infer_prof.core.comparison import COLUMNS, comparison_table, format_value
+from infer_prof.report.markdown import compare_markdown
+from infer_prof.results_io import PLACEMENT_FIELDS, differing_fields, load_results
+from infer_prof.schema import ResultFileError
+
+FORMATS = ("table", "markdown", "csv", "json")
+
+
+def describe_differences(diff: dict[str, list[Any]], names: list[str]) -> str:
+    """``field: value (run), value (run); ...`` for an error message, one field per line."""
+    lines = []
+    for key, values in diff.items():
+        shown = ", ".join(
+            f"{json.dumps(v, default=str)} ({n})" for v, n in zip(values, names, strict=True)
+        )
+        lines.append(f"  {key}: {shown}")
+    return "\n".join(lines)
+
+
+def _csv(rows: list[dict[str, Any]], best: dict[str, set[int]], paths: list[str]) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow([c.key for c in COLUMNS] + ["best_in", "run_id", "path"])
+    for i, row in enumerate(rows):
+        best_in = ";".join(k for k, idx in best.items() if i in idx)
+        cells = ["" if row.get(c.key) is None else row.get(c.key) for c in COLUMNS]
+        w.writerow([*cells, best_in, row.get("run_id", ""), paths[i]])
+    return buf.getvalue()
+
+
+def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
+    t = Table(box=box.SIMPLE_HEAVY, caption="* best in its column", caption_justify="left")
+    for c in COLUMNS:
+        t.add_column(
+            c.header,
+            justify="right" if c.better or c.key == "concurrency" else "left",
+            no_wrap=True,
+        )
+    for i, row in enumerate(rows):
+        cells = []
+        for c in COLUMNS:
+            text = format_value(c, row.get(c.key))
+            cells.append(f"[bold]{text}*[/bold]" if i in best.get(c.key, set()) else text)
+        t.add_row(*cells)
+    return t
+
+
+def compare_command(
+    results: list[str] = typer.Argument(
+        ..., help="Result files, folders of them, or glob patterns (quote them: 'results/*.json')."
+    ),
+    output_format: str = typer.Option(
+        "table", "--format", "-f", help="table, markdown, csv or json."
+    ),
+    force: bool = typer.Option(
+        False,
+        "--force",
+        help="Compare even when the runs' workload or settings differ (they are listed).",
+    ),
+) -> None:
+    """Compare runs side by side: GPU, label, throughput, latency percentiles, cost, energy."""
+    if output_format not in FORMATS:
+        fail(f"--format {output_format!r} is not one of {', '.join(FORMATS)}")
+    try:
+        loaded = load_results(results)
+    except ResultFileError as exc:
+        fail(str(exc))
+    dicts = [r for _, r in loaded]
+    names = [str(r.get("run_id") or p.stem) for p, r in loaded]
+    diff = differing_fields(dicts, ignore=PLACEMENT_FIELDS)
+    if diff:
+        listing = describe_differences(diff, names)
+        if not force:
+            fail(
+                "these runs differ in more than where they ran, so their numbers are not "
+                f"comparable:\n{listing}\nuse --force to compare them anyway"
+            )
+        typer.echo(f"warning: comparing runs whose settings differ:\n{listing}", err=True)
+    rows, best = comparison_table(dicts)
+    for row, name in zip(rows, names, strict=True):
+        row["run_id"] = name
+    incomplete = [n for n, r in zip(names, dicts, strict=True) if not r.get("complete", True)]
+    if incomplete:
+        typer.echo(f"warning: incomplete runs: {', '.join(incomplete)}", err=True)
+    paths = [str(p) for p, _ in loaded]
+    if output_format == "json":
+        payload = {
+            "columns": [{"key": c.key, "header": c.header, "better": c.better} for c in COLUMNS],
+            "rows": [{**row, "path": paths[i]} for i, row in enumerate(rows)],
+            "best": {k: sorted(v) for k, v in best.items()},
+            "differing_fields": diff,
+        }
+        typer.echo(json.dumps(payload, indent=2, default=str))
+    elif output_format == "csv":
+        sys.stdout.write(_csv(rows, best, paths))
+    elif output_format == "markdown":
+        sys.stdout.write(compare_markdown(rows, best))
+    else:
+        console = Console()
+        if not console.is_terminal:
+            console = Console(width=400)  # a pipe or file: never squeeze or wrap the columns
+        console.print(_table(rows, best))

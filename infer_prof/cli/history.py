@@ -1,0 +1,235 @@
+"""``infer-prof history``: recorded runs, and one metric's trend with its change points."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from infer_prof import history
+from infer_prof.cli.common import fail
+from infer_prof.core.changepoint import ChangePoint, detect_changepoints
+from infer_prof.core.regression import direction_for
+from infer_prof.results_io import config_fingerprint
+from infer_prof.schema import ResultFileError, load_result
+
+DEFAULT_DB = "results/history.sqlite"
+
+# (header, metric name, decimals) of the key metrics in the run list.
+KEY_METRICS = (
+    ("req/s", "request_throughput", 2),
+    ("out tok/s", "output_throughput", 1),
+    ("TTFT p50", "ttft_ms.p50", 2),
+    ("TTFT p99", "ttft_ms.p99", 2),
+    ("TPOT p50", "tpot_ms.p50", 2),
+    ("$/1M out", "cost.usd_per_million_output_tokens|cost.usd_per_1m_output_tokens", 4),
+)
+
+
+def _metric(metrics: dict[str, float], name: str) -> float | None:
+    """``metrics[name]``; ``name`` may list alternatives separated by ``|`` (first present)."""
+    for alt in name.split("|"):
+        if alt in metrics:
+            return metrics[alt]
+    return None
+
+
+def _console() -> Console:
+    """The terminal's console, or a wide one for a pipe or file (columns never squeezed)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=400)
+
+
+def _fmt(v: Any, digits: int = 2) -> str:
+    if v is None:
+        return "n/a"
+    if isinstance(v, float):
+        return f"{v:,.{digits}f}"
+    return str(v)
+
+
+def _time(started_at: str) -> str:
+    """``2024-05-01T02:00:00.000000Z`` -> ``2024-05-01 02:00:00Z``."""
+    return started_at[:19].replace("T", " ") + "Z"
+
+
+def _run_dict(r: history.RunRecord) -> dict[str, Any]:
+    m = r.metrics()
+    return {
+        "run_id": r.run_id,
+        "started_at": r.started_at,
+        "fingerprint": r.config_fingerprint,
+        "model": r.model,
+        "gpu": r.gpu,
+        "precision": r.precision,
+        "concurrency": r.concurrency,
+        "workload": r.workload,
+        "labels": r.labels,
+        "git_rev": r.git_rev,
+        "complete": r.complete,
+        "result_path": r.result_path,
+        "metrics": {name.split("|")[0]: _metric(m, name) for _, name, _ in KEY_METRICS},
+    }
+
+
+def _list_table(runs: list[history.RunRecord], db: Path) -> Table:
+    t = Table(box=box.SIMPLE_HEAVY, title=f"{len(runs)} run(s) in {db}, newest first")
+    for h in ("time (UTC)", "run id", "model", "GPU", "conc."):
+        t.add_column(h, justify="right" if h == "conc." else "left")
+    for h, _, _ in KEY_METRICS:
+        t.add_column(h, justify="right")
+    t.add_column("config")
+    t.add_column("labels")
+    for r in runs:
+        m = r.metrics()
+        t.add_row(
+            _time(r.started_at),
+            r.run_id + ("" if r.complete else " (incomplete)"),
+            r.model or "",
+            r.gpu or "",
+            _fmt(r.concurrency),
+            *(_fmt(_metric(m, name), d) for _, name, d in KEY_METRICS),
+            r.config_fingerprint,
+            ",".join(f"{k}={v}" for k, v in sorted(r.labels.items())),
+        )
+    return t
+
+
+def _pick_fingerprint(db: Path, model: str | None, label: str | None) -> str:
+    runs = history.list_runs(db, model=model, label=label, limit=0)
+    if not runs:
+        fail(f"no recorded runs in {db} match; nothing to trend")
+    counts = Counter(r.config_fingerprint for r in runs)
+    if len(counts) == 1:
+        return next(iter(counts))
+    example = {r.config_fingerprint: r for r in runs}
+    listing = "\n".join(
+        f"  {fp}: {n} run(s), {example[fp].model}, {example[fp].gpu}, "
+        f"concurrency {example[fp].concurrency}"
+        for fp, n in counts.most_common()
+    )
+    fail(
+        f"--metric needs one configuration; these runs hold {len(counts)}:\n{listing}\n"
+        "pick one with --fingerprint F or --config RESULT"
+    )
+
+
+def trend(
+    db: Path, fingerprint: str, metric: str, *, penalty_factor: float, min_change_pct: float
+) -> tuple[list[tuple[str, str, float]], list[ChangePoint]]:
+    """The series (oldest first) of one metric for one configuration and its change points."""
+    series = history.metric_series(db, fingerprint, metric)
+    points = detect_changepoints(
+        [v for _, _, v in series], penalty_factor=penalty_factor, min_change_pct=min_change_pct
+    )
+    return series, points
+
+
+def history_command(
+    db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="The history database."),
+    model: str = typer.Option(None, "--model", "-m", help="Only runs of this model."),
+    label: str = typer.Option(None, "--label", help="Only runs with this label (KEY=VALUE)."),
+    limit: int = typer.Option(50, "--limit", help="List at most this many runs (0: all)."),
+    metric: str = typer.Option(
+        None,
+        "--metric",
+        help="Show this metric's trend (e.g. output_throughput, ttft_ms.p99) for one "
+        "configuration, with change points.",
+    ),
+    fingerprint: str = typer.Option(
+        None, "--fingerprint", help="The configuration for --metric (see the config column)."
+    ),
+    config: Path = typer.Option(
+        None, "--config", help="The configuration for --metric: that of this result file."
+    ),
+    penalty_factor: float = typer.Option(
+        6.0, "--penalty-factor", help="Change-point penalty, in noise variances x ln(n)."
+    ),
+    min_change: float = typer.Option(
+        1.0, "--min-change", help="Ignore change points smaller than this many percent."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """List recorded runs, or show one metric's trend for one configuration."""
+    if label is not None and not label.strip():
+        fail("--label needs KEY=VALUE or KEY")
+    if metric is None:
+        if fingerprint is not None or config is not None:
+            fail("--fingerprint / --config choose the configuration of a --metric trend")
+        runs = history.list_runs(db, model=model, fingerprint=None, label=label, limit=limit)
+        if json_output:
+            typer.echo(json.dumps([_run_dict(r) for r in runs], indent=2))
+        elif not runs:
+            typer.echo(f"no runs recorded in {db}" + (" match" if model or label else ""))
+        else:
+            _console().print(_list_table(runs, db))
+        return
+
+    if fingerprint is not None and config is not None:
+        fail("give --fingerprint or --config, not both")
+    if config is not None:
+        try:
+            fingerprint = config_fingerprint(load_result(config))
+        except ResultFileError as exc:
+            fail(str(exc))
+    if fingerprint is None:
+        fingerprint = _pick_fingerprint(db, model, label)
+    series, points = trend(
+        db, fingerprint, metric, penalty_factor=penalty_factor, min_change_pct=min_change
+    )
+    if not series:
+        known = history.metric_names(db, fingerprint)
+        if not known:
+            fail(f"no recorded runs of configuration {fingerprint} in {db}")
+        fail(
+            f"no values of {metric!r} for configuration {fingerprint}; recorded metrics: "
+            + ", ".join(known)
+        )
+    direction = direction_for(metric)
+    at = {p.index: p for p in points}
+    if json_output:
+        payload = {
+            "fingerprint": fingerprint,
+            "metric": metric,
+            "better": direction,
+            "points": [
+                {"started_at": t, "run_id": rid, "value": v, "change_point": i in at}
+                for i, (t, rid, v) in enumerate(series)
+            ],
+            "change_points": [
+                {**p.to_dict(), "run_id": series[p.index][1], "started_at": series[p.index][0]}
+                for p in points
+            ],
+        }
+        typer.echo(json.dumps(payload, indent=2))
+        return
+    t = Table(
+        box=box.SIMPLE_HEAVY,
+        title=f"{metric} ({direction} is better), configuration {fingerprint}, oldest first",
+    )
+    for h in ("time (UTC)", "run id", metric, "change point"):
+        t.add_column(h, justify="right" if h == metric else "left")
+    for i, (ts, rid, v) in enumerate(series):
+        mark = ""
+        if i in at:
+            p = at[i]
+            worse = p.change_pct is not None and ((p.change_pct > 0) == (direction == "lower"))
+            pct = "n/a" if p.change_pct is None else f"{p.change_pct:+.1f}%"
+            mark = (
+                f"{'[bold red]' if worse else '[green]'}<< {pct} "
+                f"({p.before_mean:.4g} -> {p.after_mean:.4g}, {'worse' if worse else 'better'})"
+                f"{'[/bold red]' if worse else '[/green]'}"
+            )
+        t.add_row(_time(ts), rid, f"{v:,.4g}", mark)
+    console = _console()
+    console.print(t)
+    if points:
+        console.print(f"{len(points)} change point(s) in {len(series)} runs", highlight=False)
+    else:
+        console.print(f"no change point in {len(series)} runs", highlight=False)

@@ -1,0 +1,268 @@
+"""``infer-prof regress``: the regression gate (exit 1 on a regression, 0 otherwise, 2 on bad
+input), with a Markdown summary and JUnit XML for CI systems."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import typer
+from rich import box
+from rich.console import Console
+from rich.table import Table
+
+from infer_prof import history
+from infer_prof.cli.common import fail
+from infer_prof.core.regression import DEFAULT_THRESHOLD_PCT, MetricComparison
+from infer_prof.gate import (
+    DEFAULT_MAX_SAMPLES,
+    RunData,
+    evaluate,
+    run_from_history,
+    run_from_result,
+    verdict,
+)
+from infer_prof.report.junit import junit_xml
+from infer_prof.report.markdown import regress_markdown
+from infer_prof.results_io import differing_fields, load_results
+from infer_prof.schema import ResultFileError
+
+DEFAULT_HISTORY = "results/history.sqlite"
+RULES = ("ci", "mwu", "both", "either")
+_PCT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*%?\s*")
+
+
+def _console() -> Console:
+    """The terminal's console, or a wide one for a pipe or file (columns never squeezed)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=400)
+
+
+def parse_thresholds(items: list[str] | None) -> dict[str, float]:
+    """``["5%", "ttft_ms.p99=10%", "ttft_ms.*=8"]`` -> ``{"*": 5.0, "ttft_ms.p99": 10.0, ...}``.
+
+    A bare percentage is the default for every metric; ``NAME=PCT`` sets one metric (or a glob
+    pattern of names). A malformed item is a bad-input error.
+    """
+    out: dict[str, float] = {}
+    for item in items or []:
+        name, sep, value = item.rpartition("=")
+        m = _PCT.fullmatch(value)
+        if not m or (sep and not name.strip()):
+            fail(f"--threshold {item!r} is not PCT or METRIC=PCT; write e.g. 5% or ttft_ms.p99=10%")
+        out[name.strip() if sep else "*"] = float(m.group(1))
+    return out
+
+
+def _history_n(baseline: list[str], last: int | None) -> int | None:
+    """N when the baseline is the history (``--baseline history:N`` or ``--last N``)."""
+    specs = [b for b in baseline if b.startswith("history:")]
+    if specs and (len(baseline) > 1 or last is not None):
+        fail("--baseline history:N cannot be combined with other baselines or --last")
+    if specs:
+        text = specs[0].split(":", 1)[1]
+        if not text.isdigit() or int(text) < 1:
+            fail(f"--baseline {specs[0]!r}: write history:N with N >= 1, e.g. history:7")
+        return int(text)
+    if last is not None:
+        if baseline:
+            fail("--last N takes the baseline from the history; do not also give --baseline")
+        if last < 1:
+            fail("--last must be at least 1")
+        return last
+    return None
+
+
+def _fmt(v: float | None, digits: int = 2, signed: bool = False) -> str:
+    if v is None:
+        return "n/a"
+    return f"{v:+.{digits}f}" if signed else f"{v:,.{digits}f}"
+
+
+def _table(comparisons: list[MetricComparison], verdicts: list[str]) -> Table:
+    t = Table(box=box.SIMPLE_HEAVY)
+    for h in ("metric", "baseline", "current", "change %", "CI of change %", "p", "thr %"):
+        t.add_column(h, justify="left" if h == "metric" else "right")
+    t.add_column("verdict")
+    for c, v in zip(comparisons, verdicts, strict=True):
+        ci = (
+            f"[{c.ci_low_pct:+.2f}, {c.ci_high_pct:+.2f}]"
+            if c.ci_low_pct is not None and c.ci_high_pct is not None
+            else "n/a"
+        )
+        style = "bold red" if c.regression else ("green" if c.improvement else "")
+        t.add_row(
+            c.name,
+            _fmt(c.baseline, 3),
+            _fmt(c.current, 3),
+            _fmt(c.change_pct, 2, signed=True),
+            ci,
+            _fmt(c.p_value, 4),
+            f"{c.threshold_pct:g}",
+            f"[{style}]{v}[/{style}]" if style else v,
+        )
+    return t
+
+
+def _load_side(specs: list[str], side: str) -> list[RunData]:
+    try:
+        loaded = load_results(specs)
+    except ResultFileError as exc:
+        fail(f"{side}: {exc}")
+    return [run_from_result(p, r) for p, r in loaded]
+
+
+def regress_command(
+    baseline: list[str] = typer.Option(
+        None,
+        "--baseline",
+        help="Baseline result files, folders or globs (repeatable; several = repeated runs), "
+        "or history:N for the last N recorded runs of the current run's configuration.",
+    ),
+    current: list[str] = typer.Option(
+        ..., "--current", help="Current result files, folders or globs (repeatable)."
+    ),
+    threshold: list[str] = typer.Option(
+        None,
+        "--threshold",
+        "-t",
+        help="Worsening that counts: 5% for every metric (default 5%), or METRIC=PCT for one "
+        "(e.g. ttft_ms.p99=10%, glob patterns allowed). Repeatable.",
+    ),
+    junit: Path = typer.Option(None, "--junit", help="Write JUnit XML here (one case a metric)."),
+    markdown: Path = typer.Option(None, "--markdown", help="Write a Markdown summary here."),
+    last: int = typer.Option(
+        None, "--last", help="Baseline = the last N runs of this configuration in --history."
+    ),
+    history_db: Path = typer.Option(
+        Path(DEFAULT_HISTORY), "--history", help="History database for history:N / --last."
+    ),
+    alpha: float = typer.Option(
+        0.05, "--alpha", help="Significance level; the CI is at confidence 1 - alpha."
+    ),
+    rule: str = typer.Option(
+        "ci",
+        "--rule",
+        help="What makes a latency change significant: ci (bootstrap CI excludes 0), mwu "
+        "(Mann-Whitney p < alpha), both, either.",
+    ),
+    n_boot: int = typer.Option(2000, "--n-boot", help="Bootstrap replicates."),
+    max_samples: int = typer.Option(
+        DEFAULT_MAX_SAMPLES,
+        "--max-samples",
+        help="Per side, thin larger latency samples to this many quantiles (conservative).",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="Gate even when baseline and current settings differ."
+    ),
+    json_output: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
+) -> None:
+    """Is the current run worse than the baseline? Per metric: change, significance, threshold."""
+    if rule not in RULES:
+        fail(f"--rule {rule!r} is not one of {', '.join(RULES)}")
+    if not 0.0 < alpha < 1.0:
+        fail("--alpha must be within (0, 1)")
+    if n_boot < 1:
+        fail("--n-boot must be at least 1")
+    thresholds = parse_thresholds(threshold)
+    default_pct = thresholds.pop("*", DEFAULT_THRESHOLD_PCT)
+    n_hist = _history_n(list(baseline or []), last)
+    if n_hist is None and not baseline:
+        fail("give --baseline (files, folders, globs, or history:N) or --last N")
+
+    cur = _load_side(list(current), "current")
+    notes: list[str] = []
+    if n_hist is not None:
+        fps = {r.fingerprint for r in cur}
+        if len(fps) != 1:
+            fail("the current runs have different configurations; a history baseline needs one")
+        fp = next(iter(fps))
+        assert fp is not None
+        exclude = {r.run_id for r in cur}
+        records = [
+            r
+            for r in history.last_runs(history_db, fp, n_hist + len(exclude))
+            if r.run_id not in exclude
+        ][:n_hist]
+        if not records:
+            fail(
+                f"no recorded run of this configuration (fingerprint {fp}) in {history_db}; "
+                "record some runs first or give --baseline FILES"
+            )
+        base = [run_from_history(r) for r in records]
+        baseline_desc = f"last {len(base)} run(s) of configuration {fp} in {history_db}"
+        if len(base) < n_hist:
+            notes.append(f"asked for {n_hist} history runs, found {len(base)}")
+    else:
+        base = _load_side(list(baseline), "baseline")
+        baseline_desc = ", ".join(r.source for r in base)
+        results = [r.result for r in (*base, *cur) if r.result is not None]
+        diff = differing_fields(results, ignore=("labels", "host"))
+        if diff:
+            listing = "\n".join(f"  {k}: {json.dumps(v, default=str)}" for k, v in diff.items())
+            if not force:
+                fail(
+                    f"baseline and current runs differ in their settings:\n{listing}\n"
+                    "use --force to gate them anyway"
+                )
+            notes.append("settings differ (--force): " + ", ".join(diff))
+    current_desc = ", ".join(r.source for r in cur)
+    for r in (*base, *cur):
+        if not r.complete:
+            notes.append(f"run {r.run_id} is incomplete")
+    if any(r.samples is None for r in (*base, *cur)):
+        notes.append("latency judged on per-run summary percentiles (requests files not at hand)")
+
+    try:
+        comparisons = evaluate(
+            base,
+            cur,
+            thresholds=thresholds,
+            default_threshold_pct=default_pct,
+            alpha=alpha,
+            rule=rule,  # type: ignore[arg-type]
+            n_boot=n_boot,
+            max_samples=max_samples,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+    if not comparisons:
+        fail("no metric is present on both sides; nothing to gate")
+    verdicts = [verdict(c) for c in comparisons]
+    regressions = [c.name for c in comparisons if c.regression]
+
+    if markdown is not None:
+        markdown.parent.mkdir(parents=True, exist_ok=True)
+        markdown.write_text(
+            regress_markdown(comparisons, verdicts, baseline_desc, current_desc, notes)
+        )
+    if junit is not None:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.write_text(
+            junit_xml(comparisons, properties={"baseline": baseline_desc, "current": current_desc})
+        )
+    if json_output:
+        payload = {
+            "regression": bool(regressions),
+            "regressions": regressions,
+            "baseline": baseline_desc,
+            "current": current_desc,
+            "notes": notes,
+            "metrics": [
+                {**c.to_dict(), "verdict": v} for c, v in zip(comparisons, verdicts, strict=True)
+            ],
+        }
+        typer.echo(json.dumps(payload, indent=2))
+    else:
+        console = _console()
+        console.print(f"baseline: {baseline_desc}\ncurrent:  {current_desc}", highlight=False)
+        for n in notes:
+            console.print(f"note: {n}", highlight=False)
+        console.print(_table(comparisons, verdicts))
+        if regressions:
+            console.print(f"[bold red]REGRESSION[/bold red] in {', '.join(regressions)}")
+        else:
+            console.print("no regression")
+    if regressions:
+        raise typer.Exit(1)

@@ -1,0 +1,185 @@
+"""The comparison table: one row per run, and the best value of each column.
+
+Pure: takes result dicts (already loaded), returns rows of plain values. Columns and units:
+
+========================  =========================================  ==========
+column key                source in the result                       better
+========================  =========================================  ==========
+gpu                       environment.gpu_name (count prefix if >1)  -
+label                     labels as ``k=v`` joined by ``,``          -
+model                     model.name                                 -
+precision                 plan.precision / quantization / dtype      -
+concurrency               config.concurrency                         -
+request_throughput        summary.request_throughput (requests/s)    higher
+output_throughput         summary.output_throughput (tokens/s)       higher
+ttft_p50, ttft_p99        summary.ttft_ms.p50 / .p99 (ms)            lower
+tpot_p50, tpot_p99        summary.tpot_ms.p50 / .p99 (ms)            lower
+e2e_p50, e2e_p99          summary.e2e_ms.p50 / .p99 (ms)             lower
+usd_per_hour              cost.usd_per_hour ($)                      lower
+usd_per_1m_output         cost.usd_per_million_output_tokens ($)     lower
+output_tokens_per_usd     cost.output_tokens_per_usd                 higher
+joules_per_token          energy.joules_per_output_token (J)         lower
+========================  =========================================  ==========
+
+``gpu`` falls back to ``gpu.key`` (the GPU named with ``--gpu`` for an endpoint run) and then to
+"cpu"; ``precision`` also looks at the result's top-level ``precision``. The $/1M column also
+reads ``cost.usd_per_1m_output_tokens`` (an alternative spelling, ``|`` in :attr:`Column.path`).
+
+A value that is missing (not measured, no price, no energy reading) is None, never 0, and never
+best. A column's best is marked only when at least two rows have a value; ties are all best.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Better = Literal["higher", "lower"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: ``key`` (row dict key), ``header`` (short title with unit), ``path`` (where
+    the value is in a result, dotted, alternatives separated by ``|``; empty for the text columns
+    computed by :func:`row_for`),
+    ``better`` (None for descriptive columns) and ``digits`` (decimals when printed)."""
+
+    key: str
+    header: str
+    path: str = ""
+    better: Better | None = None
+    digits: int = 2
+
+
+TEXT_COLUMNS = (
+    Column("gpu", "GPU"),
+    Column("label", "label"),
+    Column("model", "model"),
+    Column("precision", "precision"),
+    Column("concurrency", "conc.", "config.concurrency", None, 0),
+)
+
+METRIC_COLUMNS = (
+    Column("request_throughput", "req/s", "summary.request_throughput", "higher", 2),
+    Column("output_throughput", "out tok/s", "summary.output_throughput", "higher", 1),
+    Column("ttft_p50", "TTFT p50 ms", "summary.ttft_ms.p50", "lower", 2),
+    Column("ttft_p99", "TTFT p99 ms", "summary.ttft_ms.p99", "lower", 2),
+    Column("tpot_p50", "TPOT p50 ms", "summary.tpot_ms.p50", "lower", 2),
+    Column("tpot_p99", "TPOT p99 ms", "summary.tpot_ms.p99", "lower", 2),
+    Column("e2e_p50", "E2E p50 ms", "summary.e2e_ms.p50", "lower", 2),
+    Column("e2e_p99", "E2E p99 ms", "summary.e2e_ms.p99", "lower", 2),
+    Column("usd_per_hour", "$/hour", "cost.usd_per_hour", "lower", 2),
+    Column(
+        "usd_per_1m_output",
+        "$/1M out tok",
+        "cost.usd_per_million_output_tokens|cost.usd_per_1m_output_tokens",
+        "lower",
+        4,
+    ),
+    Column("output_tokens_per_usd", "out tok/$", "cost.output_tokens_per_usd", "higher", 0),
+    Column("joules_per_token", "J/out tok", "energy.joules_per_output_token", "lower", 4),
+)
+
+COLUMNS = TEXT_COLUMNS + METRIC_COLUMNS
+
+
+def dig(data: Mapping[str, Any] | None, path: str) -> Any:
+    """The value at a dotted ``path`` in nested dicts, or None when any step is missing.
+
+    ``path`` may list alternatives separated by ``|``: the first that is not None wins.
+    """
+    for alt in path.split("|"):
+        cur: Any = data
+        for part in alt.split("."):
+            if not isinstance(cur, Mapping):
+                cur = None
+                break
+            cur = cur.get(part)
+        if cur is not None:
+            return cur
+    return None
+
+
+def _number(value: Any) -> float | None:
+    """A finite int/float as float; anything else (None, bool, text, NaN) as None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def labels_text(labels: Mapping[str, Any] | None) -> str:
+    """``{"instance": "a100", "zone": "b"}`` -> ``"instance=a100,zone=b"`` (sorted by key)."""
+    if not labels:
+        return ""
+    return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
+
+
+def row_for(result: Mapping[str, Any]) -> dict[str, Any]:
+    """One table row (keys of :data:`COLUMNS`) for one result dict."""
+    name = dig(result, "environment.gpu_name")
+    count = dig(result, "environment.gpu_count")
+    if not name:  # no GPU seen here: the one named with --gpu (e.g. an endpoint elsewhere)
+        name, count = dig(result, "gpu.key"), dig(result, "gpu.count")
+    gpu = "cpu"
+    if name:
+        gpu = f"{count}x {name}" if isinstance(count, int) and count > 1 else str(name)
+    plan = result.get("plan") if isinstance(result.get("plan"), Mapping) else {}
+    cfg = result.get("config") if isinstance(result.get("config"), Mapping) else {}
+    assert isinstance(plan, Mapping) and isinstance(cfg, Mapping)
+    labels = result.get("labels") or cfg.get("labels") or {}
+    row: dict[str, Any] = {
+        "gpu": gpu,
+        "label": labels_text(labels if isinstance(labels, Mapping) else {}),
+        "model": dig(result, "model.name") or cfg.get("model"),
+        "precision": str(
+            plan.get("precision")
+            or result.get("precision")
+            or cfg.get("quantization")
+            or cfg.get("dtype")
+            or "auto"
+        ),
+        "concurrency": cfg.get("concurrency"),
+    }
+    for col in METRIC_COLUMNS:
+        row[col.key] = _number(dig(result, col.path))
+    return row
+
+
+def best_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, set[int]]:
+    """For each metric column, the indices of the rows holding its best value.
+
+    Best is the maximum for "higher" columns and the minimum for "lower" ones, over rows with a
+    value. Columns with fewer than two values get an empty set (nothing to compare).
+    """
+    out: dict[str, set[int]] = {}
+    for col in METRIC_COLUMNS:
+        values = [(i, r.get(col.key)) for i, r in enumerate(rows)]
+        present = [(i, v) for i, v in values if isinstance(v, (int, float))]
+        if len(present) < 2:
+            out[col.key] = set()
+            continue
+        pick = max if col.better == "higher" else min
+        best = pick(v for _, v in present)
+        out[col.key] = {i for i, v in present if v == best}
+    return out
+
+
+def comparison_table(
+    results: Sequence[Mapping[str, Any]],
+) -> tuple[list[dict[str, Any]], dict[str, set[int]]]:
+    """Rows (:func:`row_for`) for ``results`` in order, and :func:`best_rows` of them."""
+    rows = [row_for(r) for r in results]
+    return rows, best_rows(rows)
+
+
+def format_value(col: Column, value: Any) -> str:
+    """A cell as text: ``n/a`` for missing, thousands separators and ``col.digits`` decimals."""
+    if value is None or value == "":
+        return "n/a" if col.better is not None or col.key == "concurrency" else ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return f"{value:,.{col.digits}f}"
+    return str(value)

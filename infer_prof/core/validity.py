@@ -1,0 +1,142 @@
+"""Is a run big enough, and was the client healthy enough, to trust its numbers?
+
+Pure. Two kinds of reasons, both reported by name (as MLPerf's LoadGen marks a run INVALID with
+the rule it broke, instead of silently printing its numbers):
+
+Too small or too short (``invalid``):
+
+- ``too_few_requests``: completed measured requests < ``min_requests`` (default 10). Below
+  about ten samples even the p50 is one request's value, and request throughput moves in steps
+  of more than 10% per request.
+- ``too_short``: measured window < ``min_duration_s`` (default 5 s). The window's two edges
+  (ramp-up, drain) each last about one request's E2E latency, and server-side state (batch
+  size, KV-cache occupancy) takes a few seconds to settle; a window of a few seconds makes those
+  edges a large share of what throughput divides by. Workload files set stricter limits
+  (``min_requests``, ``min_duration_s``); these defaults are the floor for ad-hoc runs.
+
+Client could not keep up (``client_overloaded``, also invalid):
+
+- ``read_lag``: the client's read-lag p99 (time received data waited in the kernel before the
+  client read it) > ``max_read_lag_fraction`` (default 0.5) x the run's ITL p50. Timestamps are
+  the kernel's, so a late read costs nothing *until* the next token of the same stream arrives
+  before the read: then both are read together and get the later token's time. Half an ITL of
+  p99 lag leaves a margin before that happens.
+- ``dispatch_lag``: the p99 of how late requests were sent against their schedule, when not
+  waiting for a concurrency slot, > ``max_dispatch_lag_ms`` (default 5 ms): the open-loop
+  arrival pattern that was asked for is not the one the server saw.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_MIN_REQUESTS = 10
+DEFAULT_MIN_DURATION_S = 5.0
+DEFAULT_MAX_READ_LAG_FRACTION = 0.5
+DEFAULT_MAX_DISPATCH_LAG_MS = 5.0
+
+
+@dataclass(frozen=True)
+class ValidityRules:
+    """Thresholds; see the module docstring for why the defaults are what they are."""
+
+    min_requests: int = DEFAULT_MIN_REQUESTS
+    min_duration_s: float = DEFAULT_MIN_DURATION_S
+    max_read_lag_fraction: float = DEFAULT_MAX_READ_LAG_FRACTION
+    max_dispatch_lag_ms: float = DEFAULT_MAX_DISPATCH_LAG_MS
+
+    def __post_init__(self) -> None:
+        if self.min_requests < 0 or self.min_duration_s < 0:
+            raise ValueError("min_requests and min_duration_s must be >= 0")
+        if self.max_read_lag_fraction <= 0 or self.max_dispatch_lag_ms <= 0:
+            raise ValueError("max_read_lag_fraction and max_dispatch_lag_ms must be > 0")
+
+
+@dataclass(frozen=True)
+class Validity:
+    """The verdict: ``valid`` unless some reason was found; each reason is one line."""
+
+    reasons: list[str] = field(default_factory=list)  # too small / too short
+    client_reasons: list[str] = field(default_factory=list)  # client could not keep up
+    rules: ValidityRules = field(default_factory=ValidityRules)
+
+    @property
+    def client_overloaded(self) -> bool:
+        return bool(self.client_reasons)
+
+    @property
+    def valid(self) -> bool:
+        return not self.reasons and not self.client_reasons
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "valid": self.valid,
+            "reasons": [*self.reasons, *self.client_reasons],
+            "client_overloaded": self.client_overloaded,
+            "rules": {
+                "min_requests": self.rules.min_requests,
+                "min_duration_s": self.rules.min_duration_s,
+                "max_read_lag_fraction": self.rules.max_read_lag_fraction,
+                "max_dispatch_lag_ms": self.rules.max_dispatch_lag_ms,
+            },
+        }
+
+
+def check_validity(
+    completed: int,
+    duration_s: float | None,
+    rules: ValidityRules | None = None,
+    *,
+    read_lag_p99_ms: float | None = None,
+    itl_p50_ms: float | None = None,
+    dispatch_lag_p99_ms: float | None = None,
+) -> Validity:
+    """Apply ``rules`` to a run's numbers; a health figure that is None is not checked."""
+    rules = rules or ValidityRules()
+    reasons = []
+    if completed < rules.min_requests:
+        reasons.append(
+            f"too_few_requests: {completed} completed measured requests < minimum "
+            f"{rules.min_requests}"
+        )
+    if duration_s is None or duration_s < rules.min_duration_s:
+        got = "no measured window" if duration_s is None else f"{duration_s:.2f} s"
+        reasons.append(f"too_short: measured window {got} < minimum {rules.min_duration_s:g} s")
+    client = []
+    if read_lag_p99_ms is not None and itl_p50_ms is not None and itl_p50_ms > 0:
+        limit = rules.max_read_lag_fraction * itl_p50_ms
+        if read_lag_p99_ms > limit:
+            client.append(
+                f"read_lag: client read-lag p99 {read_lag_p99_ms:.3f} ms > "
+                f"{rules.max_read_lag_fraction:g} x ITL p50 ({limit:.3f} ms): tokens of a "
+                "stream may have been read together and timed late"
+            )
+    if dispatch_lag_p99_ms is not None and dispatch_lag_p99_ms > rules.max_dispatch_lag_ms:
+        client.append(
+            f"dispatch_lag: requests were sent late against their schedule, p99 "
+            f"{dispatch_lag_p99_ms:.3f} ms > {rules.max_dispatch_lag_ms:g} ms"
+        )
+    return Validity(reasons, client, rules)
+
+
+def _p(d: Any, key: str = "p99") -> float | None:
+    return d.get(key) if isinstance(d, Mapping) else None
+
+
+def check_result(result: Mapping[str, Any], rules: ValidityRules | None = None) -> Validity:
+    """:func:`check_validity` on a result file's mapping: ``summary.requests_completed``,
+    ``summary.duration_s``, ``summary.itl_ms.p50``, ``client.read_lag_ms.p99`` and
+    ``client.dispatch_lag_ms.p99`` (open loop; absent in closed loop, where a request's wait for
+    a free stream is not lag against a schedule)."""
+    summary = result.get("summary") or {}
+    client = result.get("client") or {}
+    return check_validity(
+        int(summary.get("requests_completed") or 0),
+        summary.get("duration_s"),
+        rules,
+        read_lag_p99_ms=_p(client.get("read_lag_ms")),
+        itl_p50_ms=_p(summary.get("itl_ms"), "p50"),
+        dispatch_lag_p99_ms=_p(client.get("dispatch_lag_ms")),
+    )

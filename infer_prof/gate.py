@@ -1,0 +1,262 @@
+"""The regression gate: baseline runs vs current runs, one verdict per metric.
+
+A *side* is one or more runs (repeated runs of one configuration). Each run brings its aggregate
+numbers (from the result's summary, cost and energy, or from a history row) and, when its
+``.requests.jsonl`` is at hand, its per-request latency samples in ms.
+
+Metrics judged (names as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
+
+* ``request_throughput``, ``output_throughput``, ``cost.usd_per_million_output_tokens`` (or
+  ``cost.usd_per_1m_output_tokens``), ``energy.joules_per_output_token`` (cost and energy when
+  both sides have them): one value per
+  run, :func:`infer_prof.core.regression.compare_runs` (Welch / prediction interval / threshold
+  only, by the number of runs).
+* ``ttft_ms``, ``tpot_ms``, ``itl_ms``, ``e2e_ms`` at p50 and p99: when every run on both sides
+  has its requests file, the per-request samples of each side are pooled and judged by
+  :func:`infer_prof.core.regression.compare_samples` (bootstrap CI of the percentile's percent
+  change, Mann-Whitney U reported). Otherwise (e.g. a baseline from the history, which keeps
+  summaries only) the per-run summary percentiles are compared with ``compare_runs``.
+
+A tail percentile resting on few samples cannot be judged: the p99 of 60 requests is nearly
+their maximum, one request decides it, and its bootstrap distribution is degenerate. Measured on
+two runs of one configuration against the synthetic server on a loaded machine (60 requests
+each), the CI alone flagged TTFT or ITL p99 in 2 of 8 pairs, and requiring Mann-Whitney U to agree
+did not help (U speaks about the bulk, which shifts a little with the machine's load). So when
+a side has fewer than ``MIN_TAIL_SAMPLES`` (20) values beyond a percentile above p50
+(``n * (1 - q/100)``), that percentile is reported with its change but never called significant
+(no regression, no improvement); the note says so. p99 needs 2,000 requests a side to be gated.
+
+ITL gaps are pooled over requests, but the gaps of one request (and of requests in flight at
+the same moment) share the server's and the client's state: they are not independent, and
+treating 15 gaps of each of 60 requests as 900 independent values made two runs of one
+configuration differ "significantly" in ITL p99 whenever the machine's load changed between
+them. So ITL is judged as if there were one independent value per request: each side's ITL
+sample is thinned (below) to as many quantiles as it has completed requests.
+
+Large samples are thinned before the bootstrap: a side with more than ``max_samples`` values is
+replaced by its quantile function at ``max_samples`` evenly spaced probabilities (the linear
+percentiles of the thinned sample equal those of the full one up to interpolation between grid
+points). The bootstrap then sees fewer values, so its interval is wider: conservative, which is
+also right for ITL, whose gaps within one request are not independent.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from infer_prof import history
+from infer_prof.core.metrics import NS_PER_MS, RequestRecord, e2e_ns, itl_ns, tpot_ns, ttft_ns
+from infer_prof.core.regression import (
+    DEFAULT_THRESHOLD_PCT,
+    MetricComparison,
+    SignificanceRule,
+    compare_runs,
+    compare_samples,
+    threshold_for,
+)
+from infer_prof.core.stats import percentile
+from infer_prof.history import flatten_summary
+from infer_prof.results_io import config_fingerprint, history_summary, load_request_records
+
+AGGREGATE_METRICS = (
+    "request_throughput",
+    "output_throughput",
+    "cost.usd_per_million_output_tokens",
+    "cost.usd_per_1m_output_tokens",
+    "energy.joules_per_output_token",
+)
+LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
+LATENCY_STATS = ("p50", "p99")
+DEFAULT_MAX_SAMPLES = 2000
+MIN_TAIL_SAMPLES = 20
+
+
+@dataclass
+class RunData:
+    """One run as the gate sees it: ``values`` are flattened summary metrics (``ttft_ms.p99``,
+    ``output_throughput``, ``cost.usd_per_1m_output_tokens``); ``samples`` maps ``ttft_ms``,
+    ``tpot_ms``, ``itl_ms``, ``e2e_ms`` to per-request values in ms, or is None without them."""
+
+    run_id: str
+    source: str
+    values: dict[str, float]
+    samples: dict[str, list[float]] | None = None
+    complete: bool = True
+    fingerprint: str | None = None
+    result: dict[str, Any] | None = field(default=None, repr=False)
+
+
+def samples_from_records(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
+    """Per-request latency samples in ms of the measured, completed requests (warm-up left out):
+    TTFT, TPOT (requests with > 1 output token), E2E, and ITL pooled over requests."""
+    ok = [r for r in records if not r.warmup and r.ok]
+    ttft = [a / NS_PER_MS for r in ok if (a := ttft_ns(r)) is not None]
+    tpot = [b / NS_PER_MS for r in ok if (b := tpot_ns(r)) is not None]
+    e2e = [c / NS_PER_MS for r in ok if (c := e2e_ns(r)) is not None]
+    itl = [g / NS_PER_MS for r in ok for g in itl_ns(r)]
+    return {"ttft_ms": ttft, "tpot_ms": tpot, "itl_ms": itl, "e2e_ms": e2e}
+
+
+def run_from_result(path: str | Path, result: dict[str, Any], with_samples: bool = True) -> RunData:
+    """A :class:`RunData` from a loaded result file (samples from its requests file if present)."""
+    samples = None
+    if with_samples:
+        records = load_request_records(path, result)
+        samples = samples_from_records(records) if records is not None else None
+    return RunData(
+        run_id=str(result.get("run_id") or Path(path).stem),
+        source=str(path),
+        values=flatten_summary(history_summary(result)),
+        samples=samples,
+        complete=bool(result.get("complete", True)),
+        fingerprint=config_fingerprint(result),
+        result=result,
+    )
+
+
+def run_from_history(record: history.RunRecord) -> RunData:
+    """A :class:`RunData` from a history row (summary only: no per-request samples)."""
+    return RunData(
+        run_id=record.run_id,
+        source=f"history:{record.run_id}",
+        values=record.metrics(),
+        samples=None,
+        complete=record.complete,
+        fingerprint=record.config_fingerprint,
+    )
+
+
+def thin(values: Sequence[float], max_samples: int) -> list[float]:
+    """``values`` if there are at most ``max_samples`` of them, else their linear quantile function
+    at ``max_samples`` evenly spaced probabilities 0, 1/(m-1), ..., 1 (sorted)."""
+    if max_samples < 2 or len(values) <= max_samples:
+        return list(values)
+    xs = sorted(values)
+    m = max_samples
+    out = []
+    for j in range(m):
+        p = percentile(xs, 100.0 * j / (m - 1))
+        assert p is not None
+        out.append(p)
+    return out
+
+
+def too_few_beyond(stat: str, n_baseline: int, n_current: int) -> bool:
+    """True when ``stat`` is a percentile above p50 with fewer than :data:`MIN_TAIL_SAMPLES`
+    values beyond it on a side (``n * (1 - q/100)``): too few to call its change significant."""
+    if not stat.startswith("p"):
+        return False
+    try:
+        q = float(stat[1:])
+    except ValueError:
+        return False
+    return q > 50.0 and min(n_baseline, n_current) * (100.0 - q) / 100.0 < MIN_TAIL_SAMPLES
+
+
+def _n_requests(runs: Sequence[RunData]) -> int:
+    """Completed measured requests on a side (the TTFT sample count)."""
+    return sum(len((r.samples or {}).get("ttft_ms", [])) for r in runs)
+
+
+def _per_run(runs: Sequence[RunData], name: str) -> list[float]:
+    return [r.values[name] for r in runs if name in r.values]
+
+
+def evaluate(
+    baseline: Sequence[RunData],
+    current: Sequence[RunData],
+    *,
+    thresholds: Mapping[str, float] | None = None,
+    default_threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+    alpha: float = 0.05,
+    rule: SignificanceRule = "ci",
+    n_boot: int = 2000,
+    max_samples: int = DEFAULT_MAX_SAMPLES,
+    seed: int = 0,
+) -> list[MetricComparison]:
+    """One :class:`MetricComparison` per metric both sides have (module docstring), in the order
+    throughputs, latencies (p50, p99 of each), cost, energy. Metrics missing on a side are left
+    out, never compared against 0."""
+    if not baseline or not current:
+        raise ValueError("the gate needs at least one run on each side")
+    out: list[MetricComparison] = []
+
+    def runs_metric(name: str) -> None:
+        b, c = _per_run(baseline, name), _per_run(current, name)
+        if b and c:
+            out.append(
+                compare_runs(
+                    name,
+                    b,
+                    c,
+                    threshold_pct=threshold_for(name, thresholds, default_threshold_pct),
+                    alpha=alpha,
+                )
+            )
+
+    for name in AGGREGATE_METRICS[:2]:
+        runs_metric(name)
+    all_samples = all(r.samples is not None for r in (*baseline, *current))
+    for base in LATENCY_METRICS:
+        for stat in LATENCY_STATS:
+            name = f"{base}.{stat}"
+            if not all_samples:
+                runs_metric(name)
+                continue
+            b_full = [v for r in baseline for v in (r.samples or {}).get(base, [])]
+            c_full = [v for r in current for v in (r.samples or {}).get(base, [])]
+            if not b_full or not c_full:
+                continue
+            b_max, c_max = max_samples, max_samples
+            if base == "itl_ms":  # gaps of one request are not independent: n = requests
+                b_max = min(max_samples, max(2, _n_requests(baseline)))
+                c_max = min(max_samples, max(2, _n_requests(current)))
+            b, c = thin(b_full, b_max), thin(c_full, c_max)
+            cmp = compare_samples(
+                name,
+                b,
+                c,
+                stat=stat,
+                threshold_pct=threshold_for(name, thresholds, default_threshold_pct),
+                alpha=alpha,
+                rule=rule,
+                n_boot=n_boot,
+                seed=seed,
+            )
+            notes = [cmp.note] if cmp.note else []
+            if too_few_beyond(stat, len(b), len(c)):
+                notes.append(
+                    f"too few samples beyond {stat} (< {MIN_TAIL_SAMPLES}) to call a change "
+                    "significant"
+                )
+                cmp = dataclasses.replace(
+                    cmp, significant=False, regression=False, improvement=False
+                )
+            if len(b) < len(b_full) or len(c) < len(c_full):
+                notes.append(
+                    f"samples thinned to {len(b)} / {len(c)} quantiles for the bootstrap "
+                    "(conservative)"
+                )
+            cmp = dataclasses.replace(
+                cmp, n_baseline=len(b_full), n_current=len(c_full), note="; ".join(notes)
+            )
+            out.append(cmp)
+    for name in AGGREGATE_METRICS[2:]:
+        runs_metric(name)
+    return out
+
+
+def verdict(c: MetricComparison) -> str:
+    """A one-word verdict: REGRESSION, improved, or ok (with why, when it is worse but not
+    a regression: "worse, not significant")."""
+    if c.regression:
+        return "REGRESSION"
+    if c.improvement:
+        return "improved"
+    if c.crosses_threshold:
+        return "worse, not significant"
+    return "ok"

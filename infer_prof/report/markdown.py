@@ -1,0 +1,68 @@
+"""Markdown: the comparison table and the regression-gate summary (for PRs and CI pages)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from infer_prof.core.comparison import COLUMNS, format_value
+from infer_prof.core.regression import MetricComparison
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def compare_markdown(rows: Sequence[Mapping[str, Any]], best: Mapping[str, set[int]]) -> str:
+    """A GitHub-flavoured Markdown table of compare rows; each column's best value in bold."""
+    header = "| " + " | ".join(_cell(c.header) for c in COLUMNS) + " |"
+    align = "|" + "|".join("---:" if c.better or c.key == "concurrency" else "---" for c in COLUMNS)
+    lines = [header, align + "|"]
+    for i, row in enumerate(rows):
+        cells = []
+        for c in COLUMNS:
+            text = _cell(format_value(c, row.get(c.key)))
+            cells.append(f"**{text}**" if i in best.get(c.key, set()) else text)
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _pct(v: float | None) -> str:
+    return "n/a" if v is None else f"{v:+.2f}%"
+
+
+def regress_markdown(
+    comparisons: Sequence[MetricComparison],
+    verdicts: Sequence[str],
+    baseline_desc: str,
+    current_desc: str,
+    notes: Sequence[str] = (),
+) -> str:
+    """A Markdown summary of the gate: a headline, then one table row per metric."""
+    n_reg = sum(1 for c in comparisons if c.regression)
+    head = f"**{n_reg} regression{'s' if n_reg != 1 else ''}**" if n_reg else "**No regression**"
+    lines = [
+        "## infer-prof regression gate",
+        "",
+        f"{head} in {len(comparisons)} metrics.",
+        "",
+        f"- baseline: {baseline_desc}",
+        f"- current: {current_desc}",
+        *(f"- {n}" for n in notes),
+        "",
+        "| metric | baseline | current | change | CI of change | p | threshold | verdict |",
+        "|---|---:|---:|---:|---|---:|---:|---|",
+    ]
+    for c, v in zip(comparisons, verdicts, strict=True):
+        ci = (
+            f"[{c.ci_low_pct:+.2f}%, {c.ci_high_pct:+.2f}%]"
+            if c.ci_low_pct is not None and c.ci_high_pct is not None
+            else "n/a"
+        )
+        p = "n/a" if c.p_value is None else f"{c.p_value:.3g}"
+        verdict = f"**{v}**" if c.regression else v
+        lines.append(
+            f"| {c.name} | {c.baseline:.4g} | {c.current:.4g} | {_pct(c.change_pct)} | {ci} | "
+            f"{p} | {c.threshold_pct:g}% | {verdict} |"
+        )
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,194 @@
+"""Compare table rows, best-per-column marking, and configuration fingerprints (hand-made)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from infer_prof.core.comparison import (
+    COLUMNS,
+    METRIC_COLUMNS,
+    best_rows,
+    comparison_table,
+    dig,
+    format_value,
+    labels_text,
+    row_for,
+)
+from infer_prof.results_io import (
+    PLACEMENT_FIELDS,
+    config_fields,
+    config_fingerprint,
+    differing_fields,
+    precision_of,
+)
+
+
+def result(
+    gpu: str | None = "NVIDIA H100 80GB HBM3",
+    tput: float | None = 1000.0,
+    ttft_p99: float | None = 40.0,
+    cost: dict[str, Any] | None = None,
+    **config: Any,
+) -> dict[str, Any]:
+    cfg = {
+        "model": "llama-2-7b",
+        "concurrency": 64,
+        "input_len": 512,
+        "output_len": 128,
+        "dtype": None,
+        "quantization": None,
+        "load_format": "dummy",
+        **config,
+    }
+    return {
+        "kind": "infer-prof.run",
+        "schema_version": 1,
+        "run_id": "r",
+        "config": cfg,
+        "labels": {"zone": "b", "instance": "x"},
+        "model": {"name": "llama-2-7b", "engine_path": "meta-llama/Llama-2-7b-hf"},
+        "server": {"served_model_name": "llama-2-7b"},
+        "environment": {
+            "gpu_name": gpu,
+            "gpu_count": 1 if gpu else 0,
+            "cpu": "Xeon",
+            "host": "vm1",
+        },
+        "summary": {
+            "request_throughput": None if tput is None else tput / 128,
+            "output_throughput": tput,
+            "ttft_ms": {"p50": 20.0, "p99": ttft_p99},
+            "tpot_ms": {"p50": 7.0, "p99": 9.0},
+            "e2e_ms": None,
+        },
+        "cost": cost,
+        "energy": None,
+    }
+
+
+def test_row_for_reads_every_column_and_leaves_missing_values_null() -> None:
+    r = result(cost={"usd_per_hour": 2.5, "usd_per_million_output_tokens": 0.6944})
+    row = row_for(r)
+    assert set(row) == {c.key for c in COLUMNS}
+    assert row["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert row["label"] == "instance=x,zone=b"
+    assert row["precision"] == "auto"
+    assert row["concurrency"] == 64
+    assert row["output_throughput"] == 1000.0
+    assert row["request_throughput"] == 1000.0 / 128
+    assert row["ttft_p99"] == 40.0
+    assert row["e2e_p50"] is None and row["e2e_p99"] is None  # not measured: null, not 0
+    assert row["usd_per_hour"] == 2.5
+    assert row["usd_per_1m_output"] == 0.6944
+    assert row["output_tokens_per_usd"] is None
+    assert row["joules_per_token"] is None
+
+
+def test_row_for_gpu_fallbacks_and_precision_order() -> None:
+    r = result(gpu=None)
+    assert row_for(r)["gpu"] == "cpu"
+    r["gpu"] = {"key": "A100-80GB", "count": 2}
+    assert row_for(r)["gpu"] == "2x A100-80GB"
+    r2 = result(dtype="bfloat16")
+    assert row_for(r2)["precision"] == "bfloat16"
+    r2["config"]["quantization"] = "fp8"
+    assert precision_of(r2) == "fp8" and row_for(r2)["precision"] == "fp8"
+    r2["plan"] = {"precision": "int4"}
+    assert precision_of(r2) == "int4"
+
+
+def test_best_rows_by_direction_ties_and_too_few_values() -> None:
+    rows = [
+        row_for(result(tput=1000.0, ttft_p99=40.0)),
+        row_for(result(tput=1200.0, ttft_p99=40.0)),
+        row_for(result(tput=None, ttft_p99=55.0)),
+    ]
+    best = best_rows(rows)
+    assert best["output_throughput"] == {1}  # higher is better; the null row is never best
+    assert best["ttft_p99"] == {0, 1}  # lower is better; a tie marks both
+    assert best["usd_per_hour"] == set()  # no values
+    one_cost = [
+        row_for(result(cost={"usd_per_hour": 2.0})),
+        row_for(result()),
+    ]
+    assert best_rows(one_cost)["usd_per_hour"] == set()  # one value: nothing to compare
+    assert set(best) == {c.key for c in METRIC_COLUMNS}
+
+
+def test_comparison_table_orders_rows_as_given() -> None:
+    rows, best = comparison_table([result(tput=1.0), result(tput=2.0)])
+    assert [r["output_throughput"] for r in rows] == [1.0, 2.0]
+    assert best["output_throughput"] == {1}
+
+
+def test_dig_alternatives_and_format_value() -> None:
+    d = {"cost": {"usd_per_1m_output_tokens": 0.5}}
+    assert dig(d, "cost.usd_per_million_output_tokens|cost.usd_per_1m_output_tokens") == 0.5
+    assert dig(d, "cost.nope.deeper") is None
+    col = next(c for c in COLUMNS if c.key == "output_throughput")
+    assert format_value(col, 12345.678) == "12,345.7"
+    assert format_value(col, None) == "n/a"
+    assert labels_text({}) == ""
+
+
+def test_fingerprint_is_stable_and_ignores_labels_host_and_run_details() -> None:
+    a = result()
+    b = copy.deepcopy(a)
+    b["labels"] = {"instance": "other"}
+    b["environment"]["host"] = "vm2"
+    b["config"]["num_requests"] = 500
+    b["run_id"] = "other"
+    assert config_fingerprint(a) == config_fingerprint(b)
+    assert len(config_fingerprint(a)) == 16
+    # a pinned value: the fingerprint must not change between versions by accident
+    assert config_fields(a) == {
+        "model": "llama-2-7b",
+        "engine_path": "meta-llama/Llama-2-7b-hf",
+        "precision": "auto",
+        "quantization": None,
+        "dtype": None,
+        "concurrency": 64,
+        "request_rate": None,
+        "input_len": 512,
+        "output_len": 128,
+        "workload": None,
+        "load_format": "dummy",
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "gpu_count": 1,
+        "served_model": "llama-2-7b",
+    }
+
+
+def test_fingerprint_changes_with_each_defining_field() -> None:
+    base = config_fingerprint(result())
+    variants = [
+        result(concurrency=128),
+        result(input_len=1024),
+        result(output_len=256),
+        result(quantization="fp8"),
+        result(dtype="float16"),
+        result(load_format="auto"),
+        result(workload="chat"),
+        result(gpu="NVIDIA A100-SXM4-80GB"),
+        result(gpu=None),
+    ]
+    fps = {config_fingerprint(v) for v in variants}
+    assert base not in fps and len(fps) == len(variants)
+
+
+def test_differing_fields_lists_values_and_honours_ignore() -> None:
+    a = result()
+    b = result(concurrency=128, gpu="NVIDIA A100-SXM4-80GB")
+    b["labels"] = {"instance": "y"}
+    diff = differing_fields([a, b])
+    assert diff["concurrency"] == [64, 128]
+    assert diff["gpu"] == ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"]
+    assert "labels" in diff
+    assert "input_len" not in diff
+    assert list(differing_fields([a, b], ignore=PLACEMENT_FIELDS)) == ["concurrency"]
+    assert differing_fields([a, copy.deepcopy(a)]) == {}
+    # engine settings count too, though they are not part of the fingerprint
+    c = result(tensor_parallel_size=2)
+    assert list(differing_fields([a, c])) == ["tensor_parallel_size"]
+    assert config_fingerprint(a) == config_fingerprint(c)
