@@ -61,6 +61,7 @@ from infer_prof.core.regression import (
 from infer_prof.core.stats import percentile
 from infer_prof.history import flatten_summary
 from infer_prof.results_io import config_fingerprint, history_summary, load_request_records
+from infer_prof.schema import ResultFileError, load_result
 
 AGGREGATE_METRICS = (
     "request_throughput",
@@ -119,7 +120,13 @@ def run_from_result(path: str | Path, result: dict[str, Any], with_samples: bool
 
 
 def run_from_history(record: history.RunRecord) -> RunData:
-    """A :class:`RunData` from a history row (summary only: no per-request samples)."""
+    """A :class:`RunData` from a history row: from its result file (with per-request samples)
+    when that file is still where it was recorded, else from the recorded summary only."""
+    if record.result_path and Path(record.result_path).is_file():
+        try:
+            return run_from_result(record.result_path, load_result(record.result_path))
+        except (ResultFileError, OSError, ValueError):
+            pass  # moved or damaged: fall back to the summary the history kept
     return RunData(
         run_id=record.run_id,
         source=f"history:{record.run_id}",

@@ -130,9 +130,10 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     cfg = _as_dict(result.get("config"))
     model = _as_dict(result.get("model"))
     server = _as_dict(result.get("server"))
-    workload = cfg.get("workload")
+    workload = _as_dict(result.get("workload")).get("name") or cfg.get("workload")
     if isinstance(workload, dict):
         workload = workload.get("name")
+    load = _as_dict(result.get("load"))
     return {
         "model": model_name(result),
         "engine_path": model.get("engine_path") or model.get("hub_id") or model.get("path"),
@@ -140,7 +141,9 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
         "quantization": cfg.get("quantization"),
         "dtype": cfg.get("dtype"),
         "concurrency": cfg.get("concurrency"),
-        "request_rate": cfg.get("request_rate"),
+        "request_rate": cfg.get("request_rate") or cfg.get("rate") or load.get("rate"),
+        "burstiness": load.get("burstiness"),
+        "max_concurrency": load.get("max_concurrency"),
         "input_len": cfg.get("input_len"),
         "output_len": cfg.get("output_len"),
         "workload": workload,

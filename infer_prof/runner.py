@@ -55,7 +55,7 @@ from infer_prof.servers.vllm_server import ServerStartError, VllmServer, log_tai
 from infer_prof.store import make_run_id, result_paths, safe_name, write_requests, write_result
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper
-from infer_prof.workloads import WorkloadNotFoundError, load_workload
+from infer_prof.workloads import WorkloadNotFoundError, expand_suite, load_workload
 
 CPU_DEFAULT_KV_CACHE_BYTES = 512 * 1024 * 1024
 HISTORY_DB = "history.sqlite"
@@ -74,6 +74,8 @@ class RunConfig:
     served_model_name: str | None = None
     api_key: str | None = None
     workload: str | None = None
+    suite: str | None = None  # a suite file (workloads/nightly.toml): many workloads and points
+    scale: str | None = None  # one of the suite's [scales.*], e.g. "tiny" for CPU CI
     # None = the workload's value (or the built-in default: 16 streams, 200 requests after 8
     # warm-up, 128 tokens in and out)
     concurrency: list[int] | None = None
@@ -216,6 +218,31 @@ def load_points(cfg: RunConfig, wl: Workload) -> list[Workload]:
             return [wl.with_overrides(concurrency=c) for c in cfg.concurrency]
         return [wl.with_overrides(**extra)]
     except WorkloadError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def suite_points(cfg: RunConfig) -> list[Workload]:
+    """Every load point of a suite (``--suite``, scaled by ``--scale``), with the command
+    line's request-count, seed and validity overrides applied to each."""
+    if cfg.workload or cfg.concurrency or cfg.rates:
+        raise ConfigError(
+            "--suite brings its own workloads and load points; drop --workload, "
+            "--concurrency and --rate"
+        )
+    try:
+        runs = expand_suite(cfg.suite or "", cfg.scale)
+        overrides: dict[str, Any] = {
+            "input_len": cfg.input_len,
+            "output_len": cfg.output_len,
+            "num_requests": cfg.num_requests,
+            "duration_s": cfg.duration_s,
+            "warmup_requests": cfg.warmup_requests,
+            "seed": cfg.seed,
+            "min_requests": cfg.min_requests,
+            "min_duration_s": cfg.min_duration_s,
+        }
+        return [p.with_overrides(**overrides) for r in runs for p in r.points()]
+    except (WorkloadError, WorkloadNotFoundError) as exc:
         raise ConfigError(str(exc)) from None
 
 
@@ -488,19 +515,24 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         model = resolve_model(cfg.model)
     except ModelError as exc:
         raise ConfigError(str(exc)) from None
-    wl = base_workload(cfg)
-    points = load_points(cfg, wl)
+    if cfg.suite:
+        points = suite_points(cfg)
+        wl = points[0]
+    else:
+        wl = base_workload(cfg)
+        points = load_points(cfg, wl)
     longest = check_context(points, cfg, model)
     try:
         slos = parse_slos(cfg.slo) if cfg.slo else slos_from_mapping(wl.slo)
+        # (a suite's members keep their own SLOs: see _run_point)
     except SloError as exc:
         raise ConfigError(str(exc)) from None
     if cfg.find_max and not slos:
         raise ConfigError("--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...")
     gpu, gpu_count, gpu_how = resolve_gpu(cfg)
     plan_conc = max(_point_concurrency(w) for w in points)
-    mean_in = math.ceil(wl.input_len.mean())
-    mean_out = math.ceil(wl.output_len.mean())
+    mean_in = math.ceil(max(w.input_len.mean() for w in points))
+    mean_out = math.ceil(max(w.output_len.mean() for w in points))
     the_plan, no_plan_reason = make_plan(cfg, model, gpu, gpu_count, plan_conc, mean_in, mean_out)
 
     stamp = _now().strftime("%Y%m%d-%H%M%S")
@@ -676,8 +708,12 @@ def sweep_summary(outcomes: list[RunOutcome], search: dict[str, Any] | None) -> 
 def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     """Drive one load point against the session's server and write its result."""
     cfg = sess.cfg
-    label = _point_label(wl)
+    label = _point_label(wl) if wl.name == "custom" else f"{wl.name}-{_point_label(wl)}"
     run_id = make_run_id(_now().strftime("%Y%m%d-%H%M%S"), sess.model.name, label)
+    taken = 1
+    while (Path(cfg.results_dir) / f"{run_id}.json").exists() and not cfg.output:
+        taken += 1  # two points in the same second with the same label
+        run_id = make_run_id(_now().strftime("%Y%m%d-%H%M%S"), sess.model.name, f"{label}-{taken}")
     output = cfg.output
     if output and many:
         out = Path(output)
@@ -783,7 +819,8 @@ def build_result(
         else (None if cfg.quantization in ("auto", None) else cfg.quantization)
     )
     a = wl.arrival
-    slo = evaluate_slos(records, sess.slos).to_dict() if sess.slos else None
+    slos = sess.slos if sess.cfg.slo else (slos_from_mapping(wl.slo) or sess.slos)
+    slo = evaluate_slos(records, slos).to_dict() if slos else None
     validity = check_validity(
         summary.requests_completed,
         summary.duration_s,

@@ -3,6 +3,7 @@ input), with a Markdown summary and JUnit XML for CI systems."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from pathlib import Path
@@ -113,6 +114,99 @@ def _load_side(specs: list[str], side: str) -> list[RunData]:
     return [run_from_result(p, r) for p, r in loaded]
 
 
+def _config_label(run: RunData) -> str:
+    """A short name for a run's configuration: workload and load point."""
+    r = run.result or {}
+    load = r.get("load") or {}
+    wl = (r.get("workload") or {}).get("name") or "custom"
+    if load.get("mode") == "open":
+        return f"{wl} rate {load.get('rate')}"
+    conc = load.get("concurrency") or (r.get("config") or {}).get("concurrency")
+    return f"{wl} c{conc}"
+
+
+def _by_fingerprint(runs: list[RunData]) -> dict[str | None, list[RunData]]:
+    out: dict[str | None, list[RunData]] = {}
+    for r in runs:
+        out.setdefault(r.fingerprint, []).append(r)
+    return out
+
+
+def _pair_groups(
+    cur: list[RunData],
+    baseline: list[str],
+    n_hist: int | None,
+    history_db: Path,
+    force: bool,
+    notes: list[str],
+) -> list[tuple[str, list[RunData], list[RunData], str]]:
+    """Pair current runs with their baseline, one group per configuration:
+    (label, baseline runs, current runs, baseline description).
+
+    A history baseline takes, for each configuration among the current runs, the last N
+    recorded runs of it. File baselines pair by configuration when either side holds several
+    (a nightly suite); with one configuration a side, differing settings need --force.
+    """
+    groups: list[tuple[str, list[RunData], list[RunData], str]] = []
+    cur_groups = _by_fingerprint(cur)
+    if n_hist is not None:
+        for fp, cur_g in cur_groups.items():
+            assert fp is not None
+            label = _config_label(cur_g[0])
+            exclude = {r.run_id for r in cur_g}
+            records = [
+                r
+                for r in history.last_runs(history_db, fp, n_hist + len(exclude))
+                if r.run_id not in exclude
+            ][:n_hist]
+            if not records:
+                notes.append(
+                    f"{label}: no recorded run of this configuration (fingerprint {fp})"
+                    f" in {history_db}: not gated"
+                )
+                continue
+            if len(records) < n_hist:
+                notes.append(f"{label}: asked for {n_hist} history runs, found {len(records)}")
+            groups.append(
+                (
+                    label,
+                    [run_from_history(r) for r in records],
+                    cur_g,
+                    f"{label}: last {len(records)} run(s) in {history_db}",
+                )
+            )
+        if not groups:
+            fail(
+                f"no configuration of the current runs is recorded in {history_db}; record "
+                "some runs first or give --baseline FILES"
+            )
+        return groups
+    base = _load_side(baseline, "baseline")
+    base_groups = _by_fingerprint(base)
+    if len(cur_groups) > 1 or len(base_groups) > 1:
+        for fp, cur_g in cur_groups.items():
+            label = _config_label(cur_g[0])
+            if fp not in base_groups:
+                notes.append(f"{label}: no baseline run of this configuration: not gated")
+                continue
+            b = base_groups[fp]
+            groups.append((label, b, cur_g, f"{label}: " + ", ".join(r.source for r in b)))
+        if not groups:
+            fail("no configuration of the current runs appears in the baseline")
+        return groups
+    results = [r.result for r in (*base, *cur) if r.result is not None]
+    diff = differing_fields(results, ignore=("labels", "host"))
+    if diff:
+        listing = "\n".join(f"  {k}: {json.dumps(v, default=str)}" for k, v in diff.items())
+        if not force:
+            fail(
+                f"baseline and current runs differ in their settings:\n{listing}\n"
+                "use --force to gate them anyway"
+            )
+        notes.append("settings differ (--force): " + ", ".join(diff))
+    return [("", base, cur, ", ".join(r.source for r in base))]
+
+
 def regress_command(
     baseline: list[str] = typer.Option(
         None,
@@ -173,60 +267,35 @@ def regress_command(
 
     cur = _load_side(list(current), "current")
     notes: list[str] = []
-    if n_hist is not None:
-        fps = {r.fingerprint for r in cur}
-        if len(fps) != 1:
-            fail("the current runs have different configurations; a history baseline needs one")
-        fp = next(iter(fps))
-        assert fp is not None
-        exclude = {r.run_id for r in cur}
-        records = [
-            r
-            for r in history.last_runs(history_db, fp, n_hist + len(exclude))
-            if r.run_id not in exclude
-        ][:n_hist]
-        if not records:
-            fail(
-                f"no recorded run of this configuration (fingerprint {fp}) in {history_db}; "
-                "record some runs first or give --baseline FILES"
-            )
-        base = [run_from_history(r) for r in records]
-        baseline_desc = f"last {len(base)} run(s) of configuration {fp} in {history_db}"
-        if len(base) < n_hist:
-            notes.append(f"asked for {n_hist} history runs, found {len(base)}")
-    else:
-        base = _load_side(list(baseline), "baseline")
-        baseline_desc = ", ".join(r.source for r in base)
-        results = [r.result for r in (*base, *cur) if r.result is not None]
-        diff = differing_fields(results, ignore=("labels", "host"))
-        if diff:
-            listing = "\n".join(f"  {k}: {json.dumps(v, default=str)}" for k, v in diff.items())
-            if not force:
-                fail(
-                    f"baseline and current runs differ in their settings:\n{listing}\n"
-                    "use --force to gate them anyway"
-                )
-            notes.append("settings differ (--force): " + ", ".join(diff))
+    groups = _pair_groups(cur, list(baseline or []), n_hist, history_db, force, notes)
     current_desc = ", ".join(r.source for r in cur)
-    for r in (*base, *cur):
-        if not r.complete:
-            notes.append(f"run {r.run_id} is incomplete")
-    if any(r.samples is None for r in (*base, *cur)):
-        notes.append("latency judged on per-run summary percentiles (requests files not at hand)")
-
-    try:
-        comparisons = evaluate(
-            base,
-            cur,
-            thresholds=thresholds,
-            default_threshold_pct=default_pct,
-            alpha=alpha,
-            rule=rule,  # type: ignore[arg-type]
-            n_boot=n_boot,
-            max_samples=max_samples,
-        )
-    except ValueError as exc:
-        fail(str(exc))
+    baseline_desc = "; ".join(desc for _, _, _, desc in groups)
+    comparisons: list[MetricComparison] = []
+    for label, base, cur_g, _ in groups:
+        for r in (*base, *cur_g):
+            if not r.complete:
+                notes.append(f"run {r.run_id} is incomplete")
+        if any(r.samples is None for r in (*base, *cur_g)):
+            notes.append(
+                f"{label or 'runs'}: latency judged on per-run summary percentiles "
+                "(requests files not at hand)"
+            )
+        try:
+            found = evaluate(
+                base,
+                cur_g,
+                thresholds=thresholds,
+                default_threshold_pct=default_pct,
+                alpha=alpha,
+                rule=rule,  # type: ignore[arg-type]
+                n_boot=n_boot,
+                max_samples=max_samples,
+            )
+        except ValueError as exc:
+            fail(str(exc))
+        if len(groups) > 1:
+            found = [dataclasses.replace(c, name=f"{label}: {c.name}") for c in found]
+        comparisons.extend(found)
     if not comparisons:
         fail("no metric is present on both sides; nothing to gate")
     verdicts = [verdict(c) for c in comparisons]

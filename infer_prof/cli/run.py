@@ -45,6 +45,14 @@ def run_command(
         help="Workload file or name (see workloads/): length distributions, request count, "
         "arrival, SLOs. Options given on the command line override its fields.",
     ),
+    suite: str = typer.Option(
+        None,
+        "--suite",
+        help="A suite of workloads and load points (e.g. nightly), all in one server launch.",
+    ),
+    scale: str = typer.Option(
+        None, "--scale", help="A suite's named scale, e.g. tiny for the CPU model in CI."
+    ),
     concurrency: str = typer.Option(
         None,
         "--concurrency",
@@ -163,6 +171,9 @@ def run_command(
     no_history: bool = typer.Option(
         False, "--no-history", help="Do not record the run in results/history.sqlite."
     ),
+    history_db: str = typer.Option(
+        None, "--history-db", help="History database (default: <results dir>/history.sqlite)."
+    ),
     kv_cache_memory: str = typer.Option(
         None,
         "--kv-cache-memory",
@@ -196,6 +207,8 @@ def run_command(
         served_model_name=served_model_name,
         api_key=api_key,
         workload=workload,
+        suite=suite,
+        scale=scale,
         concurrency=_levels(concurrency, "--concurrency", parse_concurrency_list),
         rates=_levels(rate, "--rate", parse_rate_list),
         burstiness=burstiness,
@@ -232,6 +245,7 @@ def run_command(
         amortize_years=amortize_years,
         usd_per_kwh=usd_per_kwh,
         history=not no_history,
+        history_db=history_db,
         engine_args=engine_args,
         server_timeout_s=server_timeout,
         output=output,
