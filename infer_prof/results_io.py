@@ -25,7 +25,7 @@ from infer_prof.core.metrics import RequestRecord
 from infer_prof.schema import RESULT_KIND, ResultFileError, load_result
 from infer_prof.store import read_requests
 
-FINGERPRINT_VERSION = 1
+FINGERPRINT_VERSION = 2
 FINGERPRINT_LENGTH = 16
 
 # The fields of config_fields(), in order. Changing this list changes every fingerprint: bump

@@ -150,6 +150,8 @@ def test_fingerprint_is_stable_and_ignores_labels_host_and_run_details() -> None
         "dtype": None,
         "concurrency": 64,
         "request_rate": None,
+        "burstiness": None,
+        "max_concurrency": None,
         "input_len": 512,
         "output_len": 128,
         "workload": None,
@@ -175,6 +177,17 @@ def test_fingerprint_changes_with_each_defining_field() -> None:
     ]
     fps = {config_fingerprint(v) for v in variants}
     assert base not in fps and len(fps) == len(variants)
+
+
+def test_open_loop_points_differ_by_rate_burstiness_and_cap() -> None:
+    def open_loop(rate, burstiness=1.0, cap=None):
+        r = result(concurrency=None)
+        r["load"] = {"mode": "open", "rate": rate, "burstiness": burstiness,
+                     "max_concurrency": cap}
+        return config_fingerprint(r)
+
+    fps = {open_loop(4.0), open_loop(float("inf")), open_loop(4.0, 0.5), open_loop(4.0, 1.0, 8)}
+    assert len(fps) == 4
 
 
 def test_differing_fields_lists_values_and_honours_ignore() -> None:
