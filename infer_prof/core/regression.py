@@ -432,11 +432,16 @@ def compare_samples(
     b_val = statistic(baseline, stat)
     c_val = statistic(current, stat)
     change = percent_change(b_val, c_val)
-    ci_low, ci_high = bootstrap_change_ci(
-        baseline, current, stat, n_boot=n_boot, confidence=1.0 - alpha, seed=seed
-    )
+    ci_low: float | None
+    ci_high: float | None
+    try:
+        ci_low, ci_high = bootstrap_change_ci(
+            baseline, current, stat, n_boot=n_boot, confidence=1.0 - alpha, seed=seed
+        )
+    except ValueError:  # the baseline statistic is 0 in every replicate: no percent change
+        ci_low = ci_high = None
     _, p = mann_whitney_u(baseline, current)
-    ci_sig = ci_low > 0.0 or ci_high < 0.0
+    ci_sig = ci_low is not None and ci_high is not None and (ci_low > 0.0 or ci_high < 0.0)
     p_sig = p < alpha
     significant = {
         "ci": ci_sig,

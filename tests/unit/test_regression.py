@@ -273,3 +273,15 @@ def test_threshold_for() -> None:
     assert r.threshold_for("output_throughput", table) == 5.0
     assert r.threshold_for("output_throughput", {"ttft_p99": 10.0}) == 5.0
     assert r.threshold_for("x", None, default=3.0) == 3.0
+
+
+def test_a_baseline_of_zeros_is_reported_not_fatal():
+    """ITL p50 can be 0 when a server sends tokens in bursts: no percent change exists, and the
+    gate must still judge every other metric."""
+    from infer_prof.core.regression import compare_samples
+
+    c = compare_samples("itl_ms", [0.0] * 50, [1.0] * 50, stat="p50")
+    assert c.change_pct is None
+    assert c.ci_low_pct is None and c.ci_high_pct is None
+    assert c.regression is False
+    assert "undefined" in c.note
