@@ -1,0 +1,74 @@
+"""How right is the planner's weight-memory estimate? Load a model in vLLM and compare.
+
+For each precision given, loads the model in-process with vLLM (CPU or GPU, whichever is
+installed), sums the bytes of every tensor the loaded model holds (parameters, buffers, and
+bitsandbytes' quantization state: packed weights, absmax and the nested statistics), and prints
+them beside ``infer_prof.core.planner.weight_bytes`` for the same precision.
+
+    .venv/bin/python benchmarks/planner_weights.py --model tiny-llama --precision bf16 bnb-nf4
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+VLLM_QUANTIZATION = {"bf16": None, "bnb-nf4": "bitsandbytes", "fp8": "fp8_per_tensor"}
+
+
+def loaded_bytes(worker: Any) -> int:
+    """Bytes of every distinct tensor in the worker's model (runs inside the worker)."""
+    import torch
+
+    model = worker.model_runner.model
+    seen: set[int] = set()
+    total = 0
+
+    def add(t: Any) -> None:
+        nonlocal total
+        if isinstance(t, torch.Tensor) and t.data_ptr() not in seen:
+            seen.add(t.data_ptr())
+            total += t.numel() * t.element_size()
+
+    for t in list(model.parameters()) + list(model.buffers()):
+        add(t)
+        state = getattr(t, "bnb_quant_state", None)  # {shard index: QuantState}
+        for qs in (state or {}).values():
+            add(getattr(qs, "absmax", None))
+            nested = getattr(qs, "state2", None)
+            if nested is not None:
+                add(getattr(nested, "absmax", None))
+                add(getattr(nested, "code", None))
+            add(getattr(qs, "code", None))
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", default="tiny-llama")
+    parser.add_argument("--precision", nargs="+", default=["bf16", "bnb-nf4"],
+                        choices=sorted(VLLM_QUANTIZATION))
+    args = parser.parse_args()
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    from vllm import LLM
+
+    from infer_prof.core.planner import weight_bytes
+    from infer_prof.models import resolve_model
+
+    model = resolve_model(args.model)
+    assert model.spec is not None
+    print(f"{'precision':10} {'planner (B)':>14} {'vLLM loaded (B)':>16} {'error':>8}")
+    for precision in args.precision:
+        llm = LLM(model=model.path, quantization=VLLM_QUANTIZATION[precision],
+                  max_model_len=256, kv_cache_memory_bytes=64 * 1024 * 1024,
+                  enforce_eager=True)
+        actual = llm.collective_rpc(loaded_bytes)[0]
+        planned = weight_bytes(model.spec, precision)
+        print(f"{precision:10} {planned:>14,} {actual:>16,} {100 * (planned / actual - 1):>+7.2f}%",
+              flush=True)
+        del llm
+
+
+if __name__ == "__main__":
+    main()
