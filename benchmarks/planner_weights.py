@@ -17,31 +17,49 @@ from typing import Any
 VLLM_QUANTIZATION = {"bf16": None, "bnb-nf4": "bitsandbytes", "fp8": "fp8_per_tensor"}
 
 
-def loaded_bytes(worker: Any) -> int:
-    """Bytes of every distinct tensor in the worker's model (runs inside the worker)."""
+def loaded_bytes(worker: Any) -> dict[str, Any]:
+    """Weight bytes the worker's model holds (runs inside the worker).
+
+    Parameters only (buffers such as the rotary cos/sin cache are not weights), plus
+    bitsandbytes' quantization state (absmax, nested statistics). On CPU, vLLM repacks 16-bit
+    linear weights into oneDNN objects and leaves an empty parameter behind; those are counted
+    at their unpacked size (input x output x dtype bytes), which oneDNN's packing keeps.
+    """
     import torch
 
     model = worker.model_runner.model
     seen: set[int] = set()
     total = 0
+    absmax_dtypes: set[str] = set()
+    repacked = 0
 
     def add(t: Any) -> None:
         nonlocal total
-        if isinstance(t, torch.Tensor) and t.data_ptr() not in seen:
+        if isinstance(t, torch.Tensor) and t.numel() and t.data_ptr() not in seen:
             seen.add(t.data_ptr())
             total += t.numel() * t.element_size()
 
-    for t in list(model.parameters()) + list(model.buffers()):
+    for module in model.modules():
+        weight = getattr(module, "weight", None)
+        if (isinstance(weight, torch.Tensor) and weight.numel() == 0
+                and hasattr(module, "cpu_linear")):
+            rows = module.output_size_per_partition
+            cols = module.input_size_per_partition
+            repacked += rows * cols * module.params_dtype.itemsize
+    for t in model.parameters():
         add(t)
         state = getattr(t, "bnb_quant_state", None)  # {shard index: QuantState}
         for qs in (state or {}).values():
-            add(getattr(qs, "absmax", None))
+            absmax = getattr(qs, "absmax", None)
+            if absmax is not None:
+                absmax_dtypes.add(str(absmax.dtype))
+            add(absmax)
             nested = getattr(qs, "state2", None)
             if nested is not None:
                 add(getattr(nested, "absmax", None))
                 add(getattr(nested, "code", None))
-            add(getattr(qs, "code", None))
-    return total
+    return {"bytes": total + repacked, "repacked_bytes": repacked,
+            "absmax_dtypes": sorted(absmax_dtypes)}
 
 
 def main() -> None:
@@ -63,10 +81,15 @@ def main() -> None:
         llm = LLM(model=model.path, quantization=VLLM_QUANTIZATION[precision],
                   max_model_len=256, kv_cache_memory_bytes=64 * 1024 * 1024,
                   enforce_eager=True)
-        actual = llm.collective_rpc(loaded_bytes)[0]
+        got = llm.collective_rpc(loaded_bytes)[0]
+        actual = got["bytes"]
         planned = weight_bytes(model.spec, precision)
-        print(f"{precision:10} {planned:>14,} {actual:>16,} {100 * (planned / actual - 1):>+7.2f}%",
-              flush=True)
+        parts = [f"absmax {','.join(got['absmax_dtypes']) or 'none'}"]
+        if got["repacked_bytes"]:
+            parts.insert(0, f"oneDNN-repacked {got['repacked_bytes']:,} B")
+        extra = f"  ({'; '.join(parts)})"
+        print(f"{precision:10} {planned:>14,} {actual:>16,} "
+              f"{100 * (planned / actual - 1):>+7.2f}%{extra}", flush=True)
         del llm
 
 

