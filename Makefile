@@ -23,12 +23,12 @@ run: $(STAMP)
 
 test: $(STAMP)
 	bash scripts/install_browser.sh
-	$(VENV)/bin/ruff check infer_prof tests
+	$(VENV)/bin/ruff check infer_prof tests benchmarks
 	$(VENV)/bin/mypy infer_prof
 	$(PY) -m pytest -ra $(ARGS)
 
 lint: $(STAMP)
-	$(VENV)/bin/ruff check infer_prof tests
+	$(VENV)/bin/ruff check infer_prof tests benchmarks
 
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy infer_prof
