@@ -170,6 +170,20 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError("--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...")
 
 
+def _shape_overrides(cfg: RunConfig) -> dict[str, Any]:
+    """The command-line values that replace a workload's fields (None keeps the field)."""
+    return {
+        "input_len": cfg.input_len,
+        "output_len": cfg.output_len,
+        "num_requests": cfg.num_requests,
+        "duration_s": cfg.duration_s,
+        "warmup_requests": cfg.warmup_requests,
+        "seed": cfg.seed,
+        "min_requests": cfg.min_requests,
+        "min_duration_s": cfg.min_duration_s,
+    }
+
+
 def base_workload(cfg: RunConfig) -> Workload:
     """The workload file (``--workload``) or the built-in default, with the command line's
     values replacing its fields."""
@@ -189,20 +203,8 @@ def base_workload(cfg: RunConfig) -> Workload:
             seed=0,
             source="command line",
         )
-    overrides: dict[str, Any] = {
-        "input_len": cfg.input_len,
-        "output_len": cfg.output_len,
-        "num_requests": cfg.num_requests,
-        "duration_s": cfg.duration_s,
-        "warmup_requests": cfg.warmup_requests,
-        "seed": cfg.seed,
-        "min_requests": cfg.min_requests,
-        "min_duration_s": cfg.min_duration_s,
-    }
-    if cfg.duration_s is not None and cfg.num_requests is None:
-        overrides["num_requests"] = None
     try:
-        return wl.with_overrides(**overrides)
+        return wl.with_overrides(**_shape_overrides(cfg))
     except WorkloadError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -231,16 +233,7 @@ def suite_points(cfg: RunConfig) -> list[Workload]:
         )
     try:
         runs = expand_suite(cfg.suite or "", cfg.scale)
-        overrides: dict[str, Any] = {
-            "input_len": cfg.input_len,
-            "output_len": cfg.output_len,
-            "num_requests": cfg.num_requests,
-            "duration_s": cfg.duration_s,
-            "warmup_requests": cfg.warmup_requests,
-            "seed": cfg.seed,
-            "min_requests": cfg.min_requests,
-            "min_duration_s": cfg.min_duration_s,
-        }
+        overrides = _shape_overrides(cfg)
         return [p.with_overrides(**overrides) for r in runs for p in r.points()]
     except (WorkloadError, WorkloadNotFoundError) as exc:
         raise ConfigError(str(exc)) from None

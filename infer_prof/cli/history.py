@@ -16,6 +16,7 @@ from infer_prof import history
 from infer_prof.cli.common import fail
 from infer_prof.core.changepoint import ChangePoint, detect_changepoints
 from infer_prof.core.regression import direction_for
+from infer_prof.report.console import fmt_value
 from infer_prof.results_io import config_fingerprint
 from infer_prof.schema import ResultFileError, load_result
 
@@ -44,14 +45,6 @@ def _console() -> Console:
     """The terminal's console, or a wide one for a pipe or file (columns never squeezed)."""
     console = Console()
     return console if console.is_terminal else Console(width=400)
-
-
-def _fmt(v: Any, digits: int = 2) -> str:
-    if v is None:
-        return "n/a"
-    if isinstance(v, float):
-        return f"{v:,.{digits}f}"
-    return str(v)
 
 
 def _time(started_at: str) -> str:
@@ -93,8 +86,8 @@ def _list_table(runs: list[history.RunRecord], db: Path) -> Table:
             r.run_id + ("" if r.complete else " (incomplete)"),
             r.model or "",
             r.gpu or "",
-            _fmt(r.concurrency),
-            *(_fmt(_metric(m, name), d) for _, name, d in KEY_METRICS),
+            fmt_value(r.concurrency),
+            *(fmt_value(_metric(m, name), d) for _, name, d in KEY_METRICS),
             r.config_fingerprint,
             ",".join(f"{k}={v}" for k, v in sorted(r.labels.items())),
         )

@@ -56,6 +56,16 @@ class ClosedLoopPlan:
 RequestBuilder = Callable[[RequestSpec], bytes]
 
 
+def account(rec: RequestRecord, counters: LiveCounters) -> None:
+    """Count a finished request in ``counters``: completed, or failed by kind."""
+    if rec.ok:
+        counters.completed += 1
+    else:
+        counters.failed += 1
+        kind = rec.error or "no_tokens"
+        counters.failures[kind] = counters.failures.get(kind, 0) + 1
+
+
 async def run_closed_loop(
     endpoint: Endpoint,
     build: RequestBuilder,
@@ -102,16 +112,11 @@ async def run_closed_loop(
                 conn, build(spec), rec, plan.timeout_s, counters.add_tokens, counters.reads
             )
             free_ns = time.perf_counter_ns()
-            if rec.ok:
-                counters.completed += 1
-            else:
-                counters.failed += 1
-                kind = rec.error or "no_tokens"
-                counters.failures[kind] = counters.failures.get(kind, 0) + 1
-                if kind == "connect_failed":
-                    # the server refuses connections: do not burn through the remaining
-                    # requests; give the caller's watchdog time to decide whether it is gone
-                    await asyncio.sleep(0.5)
+            account(rec, counters)
+            if rec.error == "connect_failed":
+                # the server refuses connections: do not burn through the remaining
+                # requests; give the caller's watchdog time to decide whether it is gone
+                await asyncio.sleep(0.5)
 
     tasks: list[asyncio.Task[None]] = []
     try:

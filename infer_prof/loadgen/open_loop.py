@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.client import Endpoint, StreamConnection, resolve, stream_request
-from infer_prof.loadgen.closed_loop import LiveCounters, RequestBuilder, RequestSpec
+from infer_prof.loadgen.closed_loop import LiveCounters, RequestBuilder, RequestSpec, account
 
 #: Seconds between the end of warm-up and t0 when no start gate is given: room to create the
 #: dispatcher and the first timers, so that request 0 is not late by construction.
@@ -67,16 +67,6 @@ class OpenLoopHealth:
         if len(sends) < 2 or sends[-1] == sends[0]:
             return None
         return (len(sends) - 1) / ((sends[-1] - sends[0]) / 1e9)
-
-
-def account(rec: RequestRecord, counters: LiveCounters) -> None:
-    """Count a finished request in ``counters`` the way the closed-loop driver does."""
-    if rec.ok:
-        counters.completed += 1
-    else:
-        counters.failed += 1
-        kind = rec.error or "no_tokens"
-        counters.failures[kind] = counters.failures.get(kind, 0) + 1
 
 
 async def run_open_loop(
@@ -152,13 +142,18 @@ async def run_open_loop(
                         return
                     conn = idle.pop() if idle else StreamConnection(addr, family)
                     rec = RequestRecord(
-                        index=spec.index, input_len=spec.input_len, max_tokens=spec.max_tokens,
-                        warmup=True, worker=worker_id, scheduled_ns=time.perf_counter_ns(),
+                        index=spec.index,
+                        input_len=spec.input_len,
+                        max_tokens=spec.max_tokens,
+                        warmup=True,
+                        worker=worker_id,
+                        scheduled_ns=time.perf_counter_ns(),
                     )
                     records.append(rec)
                     counters.sent += 1
-                    await stream_request(conn, build(spec), rec, plan.timeout_s,
-                                         counters.add_tokens, counters.reads)
+                    await stream_request(
+                        conn, build(spec), rec, plan.timeout_s, counters.add_tokens, counters.reads
+                    )
                     if conn.sock is not None:
                         idle.append(conn)
                     account(rec, counters)
@@ -167,8 +162,7 @@ async def run_open_loop(
         want = plan.preconnect if plan.preconnect is not None else (cap or 0)
         if want > len(idle) and not stop.is_set():
             extra = [StreamConnection(addr, family) for _ in range(want - len(idle))]
-            opened = await asyncio.gather(*(c.ensure_open() for c in extra),
-                                          return_exceptions=True)
+            opened = await asyncio.gather(*(c.ensure_open() for c in extra), return_exceptions=True)
             idle.extend(c for c, r in zip(extra, opened, strict=True) if r is None)
         if stop.is_set():
             return

@@ -8,7 +8,8 @@ from rich.console import Console
 from rich.table import Table
 
 
-def _fmt(v: Any, digits: int = 2) -> str:
+def fmt_value(v: Any, digits: int = 2) -> str:
+    """A number for a table: thousands separators, ``digits`` decimals, ``n/a`` for None."""
     if v is None:
         return "n/a"
     if isinstance(v, float):
@@ -37,7 +38,8 @@ def summary_table(result: dict[str, Any]) -> Table:
     ):
         d = s.get(key)
         t.add_row(
-            name, *(_fmt(d.get(c) if d else None) for c in ("mean", "p50", "p90", "p99", "max"))
+            name,
+            *(fmt_value(d.get(c) if d else None) for c in ("mean", "p50", "p90", "p99", "max")),
         )
     return t
 
@@ -55,17 +57,17 @@ def totals_table(result: dict[str, Any]) -> Table:
             f"{s['requests_completed']} / {s['requests_failed']}"
             + (f" ({failures})" if failures else ""),
         ),
-        ("measured window (s)", _fmt(s.get("duration_s"))),
-        ("requests/s", _fmt(s.get("request_throughput"), 3)),
-        ("output tokens/s", _fmt(s.get("output_throughput"), 1)),
-        ("total tokens/s", _fmt(s.get("total_throughput"), 1)),
+        ("measured window (s)", fmt_value(s.get("duration_s"))),
+        ("requests/s", fmt_value(s.get("request_throughput"), 3)),
+        ("output tokens/s", fmt_value(s.get("output_throughput"), 1)),
+        ("total tokens/s", fmt_value(s.get("total_throughput"), 1)),
     ]
     rows += _derived_rows(result)
     slo = result.get("slo")
     if slo:
         verdict = "PASS" if slo.get("passed") else "FAIL: " + "; ".join(slo.get("failures", []))
         rows.append((f"SLO {slo.get('slos')}", verdict))
-        rows.append(("goodput (req/s)", _fmt(slo.get("goodput"), 3)))
+        rows.append(("goodput (req/s)", fmt_value(slo.get("goodput"), 3)))
     validity = result.get("validity")
     if validity and not validity.get("valid"):
         rows.append(("INVALID", "; ".join(validity.get("reasons", []))))
@@ -92,21 +94,28 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
                 f"({price.get('provider')}, {price.get('kind')})",
             )
         )
-        rows.append(("$ per 1M output tokens", _fmt(cost.get("usd_per_million_output_tokens"), 4)))
-        rows.append(("$ per 1M total tokens", _fmt(cost.get("usd_per_million_total_tokens"), 4)))
-        rows.append(("output tokens per $", _fmt(cost.get("output_tokens_per_usd"), 0)))
+        rows.append(
+            ("$ per 1M output tokens", fmt_value(cost.get("usd_per_million_output_tokens"), 4))
+        )
+        rows.append(
+            ("$ per 1M total tokens", fmt_value(cost.get("usd_per_million_total_tokens"), 4))
+        )
+        rows.append(("output tokens per $", fmt_value(cost.get("output_tokens_per_usd"), 0)))
     elif cost:
         rows.append(("cost", f"n/a ({cost.get('reason')})"))
     owned = cost.get("owned") if cost else None
     if owned and owned.get("usd_per_hour") is not None:
-        rows.append(("owned: $ per hour", _fmt(owned["usd_per_hour"], 3)))
+        rows.append(("owned: $ per hour", fmt_value(owned["usd_per_hour"], 3)))
         rows.append(
-            ("owned: $ per 1M output tokens", _fmt(owned.get("usd_per_million_output_tokens"), 4))
+            (
+                "owned: $ per 1M output tokens",
+                fmt_value(owned.get("usd_per_million_output_tokens"), 4),
+            )
         )
-        rows.append(("break-even vs renting (h)", _fmt(owned.get("break_even_hours"), 0)))
+        rows.append(("break-even vs renting (h)", fmt_value(owned.get("break_even_hours"), 0)))
     energy = result.get("energy") or {}
     if energy.get("energy_j") is not None:
-        per_token = _fmt(energy.get("joules_per_output_token"), 3)
+        per_token = fmt_value(energy.get("joules_per_output_token"), 3)
         rows.append(("energy (J) / J per output token", f"{energy['energy_j']:,.0f} / {per_token}"))
         if energy.get("throttled"):
             rows.append(("GPU throttled", "YES"))
@@ -117,7 +126,7 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(
             (
                 "decode MBU / prefill MFU (%)",
-                f"{_fmt(roof.get('mbu_pct'), 1)} / {_fmt(roof.get('mfu_pct'), 1)}",
+                f"{fmt_value(roof.get('mbu_pct'), 1)} / {fmt_value(roof.get('mfu_pct'), 1)}",
             )
         )
         if roof.get("above_ceiling"):
@@ -156,13 +165,13 @@ def print_sweep(sweep: dict[str, Any], console: Console | None = None) -> None:
         slo = {True: "pass", False: "FAIL", None: "-"}[row.get("slo_passed")]
         t.add_row(
             f"{prefix}{row['load']}{mark}",
-            _fmt(row["request_throughput"], 2),
-            _fmt(row["output_throughput"], 1),
-            _fmt(row["ttft_p50_ms"]),
-            _fmt(row["ttft_p99_ms"]),
-            _fmt(row["tpot_p50_ms"]),
-            _fmt(row["tpot_p99_ms"]),
-            _fmt(row["goodput"], 2),
+            fmt_value(row["request_throughput"], 2),
+            fmt_value(row["output_throughput"], 1),
+            fmt_value(row["ttft_p50_ms"]),
+            fmt_value(row["ttft_p99_ms"]),
+            fmt_value(row["tpot_p50_ms"]),
+            fmt_value(row["tpot_p99_ms"]),
+            fmt_value(row["goodput"], 2),
             slo,
             "yes" if row.get("valid") else "NO",
         )
