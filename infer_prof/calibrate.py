@@ -20,7 +20,7 @@ from typing import Any
 from infer_prof.core.accuracy import compare_to_truth
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summarize
-from infer_prof.loadgen.client import Endpoint, build_completion_request
+from infer_prof.loadgen.client import Endpoint, build_completion_request, gc_paused
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -150,18 +150,19 @@ def drive(
     t0 = time.process_time()
     w0 = time.perf_counter()
     try:
-        loop.run_until_complete(
-            run_closed_loop(
-                endpoint,
-                build,
-                warm,
-                specs(),
-                ClosedLoopPlan(concurrency, timeout_s),
-                counters,
-                asyncio.Event(),
-                records,
+        with gc_paused():
+            loop.run_until_complete(
+                run_closed_loop(
+                    endpoint,
+                    build,
+                    warm,
+                    specs(),
+                    ClosedLoopPlan(concurrency, timeout_s),
+                    counters,
+                    asyncio.Event(),
+                    records,
+                )
             )
-        )
     finally:
         loop.close()
     if health is not None:
@@ -249,9 +250,7 @@ def run_calibration(
     try:
         for c in concurrencies:
             procs = processes or auto_processes(c, itl_ms)
-            rep = calibrate_point(
-                server, c, c * requests_per_stream, input_len, output_len, procs
-            )
+            rep = calibrate_point(server, c, c * requests_per_stream, input_len, output_len, procs)
             rep["nominal"] = {"ttft_ms": ttft_ms, "itl_ms": itl_ms, "output_len": output_len}
             reports.append(rep)
             if on_point:

@@ -13,7 +13,8 @@ from rich.console import Console
 from infer_prof.cli.common import fail, parse_labels, parse_size
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
 from infer_prof.report.console import print_summary, print_sweep
-from infer_prof.runner import ConfigError, RunConfig, execute
+from infer_prof.run_config import ConfigError, RunConfig
+from infer_prof.runner import execute
 from infer_prof.schema import public_summary
 from infer_prof.servers.vllm_server import ServerStartError
 

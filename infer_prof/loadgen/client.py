@@ -14,11 +14,13 @@ arrives is retried once on a fresh one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import json
 import socket
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
@@ -49,6 +51,24 @@ def kernel_arrival_ns(ancdata: list[tuple[int, int, bytes]]) -> int | None:
             age = time.time_ns() - (sec * 1_000_000_000 + nsec)
             return time.perf_counter_ns() - max(age, 0)
     return None
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No garbage-collector pauses while timing: collect once, freeze what exists, disable the
+    collector for the block, then restore it. A full collection of a large heap stalls the
+    event loop for tens of milliseconds, long enough for two tokens of a stream to arrive
+    together and be timed as one read."""
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
 
 
 @dataclass

@@ -49,7 +49,7 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summarize
-from infer_prof.loadgen.client import Endpoint
+from infer_prof.loadgen.client import Endpoint, gc_paused
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -323,7 +323,8 @@ def _worker_main(w: int, n: int, job: WorkerJob, shared: _Shared) -> None:
             loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
-            loop.run_until_complete(_worker_async(w, n, job, shared, records, health))
+            with gc_paused():
+                loop.run_until_complete(_worker_async(w, n, job, shared, records, health))
         finally:
             loop.close()
     except BaseException as exc:  # report, never hang the parent

@@ -1,0 +1,170 @@
+"""The load points of a run: its workload (file or command line), sweep or suite points,
+and the requests each point sends (token-ID prompts of exactly the drawn lengths)."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterator
+from typing import Any
+
+from infer_prof.core.distributions import Fixed
+from infer_prof.core.workload import (
+    Arrival,
+    Workload,
+    WorkloadError,
+    sample_requests,
+)
+from infer_prof.loadgen.closed_loop import (
+    RequestSpec,
+)
+from infer_prof.loadgen.prompts import TokenPool, make_prompt
+from infer_prof.models import ResolvedModel
+from infer_prof.run_config import ConfigError, RunConfig
+from infer_prof.workloads import WorkloadNotFoundError, expand_suite, load_workload
+
+
+def _shape_overrides(cfg: RunConfig) -> dict[str, Any]:
+    """The command-line values that replace a workload's fields (None keeps the field)."""
+    return {
+        "input_len": cfg.input_len,
+        "output_len": cfg.output_len,
+        "num_requests": cfg.num_requests,
+        "duration_s": cfg.duration_s,
+        "warmup_requests": cfg.warmup_requests,
+        "seed": cfg.seed,
+        "min_requests": cfg.min_requests,
+        "min_duration_s": cfg.min_duration_s,
+    }
+
+
+def base_workload(cfg: RunConfig) -> Workload:
+    """The workload file (``--workload``) or the built-in default, with the command line's
+    values replacing its fields."""
+    if cfg.workload:
+        try:
+            wl = load_workload(cfg.workload)
+        except (WorkloadError, WorkloadNotFoundError) as exc:
+            raise ConfigError(str(exc)) from None
+    else:
+        wl = Workload(
+            name="custom",
+            input_len=Fixed(128),
+            output_len=Fixed(128),
+            num_requests=200,
+            warmup_requests=8,
+            arrival=Arrival.closed(16),
+            seed=0,
+            source="command line",
+        )
+    try:
+        return wl.with_overrides(**_shape_overrides(cfg))
+    except WorkloadError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def load_points(cfg: RunConfig, wl: Workload) -> list[Workload]:
+    """One workload per load point: ``--concurrency a,b,c`` (closed loop), ``--rate x,y``
+    (open loop), or the workload's own arrival."""
+    extra = {"burstiness": cfg.burstiness, "max_concurrency": cfg.max_concurrency}
+    try:
+        if cfg.rates:
+            return [wl.with_overrides(rate=r, **extra) for r in cfg.rates]
+        if cfg.concurrency:
+            return [wl.with_overrides(concurrency=c) for c in cfg.concurrency]
+        return [wl.with_overrides(**extra)]
+    except WorkloadError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def suite_points(cfg: RunConfig) -> list[Workload]:
+    """Every load point of a suite (``--suite``, scaled by ``--scale``), with the command
+    line's request-count, seed and validity overrides applied to each."""
+    if cfg.workload or cfg.concurrency or cfg.rates:
+        raise ConfigError(
+            "--suite brings its own workloads and load points; drop --workload, "
+            "--concurrency and --rate"
+        )
+    try:
+        runs = expand_suite(cfg.suite or "", cfg.scale)
+        overrides = _shape_overrides(cfg)
+        return [p.with_overrides(**overrides) for r in runs for p in r.points()]
+    except (WorkloadError, WorkloadNotFoundError) as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def check_context(points: list[Workload], cfg: RunConfig, model: ResolvedModel) -> int:
+    """The longest sequence the points can ask for (input + output, tokens); raises
+    ConfigError when it exceeds the model's context."""
+    longest = max(w.input_len.support()[1] + w.output_len.support()[1] for w in points)
+    context = cfg.max_model_len or (model.spec.max_position_embeddings if model.spec else None)
+    if context is not None and longest > context:
+        w = points[0]
+        raise ConfigError(
+            f"input ({w.input_len.support()[1]}) + output ({w.output_len.support()[1]}) = "
+            f"{longest} tokens exceeds the model's context of {context}; shorten "
+            "--input-len/--output-len or raise --max-model-len"
+        )
+    return longest
+
+
+def point_concurrency(w: Workload) -> int:
+    """Streams a point can have in flight, for planning (open loop without a cap: 64)."""
+    a = w.arrival
+    return (a.concurrency or 1) if a.mode == "closed" else (a.max_concurrency or 64)
+
+
+def point_label(w: Workload) -> str:
+    a = w.arrival
+    if a.mode == "closed":
+        return f"c{a.concurrency}"
+    rate = "inf" if a.rate is None or a.rate == float("inf") else f"{a.rate:g}"
+    return f"r{rate}"
+
+
+def token_pool(model: ResolvedModel, engine_path: str) -> TokenPool:
+    if model.has_tokenizer:
+        with contextlib.suppress(Exception):
+            return TokenPool.from_tokenizer_dir(engine_path)
+    vocab = model.spec.vocab_size if model.spec else 32000
+    return TokenPool.from_vocab_size(vocab)
+
+
+# A duration-bound point draws this many request shapes up front (enough for hours of load at
+# the rates a single server reaches; drawing is cheap, prompts are built lazily).
+_DURATION_DRAWS = 200_000
+
+
+def build_specs(
+    wl: Workload, pool: TokenPool
+) -> tuple[list[RequestSpec], Iterator[RequestSpec], int | None]:
+    """Warm-up specs, a lazy iterator of measured specs, and how many measured there are
+    (None when bound by duration). Lengths come from the workload's seeded draws; prompts are
+    token IDs of exactly the drawn length, with a group's shared prefix where asked."""
+    n_measured = wl.num_requests
+    total = wl.warmup_requests + (n_measured if n_measured is not None else _DURATION_DRAWS)
+    shapes = sample_requests(wl, total)
+    prefixes: dict[int, list[int]] = {}
+    sp = wl.shared_prefix
+
+    def prompt(i: int, length: int, group: int | None) -> list[int]:
+        rng = random.Random(f"{wl.seed}/prompt/{i}")
+        prefix: list[int] = []
+        if group is not None and sp.length:
+            if group not in prefixes:
+                prefixes[group] = make_prompt(
+                    pool, sp.length, random.Random(f"{wl.seed}/prefix/{group}")
+                )
+            prefix = prefixes[group]
+        return make_prompt(pool, length, rng, prefix)
+
+    warm = [
+        RequestSpec(-1 - i, prompt(-1 - i, inp, grp), inp, out, warmup=True)
+        for i, (inp, out, grp) in enumerate(shapes[: wl.warmup_requests])
+    ]
+
+    def measured() -> Iterator[RequestSpec]:
+        for i, (inp, out, grp) in enumerate(shapes[wl.warmup_requests :]):
+            yield RequestSpec(i, prompt(i, inp, grp), inp, out)
+
+    return warm, measured(), n_measured

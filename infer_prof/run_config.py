@@ -1,0 +1,103 @@
+"""What a run is given (:class:`RunConfig`) and the checks made before anything starts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from infer_prof.loadgen.client import Endpoint
+
+
+class ConfigError(ValueError):
+    """Bad input found before anything started; the message is one line naming the fix."""
+
+
+@dataclass
+class RunConfig:
+    """Everything a run is given. Field names are the CLI option names (underscored)."""
+
+    model: str = "tiny-llama"
+    endpoint: str | None = None
+    served_model_name: str | None = None
+    api_key: str | None = None
+    workload: str | None = None
+    suite: str | None = None  # a suite file (workloads/nightly.toml): many workloads and points
+    scale: str | None = None  # one of the suite's [scales.*], e.g. "tiny" for CPU CI
+    # None = the workload's value (or the built-in default: 16 streams, 200 requests after 8
+    # warm-up, 128 tokens in and out)
+    concurrency: list[int] | None = None
+    rates: list[float] | None = None
+    burstiness: float | None = None
+    max_concurrency: int | None = None
+    num_requests: int | None = None
+    duration_s: float | None = None
+    warmup_requests: int | None = None
+    input_len: int | None = None
+    output_len: int | None = None
+    slo: str | None = None
+    find_max: bool = False
+    min_requests: int | None = None
+    min_duration_s: float | None = None
+    timeout_s: float = 300.0
+    seed: int | None = None
+    dtype: str | None = None
+    max_model_len: int | None = None
+    gpu_memory_utilization: float | None = None
+    tensor_parallel_size: int | None = None
+    enforce_eager: bool = False
+    load_format: str | None = None
+    quantization: str = "auto"
+    kv_cache_memory_bytes: int | None = None
+    memory_budget_bytes: int | None = None
+    gpu: str | None = None
+    gpus: int | None = None
+    price_per_hour: float | None = None
+    provider: str | None = None
+    prices_file: str | None = None
+    spot: bool = False
+    purchase_usd: float | None = None
+    amortize_years: float = 3.0
+    usd_per_kwh: float = 0.12
+    history: bool = True
+    history_db: str | None = None
+    engine_args: list[str] = field(default_factory=list)
+    server_timeout_s: float = 900.0
+    output: str | None = None
+    results_dir: str = "results"
+    labels: dict[str, str] = field(default_factory=dict)
+    progress: bool = True
+    telemetry_interval_s: float = 0.5
+    metrics_interval_s: float = 0.5
+
+
+def validate(cfg: RunConfig) -> None:
+    """Reject bad option values before anything starts (raises :class:`ConfigError`)."""
+    for name in ("input_len", "output_len", "num_requests", "max_concurrency", "min_requests"):
+        value = getattr(cfg, name)
+        if value is not None and value < 1:
+            flag = "--" + name.replace("_", "-")
+            raise ConfigError(f"{flag} must be a positive integer, got {value}")
+    for c in cfg.concurrency or []:
+        if c < 1:
+            raise ConfigError(f"--concurrency must be positive integers, got {c}")
+    for r in cfg.rates or []:
+        if not r > 0:
+            raise ConfigError(f"--rate must be positive requests/s (or inf), got {r}")
+    if cfg.concurrency and cfg.rates:
+        raise ConfigError("give --concurrency (closed loop) or --rate (open loop), not both")
+    if cfg.duration_s is not None and cfg.duration_s <= 0:
+        raise ConfigError(f"--duration must be positive seconds, got {cfg.duration_s}")
+    if cfg.warmup_requests is not None and cfg.warmup_requests < 0:
+        raise ConfigError(f"--warmup-requests must be 0 or more, got {cfg.warmup_requests}")
+    if cfg.endpoint is not None:
+        try:
+            Endpoint.from_url(cfg.endpoint)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+    if cfg.timeout_s <= 0:
+        raise ConfigError(f"--timeout must be positive seconds, got {cfg.timeout_s}")
+    if cfg.gpu_memory_utilization is not None and not 0 < cfg.gpu_memory_utilization <= 1:
+        raise ConfigError(
+            f"--gpu-memory-utilization must be within (0, 1], got {cfg.gpu_memory_utilization}"
+        )
+    if cfg.find_max and not cfg.slo and not cfg.workload:
+        raise ConfigError("--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...")
