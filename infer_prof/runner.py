@@ -116,7 +116,6 @@ class _Session:
     plan: Plan | None
     plan_reason: str | None
     slos: list[Slo]
-    stamp: str
     interrupted: bool = False
 
 
@@ -224,7 +223,6 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             the_plan,
             no_plan_reason,
             slos,
-            stamp,
         )
         search: dict[str, Any] | None = None
         if cfg.find_max:
@@ -291,6 +289,7 @@ def sweep_summary(outcomes: list[RunOutcome], search: dict[str, Any] | None) -> 
         rows.append(
             {
                 "result_file": o.result_path.name,
+                "workload": (r.get("workload") or {}).get("name"),
                 "mode": load["mode"],
                 "load": load["concurrency"] if load["mode"] == "closed" else load["rate"],
                 "request_throughput": s["request_throughput"],
@@ -306,17 +305,23 @@ def sweep_summary(outcomes: list[RunOutcome], search: dict[str, Any] | None) -> 
                 "complete": r["complete"],
             }
         )
-    curve = [
-        (float(row["load"]), row["tpot_p50_ms"])
-        for row in rows
-        if row["load"] is not None and row["load"] != math.inf
-    ]
-    knee = find_knee(curve) if len(curve) >= 2 else None
+    # one curve per workload and loop mode (a suite holds several); rate inf is no point on it
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, row in enumerate(rows):
+        if row["load"] is not None and row["load"] != math.inf:
+            groups.setdefault((row["workload"], row["mode"]), []).append(i)
+    knees = []
+    for (workload, mode), idx in groups.items():
+        knee = find_knee([(float(rows[i]["load"]), rows[i]["tpot_p50_ms"]) for i in idx])
+        if knee is not None:
+            knees.append(
+                {**knee.to_dict(), "row": idx[knee.index], "workload": workload, "mode": mode}
+            )
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "infer-prof.sweep",
         "points": rows,
-        "knee": knee.to_dict() if knee else None,
+        "knees": knees,
         "knee_rule": "first point whose TPOT p50 exceeds 1.5 x the lowest load's",
         "find_max": search,
     }

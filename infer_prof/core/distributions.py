@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 import random
+from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
@@ -74,30 +75,30 @@ def _check_factor(factor: float) -> None:
         raise ValueError(f"scale factor must be a finite number > 0, got {factor!r}")
 
 
-class LengthDistribution:
+class LengthDistribution(ABC):
     """Base of the length distributions. Subclasses are frozen dataclasses."""
 
     kind: ClassVar[str] = ""
 
+    @abstractmethod
     def sample(self, rng: random.Random, n: int) -> list[int]:
         """Draw ``n`` lengths (tokens, each >= 1) from ``rng``."""
-        raise NotImplementedError
 
+    @abstractmethod
     def mean(self) -> float:
         """The expected length in tokens (see each kind for the formula)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def support(self) -> tuple[int, int]:
         """The smallest and largest length a draw can take, inclusive, in tokens."""
-        raise NotImplementedError
 
+    @abstractmethod
     def scaled(self, factor: float) -> LengthDistribution:
         """The same shape with every length parameter multiplied by ``factor`` (min 1 token)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def to_dict(self) -> dict[str, Any]:
         """The mapping :func:`distribution_from_dict` turns back into this distribution."""
-        raise NotImplementedError
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,18 @@ class ClosedLoopPlan:
 RequestBuilder = Callable[[RequestSpec], bytes]
 
 
+def new_record(spec: RequestSpec, worker: int, scheduled_ns: int | None) -> RequestRecord:
+    """The record a request's measurements go into; ``scheduled_ns`` is when it was due."""
+    return RequestRecord(
+        index=spec.index,
+        input_len=spec.input_len,
+        max_tokens=spec.max_tokens,
+        warmup=spec.warmup,
+        worker=worker,
+        scheduled_ns=scheduled_ns,
+    )
+
+
 def account(rec: RequestRecord, counters: LiveCounters) -> None:
     """Count a finished request in ``counters``: completed, or failed by kind."""
     if rec.ok:
@@ -98,14 +110,7 @@ async def run_closed_loop(
             spec = next(specs, None)
             if spec is None:
                 return
-            rec = RequestRecord(
-                index=spec.index,
-                input_len=spec.input_len,
-                max_tokens=spec.max_tokens,
-                warmup=spec.warmup,
-                worker=wid,
-                scheduled_ns=free_ns,
-            )
+            rec = new_record(spec, wid, free_ns)
             records.append(rec)
             counters.sent += 1
             await stream_request(

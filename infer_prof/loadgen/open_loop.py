@@ -30,7 +30,13 @@ from dataclasses import dataclass, field
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.client import Endpoint, StreamConnection, resolve, stream_request
-from infer_prof.loadgen.closed_loop import LiveCounters, RequestBuilder, RequestSpec, account
+from infer_prof.loadgen.closed_loop import (
+    LiveCounters,
+    RequestBuilder,
+    RequestSpec,
+    account,
+    new_record,
+)
 
 #: Seconds between the end of warm-up and t0 when no start gate is given: room to create the
 #: dispatcher and the first timers, so that request 0 is not late by construction.
@@ -117,14 +123,7 @@ async def run_open_loop(
             await asyncio.sleep(0.5)  # as the closed loop: let the caller's watchdog decide
 
     def launch(spec: RequestSpec, due_ns: int | None, free_ns: int | None) -> None:
-        rec = RequestRecord(
-            index=spec.index,
-            input_len=spec.input_len,
-            max_tokens=spec.max_tokens,
-            warmup=spec.warmup,
-            worker=worker_id,
-            scheduled_ns=due_ns,
-        )
+        rec = new_record(spec, worker_id, due_ns)
         records.append(rec)
         counters.sent += 1
         task = asyncio.create_task(one(spec, rec, free_ns))

@@ -158,10 +158,10 @@ def print_sweep(sweep: dict[str, Any], console: Console | None = None) -> None:
         "valid",
     ):
         t.add_column(col, justify="right")
-    knee = (sweep.get("knee") or {}).get("index")
+    knee_rows = {k["row"] for k in sweep.get("knees") or []}
     for i, row in enumerate(sweep["points"]):
         prefix = "c" if row["mode"] == "closed" else "r"
-        mark = " <- knee" if i == knee else ""
+        mark = " <- knee" if i in knee_rows else ""
         slo = {True: "pass", False: "FAIL", None: "-"}[row.get("slo_passed")]
         t.add_row(
             f"{prefix}{row['load']}{mark}",
