@@ -71,3 +71,33 @@ def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
     for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"):
         out[name] = dist(summary.get(name))
     return out
+
+
+def public_result(result: dict[str, Any]) -> dict[str, Any]:
+    """The ``--json`` view of a run: :func:`public_summary` plus cost, energy and efficiency
+    next to the speeds (each null, with its reason, when it could not be known)."""
+    out = public_summary(result["summary"])
+    cost = result.get("cost") or {}
+    energy = result.get("energy") or {}
+    roof = result.get("roofline") or {}
+    out["cost"] = {
+        "usd_per_hour": cost.get("usd_per_hour"),
+        "usd_per_million_output_tokens": cost.get("usd_per_million_output_tokens"),
+        "usd_per_million_total_tokens": cost.get("usd_per_million_total_tokens"),
+        "output_tokens_per_usd": cost.get("output_tokens_per_usd"),
+        "reason": None if cost.get("available") else cost.get("reason"),
+    }
+    out["energy"] = {
+        "energy_j": energy.get("energy_j"),
+        "joules_per_output_token": energy.get("joules_per_output_token"),
+        "reason": energy.get("reason"),
+    }
+    out["efficiency"] = {
+        "mbu_pct": roof.get("mbu_pct"),
+        "mfu_pct": roof.get("mfu_pct"),
+        "above_ceiling": roof.get("above_ceiling"),
+        "reason": None if roof.get("available") else roof.get("reason"),
+    }
+    out["valid"] = (result.get("validity") or {}).get("valid")
+    out["complete"] = result.get("complete")
+    return out

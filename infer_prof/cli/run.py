@@ -15,7 +15,7 @@ from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate
 from infer_prof.report.console import print_summary, print_sweep
 from infer_prof.run_config import ConfigError, RunConfig
 from infer_prof.runner import execute
-from infer_prof.schema import public_summary
+from infer_prof.schema import public_result
 from infer_prof.servers.vllm_server import ServerStartError
 
 
@@ -263,7 +263,7 @@ def run_command(
     out = Console(stderr=False)
     err = Console(stderr=True)
     if json_output:
-        summaries = [public_summary(p.result["summary"]) for p in outcome.points]
+        summaries = [public_result(p.result) for p in outcome.points]
         doc: Any = (
             summaries[0]
             if len(summaries) == 1 and not outcome.sweep

@@ -39,6 +39,12 @@ def test_json_summary_and_result_files(synthetic, tmp_path):
         str(out),
         "--label",
         "instance=local",
+        "--gpu",
+        "H100-SXM",
+        "--gpus",
+        "2",
+        "--price-per-hour",
+        "1.5",
     )
     assert p.returncode == 0, p.stderr
     summary = json.loads(p.stdout)
@@ -49,6 +55,12 @@ def test_json_summary_and_result_files(synthetic, tmp_path):
     for key in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms"):
         assert set(summary[key]) == {"mean", "p50", "p90", "p99", "max"}
     assert 19.0 < summary["ttft_ms"]["p50"] < 40.0
+    # cost, energy and efficiency stand next to the speeds: here priced by hand, no NVML
+    assert summary["cost"]["usd_per_hour"] == pytest.approx(2 * 1.5)
+    assert summary["cost"]["usd_per_million_output_tokens"] == pytest.approx(
+        3.0 / (summary["output_throughput"] * 3600) * 1e6)
+    assert summary["energy"]["joules_per_output_token"] is None and summary["energy"]["reason"]
+    assert summary["efficiency"]["mbu_pct"] is not None
     assert 4.5 < summary["itl_ms"]["p50"] < 8.0
 
     result = load_result(out)
