@@ -10,7 +10,6 @@ import datetime as dt
 import math
 import signal
 import sqlite3
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,7 +19,7 @@ from infer_prof.core.gpuspec import GpuSpec
 from infer_prof.core.metrics import RequestRecord, summarize_run
 from infer_prof.core.planner import Plan
 from infer_prof.core.slo import Slo, SloError, evaluate_slos, parse_slos, slos_from_mapping
-from infer_prof.core.stats import summarize
+from infer_prof.core.stats import summary_dict
 from infer_prof.core.sweep import find_knee, find_max_float, find_max_int
 from infer_prof.core.validity import ValidityRules, check_validity
 from infer_prof.core.workload import (
@@ -40,7 +39,12 @@ from infer_prof.load_points import (
     suite_points,
     token_pool,
 )
-from infer_prof.loadgen.client import Endpoint, build_completion_request, gc_paused
+from infer_prof.loadgen.client import (
+    Endpoint,
+    build_completion_request,
+    gc_paused,
+    loop_lag_probe,
+)
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -74,14 +78,6 @@ class RunOutcome:
 
 def _now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
-
-
-async def _lag_probe(samples: list[float], interval_s: float = 0.01) -> None:
-    """Measure the event loop's own lag: how late a ``sleep(interval)`` wakes up (ms)."""
-    while True:
-        t0 = time.perf_counter()
-        await asyncio.sleep(interval_s)
-        samples.append(max(0.0, (time.perf_counter() - t0 - interval_s) * 1000.0))
 
 
 @dataclass
@@ -624,7 +620,7 @@ def _drive(
                 progress.update(counters)
                 await asyncio.sleep(0.1)
 
-        probe = asyncio.create_task(_lag_probe(lag))
+        probe = asyncio.create_task(loop_lag_probe(lag))
         watcher = asyncio.create_task(watch())
         try:
             await driver
@@ -654,7 +650,6 @@ def _drive(
             ):
                 r.error_detail = f"{r.error}: {r.error_detail}"
                 r.error = "server_died"
-    lag_d = summarize(lag)
     queue = [
         r.send_ns - r.scheduled_ns
         for r in records
@@ -664,7 +659,7 @@ def _drive(
     client.update(
         {
             "timestamp_source": sources[0] if len(sources) == 1 else sources,
-            "event_loop_lag_ms": lag_d.to_dict() if lag_d else None,
+            "event_loop_lag_ms": summary_dict(lag),
             "queue_ms": _dist_ms(queue),
             "dispatch_lag_ms": _dist_ms(health.dispatch_lag_ns) if a.mode == "open" else None,
             "slot_wait_ms": _dist_ms(health.slot_wait_ns) if a.mode == "open" else None,
@@ -684,5 +679,4 @@ def _healthy(endpoint: Endpoint) -> bool:
 
 
 def _dist_ms(values_ns: Sequence[int | float]) -> dict[str, Any] | None:
-    d = summarize([v / 1e6 for v in values_ns])
-    return d.to_dict() if d else None
+    return summary_dict(values_ns, 1e-6)

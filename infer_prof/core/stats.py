@@ -81,3 +81,9 @@ def summarize(values: Sequence[float]) -> Distribution | None:
         min=xs[0],
         std=math.sqrt(var),
     )
+
+
+def summary_dict(values: Sequence[float], scale: float = 1.0) -> dict[str, float | int] | None:
+    """:func:`summarize` of ``values`` x ``scale`` (a unit conversion) as a dict; None for none."""
+    d = summarize([v * scale for v in values])
+    return None if d is None else d.to_dict()

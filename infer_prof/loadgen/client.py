@@ -71,6 +71,18 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+async def loop_lag_probe(
+    samples: list[float], interval_s: float = 0.01, record: Callable[[], bool] = lambda: True
+) -> None:
+    """Measure the event loop's own lag, forever: how late a ``sleep(interval_s)`` wakes up,
+    appended to ``samples`` in ms whenever ``record()`` is true."""
+    while True:
+        t0 = time.perf_counter()
+        await asyncio.sleep(interval_s)
+        if record():
+            samples.append(max(0.0, (time.perf_counter() - t0 - interval_s) * 1000.0))
+
+
 @dataclass
 class ReadStats:
     """The client's own health: how long received data waited before the loop read it.

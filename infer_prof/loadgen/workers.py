@@ -48,8 +48,8 @@ from itertools import islice
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.stats import summarize
-from infer_prof.loadgen.client import Endpoint, gc_paused
+from infer_prof.core.stats import summary_dict
+from infer_prof.loadgen.client import Endpoint, gc_paused, loop_lag_probe
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -129,10 +129,6 @@ class WorkerHealth:
         return self.cpu_s / self.wall_s if self.wall_s > 0 else None
 
     def to_dict(self) -> dict[str, Any]:
-        def dist(values: Sequence[float], scale: float = 1.0) -> dict[str, Any] | None:
-            d = summarize([v * scale for v in values])
-            return None if d is None else d.to_dict()
-
         return {
             "worker": self.worker,
             "pid": self.pid,
@@ -141,10 +137,10 @@ class WorkerHealth:
             "cpu_s": self.cpu_s,
             "wall_s": self.wall_s,
             "cpu_share": self.cpu_share,
-            "event_loop_lag_ms": dist(self.loop_lag_ms),
+            "event_loop_lag_ms": summary_dict(self.loop_lag_ms),
             "reads": self.reads,
-            "read_lag_ms": dist(self.read_lag_ns, 1e-6),
-            "dispatch_lag_ms": dist(self.dispatch_lag_ns, 1e-6),
+            "read_lag_ms": summary_dict(self.read_lag_ns, 1e-6),
+            "dispatch_lag_ms": summary_dict(self.dispatch_lag_ns, 1e-6),
             "error": self.error,
         }
 
@@ -201,8 +197,12 @@ class WorkerPool:
 
     def start(self) -> None:
         for w in range(self.n):
-            p = self.ctx.Process(target=_worker_main, args=(w, self.n, self.job, self.shared),
-                                 name=f"infer-prof-worker-{w}", daemon=True)
+            p = self.ctx.Process(
+                target=_worker_main,
+                args=(w, self.n, self.job, self.shared),
+                name=f"infer-prof-worker-{w}",
+                daemon=True,
+            )
             p.start()
             self.procs.append(p)
 
@@ -247,8 +247,9 @@ class WorkerPool:
                     on_progress(self.counters())
                 for w2, p in enumerate(self.procs):
                     if w2 not in health and not p.is_alive() and p.exitcode not in (None, 0):
-                        health[w2] = WorkerHealth(w2, p.pid or 0,
-                                                  error=f"worker exited with code {p.exitcode}")
+                        health[w2] = WorkerHealth(
+                            w2, p.pid or 0, error=f"worker exited with code {p.exitcode}"
+                        )
                         self.request_stop()
                 continue
             records.extend(recs)
@@ -290,17 +291,13 @@ def merge_health(health: Sequence[WorkerHealth]) -> dict[str, Any]:
     read = [x * 1e-6 for h in health for x in h.read_lag_ns]
     disp = [x * 1e-6 for h in health for x in h.dispatch_lag_ns]
 
-    def dist(values: list[float]) -> dict[str, Any] | None:
-        d = summarize(values)
-        return None if d is None else d.to_dict()
-
     return {
         "processes": len(health),
         "cpu_s": sum(h.cpu_s for h in health),
-        "event_loop_lag_ms": dist(lag),
+        "event_loop_lag_ms": summary_dict(lag),
         "reads": sum(h.reads for h in health),
-        "read_lag_ms": dist(read),
-        "dispatch_lag_ms": dist(disp),
+        "read_lag_ms": summary_dict(read),
+        "dispatch_lag_ms": summary_dict(disp),
         "workers": [h.to_dict() for h in health],
     }
 
@@ -335,7 +332,11 @@ def _worker_main(w: int, n: int, job: WorkerJob, shared: _Shared) -> None:
 
 
 async def _worker_async(
-    w: int, n: int, job: WorkerJob, shared: _Shared, records: list[RequestRecord],
+    w: int,
+    n: int,
+    job: WorkerJob,
+    shared: _Shared,
+    records: list[RequestRecord],
     health: WorkerHealth,
 ) -> None:
     counters = LiveCounters()
@@ -381,13 +382,6 @@ async def _worker_async(
         measuring["cpu"] = ru.ru_utime + ru.ru_stime
         measuring["t"] = time.perf_counter()
 
-    async def probe() -> None:
-        while True:
-            t = time.perf_counter()
-            await asyncio.sleep(0.01)
-            if counters.phase == "measuring":
-                lag.append(max(0.0, (time.perf_counter() - t - 0.01) * 1000.0))
-
     async def watch(driver: asyncio.Task[None]) -> None:
         while not driver.done():
             publish()
@@ -403,8 +397,16 @@ async def _worker_async(
         mine = split_evenly(job.concurrency, n)[w]
         health.streams = mine
         if warm:
-            await run_closed_loop(job.endpoint, job.build, warm, iter(()),
-                                  ClosedLoopPlan(mine, job.timeout_s), counters, stop, records)
+            await run_closed_loop(
+                job.endpoint,
+                job.build,
+                warm,
+                iter(()),
+                ClosedLoopPlan(mine, job.timeout_s),
+                counters,
+                stop,
+                records,
+            )
         t0 = await gate()
         if stop.is_set():
             return
@@ -415,16 +417,28 @@ async def _worker_async(
             measured = _ClaimIterator(job.measured, shared.claim)
         else:
             measured = islice(job.measured, w, None, n)
-        await run_closed_loop(job.endpoint, job.build, [], measured,
-                              ClosedLoopPlan(mine, job.timeout_s, job.duration_s), counters,
-                              stop, records)
+        await run_closed_loop(
+            job.endpoint,
+            job.build,
+            [],
+            measured,
+            ClosedLoopPlan(mine, job.timeout_s, job.duration_s),
+            counters,
+            stop,
+            records,
+        )
 
     async def opened() -> None:
         plan = job.open_plan or OpenLoopPlan(job.timeout_s)
         cap = split_evenly(plan.max_concurrency, n)[w] if plan.max_concurrency else None
         pre = split_evenly(plan.preconnect, n)[w] if plan.preconnect else plan.preconnect
-        mine = OpenLoopPlan(plan.timeout_s, max(1, cap) if cap is not None else None,
-                            plan.duration_s, pre, plan.warmup_concurrency)
+        mine = OpenLoopPlan(
+            plan.timeout_s,
+            max(1, cap) if cap is not None else None,
+            plan.duration_s,
+            pre,
+            plan.warmup_concurrency,
+        )
         health.streams = cap or 0
         oh = OpenLoopHealth()
 
@@ -434,14 +448,25 @@ async def _worker_async(
             return t0
 
         try:
-            await run_open_loop(job.endpoint, job.build, warm, list(job.arrivals)[w::n], mine,
-                                counters, stop, records, oh, start_gate, worker_id=w)
+            await run_open_loop(
+                job.endpoint,
+                job.build,
+                warm,
+                list(job.arrivals)[w::n],
+                mine,
+                counters,
+                stop,
+                records,
+                oh,
+                start_gate,
+                worker_id=w,
+            )
         finally:
             health.dispatch_lag_ns = oh.dispatch_lag_ns
 
     driver = asyncio.create_task(closed() if job.mode == "closed" else opened())
     watcher = asyncio.create_task(watch(driver))
-    prober = asyncio.create_task(probe())
+    prober = asyncio.create_task(loop_lag_probe(lag, record=lambda: counters.phase == "measuring"))
     try:
         await driver
     except asyncio.CancelledError:
