@@ -29,6 +29,7 @@ from infer_prof.loadgen.closed_loop import (
 )
 from infer_prof.loadgen.workers import WorkerJob, choose_processes, merge_health, run_in_workers
 from infer_prof.servers.http_get import get_json, http_get
+from infer_prof.servers.vllm_server import die_with_parent
 
 
 @dataclass
@@ -77,6 +78,7 @@ def start_synthetic(
         ],
         stdout=subprocess.PIPE,
         text=True,
+        preexec_fn=die_with_parent,
     )
     assert proc.stdout is not None
     line = proc.stdout.readline()

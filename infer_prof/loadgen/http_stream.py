@@ -32,6 +32,9 @@ class SseResponseParser:
     _chunk_left: int = 0  # bytes left in the current chunk (chunked encoding)
     _chunk_state: str = "size"  # "size" | "data" | "crlf" | "trailer"
     _sse: bytearray = field(default_factory=bytearray)
+    #: True between whole chunks of a 200 chunked body with nothing buffered: the next bytes
+    #: start a new chunk (lets a caller take whole single-event chunks on a fast path).
+    at_chunk_boundary: bool = False
 
     def feed(self, data: bytes, t_ns: int) -> list[tuple[bytes, int]]:
         """Consume received bytes; return the SSE data payloads completed by them, with ``t_ns``."""
@@ -47,7 +50,10 @@ class SseResponseParser:
             data = bytes(self._buf[end + 4 :])
             self._buf.clear()
         if self._chunked:
-            self._feed_chunked(data)
+            if self._chunk_state == "size" and not self._buf and not self._sse:
+                data = self._feed_simple_chunks(data, events, t_ns)
+            if data:
+                self._feed_chunked(data)
         else:
             if self._remaining is not None:
                 data = data[: self._remaining]
@@ -56,6 +62,14 @@ class SseResponseParser:
                     self.complete = True
             self._take_body(data)
         self._split_events(events, t_ns)
+        self.at_chunk_boundary = (
+            self._chunked
+            and self.status == 200
+            and self._chunk_state == "size"
+            and not self.complete
+            and not self._buf
+            and not self._sse
+        )
         return events
 
     def feed_eof(self, t_ns: int) -> list[tuple[bytes, int]]:
@@ -99,6 +113,34 @@ class SseResponseParser:
             self._sse += data
         elif len(self.body) < 8192:
             self.body += data[: 8192 - len(self.body)]
+
+    def _feed_simple_chunks(self, data: bytes, out: list[tuple[bytes, int]], t_ns: int) -> bytes:
+        """Fast path for the steady state of a stream: whole chunks that each hold exactly one
+        single-line SSE event (``data: ...\\n\\n``), which is what vLLM sends per token.
+        Appends their payloads to ``out`` and returns the bytes it did not take (from the first
+        chunk that is anything else), for the general parser."""
+        pos = 0
+        n = len(data)
+        status_ok = self.status == 200
+        while pos < n:
+            eol = data.find(b"\r\n", pos)
+            if eol < 0:
+                break
+            try:
+                size = int(data[pos:eol], 16)
+            except ValueError:
+                break  # chunk extensions or garbage: the general parser decides
+            start = eol + 2
+            end = start + size
+            if size == 0 or end + 2 > n or data[end : end + 2] != b"\r\n":
+                break
+            if not status_ok or data.find(b"\n", start, end) != end - 2:
+                break  # an error body, or several lines/events in one chunk
+            if not (data.startswith(b"data: ", start) and data[end - 2 : end] == b"\n\n"):
+                break
+            out.append((data[start + 6 : end - 2], t_ns))
+            pos = end + 2
+        return data[pos:] if pos else data
 
     def _feed_chunked(self, data: bytes) -> None:
         buf = self._buf

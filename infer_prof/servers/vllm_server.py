@@ -100,7 +100,7 @@ class VllmServer:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
-                preexec_fn=_die_with_parent,
+                preexec_fn=die_with_parent,
             )
 
     def poll(self) -> int | None:
@@ -166,7 +166,7 @@ class VllmServer:
         return self.exit_code
 
 
-def _die_with_parent() -> None:
+def die_with_parent() -> None:
     """In the child before exec: ask Linux to SIGTERM the server if infer-prof itself dies
     (even by SIGKILL), so that no server is left behind holding memory. vLLM's own SIGTERM
     handling then stops its engine and workers."""

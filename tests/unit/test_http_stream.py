@@ -77,3 +77,33 @@ def test_garbage_status_line_raises():
 def test_bad_chunk_size_raises():
     with pytest.raises(HttpProtocolError):
         SseResponseParser().feed(HEAD + b"zz\r\n", 0)
+
+
+def test_chunk_boundary_flag_marks_where_a_new_chunk_starts():
+    p = SseResponseParser()
+    assert not p.at_chunk_boundary  # no head yet
+    p.feed(HEAD, 1)
+    assert p.at_chunk_boundary
+    one = chunk(b'data: {"a":1}\n\n')
+    p.feed(one[:5], 2)  # half a chunk: not at a boundary
+    assert not p.at_chunk_boundary
+    assert p.feed(one[5:], 3) == [(b'{"a":1}', 3)]
+    assert p.at_chunk_boundary
+    p.feed(b"0\r\n\r\n", 4)
+    assert p.complete and not p.at_chunk_boundary
+
+
+def test_error_response_is_never_at_a_chunk_boundary():
+    p = SseResponseParser()
+    p.feed(b"HTTP/1.1 500 Oops\r\ntransfer-encoding: chunked\r\n\r\n", 1)
+    assert not p.at_chunk_boundary
+
+
+def test_several_single_event_chunks_in_one_read_keep_their_order_and_time():
+    p = SseResponseParser()
+    p.feed(HEAD, 0)
+    data = b"".join(chunk(b'data: {"n":%d}\n\n' % i) for i in range(5)) + chunk(b"data: x")
+    got = p.feed(data, 9)
+    assert got == [(b'{"n":%d}' % i, 9) for i in range(5)]
+    # the unfinished event waits for the rest of it, stamped with the read that completes it
+    assert p.feed(chunk(b"\n\n"), 10) == [(b"x", 10)]
