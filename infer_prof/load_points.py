@@ -19,6 +19,7 @@ from infer_prof.loadgen.closed_loop import (
     RequestSpec,
 )
 from infer_prof.loadgen.prompts import TokenPool, make_prompt
+from infer_prof.loadgen.workers import choose_processes, expected_events_per_s
 from infer_prof.models import ResolvedModel
 from infer_prof.run_config import ConfigError, RunConfig
 from infer_prof.workloads import WorkloadNotFoundError, expand_suite, load_workload
@@ -112,6 +113,30 @@ def point_concurrency(w: Workload) -> int:
     """Streams a point can have in flight, for planning (open loop without a cap: 64)."""
     a = w.arrival
     return (a.concurrency or 1) if a.mode == "closed" else (a.max_concurrency or 64)
+
+
+def client_processes(setting: str | int, w: Workload, cores: int | None = None) -> int:
+    """Client processes for load point ``w``: ``setting`` is ``--client-processes`` (a positive
+    integer, or "auto").
+
+    auto: :func:`~infer_prof.loadgen.workers.choose_processes` on the point's expected token
+    events/s (:func:`~infer_prof.loadgen.workers.expected_events_per_s`: closed loop
+    concurrency / 10 ms; open loop rate x mean output tokens, or max_concurrency / 10 ms at an
+    infinite rate), one process per 40k events/s, at most ``cores``. Either way, never more
+    processes than the point can have streams: its concurrency (closed loop), its
+    max_concurrency, else its request count (open loop).
+    """
+    a = w.arrival
+    if a.mode == "closed":
+        streams = a.concurrency or 1
+    else:
+        streams = a.max_concurrency or w.num_requests or 1_000_000
+    if str(setting).strip().lower() != "auto":
+        return max(1, min(int(setting), streams))
+    events = expected_events_per_s(
+        a.mode, a.concurrency, a.rate, w.output_len.mean(), a.max_concurrency
+    )
+    return choose_processes(streams, events, cores)
 
 
 def point_label(w: Workload) -> str:

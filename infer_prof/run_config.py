@@ -67,6 +67,9 @@ class RunConfig:
     progress: bool = True
     telemetry_interval_s: float = 0.5
     metrics_interval_s: float = 0.5
+    # load-generator processes: a positive integer, or "auto" (by the point's expected token
+    # events/s; see infer_prof.load_points.client_processes)
+    client_processes: str = "auto"
 
 
 def validate(cfg: RunConfig) -> None:
@@ -99,5 +102,21 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(
             f"--gpu-memory-utilization must be within (0, 1], got {cfg.gpu_memory_utilization}"
         )
+    check_client_processes(cfg.client_processes)
     if cfg.find_max and not cfg.slo and not cfg.workload:
         raise ConfigError("--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...")
+
+
+def check_client_processes(value: str | int) -> None:
+    """``--client-processes`` must be ``auto`` or a positive integer (raises ConfigError)."""
+    text = str(value).strip().lower()
+    if text == "auto":
+        return
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise ConfigError(
+            f"--client-processes must be a positive integer or auto, got {str(value)!r}"
+        )

@@ -10,6 +10,7 @@ import datetime as dt
 import math
 import signal
 import sqlite3
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -21,7 +22,7 @@ from infer_prof.core.planner import Plan
 from infer_prof.core.slo import Slo, SloError, evaluate_slos, parse_slos, slos_from_mapping
 from infer_prof.core.stats import summary_dict
 from infer_prof.core.sweep import find_knee, find_max_float, find_max_int
-from infer_prof.core.validity import ValidityRules, check_validity
+from infer_prof.core.validity import ValidityRules, check_validity, client_figures
 from infer_prof.core.workload import (
     Workload,
     send_offsets,
@@ -33,6 +34,7 @@ from infer_prof.load_points import (
     base_workload,
     build_specs,
     check_context,
+    client_processes,
     load_points,
     point_concurrency,
     point_label,
@@ -53,6 +55,7 @@ from infer_prof.loadgen.closed_loop import (
 )
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
 from infer_prof.loadgen.prompts import TokenPool
+from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.models import ModelError, ResolvedModel, resolve_model
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results_io import record_result
@@ -360,23 +363,33 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     counters = LiveCounters()
     sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
     scraper = MetricsScraper(sess.endpoint.url, interval_s=cfg.metrics_interval_s)
-    sampler.start()
-    scraper.start()
+    processes = client_processes(cfg.client_processes, wl)
     try:
-        _drive(
-            sess,
-            wl,
-            build,
-            warm,
-            measured,
-            counters,
-            records,
-            progress,
-            state,
-            client,
-            sampler,
-            scraper,
-        )
+        if processes > 1:
+            # forks the workers before this process starts the telemetry threads
+            _drive_pool(
+                _PooledPoint(sess, wl, processes, progress, state, sampler, scraper),
+                _pool_job(sess, wl, build, warm, measured),
+                records,
+                client,
+            )
+        else:
+            sampler.start()
+            scraper.start()
+            _drive(
+                sess,
+                wl,
+                build,
+                warm,
+                measured,
+                counters,
+                records,
+                progress,
+                state,
+                client,
+                sampler,
+                scraper,
+            )
     finally:
         telemetry["gpu"] = sampler.stop()
         telemetry["server_metrics"] = scraper.stop()
@@ -439,6 +452,7 @@ def build_result(
     a = wl.arrival
     slos = sess.slos if sess.cfg.slo else (slos_from_mapping(wl.slo) or sess.slos)
     slo = evaluate_slos(records, slos).to_dict() if slos else None
+    figures = client_figures(client)
     validity = check_validity(
         summary.requests_completed,
         summary.duration_s,
@@ -446,11 +460,10 @@ def build_result(
             min_requests=wl.min_requests if wl.min_requests is not None else 10,
             min_duration_s=wl.min_duration_s if wl.min_duration_s is not None else 5.0,
         ),
-        read_lag_p99_ms=(client.get("read_lag_ms") or {}).get("p99"),
+        read_lag_p99_ms=figures["read_lag_p99_ms"],
         itl_p50_ms=summary.itl_ms.p50 if summary.itl_ms else None,
-        dispatch_lag_p99_ms=(client.get("dispatch_lag_ms") or {}).get("p99")
-        if a.mode == "open"
-        else None,
+        dispatch_lag_p99_ms=figures["dispatch_lag_p99_ms"] if a.mode == "open" else None,
+        cpu_share_max=figures["cpu_share_max"],
     )
     return {
         "schema_version": SCHEMA_VERSION,
@@ -558,6 +571,7 @@ def _drive(
     stop = asyncio.Event()
     lag: list[float] = []
     health = OpenLoopHealth()
+    cpu = _ThreadCpu()  # the event loop's thread: the telemetry threads are not the client's
     a = wl.arrival
 
     async def main() -> None:
@@ -573,16 +587,11 @@ def _drive(
                 records,
             )
         else:
-            n = wl.num_requests
-            if n is None:
-                rate = a.rate if a.rate and a.rate != math.inf else 1000.0
-                n = int(rate * (wl.duration_s or 60) * 1.5) + 100
-            offsets = send_offsets(wl, n) or []
             coro = run_open_loop(
                 endpoint,
                 build,
                 warm,
-                zip(measured, offsets, strict=False),
+                _open_arrivals(wl, measured),
                 OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
                 counters,
                 stop,
@@ -605,6 +614,7 @@ def _drive(
                 if not marked and counters.phase == "measuring":
                     sampler.mark_window_start()
                     scraper.mark_window_start()
+                    cpu.start()
                     marked = True
                 died = server is not None and server.poll() is not None
                 if server is None and counters.failures.get("connect_failed"):
@@ -629,6 +639,7 @@ def _drive(
         finally:
             sampler.mark_window_end()
             scraper.mark_window_end()
+            cpu.stop()
             probe.cancel()
             watcher.cancel()
             await asyncio.gather(probe, watcher, return_exceptions=True)
@@ -640,35 +651,252 @@ def _drive(
     finally:
         loop.close()
     if state["incomplete_reason"] == "server_died":
-        for r in records:
-            if r.error in (
-                "connection_closed",
-                "connection_error",
-                "connect_failed",
-                "cancelled",
-                "protocol_error",
-            ):
-                r.error_detail = f"{r.error}: {r.error_detail}"
-                r.error = "server_died"
-    queue = [
-        r.send_ns - r.scheduled_ns
-        for r in records
-        if r.send_ns is not None and r.scheduled_ns is not None
-    ]
-    sources = sorted({r.timestamp_source for r in records})
+        _relabel_server_died(records)
     client.update(
         {
-            "timestamp_source": sources[0] if len(sources) == 1 else sources,
+            **_record_health(records),
             "event_loop_lag_ms": summary_dict(lag),
-            "queue_ms": _dist_ms(queue),
             "dispatch_lag_ms": _dist_ms(health.dispatch_lag_ns) if a.mode == "open" else None,
             "slot_wait_ms": _dist_ms(health.slot_wait_ns) if a.mode == "open" else None,
             "not_sent": health.not_sent if a.mode == "open" else None,
             "processes": 1,
             "reads": counters.reads.reads,
             "read_lag_ms": _dist_ms(counters.reads.read_lag_ns),
+            **cpu.to_dict(),
         }
     )
+
+
+def _open_arrivals(
+    wl: Workload, measured: Iterator[RequestSpec]
+) -> Iterator[tuple[RequestSpec, float]]:
+    """The open loop's (spec, send offset s) pairs: ``num_requests`` of them, or, bound by
+    duration, enough for 1.5 x the duration at the rate (1000/s when infinite) plus 100."""
+    a = wl.arrival
+    n = wl.num_requests
+    if n is None:
+        rate = a.rate if a.rate and a.rate != math.inf else 1000.0
+        n = int(rate * (wl.duration_s or 60) * 1.5) + 100
+    offsets = send_offsets(wl, n) or []
+    return zip(measured, offsets, strict=False)
+
+
+def _relabel_server_died(records: list[RequestRecord]) -> None:
+    """After the server died, the connection errors it caused are failures of kind
+    ``server_died`` (the original kind is kept in ``error_detail``)."""
+    for r in records:
+        if r.error in (
+            "connection_closed",
+            "connection_error",
+            "connect_failed",
+            "cancelled",
+            "protocol_error",
+        ):
+            r.error_detail = f"{r.error}: {r.error_detail}"
+            r.error = "server_died"
+
+
+def _record_health(records: list[RequestRecord]) -> dict[str, Any]:
+    """The client figures read off the records: timestamp source(s) and client queue time."""
+    queue = [
+        r.send_ns - r.scheduled_ns
+        for r in records
+        if r.send_ns is not None and r.scheduled_ns is not None
+    ]
+    sources = sorted({r.timestamp_source for r in records})
+    return {
+        "timestamp_source": sources[0] if len(sources) == 1 else sources,
+        "queue_ms": _dist_ms(queue),
+    }
+
+
+@dataclass
+class _ThreadCpu:
+    """CPU time of the calling thread over the measured window (``time.thread_time``)."""
+
+    cpu0: float | None = None
+    wall0: float = 0.0
+    cpu_s: float | None = None
+    wall_s: float | None = None
+
+    def start(self) -> None:
+        self.cpu0, self.wall0 = time.thread_time(), time.perf_counter()
+
+    def stop(self) -> None:
+        if self.cpu0 is not None and self.cpu_s is None:
+            self.cpu_s = time.thread_time() - self.cpu0
+            self.wall_s = time.perf_counter() - self.wall0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``cpu_s``, ``wall_s`` and ``cpu_share`` (CPU s per wall s; None when unmeasured)."""
+        share = self.cpu_s / self.wall_s if self.cpu_s is not None and self.wall_s else None
+        return {"cpu_s": self.cpu_s, "wall_s": self.wall_s, "cpu_share": share}
+
+
+@dataclass
+class _PooledPoint:
+    """What a point driven over worker processes reports to, besides its records and client."""
+
+    sess: _Session
+    wl: Workload
+    processes: int
+    progress: ProgressLine
+    state: dict[str, Any]
+    sampler: NvmlSampler
+    scraper: MetricsScraper
+
+
+def _pool_job(
+    sess: _Session,
+    wl: Workload,
+    build: Callable[[RequestSpec], bytes],
+    warm: list[RequestSpec],
+    measured: Iterator[RequestSpec],
+) -> WorkerJob:
+    """The point as a :class:`WorkerJob`. Closed loop: a counted point's specs as a list, which
+    every worker's streams claim from one shared counter (one closed loop over the list); a
+    duration-bound point's lazy iterator, dealt round-robin. Open loop: the scheduled arrivals,
+    dealt round-robin (a list when counted, lazily when bound by duration)."""
+    cfg, a = sess.cfg, wl.arrival
+    counted = wl.num_requests is not None
+    if a.mode == "closed":
+        specs = list(measured) if counted else measured
+        return WorkerJob(
+            "closed",
+            sess.endpoint,
+            build,
+            cfg.timeout_s,
+            warm,
+            a.concurrency or 1,
+            wl.duration_s,
+            specs,
+        )
+    arrivals = _open_arrivals(wl, measured)
+    return WorkerJob(
+        "open",
+        sess.endpoint,
+        build,
+        cfg.timeout_s,
+        warm,
+        arrivals=list(arrivals) if counted else arrivals,
+        open_plan=OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
+    )
+
+
+def _drive_pool(
+    point: _PooledPoint,
+    job: WorkerJob,
+    records: list[RequestRecord],
+    client: dict[str, Any],
+) -> None:
+    """Run one point's load over ``point.processes`` worker processes (:class:`WorkerPool`)
+    with what :func:`_drive` has in-process: the server watchdog, progress, the telemetry
+    window marks, and Ctrl-C/SIGTERM (the first cancels every worker's streams; every record
+    measured so far is kept). Forks before starting the telemetry threads; fills ``records``
+    and ``client`` (the merged health, plus each worker's under ``workers``)."""
+    pool = WorkerPool(point.processes, job)
+    watch = _PoolWatch(point, pool)
+    sigs = (signal.SIGINT, signal.SIGTERM)
+    previous = {sig: signal.signal(sig, watch.on_signal) for sig in sigs}
+    try:
+        pool.start()
+        point.sampler.start()
+        point.scraper.start()
+        recs, health = pool.join(watch.poll)
+    except BaseException:
+        pool.abort()
+        raise
+    finally:
+        point.sampler.mark_window_end()
+        point.scraper.mark_window_end()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
+    records.extend(recs)
+    state = point.state
+    if state["incomplete_reason"] == "server_died":
+        _relabel_server_died(records)
+    if any(h.error for h in health) and state["incomplete_reason"] is None:
+        state["incomplete_reason"] = "client_worker_failed"
+    client.update(_pooled_client(records, health, point.wl.arrival.mode))
+
+
+def _pooled_client(
+    records: list[RequestRecord], health: list[WorkerHealth], mode: str
+) -> dict[str, Any]:
+    """The ``client`` section of a multi-process point: the single-process keys (pooled over
+    the workers), ``cpu_s`` summed, ``wall_s`` and ``cpu_share`` of the busiest worker, and
+    each worker's own health under ``workers`` (see :func:`merge_health`)."""
+    merged = merge_health(health)
+    is_open = mode == "open"
+    busiest = max(health, key=lambda h: h.cpu_share or 0.0, default=None)
+    return {
+        **_record_health(records),
+        "event_loop_lag_ms": merged["event_loop_lag_ms"],
+        "dispatch_lag_ms": merged["dispatch_lag_ms"] if is_open else None,
+        "slot_wait_ms": merged["slot_wait_ms"] if is_open else None,
+        "not_sent": merged["not_sent"] if is_open else None,
+        "processes": merged["processes"],
+        "reads": merged["reads"],
+        "read_lag_ms": merged["read_lag_ms"],
+        "cpu_s": merged["cpu_s"],
+        "wall_s": busiest.wall_s if busiest else None,
+        "cpu_share": busiest.cpu_share if busiest else None,
+        "workers": merged["workers"],
+    }
+
+
+@dataclass
+class _PoolWatch:
+    """The pooled point's watcher, called by :meth:`WorkerPool.join` about every 0.1 s: acts on
+    Ctrl-C/SIGTERM, marks the telemetry window, watches the server, redraws the progress."""
+
+    point: _PooledPoint
+    pool: WorkerPool
+    signalled: bool = False
+    cancelled: bool = False
+    marked: bool = False
+    died_at: float | None = None
+
+    def on_signal(self, signum: int, frame: Any) -> None:
+        """Ctrl-C or SIGTERM: the point is interrupted; the next :meth:`poll` cancels the
+        workers (a signal handler touches no lock the main thread may hold)."""
+        state = self.point.state
+        state["incomplete_reason"] = state["incomplete_reason"] or "interrupted"
+        self.signalled = True
+
+    def poll(self, c: LiveCounters) -> None:
+        """One look at the workers' summed counters."""
+        if self.signalled:
+            self._cancel()
+        if not self.marked and c.phase == "measuring":
+            self.point.sampler.mark_window_start()
+            self.point.scraper.mark_window_start()
+            self.marked = True
+        if c.phase != "done":
+            self._watchdog(c)
+        self.point.progress.update(c)
+
+    def _cancel(self) -> None:
+        if not self.cancelled:
+            self.pool.request_stop(cancel=True)
+            self.cancelled = True
+
+    def _watchdog(self, c: LiveCounters) -> None:
+        """Server gone: stop sending at once, abandon the streams in flight 2 s later (time
+        for them to see the connection drop), as :func:`_drive` does."""
+        if self.died_at is not None:
+            if time.monotonic() - self.died_at >= 2.0:
+                self._cancel()
+            return
+        server, endpoint = self.point.sess.server, self.point.sess.endpoint
+        died = server is not None and server.poll() is not None
+        if server is None and c.failures.get("connect_failed"):
+            # an endpoint we do not own refuses connections: is it gone?
+            died = not _healthy(endpoint)
+        if died:
+            self.point.state["incomplete_reason"] = "server_died"
+            self.pool.request_stop()
+            self.died_at = time.monotonic()
 
 
 def _healthy(endpoint: Endpoint) -> bool:

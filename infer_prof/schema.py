@@ -10,7 +10,9 @@ Top-level fields (schema_version 1):
   ``server``: how it was started or attached, its log file and exit code
 - ``environment``: versions, GPU/CPU model, host (see :mod:`infer_prof.environment`)
 - ``summary``: the run's numbers (see :class:`infer_prof.core.metrics.RunSummary`)
-- ``client``: the load generator's own health (timestamp source, dispatch delay, ...)
+- ``client``: the load generator's own health (timestamp source, dispatch delay, read and
+  event-loop lag, CPU, ``processes``; with more than one process, pooled figures and each
+  worker's own under ``workers``)
 - ``plan``, ``cost``, ``telemetry``, ``roofline``: present when those parts ran; null otherwise
 - ``requests_file``: per-request records, one JSON object per line, beside the result file
 """

@@ -113,6 +113,12 @@ def run_command(
         300.0, "--timeout", help="Per-request timeout in seconds; a stream past it fails."
     ),
     seed: int = typer.Option(None, "--seed", help="Seed for prompt token IDs."),
+    client_processes: str = typer.Option(
+        "auto",
+        "--client-processes",
+        help="Load-generator processes: a positive integer, or auto (one per ~40k expected "
+        "token events/s, assuming 10 ms between tokens; at most the CPU cores and the streams).",
+    ),
     dtype: str = typer.Option(None, "--dtype", help="vLLM --dtype (auto, bfloat16, float16)."),
     max_model_len: int = typer.Option(None, "--max-model-len", help="vLLM --max-model-len."),
     gpu_memory_utilization: float = typer.Option(
@@ -225,6 +231,7 @@ def run_command(
         output_len=output_len,
         timeout_s=timeout,
         seed=seed,
+        client_processes=client_processes,
         dtype=dtype,
         max_model_len=max_model_len,
         gpu_memory_utilization=gpu_memory_utilization,

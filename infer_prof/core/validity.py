@@ -24,6 +24,14 @@ Client could not keep up (``client_overloaded``, also invalid):
 - ``dispatch_lag``: the p99 of how late requests were sent against their schedule, when not
   waiting for a concurrency slot, > ``max_dispatch_lag_ms`` (default 5 ms): the open-loop
   arrival pattern that was asked for is not the one the server saw.
+- ``client_cpu``: a client process (or, with ``--client-processes`` > 1, any one worker) was
+  busy > ``max_cpu_share`` (default 0.9) of the measured window's wall time: its event loop had
+  no idle time left, so reads and sends queue behind each other even where the lags above do
+  not show it yet. Windows under 1 s are not judged (start-up costs dominate them).
+
+With several client processes the result's ``client`` holds pooled figures and a ``workers``
+list; :func:`client_figures` takes the worst of the pooled read-lag p99 and each worker's, so
+one overloaded worker is not averaged away by idle ones.
 """
 
 from __future__ import annotations
@@ -36,6 +44,8 @@ DEFAULT_MIN_REQUESTS = 10
 DEFAULT_MIN_DURATION_S = 5.0
 DEFAULT_MAX_READ_LAG_FRACTION = 0.5
 DEFAULT_MAX_DISPATCH_LAG_MS = 5.0
+DEFAULT_MAX_CPU_SHARE = 0.9
+MIN_CPU_WINDOW_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -46,12 +56,15 @@ class ValidityRules:
     min_duration_s: float = DEFAULT_MIN_DURATION_S
     max_read_lag_fraction: float = DEFAULT_MAX_READ_LAG_FRACTION
     max_dispatch_lag_ms: float = DEFAULT_MAX_DISPATCH_LAG_MS
+    max_cpu_share: float = DEFAULT_MAX_CPU_SHARE
 
     def __post_init__(self) -> None:
         if self.min_requests < 0 or self.min_duration_s < 0:
             raise ValueError("min_requests and min_duration_s must be >= 0")
         if self.max_read_lag_fraction <= 0 or self.max_dispatch_lag_ms <= 0:
             raise ValueError("max_read_lag_fraction and max_dispatch_lag_ms must be > 0")
+        if self.max_cpu_share <= 0:
+            raise ValueError("max_cpu_share must be > 0")
 
 
 @dataclass(frozen=True)
@@ -80,6 +93,7 @@ class Validity:
                 "min_duration_s": self.rules.min_duration_s,
                 "max_read_lag_fraction": self.rules.max_read_lag_fraction,
                 "max_dispatch_lag_ms": self.rules.max_dispatch_lag_ms,
+                "max_cpu_share": self.rules.max_cpu_share,
             },
         }
 
@@ -92,6 +106,7 @@ def check_validity(
     read_lag_p99_ms: float | None = None,
     itl_p50_ms: float | None = None,
     dispatch_lag_p99_ms: float | None = None,
+    cpu_share_max: float | None = None,
 ) -> Validity:
     """Apply ``rules`` to a run's numbers; a health figure that is None is not checked."""
     rules = rules or ValidityRules()
@@ -118,6 +133,12 @@ def check_validity(
             f"dispatch_lag: requests were sent late against their schedule, p99 "
             f"{dispatch_lag_p99_ms:.3f} ms > {rules.max_dispatch_lag_ms:g} ms"
         )
+    if cpu_share_max is not None and cpu_share_max > rules.max_cpu_share:
+        client.append(
+            f"client_cpu: a client process was busy {cpu_share_max:.0%} of the measured window "
+            f"(> {rules.max_cpu_share:.0%}): it had no idle time left to read and send on time; "
+            "use more --client-processes or a bigger client machine"
+        )
     return Validity(reasons, client, rules)
 
 
@@ -125,18 +146,43 @@ def _p(d: Any, key: str = "p99") -> float | None:
     return d.get(key) if isinstance(d, Mapping) else None
 
 
+def _worst(values: list[Any]) -> float | None:
+    nums = [float(v) for v in values if isinstance(v, int | float)]
+    return max(nums) if nums else None
+
+
+def client_figures(client: Mapping[str, Any]) -> dict[str, float | None]:
+    """The health figures :func:`check_validity` judges, from a result's ``client`` section
+    (one process, or several with a ``workers`` list):
+
+    - ``read_lag_p99_ms``: the worst of ``read_lag_ms.p99`` and each worker's;
+    - ``dispatch_lag_p99_ms``: ``dispatch_lag_ms.p99`` (open loop; None in closed loop);
+    - ``cpu_share_max``: the busiest process's CPU seconds per wall second of the measured
+      window (``cpu_share``, its own or each worker's), leaving out windows under 1 s.
+    """
+    workers = [w for w in client.get("workers") or [] if isinstance(w, Mapping)]
+    shares = [
+        h.get("cpu_share") for h in [client, *workers] if (h.get("wall_s") or 0) >= MIN_CPU_WINDOW_S
+    ]
+    return {
+        "read_lag_p99_ms": _worst(
+            [_p(client.get("read_lag_ms")), *(_p(w.get("read_lag_ms")) for w in workers)]
+        ),
+        "dispatch_lag_p99_ms": _p(client.get("dispatch_lag_ms")),
+        "cpu_share_max": _worst(shares),
+    }
+
+
 def check_result(result: Mapping[str, Any], rules: ValidityRules | None = None) -> Validity:
     """:func:`check_validity` on a result file's mapping: ``summary.requests_completed``,
-    ``summary.duration_s``, ``summary.itl_ms.p50``, ``client.read_lag_ms.p99`` and
-    ``client.dispatch_lag_ms.p99`` (open loop; absent in closed loop, where a request's wait for
-    a free stream is not lag against a schedule)."""
+    ``summary.duration_s``, ``summary.itl_ms.p50`` and the client's figures
+    (:func:`client_figures`: read-lag p99, dispatch-lag p99 in open loop only (in closed loop a
+    request's wait for a free stream is not lag against a schedule), busiest CPU share)."""
     summary = result.get("summary") or {}
-    client = result.get("client") or {}
     return check_validity(
         int(summary.get("requests_completed") or 0),
         summary.get("duration_s"),
         rules,
-        read_lag_p99_ms=_p(client.get("read_lag_ms")),
         itl_p50_ms=_p(summary.get("itl_ms"), "p50"),
-        dispatch_lag_p99_ms=_p(client.get("dispatch_lag_ms")),
+        **client_figures(result.get("client") or {}),
     )

@@ -13,8 +13,9 @@ How the load is shared:
   claims the next spec from one shared counter, so the run is exactly one closed loop of
   ``concurrency`` streams over the list; with an open-ended iterator, worker ``w`` takes items
   ``w, w + n, ...`` of its own (forked) copy.
-- open loop: arrivals are dealt round-robin (``items[w::n]``) and every worker uses the same
-  ``t0``, so the union of the sends is the global schedule. A ``max_concurrency`` cap is split
+- open loop: arrivals are dealt round-robin (``items[w::n]``; an iterator is sliced the same
+  way in each worker's forked copy) and every worker uses the same ``t0``, so the union of the
+  sends is the global schedule. A ``max_concurrency`` cap is split
   like concurrency: it is enforced per worker, which is the global cap only approximately.
 
 Start: every worker runs its share of the warm-up, then waits at a shared gate; the last one to
@@ -64,8 +65,12 @@ START_LEAD_S = 0.05
 #: third of what a lean client parses on one core (~100-165k events/s), so that it spends most
 #: of its time idle and reads each stream's data well within one inter-token gap.
 EVENTS_PER_PROCESS = 40_000
+#: The inter-token gap :func:`expected_events_per_s` assumes for a stream whose pace is not
+#: known: 10 ms, a fast GPU decode step, so the busiest plausible stream.
+ASSUMED_ITL_S = 0.010
 _PHASES = ("starting", "warm-up", "waiting", "measuring", "done")
-_SLOTS = 5  # shared counters per worker: sent, completed, failed, output_tokens, phase
+# shared counters per worker: sent, completed, failed, output_tokens, phase, connect_failed
+_SLOTS = 6
 
 
 def choose_processes(
@@ -83,6 +88,30 @@ def choose_processes(
     cores = cores or os.cpu_count() or 1
     want = math.ceil(max(0.0, expected_events_per_s) / per_process)
     return max(1, min(want, cores, max(1, concurrency)))
+
+
+def expected_events_per_s(
+    mode: str,
+    concurrency: int | None = None,
+    rate: float | None = None,
+    mean_output_tokens: float = 0.0,
+    max_concurrency: int | None = None,
+    itl_s: float = ASSUMED_ITL_S,
+) -> float:
+    """Token-carrying chunks per second the client may have to read (events/s), at most.
+
+    - closed loop: ``concurrency / itl_s`` (every stream decoding at one token per ``itl_s``);
+    - open loop, finite ``rate`` (requests/s): ``rate * mean_output_tokens``, but no more than
+      ``max_concurrency / itl_s`` when a cap on requests in flight is given;
+    - open loop, infinite or no rate: ``max_concurrency / itl_s``, or 0 without a cap (the
+      load is then unknown: 0 makes :func:`choose_processes` pick 1 process).
+    """
+    if mode == "closed":
+        return max(1, concurrency or 1) / itl_s
+    capped = max_concurrency / itl_s if max_concurrency else math.inf
+    if rate is not None and math.isfinite(rate) and rate > 0:
+        return min(rate * max(0.0, mean_output_tokens), capped)
+    return capped if max_concurrency else 0.0
 
 
 def split_evenly(total: int, n: int) -> list[int]:
@@ -103,7 +132,7 @@ class WorkerJob:
     concurrency: int = 1
     duration_s: float | None = None
     measured: Sequence[RequestSpec] | Iterator[RequestSpec] = ()
-    arrivals: Sequence[tuple[RequestSpec, float]] = ()
+    arrivals: Sequence[tuple[RequestSpec, float]] | Iterator[tuple[RequestSpec, float]] = ()
     open_plan: OpenLoopPlan | None = None
 
 
@@ -121,6 +150,8 @@ class WorkerHealth:
     reads: int = 0
     read_lag_ns: list[int] = field(default_factory=list)
     dispatch_lag_ns: list[int] = field(default_factory=list)
+    slot_wait_ns: list[int] = field(default_factory=list)  # open loop with a cap
+    not_sent: int = 0  # open loop: arrivals due after the deadline or after stop
     error: str | None = None
 
     @property
@@ -141,6 +172,8 @@ class WorkerHealth:
             "reads": self.reads,
             "read_lag_ms": summary_dict(self.read_lag_ns, 1e-6),
             "dispatch_lag_ms": summary_dict(self.dispatch_lag_ns, 1e-6),
+            "slot_wait_ms": summary_dict(self.slot_wait_ns, 1e-6),
+            "not_sent": self.not_sent,
             "error": self.error,
         }
 
@@ -207,10 +240,12 @@ class WorkerPool:
             self.procs.append(p)
 
     def counters(self) -> LiveCounters:
-        """The workers' running totals, summed (updated by each worker every 0.1 s)."""
+        """The workers' running totals, summed (updated by each worker every 0.1 s); of the
+        failure kinds, only ``connect_failed`` is shared (a server watchdog's cue)."""
         c = LiveCounters()
         arr = self.shared.counters
         phases = []
+        refused = 0
         for w in range(self.n):
             base = w * _SLOTS
             c.sent += arr[base]
@@ -218,7 +253,10 @@ class WorkerPool:
             c.failed += arr[base + 2]
             c.output_tokens += arr[base + 3]
             phases.append(arr[base + 4])
+            refused += arr[base + 5]
         c.phase = _PHASES[min(phases)] if phases else "starting"
+        if refused:
+            c.failures["connect_failed"] = refused
         return c
 
     def request_stop(self, cancel: bool = False) -> None:
@@ -226,6 +264,15 @@ class WorkerPool:
         self.shared.stop.set()
         if cancel:
             self.shared.cancel.set()
+
+    def abort(self) -> None:
+        """Cancel every worker and reap them; one still alive after 5 s is killed."""
+        self.request_stop(cancel=True)
+        for p in self.procs:
+            p.join(timeout=5)
+            if p.is_alive():
+                p.kill()
+                p.join()
 
     def join(
         self,
@@ -277,11 +324,7 @@ def run_in_workers(
     try:
         return pool.join(on_progress)
     except BaseException:
-        pool.request_stop(cancel=True)
-        for p in pool.procs:
-            p.join(timeout=5)
-            if p.is_alive():
-                p.kill()
+        pool.abort()
         raise
 
 
@@ -290,7 +333,7 @@ def merge_health(health: Sequence[WorkerHealth]) -> dict[str, Any]:
     lag = [x for h in health for x in h.loop_lag_ms]
     read = [x * 1e-6 for h in health for x in h.read_lag_ns]
     disp = [x * 1e-6 for h in health for x in h.dispatch_lag_ns]
-
+    slot = [x * 1e-6 for h in health for x in h.slot_wait_ns]
     return {
         "processes": len(health),
         "cpu_s": sum(h.cpu_s for h in health),
@@ -298,6 +341,8 @@ def merge_health(health: Sequence[WorkerHealth]) -> dict[str, Any]:
         "reads": sum(h.reads for h in health),
         "read_lag_ms": summary_dict(read),
         "dispatch_lag_ms": summary_dict(disp),
+        "slot_wait_ms": summary_dict(slot),
+        "not_sent": sum(h.not_sent for h in health),
         "workers": [h.to_dict() for h in health],
     }
 
@@ -307,6 +352,7 @@ def merge_health(health: Sequence[WorkerHealth]) -> dict[str, Any]:
 
 def _worker_main(w: int, n: int, job: WorkerJob, shared: _Shared) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it tells us via events
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not a handler the parent had when forking
     with contextlib.suppress(Exception):
         asyncio.events._set_running_loop(None)  # a forked child inherits no running loop
     records: list[RequestRecord] = []
@@ -353,6 +399,7 @@ async def _worker_async(
         arr[base + 3] = counters.output_tokens
         phase = "waiting" if waiting["flag"] else counters.phase
         arr[base + 4] = _PHASES.index(phase) if phase in _PHASES else 0
+        arr[base + 5] = counters.failures.get("connect_failed", 0)
 
     async def gate() -> int:
         waiting["flag"] = True
@@ -452,7 +499,7 @@ async def _worker_async(
                 job.endpoint,
                 job.build,
                 warm,
-                list(job.arrivals)[w::n],
+                _deal(job.arrivals, w, n),
                 mine,
                 counters,
                 stop,
@@ -463,6 +510,8 @@ async def _worker_async(
             )
         finally:
             health.dispatch_lag_ns = oh.dispatch_lag_ns
+            health.slot_wait_ns = oh.slot_wait_ns
+            health.not_sent = oh.not_sent
 
     driver = asyncio.create_task(closed() if job.mode == "closed" else opened())
     watcher = asyncio.create_task(watch(driver))
@@ -489,3 +538,14 @@ async def _worker_async(
     health.loop_lag_ms = lag
     health.reads = counters.reads.reads
     health.read_lag_ns = counters.reads.read_lag_ns
+
+
+def _deal(
+    items: Sequence[tuple[RequestSpec, float]] | Iterator[tuple[RequestSpec, float]],
+    w: int,
+    n: int,
+) -> Iterator[tuple[RequestSpec, float]]:
+    """Worker ``w``'s share of the arrivals: items ``w, w + n, ...`` (lazily for an iterator)."""
+    if isinstance(items, Sequence):
+        return iter(items[w::n])
+    return islice(items, w, None, n)

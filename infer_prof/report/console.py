@@ -62,6 +62,7 @@ def totals_table(result: dict[str, Any]) -> Table:
         ("output tokens/s", fmt_value(s.get("output_throughput"), 1)),
         ("total tokens/s", fmt_value(s.get("total_throughput"), 1)),
     ]
+    rows += _client_rows(result)
     rows += _derived_rows(result)
     slo = result.get("slo")
     if slo:
@@ -76,6 +77,24 @@ def totals_table(result: dict[str, Any]) -> Table:
     for k, v in rows:
         t.add_row(k, v)
     return t
+
+
+def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The load generator's own health, one row: processes, read-lag and event-loop-lag p99
+    (ms), and the busiest client process's CPU share of the measured window."""
+    c = result.get("client") or {}
+    if not c:
+        return []
+    n = c.get("processes") or 1
+    parts = [f"{n} process{'es' if n != 1 else ''}"]
+    for name, key in (("read lag", "read_lag_ms"), ("loop lag", "event_loop_lag_ms")):
+        p99 = (c.get(key) or {}).get("p99")
+        if p99 is not None:
+            parts.append(f"{name} p99 {p99:.3f} ms")
+    share = c.get("cpu_share")
+    if share is not None:
+        parts.append(f"busiest CPU {share:.0%}")
+    return [("client", ", ".join(parts))]
 
 
 def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:

@@ -2,7 +2,7 @@
 
 import pytest
 
-from infer_prof.core.validity import ValidityRules, check_result, check_validity
+from infer_prof.core.validity import ValidityRules, check_result, check_validity, client_figures
 
 
 def test_valid_run_has_no_reasons():
@@ -49,3 +49,45 @@ def test_check_result_reads_result_mapping():
     v = check_result(result)
     assert v.client_overloaded and v.client_reasons[0].startswith("read_lag")
     assert check_result({"summary": {}, "client": {}}).reasons[0].startswith("too_few")
+
+
+def test_client_overloaded_by_cpu_share():
+    assert not check_validity(100, 30, cpu_share_max=0.9).client_overloaded
+    v = check_validity(100, 30, cpu_share_max=0.97)
+    assert v.client_overloaded and v.client_reasons[0].startswith("client_cpu")
+    assert "97%" in v.client_reasons[0] and "--client-processes" in v.client_reasons[0]
+    assert v.to_dict()["rules"]["max_cpu_share"] == 0.9
+    with pytest.raises(ValueError):
+        ValidityRules(max_cpu_share=0)
+
+
+def test_client_figures_single_process():
+    f = client_figures(
+        {"read_lag_ms": {"p99": 0.4}, "dispatch_lag_ms": None, "cpu_share": 0.3, "wall_s": 20.0}
+    )
+    assert f == {"read_lag_p99_ms": 0.4, "dispatch_lag_p99_ms": None, "cpu_share_max": 0.3}
+    # a window under 1 s is not judged on CPU; an old result without the figures is not either
+    assert client_figures({"cpu_share": 0.99, "wall_s": 0.5})["cpu_share_max"] is None
+    assert client_figures({}) == {
+        "read_lag_p99_ms": None, "dispatch_lag_p99_ms": None, "cpu_share_max": None}
+
+
+def test_one_overloaded_worker_is_not_averaged_away():
+    client = {
+        "processes": 2,
+        "read_lag_ms": {"p99": 0.5},  # pooled over both workers
+        "dispatch_lag_ms": {"p99": 0.2},
+        "cpu_s": 20.0,
+        "workers": [
+            {"worker": 0, "read_lag_ms": {"p99": 0.2}, "cpu_share": 0.2, "wall_s": 10.0},
+            {"worker": 1, "read_lag_ms": {"p99": 9.0}, "cpu_share": 0.98, "wall_s": 10.0},
+        ],
+    }
+    f = client_figures(client)
+    assert f == {"read_lag_p99_ms": 9.0, "dispatch_lag_p99_ms": 0.2, "cpu_share_max": 0.98}
+    result = {
+        "summary": {"requests_completed": 500, "duration_s": 10.0, "itl_ms": {"p50": 15.0}},
+        "client": client,
+    }
+    v = check_result(result)
+    assert [r.split(":")[0] for r in v.client_reasons] == ["read_lag", "client_cpu"]
