@@ -16,6 +16,7 @@ from infer_prof.loadgen.client import (
     resolve,
     stream_request,
 )
+from infer_prof.loadgen.pacing import SendPacer
 
 
 @dataclass(frozen=True)
@@ -107,12 +108,16 @@ async def run_closed_loop(
     """
     family, addr = await resolve(endpoint)
     conns = [StreamConnection(addr, family) for _ in range(plan.concurrency)]
+    pacer = SendPacer()
 
     async def worker(wid: int, specs: Iterator[RequestSpec], deadline_ns: int | None) -> None:
         conn = conns[wid]
         free_ns = time.perf_counter_ns()
         while not stop.is_set():
             if deadline_ns is not None and time.perf_counter_ns() >= deadline_ns:
+                return
+            await pacer.turn()  # a burst of sends must not starve the reads (loadgen.pacing)
+            if stop.is_set():
                 return
             spec = next(specs, None)
             if spec is None:

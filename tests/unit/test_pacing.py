@@ -1,0 +1,70 @@
+import asyncio
+
+import pytest
+
+from infer_prof.loadgen.pacing import SendPacer
+
+
+def test_at_most_per_turn_callers_pass_per_loop_turn():
+    async def main() -> list[int]:
+        pacer = SendPacer(per_turn=3)
+        turn = 0
+        passed_at: list[int] = []
+
+        async def ticker() -> None:
+            nonlocal turn
+            for _ in range(20):
+                turn += 1
+                await asyncio.sleep(0)
+
+        async def caller() -> None:
+            await pacer.turn()
+            passed_at.append(turn)
+
+        t = asyncio.create_task(ticker())
+        await asyncio.gather(*(caller() for _ in range(10)))
+        await t
+        assert pacer.waited == 7
+        return passed_at
+
+    passed = asyncio.run(main())
+    assert len(passed) == 10
+    counts: dict[int, int] = {}
+    for x in passed:
+        counts[x] = counts.get(x, 0) + 1
+    assert max(counts.values()) <= 3  # never more than per_turn in one turn
+    assert len(counts) >= 4  # 10 callers at 3 per turn need at least 4 turns
+
+
+def test_a_lone_caller_is_not_delayed():
+    async def main() -> int:
+        pacer = SendPacer(per_turn=1)
+        for _ in range(5):
+            await pacer.turn()
+            await asyncio.sleep(0.001)  # one request at a time: each passes at once
+        return pacer.waited
+
+    assert asyncio.run(main()) == 0
+
+
+def test_cancelled_waiter_leaves_the_queue_and_the_others_still_pass():
+    async def main() -> tuple[int, int]:
+        pacer = SendPacer(per_turn=1)
+        await pacer.turn()
+        waiters = [asyncio.create_task(pacer.turn()) for _ in range(3)]
+        await asyncio.sleep(0)  # all three are queued now (the first turn is used up)
+        last = waiters[-1]
+        last.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await last
+        queued_after_cancel = len(pacer.waiters)
+        await asyncio.gather(*waiters[:-1])
+        return queued_after_cancel, len(pacer.waiters)
+
+    queued_after_cancel, left = asyncio.run(main())
+    assert queued_after_cancel <= 2 and left == 0
+
+
+def test_per_turn_must_be_positive():
+    with pytest.raises(ValueError, match="per_turn"):
+        SendPacer(0)
