@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from infer_prof.core.accuracy import compare_to_truth
+from infer_prof.core.accuracy import compare_to_truth, misses
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summarize
 from infer_prof.loadgen.client import Endpoint, build_completion_request, gc_paused
@@ -224,6 +224,7 @@ def calibrate_point(
     )
     truth = get_json(f"{server.url}/truth", timeout_s=60)["requests"]
     report = compare_to_truth(records, truth, prefix)
+    report["misses"] = misses(report)
     report["concurrency"] = concurrency
     report["processes"] = processes
     report["client"] = health

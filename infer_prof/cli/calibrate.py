@@ -12,6 +12,7 @@ from rich.table import Table
 
 from infer_prof.calibrate import run_calibration
 from infer_prof.cli.common import fail
+from infer_prof.core.accuracy import DEFAULT_TARGETS, trusted_up_to
 
 
 def _parse_levels(text: str) -> list[int]:
@@ -91,7 +92,8 @@ def calibrate_command(
         title_justify="left",
     )
     for col in (
-        "concurrency",
+        "streams",
+        "procs",
         "TTFT p50",
         "TTFT p99",
         "ITL p50",
@@ -100,11 +102,13 @@ def calibrate_command(
         "true TTFT p50",
         "true ITL p99",
         "failed",
+        "within targets",
     ):
         t.add_column(col, justify="right")
     for r in reports:
         t.add_row(
             str(r["concurrency"]),
+            str(r.get("processes", 1)),
             _f(r["ttft"]["p50_error_ms"]),
             _f(r["ttft"]["p99_error_ms"]),
             _f(r["itl"]["p50_error_ms"]),
@@ -113,5 +117,19 @@ def calibrate_command(
             _f(r["ttft"]["p50_truth_ms"], 2),
             _f(r["itl"]["p99_truth_ms"], 2),
             str(r["failed"]),
+            "yes" if not r["misses"] else "no: " + ", ".join(r["misses"]),
         )
-    Console().print(t)
+    out = Console(width=max(120, Console().width))
+    out.print(t)
+    top = trusted_up_to(reports)
+    targets = DEFAULT_TARGETS
+    out.print(
+        f"targets: |error| <= {targets['ttft_p50_ms']:g} / {targets['ttft_p99_ms']:g} ms TTFT "
+        f"p50/p99, {targets['itl_p50_ms']:g} / {targets['itl_p99_ms']:g} ms ITL, "
+        f"{targets['request_throughput_pct']:g}% requests/s. "
+        + (
+            f"On this machine the client is within them up to {top} streams."
+            if top is not None
+            else "Not within them even at the lowest level checked."
+        )
+    )

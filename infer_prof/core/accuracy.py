@@ -87,3 +87,44 @@ def compare_to_truth(
             "error_pct": (client_rps / truth_rps - 1) * 100 if client_rps and truth_rps else None,
         },
     }
+
+
+#: The accuracy a load level must show to be trusted (ms, except requests/s in percent):
+#: absolute error of the client's percentile against the true one.
+DEFAULT_TARGETS: dict[str, float] = {
+    "ttft_p50_ms": 2.0,
+    "ttft_p99_ms": 5.0,
+    "itl_p50_ms": 0.5,
+    "itl_p99_ms": 2.0,
+    "request_throughput_pct": 2.0,
+}
+
+
+def misses(report: dict[str, Any], targets: dict[str, float] | None = None) -> list[str]:
+    """The targets one :func:`compare_to_truth` report misses (empty: it is within all).
+
+    A target whose error could not be computed (no matched requests) counts as missed."""
+    t = DEFAULT_TARGETS if targets is None else targets
+    checks = {
+        "ttft_p50_ms": ("TTFT p50", report["ttft"]["p50_error_ms"]),
+        "ttft_p99_ms": ("TTFT p99", report["ttft"]["p99_error_ms"]),
+        "itl_p50_ms": ("ITL p50", report["itl"]["p50_error_ms"]),
+        "itl_p99_ms": ("ITL p99", report["itl"]["p99_error_ms"]),
+        "request_throughput_pct": ("req/s", report["request_throughput"]["error_pct"]),
+    }
+    return [
+        name
+        for key, (name, err) in checks.items()
+        if key in t and (err is None or abs(err) > t[key])
+    ]
+
+
+def trusted_up_to(reports: Sequence[dict[str, Any]]) -> int | None:
+    """The highest concurrency below which every checked level is within its targets
+    (reports carry ``concurrency`` and ``misses``); None when the lowest level already misses."""
+    best = None
+    for rep in sorted(reports, key=lambda r: r["concurrency"]):
+        if rep["misses"]:
+            break
+        best = rep["concurrency"]
+    return best

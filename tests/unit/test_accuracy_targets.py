@@ -1,0 +1,51 @@
+from infer_prof.core.accuracy import DEFAULT_TARGETS, misses, trusted_up_to
+
+
+def report(ttft=(0.1, 0.2), itl=(0.01, 0.5), rps=0.1, concurrency=1):
+    return {
+        "concurrency": concurrency,
+        "ttft": {"p50_error_ms": ttft[0], "p99_error_ms": ttft[1]},
+        "itl": {"p50_error_ms": itl[0], "p99_error_ms": itl[1]},
+        "request_throughput": {"error_pct": rps},
+    }
+
+
+def test_within_every_target_misses_nothing():
+    assert misses(report()) == []
+
+
+def test_each_target_is_checked_on_the_absolute_error():
+    assert misses(report(ttft=(-2.5, 0.0))) == ["TTFT p50"]
+    assert misses(report(ttft=(0.0, 5.01))) == ["TTFT p99"]
+    assert misses(report(itl=(0.6, 0.0))) == ["ITL p50"]
+    assert misses(report(itl=(0.0, -2.1))) == ["ITL p99"]
+    assert misses(report(rps=-3.0)) == ["req/s"]
+    # exactly on the limit is within it
+    assert misses(report(ttft=(2.0, 5.0), itl=(0.5, 2.0), rps=2.0)) == []
+
+
+def test_an_error_that_could_not_be_computed_is_a_miss():
+    assert misses(report(itl=(None, None))) == ["ITL p50", "ITL p99"]
+
+
+def test_own_targets_replace_the_defaults():
+    assert misses(report(ttft=(3.0, 3.0)), {"ttft_p50_ms": 4.0}) == []
+    assert set(DEFAULT_TARGETS) == {
+        "ttft_p50_ms",
+        "ttft_p99_ms",
+        "itl_p50_ms",
+        "itl_p99_ms",
+        "request_throughput_pct",
+    }
+
+
+def test_trusted_up_to_stops_at_the_first_level_that_misses():
+    levels = [
+        {"concurrency": 128, "misses": []},
+        {"concurrency": 1, "misses": []},
+        {"concurrency": 1024, "misses": ["ITL p99"]},
+        {"concurrency": 512, "misses": []},
+    ]
+    assert trusted_up_to(levels) == 512
+    assert trusted_up_to([{"concurrency": 1, "misses": ["req/s"]}]) is None
+    assert trusted_up_to([]) is None
