@@ -31,7 +31,11 @@ def _f(v: Any, digits: int = 3) -> str:
 
 def calibrate_command(
     concurrency: str = typer.Option(
-        "1,32,128", "--concurrency", "-c", help="Comma-separated concurrency levels to check."
+        "1,32,128,512,1024",
+        "--concurrency",
+        "-c",
+        help="Comma-separated concurrency levels to check (the highest one within the targets is "
+        "reported).",
     ),
     ttft_ms: float = typer.Option(50.0, "--ttft-ms", help="Server's time to first token."),
     itl_ms: float = typer.Option(15.0, "--itl-ms", help="Server's gap between tokens."),

@@ -36,3 +36,20 @@ def test_accuracy_single_stream(synthetic):
     assert abs(rep["itl"]["p50_error_ms"]) <= 0.5
     # the per-request ITL truth is ~5 ms; a client that measured read time would not care
     assert 4.5 <= rep["itl"]["p50_client_ms"] <= 6.0
+
+
+def test_calibrate_command_prints_the_verdict_and_json_names_the_misses():
+    import json
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "infer_prof", "calibrate", "-c", "1,4", "--ttft-ms", "5"]
+    args += ["--itl-ms", "2", "--output-len", "6", "--requests-per-stream", "2"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "targets: |error| <= 2 / 5 ms TTFT" in out.stdout
+    assert "the client is within them up to 4 streams" in " ".join(out.stdout.split())
+    js = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=120)
+    levels = json.loads(js.stdout)
+    assert [lv["concurrency"] for lv in levels] == [1, 4]
+    assert all(lv["misses"] == [] for lv in levels)
