@@ -457,12 +457,16 @@ async def _exchange(
                         on_token(ct - reported)
                         reported = ct
                 return
+            tokens = 0
             try:
                 for payload, t in parser.feed(data, t_ns):
-                    handle_event(payload, t)
+                    tokens += handle_event(payload, t)
             except HttpProtocolError as exc:
                 fail("protocol_error", str(exc))
                 return
+            if tokens and on_token is not None and not parser.complete:
+                on_token(tokens)  # progress for servers whose chunks miss the fast path
+                reported += tokens
         if parser.complete and not done.done():
             record.done_ns = t_ns
             done.set_result(None)
