@@ -162,9 +162,6 @@ class ReadStats:
         """Reads (``recvmsg`` calls that returned data or end of stream) so far."""
         return len(self.read_lag_ns)
 
-    def add(self, lag_ns: int) -> None:
-        self.read_lag_ns.append(lag_ns)
-
 
 @dataclass(frozen=True)
 class Endpoint:

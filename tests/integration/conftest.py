@@ -49,6 +49,32 @@ def cli_background(*args: str) -> subprocess.Popen:
     )
 
 
+def long_run(server_url: str, results_dir: Path, *extra: str) -> subprocess.Popen:
+    """A `run --endpoint` of 400 requests on 4 streams, started in the background, long enough
+    to be interrupted (Ctrl-C, server killed) mid-run; ``extra`` adds options."""
+    return cli_background(
+        "run",
+        "--model",
+        "llama-2-7b",
+        "--no-progress",
+        "--endpoint",
+        server_url,
+        "-c",
+        "4",
+        "-n",
+        "400",
+        "--input-len",
+        "8",
+        "--output-len",
+        "50",
+        "--warmup-requests",
+        "0",
+        "--results-dir",
+        str(results_dir),
+        *extra,
+    )
+
+
 def load_single_result(folder: Path) -> dict:
     files = [p for p in folder.glob("*.json")]
     assert len(files) == 1, files

@@ -9,7 +9,7 @@ import pytest
 from infer_prof.schema import load_result
 from infer_prof.store import read_requests
 
-from .conftest import cli, cli_background, load_single_result
+from .conftest import cli, load_single_result, long_run
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,8 @@ def test_json_summary_and_result_files(synthetic, tmp_path):
     # cost, energy and efficiency stand next to the speeds: here priced by hand, no NVML
     assert summary["cost"]["usd_per_hour"] == pytest.approx(2 * 1.5)
     assert summary["cost"]["usd_per_million_output_tokens"] == pytest.approx(
-        3.0 / (summary["output_throughput"] * 3600) * 1e6)
+        3.0 / (summary["output_throughput"] * 3600) * 1e6
+    )
     assert summary["energy"]["joules_per_output_token"] is None and summary["energy"]["reason"]
     assert summary["efficiency"]["mbu_pct"] is not None
     assert 4.5 < summary["itl_ms"]["p50"] < 8.0
@@ -139,25 +140,10 @@ def test_http_errors_are_failures_with_their_kind(synthetic, tmp_path):
     assert summary["requests_completed"] == 6
 
 
-def test_server_death_mid_run_writes_incomplete_result(synthetic, tmp_path):
+@pytest.mark.parametrize("processes", ["auto", "2"])
+def test_server_death_mid_run_writes_incomplete_result(synthetic, tmp_path, processes):
     server = synthetic(ttft_ms=10.0, itl_ms=10.0, tokens=50)
-    proc = cli_background(
-        *BASE,
-        "--endpoint",
-        server.url,
-        "-c",
-        "4",
-        "-n",
-        "400",
-        "--input-len",
-        "8",
-        "--output-len",
-        "50",
-        "--warmup-requests",
-        "0",
-        "--results-dir",
-        str(tmp_path),
-    )
+    proc = long_run(server.url, tmp_path, "--client-processes", processes)
     time.sleep(4.0)
     server.proc.kill()
     _, err = proc.communicate(timeout=60)
@@ -173,23 +159,7 @@ def test_server_death_mid_run_writes_incomplete_result(synthetic, tmp_path):
 
 def test_ctrl_c_keeps_what_was_measured(synthetic, tmp_path):
     server = synthetic(ttft_ms=10.0, itl_ms=10.0, tokens=50)
-    proc = cli_background(
-        *BASE,
-        "--endpoint",
-        server.url,
-        "-c",
-        "4",
-        "-n",
-        "400",
-        "--input-len",
-        "8",
-        "--output-len",
-        "50",
-        "--warmup-requests",
-        "0",
-        "--results-dir",
-        str(tmp_path),
-    )
+    proc = long_run(server.url, tmp_path)
     time.sleep(4.0)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
