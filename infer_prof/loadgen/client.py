@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import gc
 import json
+import os
 import re
 import socket
 import struct
@@ -73,6 +74,114 @@ _TOKEN_CHUNK = re.compile(
     rb'([0-9a-fA-F]{1,8})\r\n(data: [^\n]*"finish_reason":null[^\n]*'
     rb'"completion_tokens":(\d+)[^\n]*)\n\n\r\n'
 )
+
+
+def match_token_chunk_py(data: bytes) -> int:
+    """Completion tokens if ``data`` is exactly one vLLM token chunk (``_TOKEN_CHUNK`` with a
+    chunk size that fits), else -1. The pure-Python twin of the C ``match_token_chunk``."""
+    m = _TOKEN_CHUNK.fullmatch(data)
+    if m is None or int(m.group(1), 16) != m.end(2) - m.start(2) + 2:
+        return -1
+    return int(m.group(3))
+
+
+class PyStampedReader:
+    """One stream socket's reader, called by the event loop whenever the socket is readable.
+
+    Each call reads once; the data's time is the kernel's receive time (``SO_TIMESTAMPNS``) on
+    the perf_counter clock: ``now - (wall_now - kernel_wall)``, never later than ``now``, and
+    ``lags`` gets ``now - t`` (ns). While ``fast`` (the HTTP parser is at a chunk boundary) a
+    read that is exactly one vLLM token chunk is counted here; anything else goes to
+    ``general(data, t_ns) -> bool`` (``data`` is ``b""`` at end of stream), whose result is the
+    new ``fast``. A receive error calls ``failed(errno)``.
+
+    The pure-Python twin of the C ``_stamped.StampedReader`` (used where that was not built).
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        chunk_ns: list[int],
+        chunk_tokens: list[int],
+        lags: list[int],
+        general: Callable[[bytes, int], bool],
+        failed: Callable[[int], None],
+        on_token: Callable[[int], None] | None,
+        report_every: int = 16,
+    ) -> None:
+        self.fast = 0
+        self.last_ct = 0
+        self.reported = 0
+        self._recv = sock.recvmsg_into
+        self._args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, report_every)
+
+    def __call__(self) -> None:
+        # The hot path: one call per received segment, 68k/s at 1024 streams on a machine
+        # where a Python-level call costs ~0.3 us, so it is kept flat on purpose.
+        chunk_ns, chunk_tokens, lags, general, failed, on_token, report_every = self._args
+        rbuf = _recv_buffer()
+        try:
+            nbytes, anc, _flags, _addr = self._recv((rbuf,), _CMSG_SPACE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            failed(exc.errno or 0)
+            return
+        now = time.perf_counter_ns()
+        t_ns = now
+        if anc:  # only SO_TIMESTAMPNS is switched on, so this is the kernel's receive time
+            try:
+                sec, nsec = _TIMESPEC.unpack_from(anc[0][2])
+            except struct.error:
+                pass
+            else:
+                t_ns = now - (time.time_ns() - (sec * 1_000_000_000 + nsec))
+                if t_ns > now:  # the two clocks were read a few ns apart
+                    t_ns = now
+        lags.append(now - t_ns)
+        data = rbuf[:nbytes].tobytes()
+        if nbytes and self.fast:
+            ct = match_token_chunk_py(data)
+            if ct >= 0:
+                if ct > self.last_ct:
+                    chunk_ns.append(t_ns)
+                    chunk_tokens.append(ct - self.last_ct)
+                    self.last_ct = ct
+                    if ct - self.reported >= report_every and on_token is not None:
+                        on_token(ct - self.reported)
+                        self.reported = ct
+                return
+        self.fast = general(data, t_ns)
+
+
+try:
+    from infer_prof.loadgen._stamped import StampedReader as _CStampedReader
+    from infer_prof.loadgen._stamped import match_token_chunk
+except ImportError:  # not built (no C compiler, not Linux): the Python twin, same numbers
+    _CStampedReader = None
+    match_token_chunk = match_token_chunk_py
+
+#: Which reader the client uses: "c" (compiled hot path) or "python".
+READER = "c" if _CStampedReader is not None else "python"
+
+
+def make_reader(
+    sock: socket.socket,
+    chunk_ns: list[int],
+    chunk_tokens: list[int],
+    lags: list[int],
+    general: Callable[[bytes, int], bool],
+    failed: Callable[[int], None],
+    on_token: Callable[[int], None] | None,
+    implementation: str | None = None,
+) -> Any:
+    """A reader for one stream socket (see ``PyStampedReader``): the C one where it was built,
+    unless ``implementation`` (or ``INFER_PROF_READER``) says ``python``."""
+    which = implementation or os.environ.get("INFER_PROF_READER") or READER
+    args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, _REPORT_EVERY)
+    if which == "c" and _CStampedReader is not None:
+        return _CStampedReader(sock.fileno(), *args)
+    return PyStampedReader(sock, *args)
 
 
 def kernel_arrival_ns(ancdata: list[tuple[int, int, bytes]]) -> int | None:
@@ -342,8 +451,6 @@ async def _exchange(
     parser = SseResponseParser()
     done: asyncio.Future[None] = loop.create_future()
     got_bytes = False
-    last_ct = 0  # completion tokens so far, from the server's usage
-    reported = 0  # tokens passed to on_token so far
     record.timestamp_source = conn.timestamps
 
     def fail(kind: str, detail: str) -> None:
@@ -355,7 +462,6 @@ async def _exchange(
 
     def handle_event(payload: bytes, t_ns: int) -> int:
         """Account one SSE data payload (the general path); return the tokens it carried."""
-        nonlocal last_ct
         if payload == b"[DONE]":
             return 0
         try:
@@ -377,8 +483,8 @@ async def _exchange(
             choice = choices[0]
             if usage and usage.get("completion_tokens") is not None:
                 ct = int(usage["completion_tokens"])
-                k = ct - last_ct
-                last_ct = ct
+                k = ct - reader.last_ct
+                reader.last_ct = ct
             else:
                 record.token_count_source = "chunks"
                 ids = choice.get("token_ids")
@@ -397,78 +503,44 @@ async def _exchange(
                 record.prompt_tokens = int(usage["prompt_tokens"])
         return k
 
-    rbuf = _recv_buffer()
-    rbufs = (rbuf,)
-    recv_into = sock.recvmsg_into
-    lags = stats.read_lag_ns if stats is not None else []
-    perf_ns = time.perf_counter_ns
-    wall_ns = time.time_ns
-    unpack_ts = _TIMESPEC.unpack_from
-    token_chunk = _TOKEN_CHUNK.fullmatch
-
-    def on_readable() -> None:
-        # The hot path: one call per received segment, 68k/s at 1024 streams on a machine
-        # where a Python-level call costs ~0.3 us, so it is kept flat on purpose.
-        nonlocal got_bytes, last_ct, reported
-        try:
-            nbytes, anc, _flags, _addr = recv_into(rbufs, _CMSG_SPACE)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:
-            fail("connection_error", f"{type(exc).__name__}: {exc}")
-            return
-        now = perf_ns()
-        t_ns = now
-        if anc:  # only SO_TIMESTAMPNS is switched on, so this is the kernel's receive time
-            try:
-                sec, nsec = unpack_ts(anc[0][2])
-            except struct.error:
-                pass
-            else:
-                t_ns = now - (wall_ns() - (sec * 1_000_000_000 + nsec))
-                if t_ns > now:  # the two clocks were read a few ns apart
-                    t_ns = now
-        lags.append(now - t_ns)
-        if not nbytes:
+    def general(data: bytes, t_ns: int) -> bool:
+        """Everything the reader's fast path does not take: headers, first and last events,
+        several events in one read, end of stream. Returns whether the parser is at a chunk
+        boundary (so the next read may take the fast path)."""
+        nonlocal got_bytes
+        if not data:
             try:
                 for payload, t in parser.feed_eof(t_ns):
                     handle_event(payload, t)
             except HttpProtocolError as exc:
                 fail("protocol_error", str(exc))
-                return
+                return False
             if not parser.complete:
                 fail("connection_closed", "server closed the connection mid-response")
-                return
+                return False
         else:
             got_bytes = True
-            data = rbuf[:nbytes].tobytes()
-            m = token_chunk(data) if parser.at_chunk_boundary else None
-            if m is not None and int(m.group(1), 16) == m.end(2) - m.start(2) + 2:
-                # the steady state: exactly one chunk holding one token event with usage
-                ct = int(m.group(3))
-                if ct > last_ct:
-                    chunk_ns.append(t_ns)
-                    chunk_tokens.append(ct - last_ct)
-                    last_ct = ct
-                    if ct - reported >= _REPORT_EVERY and on_token is not None:
-                        on_token(ct - reported)
-                        reported = ct
-                return
             tokens = 0
             try:
                 for payload, t in parser.feed(data, t_ns):
                     tokens += handle_event(payload, t)
             except HttpProtocolError as exc:
                 fail("protocol_error", str(exc))
-                return
+                return False
             if tokens and on_token is not None and not parser.complete:
                 on_token(tokens)  # progress for servers whose chunks miss the fast path
-                reported += tokens
+                reader.reported += tokens
         if parser.complete and not done.done():
             record.done_ns = t_ns
             done.set_result(None)
+        return parser.at_chunk_boundary
 
-    loop.add_reader(fd, on_readable)
+    def failed(errno: int) -> None:
+        fail("connection_error", f"{errno and os.strerror(errno)} (errno {errno})")
+
+    lags = stats.read_lag_ns if stats is not None else []
+    reader = make_reader(sock, chunk_ns, chunk_tokens, lags, general, failed, on_token)
+    loop.add_reader(fd, reader)
     timer = loop.call_later(
         timeout_s, fail, "timeout", f"no complete response within {timeout_s:g} s"
     )
@@ -486,12 +558,12 @@ async def _exchange(
     finally:
         timer.cancel()
         loop.remove_reader(fd)
-        if record.output_tokens is None and last_ct:
-            record.output_tokens = last_ct  # cut off mid-stream: the last usage seen
+        if record.output_tokens is None and reader.last_ct:
+            record.output_tokens = reader.last_ct  # cut off mid-stream: the last usage seen
         if on_token is not None:
             total = sum(chunk_tokens)
-            if total > reported:
-                on_token(total - reported)
+            if total > reader.reported:
+                on_token(total - reader.reported)
     conn.uses += 1
     if parser.status != 200:
         body = bytes(parser.body).decode("utf-8", "replace").strip().replace("\n", " ")

@@ -1,8 +1,8 @@
 """The streaming client against a real local HTTP server that sends scripted bytes.
 
-Checks that the fast path (one vLLM-style token event per chunk, read without a JSON parser)
-and the general parser agree, and what happens when several events share a read or a stream is
-cut off.
+Checks, for the C reader and its pure-Python twin, that the fast path (one vLLM-style token
+event per chunk, read without a JSON parser) and the general parser agree, and what happens when
+several events share a read or a stream is cut off.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import json
 import pytest
 
 from infer_prof.core.metrics import RequestRecord
+from infer_prof.loadgen import client
 from infer_prof.loadgen.client import (
     Endpoint,
     ReadStats,
@@ -21,6 +22,16 @@ from infer_prof.loadgen.client import (
     resolve,
     stream_request,
 )
+
+
+@pytest.fixture(autouse=True, params=["c", "python"])
+def reader(request, monkeypatch):
+    """Every test here runs with the compiled reader and with its pure-Python twin."""
+    if request.param == "c":
+        assert client.READER == "c", "the C reader was not built (infer_prof/loadgen/_stamped.c)"
+    monkeypatch.setenv("INFER_PROF_READER", request.param)
+    return request.param
+
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 

@@ -6,7 +6,7 @@ The events below are byte-for-byte what vLLM 0.32's completions endpoint streams
 
 import pytest
 
-from infer_prof.loadgen.client import _TOKEN_CHUNK
+from infer_prof.loadgen import client
 
 VLLM_TOKEN = (
     b'data: {"id":"cmpl-abc","object":"text_completion","created":1,"model":"tiny","choices":'
@@ -21,15 +21,25 @@ def wire(event: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(event), event)
 
 
-def fast(data: bytes) -> int | None:
-    """What the client's fast path takes from one read: completion tokens, or None."""
-    m = _TOKEN_CHUNK.fullmatch(data)
-    if m is None or int(m.group(1), 16) != m.end(2) - m.start(2) + 2:
-        return None
-    return int(m.group(3))
+MATCHERS = {"python": client.match_token_chunk_py, "c": client.match_token_chunk}
 
 
-def test_a_vllm_token_chunk_takes_the_fast_path():
+@pytest.fixture(params=["python", "c"])
+def fast(request):
+    """What the client's fast path takes from one read: completion tokens, or None; for the
+    pure-Python reader and the C one (which must be built wherever these tests run)."""
+    if request.param == "c":
+        assert client.READER == "c", "the C reader was not built (infer_prof/loadgen/_stamped.c)"
+    match = MATCHERS[request.param]
+
+    def take(data: bytes) -> int | None:
+        ct = match(data)
+        return None if ct < 0 else ct
+
+    return take
+
+
+def test_a_vllm_token_chunk_takes_the_fast_path(fast):
     assert fast(wire(VLLM_TOKEN)) == 3
 
 
@@ -46,5 +56,28 @@ def test_a_vllm_token_chunk_takes_the_fast_path():
         wire(b": keep-alive comment\n\n" + VLLM_TOKEN),
     ],
 )
-def test_anything_else_goes_to_the_general_parser(data):
+def test_anything_else_goes_to_the_general_parser(fast, data):
     assert fast(data) is None
+
+
+def test_uppercase_chunk_sizes_and_the_last_count_in_the_line(fast):
+    assert fast(b"%X\r\n%s\r\n" % (len(VLLM_TOKEN), VLLM_TOKEN)) == 3
+    assert fast(b"%08x\r\n%s\r\n" % (len(VLLM_TOKEN), VLLM_TOKEN)) == 3  # 8 hex digits: fine
+    assert fast(b"%09x\r\n%s\r\n" % (len(VLLM_TOKEN), VLLM_TOKEN)) is None  # 9: not a size
+    nested = b'"completion_tokens":3,"x":{"completion_tokens":41}}'
+    assert fast(wire(VLLM_TOKEN.replace(b'"completion_tokens":3}', nested))) == 41
+
+
+def test_the_c_and_python_readers_agree_on_mutated_chunks():
+    """Equal answers from both implementations on thousands of corrupted token chunks:
+    single-byte changes, deletions and truncations at every position of a real one."""
+    assert client.READER == "c", "the C reader was not built (infer_prof/loadgen/_stamped.c)"
+    base = wire(VLLM_TOKEN)
+    candidates = [base, base + b"x", b"", b"\r\n"]
+    for i in range(len(base)):
+        candidates.append(base[:i])
+        candidates.append(base[:i] + base[i + 1 :])
+        for ch in (b"\n", b"0", b"9", b'"', b"\r", b"z"):
+            candidates.append(base[:i] + ch + base[i + 1 :])
+    for data in candidates:
+        assert client.match_token_chunk(data) == client.match_token_chunk_py(data), data
