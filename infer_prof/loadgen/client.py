@@ -165,6 +165,14 @@ except ImportError:  # not built (no C compiler, not Linux): the Python twin, sa
 READER = "c" if _CStampedReader is not None else "python"
 
 
+def reader_in_use() -> str:
+    """The reader streams get: ``c`` where the extension was built, else ``python``;
+    ``INFER_PROF_READER=python`` forces the pure-Python one (for comparisons)."""
+    if os.environ.get("INFER_PROF_READER") == "python" or _CStampedReader is None:
+        return "python"
+    return "c"
+
+
 def make_reader(
     sock: socket.socket,
     chunk_ns: list[int],
@@ -177,7 +185,7 @@ def make_reader(
 ) -> Any:
     """A reader for one stream socket (see ``PyStampedReader``): the C one where it was built,
     unless ``implementation`` (or ``INFER_PROF_READER``) says ``python``."""
-    which = implementation or os.environ.get("INFER_PROF_READER") or READER
+    which = implementation or reader_in_use()
     args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, _REPORT_EVERY)
     if which == "c" and _CStampedReader is not None:
         return _CStampedReader(sock.fileno(), *args)

@@ -50,7 +50,7 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summary_dict
-from infer_prof.loadgen.client import Endpoint, gc_paused, loop_lag_probe
+from infer_prof.loadgen.client import Endpoint, gc_paused, loop_lag_probe, reader_in_use
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -61,10 +61,14 @@ from infer_prof.loadgen.closed_loop import (
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
 
 START_LEAD_S = 0.05
-#: Token events per second one worker process is given by :func:`choose_processes`: about a
-#: third of what a lean client parses on one core (~100-165k events/s), so that it spends most
-#: of its time idle and reads each stream's data well within one inter-token gap.
-EVENTS_PER_PROCESS = 40_000
+#: Token events per second one worker process is given by :func:`choose_processes`, by reader
+#: (client.reader_in_use): what keeps a process idle about half of the time, so that it reads each
+#: stream's data well within one inter-token gap. Measured per read, whole client included
+#: (`infer-prof calibrate`, 1024 streams, 2 cores): ~10 us with the C reader, ~20 us with the
+#: pure-Python one. On 2 cores shared with the server, one C-reader process at 68k events/s met
+#: every target where two did not.
+EVENTS_PER_PROCESS_BY_READER = {"c": 80_000, "python": 40_000}
+EVENTS_PER_PROCESS = EVENTS_PER_PROCESS_BY_READER[reader_in_use()]
 #: The inter-token gap :func:`expected_events_per_s` assumes for a stream whose pace is not
 #: known: 10 ms, a fast GPU decode step, so the busiest plausible stream.
 ASSUMED_ITL_S = 0.010

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import signal
 import socket
@@ -463,6 +464,12 @@ def main(argv: list[str] | None = None) -> None:
         args.tick_ms,
     )
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
+    # No collector pauses: a full collection of the truth records stalls sends for milliseconds
+    # and then releases them as one burst, which a client 2 cores share with this server then
+    # has to read at once. Everything here is freed by reference counting (a finished stream
+    # drops its connection's reference to it).
+    gc.freeze()
+    gc.disable()
     try:
         loop.run_until_complete(server.serve(args.host, args.port))
     except RuntimeError:  # loop stopped by SIGTERM

@@ -7,7 +7,13 @@ from typer.testing import CliRunner
 
 from infer_prof.cli import app
 from infer_prof.load_points import base_workload, client_processes, load_points
-from infer_prof.loadgen.workers import ASSUMED_ITL_S, choose_processes, expected_events_per_s
+from infer_prof.loadgen.workers import (
+    ASSUMED_ITL_S,
+    EVENTS_PER_PROCESS,
+    EVENTS_PER_PROCESS_BY_READER,
+    choose_processes,
+    expected_events_per_s,
+)
 from infer_prof.report.console import totals_table
 from infer_prof.run_config import ConfigError, RunConfig, check_client_processes, validate
 
@@ -37,18 +43,36 @@ def test_expected_events_open_loop():
     assert expected_events_per_s("open", rate=None, mean_output_tokens=128) == 0.0
 
 
+def test_choose_processes_arithmetic():
+    # ceil(events/s / per process), at least 1, at most the cores and the streams
+    assert choose_processes(1024, 102_400, cores=16, per_process=40_000) == 3
+    assert choose_processes(1024, 102_400, cores=16, per_process=80_000) == 2
+    assert choose_processes(1024, 68_267, cores=2, per_process=80_000) == 1
+    assert choose_processes(1024, 102_400, cores=2, per_process=40_000) == 2
+    assert choose_processes(2, 102_400, cores=16, per_process=40_000) == 2
+    assert choose_processes(64, 0.0, cores=16) == 1
+
+
+def test_the_c_reader_gets_twice_the_events_per_process():
+    assert EVENTS_PER_PROCESS_BY_READER == {"c": 80_000, "python": 40_000}
+    assert EVENTS_PER_PROCESS in EVENTS_PER_PROCESS_BY_READER.values()
+
+
 def test_auto_processes_for_points():
-    # closed loop: 16 streams -> 1.6k events/s -> 1 process; 1024 -> 102k/s -> 3
+    def want(events: float, cores: int) -> int:
+        return max(1, min(math.ceil(events / EVENTS_PER_PROCESS), cores))
+
+    # closed loop: 16 streams -> 1.6k events/s -> 1 process; 1024 -> 102k/s
     assert client_processes("auto", _point(concurrency=[16]), cores=16) == 1
-    assert client_processes("auto", _point(concurrency=[1024]), cores=16) == 3
+    assert client_processes("auto", _point(concurrency=[1024]), cores=16) == want(102_400, 16)
     assert client_processes("auto", _point(concurrency=[1024]), cores=2) == 2  # at most cores
     assert client_processes("AUTO", _point(concurrency=[1024]), cores=1) == 1
-    # open loop: 1000 req/s x 128 tokens = 128k/s -> 4; capped by the max_concurrency streams
-    assert client_processes("auto", _point(rates=[1000.0]), cores=16) == 4
+    # open loop: 1000 req/s x 128 tokens = 128k/s; capped by the max_concurrency streams
+    assert client_processes("auto", _point(rates=[1000.0]), cores=16) == want(128_000, 16)
     assert client_processes("auto", _point(rates=[1000.0], max_concurrency=2), cores=16) == 1
     assert client_processes("auto", _point(rates=[math.inf]), cores=16) == 1
     assert client_processes("auto", _point(rates=[math.inf], max_concurrency=2048),
-                            cores=16) == choose_processes(2048, 204_800, 16) == 6
+                            cores=16) == choose_processes(2048, 204_800, 16) == want(204_800, 16)
 
 
 def test_explicit_processes_never_exceed_the_streams():
