@@ -30,6 +30,7 @@ from urllib.parse import urlsplit
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
+from infer_prof.loadgen.pacing import SendPacer
 
 try:
     import orjson
@@ -62,6 +63,7 @@ def _recv_buffer() -> memoryview:
 
 
 _TIMESPEC = struct.Struct("qq")
+_CHUNKED_END = b"\r\n0\r\n\r\n"  # how a chunked HTTP response ends
 _SOL_SOCKET = socket.SOL_SOCKET
 _REPORT_EVERY = 16  # tokens between on_token calls (progress display) on the fast path
 # One whole HTTP chunk holding one SSE event that carries generated tokens and per-chunk usage,
@@ -416,18 +418,21 @@ async def stream_request(
     timeout_s: float,
     on_token: Callable[[int], None] | None = None,
     stats: ReadStats | None = None,
+    pacer: SendPacer | None = None,
 ) -> None:
     """Send one streaming request on ``conn`` and fill ``record`` with what arrives.
 
     Never raises for request-level failures: they land in ``record.error`` (kind) and
     ``record.error_detail``. ``on_token(n)`` is called as tokens arrive (for progress display).
+    With a ``pacer``, the parsing of the response's final read waits for room in the pacer's
+    per-turn budget (its arrival time is already taken; see :mod:`infer_prof.loadgen.pacing`).
     Cancellation marks the record ``cancelled`` and re-raises.
     """
     for attempt in (0, 1):
         reused = conn.sock is not None and conn.uses > 0
         try:
             await conn.ensure_open()
-            await _exchange(conn, request, record, timeout_s, on_token, stats)
+            await _exchange(conn, request, record, timeout_s, on_token, stats, pacer)
             return
         except _Failure as f:
             conn.close()
@@ -451,6 +456,7 @@ async def _exchange(
     timeout_s: float,
     on_token: Callable[[int], None] | None,
     stats: ReadStats | None,
+    pacer: SendPacer | None,
 ) -> None:
     loop = asyncio.get_running_loop()
     sock = conn.sock
@@ -511,10 +517,31 @@ async def _exchange(
                 record.prompt_tokens = int(usage["prompt_tokens"])
         return k
 
+    deferred: list[tuple[bytes, int]] = []  # reads waiting for the pacer, in arrival order
+
     def general(data: bytes, t_ns: int) -> bool:
-        """Everything the reader's fast path does not take: headers, first and last events,
-        several events in one read, end of stream. Returns whether the parser is at a chunk
-        boundary (so the next read may take the fast path)."""
+        """Everything the reader's fast path does not take. With a pacer, a read that ends
+        like a whole chunked response (and every read after it) is parsed when the pacer has
+        room: False keeps the reader sending reads here meanwhile."""
+        if pacer is not None and (deferred or (data.endswith(_CHUNKED_END) and parser.status)):
+            deferred.append((data, t_ns))
+            if len(deferred) == 1:
+                pacer.run(parse_deferred)
+            return False
+        return parse(data, t_ns)
+
+    def parse_deferred() -> None:
+        fast = False
+        while deferred and not done.done():  # done: ended meanwhile (timeout, cancelled)
+            data, t_ns = deferred.pop(0)
+            fast = parse(data, t_ns)
+        deferred.clear()
+        reader.fast = fast
+
+    def parse(data: bytes, t_ns: int) -> bool:
+        """Parse one read (headers, first and last events, several events in one read, end of
+        stream); return whether the parser is at a chunk boundary (so the next read may take
+        the fast path)."""
         nonlocal got_bytes
         if not data:
             try:

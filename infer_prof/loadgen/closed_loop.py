@@ -126,7 +126,7 @@ async def run_closed_loop(
             records.append(rec)
             counters.sent += 1
             await stream_request(
-                conn, build(spec), rec, plan.timeout_s, counters.add_tokens, counters.reads
+                conn, build(spec), rec, plan.timeout_s, counters.add_tokens, counters.reads, pacer
             )
             free_ns = time.perf_counter_ns()
             account(rec, counters)
