@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 
 import pytest
 
@@ -22,6 +23,7 @@ from infer_prof.loadgen.client import (
     resolve,
     stream_request,
 )
+from infer_prof.loadgen.pacing import SendPacer
 
 
 @pytest.fixture(autouse=True, params=["c", "python"])
@@ -81,7 +83,9 @@ async def serve_script(writes: list[bytes], gap_s: float = 0.003):
     return await asyncio.start_server(handle, "127.0.0.1", 0)
 
 
-async def one_request(writes: list[bytes], timeout_s: float = 5.0) -> tuple[RequestRecord, int]:
+async def one_request(
+    writes: list[bytes], timeout_s: float = 5.0, pacer: SendPacer | None = None
+) -> tuple[RequestRecord, int]:
     server = await serve_script(writes)
     port = server.sockets[0].getsockname()[1]
     endpoint = Endpoint.from_url(f"http://127.0.0.1:{port}")
@@ -92,7 +96,7 @@ async def one_request(writes: list[bytes], timeout_s: float = 5.0) -> tuple[Requ
     stats = ReadStats()
     request = build_completion_request(endpoint, "m", [1] * 7, 8)
     try:
-        await stream_request(conn, request, record, timeout_s, seen.append, stats)
+        await stream_request(conn, request, record, timeout_s, seen.append, stats, pacer)
     finally:
         conn.close()
         server.close()
@@ -139,3 +143,38 @@ def test_stream_cut_off_keeps_the_tokens_seen():
     assert record.error == "connection_closed"
     assert record.chunk_tokens == [1] * 4
     assert record.output_tokens == 4 and reported == 4
+
+
+class SlowPacer(SendPacer):
+    """A pacer whose every deferred call waits 50 ms: the parse happens long after the read."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.deferred_at_ns: list[int] = []
+
+    def run(self, fn):
+        def later():
+            self.deferred_at_ns.append(time.perf_counter_ns())
+            fn()
+
+        asyncio.get_running_loop().call_later(0.05, later)
+
+
+def test_a_final_read_parsed_later_keeps_its_arrival_time_and_gives_the_same_record():
+    writes = full_stream(6, compact=True)
+    plain, plain_seen = asyncio.run(one_request(writes))
+
+    async def paced():
+        pacer = SlowPacer()
+        rec, seen = await one_request(writes, pacer=pacer)
+        return rec, seen, pacer.deferred_at_ns
+
+    rec, seen, parsed_at = asyncio.run(paced())
+    assert len(parsed_at) == 1  # the final read went through the pacer
+    assert rec.ok and rec.finish_reason == plain.finish_reason == "length"
+    assert rec.chunk_tokens == plain.chunk_tokens and rec.output_tokens == plain.output_tokens == 6
+    assert seen == plain_seen == 6
+    # the end is when the final bytes arrived, not when they were parsed 50 ms later
+    assert rec.done_ns == rec.chunk_ns[-1]
+    assert parsed_at[0] - rec.done_ns >= 45_000_000
+    assert rec.done_ns - rec.send_ns < plain.done_ns - plain.send_ns + 20_000_000

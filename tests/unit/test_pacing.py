@@ -68,3 +68,48 @@ def test_cancelled_waiter_leaves_the_queue_and_the_others_still_pass():
 def test_per_turn_must_be_positive():
     with pytest.raises(ValueError, match="per_turn"):
         SendPacer(0)
+
+
+def test_run_calls_at_once_when_the_turn_has_room_and_later_otherwise_in_order():
+    async def main() -> tuple[list[tuple[str, int]], list[str]]:
+        pacer = SendPacer(per_turn=2)
+        turn = 0
+        log: list[tuple[str, int]] = []
+
+        async def ticker() -> None:
+            nonlocal turn
+            for _ in range(20):
+                turn += 1
+                await asyncio.sleep(0)
+
+        t = asyncio.create_task(ticker())
+        ran_now = []
+        pacer.run(lambda: ran_now.append("a"))  # room: runs inside run()
+        pacer.run(lambda: ran_now.append("b"))
+        pacer.run(lambda: log.append(("c", turn)))  # the turn's budget of 2 is used: later
+        sender = asyncio.create_task(pacer.turn())  # queued behind c
+        pacer.run(lambda: log.append(("d", turn)))
+        await sender
+        log.append(("send", turn))
+        await t
+        return log, ran_now
+
+    log, ran_now = asyncio.run(main())
+    assert ran_now == ["a", "b"]
+    names = [name for name, _ in log]
+    assert names[0] == "c" and sorted(names) == ["c", "d", "send"]  # c was queued first
+    assert min(n for _, n in log) >= 1  # nothing deferred ran in the turn that filled the budget
+
+
+def test_run_shares_the_budget_with_turn():
+    async def main() -> int:
+        pacer = SendPacer(per_turn=1)
+        await pacer.turn()  # the budget of this turn is used
+        ran: list[int] = []
+        pacer.run(lambda: ran.append(1))
+        assert ran == [] and pacer.waited == 1
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return len(ran)
+
+    assert asyncio.run(main()) == 1
