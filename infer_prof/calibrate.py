@@ -20,7 +20,12 @@ from typing import Any
 from infer_prof.core.accuracy import compare_to_truth, misses
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summarize
-from infer_prof.loadgen.client import Endpoint, build_completion_request, gc_paused
+from infer_prof.loadgen.client import (
+    Endpoint,
+    build_completion_request,
+    gc_paused,
+    reader_in_use,
+)
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -139,7 +144,7 @@ def drive(
         )
         merged, worker_health = run_in_workers(processes, job)
         if health is not None:
-            health.update(merge_health(worker_health))
+            health.update(merge_health(worker_health), reader=reader_in_use())
         return merged
     records: list[RequestRecord] = []
     try:
@@ -172,6 +177,7 @@ def drive(
         health.update(
             {
                 "processes": 1,
+                "reader": reader_in_use(),
                 "cpu_s": time.process_time() - t0,
                 "wall_s": time.perf_counter() - w0,
                 "reads": counters.reads.reads,

@@ -122,7 +122,8 @@ def client_processes(setting: str | int, w: Workload, cores: int | None = None) 
     auto: :func:`~infer_prof.loadgen.workers.choose_processes` on the point's expected token
     events/s (:func:`~infer_prof.loadgen.workers.expected_events_per_s`: closed loop
     concurrency / 10 ms; open loop rate x mean output tokens, or max_concurrency / 10 ms at an
-    infinite rate), one process per 40k events/s, at most ``cores``. Either way, never more
+    infinite rate), one process per ``EVENTS_PER_PROCESS`` events/s (80k with the C reader,
+    40k with the Python one), at most ``cores``. Either way, never more
     processes than the point can have streams: its concurrency (closed loop), its
     max_concurrency, else its request count (open loop).
     """

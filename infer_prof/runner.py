@@ -46,6 +46,7 @@ from infer_prof.loadgen.client import (
     build_completion_request,
     gc_paused,
     loop_lag_probe,
+    reader_in_use,
 )
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
@@ -660,6 +661,7 @@ def _drive(
             "slot_wait_ms": _dist_ms(health.slot_wait_ns) if a.mode == "open" else None,
             "not_sent": health.not_sent if a.mode == "open" else None,
             "processes": 1,
+            "reader": reader_in_use(),
             "reads": counters.reads.reads,
             "read_lag_ms": _dist_ms(counters.reads.read_lag_ns),
             **cpu.to_dict(),
@@ -836,6 +838,7 @@ def _pooled_client(
         "slot_wait_ms": merged["slot_wait_ms"] if is_open else None,
         "not_sent": merged["not_sent"] if is_open else None,
         "processes": merged["processes"],
+        "reader": reader_in_use(),
         "reads": merged["reads"],
         "read_lag_ms": merged["read_lag_ms"],
         "cpu_s": merged["cpu_s"],

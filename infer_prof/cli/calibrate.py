@@ -73,7 +73,8 @@ def calibrate_command(
         lag = (cl.get("read_lag_ms") or {}).get("p99")
         err.print(
             f"concurrency {rep['concurrency']}: {rep['matched_requests']} requests matched; "
-            f"client: {rep.get('processes', 1)} process(es), CPU {cl.get('cpu_s', 0):.1f} s, "
+            f"client: {rep.get('processes', 1)} process(es), {cl.get('reader', '?')} reader, "
+            f"CPU {cl.get('cpu_s', 0):.1f} s, "
             f"read lag p99 {'n/a' if lag is None else f'{lag:.2f} ms'}; CPU pressure from "
             f"all work on the machine (PSI avg10) {rep.get('cpu_pressure_pct')}%"
         )

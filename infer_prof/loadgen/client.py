@@ -6,6 +6,11 @@ busy event loop got round to reading them: event-loop lag delays the reading, no
 Timestamps are converted onto ``time.perf_counter_ns`` by subtracting the data's age
 (``time.time_ns() - kernel_realtime_ns``) from ``perf_counter_ns()`` taken at the same moment.
 
+Each read is made by a reader object the event loop calls when the socket is readable: the C
+``_stamped.StampedReader`` where the extension was built (the common case costs no Python), else
+its pure-Python twin :class:`PyStampedReader`; both hand what they do not recognise to the same
+general parser, and the tests check that they agree.
+
 Connections are kept alive and reused by the stream that opened them (one connection per stream,
 as a real client pool does); a request that fails on a reused connection before any response byte
 arrives is retried once on a fresh one.

@@ -86,7 +86,8 @@ def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     if not c:
         return []
     n = c.get("processes") or 1
-    parts = [f"{n} process{'es' if n != 1 else ''}"]
+    reader = {"c": " (C reader)", "python": " (Python reader)"}.get(c.get("reader") or "", "")
+    parts = [f"{n} process{'es' if n != 1 else ''}{reader}"]
     for name, key in (("read lag", "read_lag_ms"), ("loop lag", "event_loop_lag_ms")):
         p99 = (c.get(key) or {}).get("p99")
         if p99 is not None:

@@ -135,6 +135,7 @@ def test_ctrl_c_keeps_what_was_measured(synthetic, tmp_path):
     assert result["complete"] is False
     assert result["incomplete_reason"] == "interrupted"
     assert result["client"]["processes"] == 2
+    assert result["client"]["reader"] == "c"  # the compiled hot path, as every run here
     s = result["summary"]
     assert s["requests_completed"] > 0
     assert s["failure_kinds"].get("cancelled", 0) >= 1  # streams in flight at Ctrl-C

@@ -11,7 +11,6 @@ from infer_prof.loadgen.closed_loop import RequestSpec
 from infer_prof.loadgen.open_loop import OpenLoopPlan
 from infer_prof.loadgen.workers import (
     WorkerJob,
-    choose_processes,
     merge_health,
     run_in_workers,
     split_evenly,
@@ -30,11 +29,8 @@ def _builder(ep, prefix):
     return build
 
 
-def test_choose_processes_and_split():
-    assert choose_processes(128, 128 / 0.015, cores=2) == 1  # 8.5k events/s
-    assert choose_processes(1024, 1024 / 0.015, cores=2) == 2  # 68k events/s
-    assert choose_processes(1024, 1024 / 0.015, cores=1) == 1
-    assert choose_processes(1, 1e9, cores=16) == 1  # never more processes than streams
+def test_split_evenly():
+    # (choose_processes: tests/unit/test_client_processes.py)
     assert split_evenly(10, 3) == [4, 3, 3] and sum(split_evenly(1024, 2)) == 1024
 
 

@@ -120,6 +120,6 @@ def test_console_shows_the_client_processes():
     one = {"summary": base, "client": {"processes": 1, "read_lag_ms": {"p99": 0.25},
                                        "cpu_share": 0.12}}
     assert _rows(one)["client"] == "1 process, read lag p99 0.250 ms, busiest CPU 12%"
-    two = {"summary": base, "client": {"processes": 2, "workers": [{}, {}]}}
-    assert _rows(two)["client"] == "2 processes"
+    two = {"summary": base, "client": {"processes": 2, "workers": [{}, {}], "reader": "c"}}
+    assert _rows(two)["client"] == "2 processes (C reader)"
     assert "client" not in _rows({"summary": base})
