@@ -187,6 +187,28 @@ def drive(
     return records
 
 
+def cpu_ticks() -> tuple[int, int] | None:
+    """(steal, total) CPU time of the machine so far, in clock ticks, from ``/proc/stat``;
+    None where it cannot be read. Steal is time the hypervisor ran something else while this
+    virtual machine's vCPUs wanted to run."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    if len(fields) < 8:
+        return None
+    return fields[7], sum(fields[:8])  # user nice system idle iowait irq softirq steal
+
+
+def steal_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> float | None:
+    """Percent of all CPU time between two :func:`cpu_ticks` readings that was stolen:
+    100 * d(steal) / d(total); None if either reading is missing or no time passed."""
+    if before is None or after is None or after[1] <= before[1]:
+        return None
+    return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
+
+
 def cpu_pressure() -> float | None:
     """Share of the last 10 s in which some runnable task waited for a CPU (Linux PSI
     ``/proc/pressure/cpu`` "some avg10", percent); None where the kernel does not report it.
@@ -217,6 +239,7 @@ def calibrate_point(
     get_json(f"{server.url}/truth/reset")
     prefix = f"cal-c{concurrency}-"
     health: dict[str, Any] = {}
+    ticks = cpu_ticks()
     records = drive(
         server.url,
         concurrency,
@@ -235,6 +258,7 @@ def calibrate_point(
     report["processes"] = processes
     report["client"] = health
     report["cpu_pressure_pct"] = cpu_pressure()
+    report["cpu_steal_pct"] = steal_pct(ticks, cpu_ticks())
     report["num_requests"] = num_requests
     return report
 

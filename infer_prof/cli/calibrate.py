@@ -71,12 +71,14 @@ def calibrate_command(
     def progress(rep: dict[str, Any]) -> None:
         cl = rep.get("client") or {}
         lag = (cl.get("read_lag_ms") or {}).get("p99")
+        steal = rep.get("cpu_steal_pct")
         err.print(
             f"concurrency {rep['concurrency']}: {rep['matched_requests']} requests matched; "
             f"client: {rep.get('processes', 1)} process(es), {cl.get('reader', '?')} reader, "
             f"CPU {cl.get('cpu_s', 0):.1f} s, "
             f"read lag p99 {'n/a' if lag is None else f'{lag:.2f} ms'}; CPU pressure from "
             f"all work on the machine (PSI avg10) {rep.get('cpu_pressure_pct')}%"
+            + (f"; CPU stolen by the hypervisor {steal:.1f}%" if steal is not None else "")
         )
 
     reports = run_calibration(

@@ -49,3 +49,13 @@ def test_trusted_up_to_stops_at_the_first_level_that_misses():
     assert trusted_up_to(levels) == 512
     assert trusted_up_to([{"concurrency": 1, "misses": ["req/s"]}]) is None
     assert trusted_up_to([]) is None
+
+
+def test_steal_share_between_two_readings():
+    from infer_prof.calibrate import cpu_ticks, steal_pct
+
+    assert steal_pct((10, 1000), (60, 2000)) == 5.0  # 50 of 1000 ticks stolen
+    assert steal_pct((10, 1000), (10, 1000)) is None  # no time passed
+    assert steal_pct(None, (10, 1000)) is None
+    now = cpu_ticks()  # Linux: real counters from /proc/stat
+    assert now is not None and 0 <= now[0] <= now[1]
