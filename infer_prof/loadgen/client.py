@@ -576,7 +576,8 @@ async def _exchange(
         return parser.at_chunk_boundary
 
     def failed(errno: int) -> None:
-        fail("connection_error", f"{errno and os.strerror(errno)} (errno {errno})")
+        reason = os.strerror(errno) if errno else "receive failed"
+        fail("connection_error", f"{reason} (errno {errno})")
 
     lags = stats.read_lag_ns if stats is not None else []
     reader = make_reader(sock, chunk_ns, chunk_tokens, lags, general, failed, on_token)

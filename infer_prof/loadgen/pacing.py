@@ -86,7 +86,12 @@ class SendPacer:
                     self.used += 1
             else:
                 self.used += 1
-                w()
+                try:
+                    w()
+                except Exception as exc:  # one bad callback must not stop every later send
+                    loop.call_exception_handler(
+                        {"message": "paced callback failed", "exception": exc}
+                    )
         if self.waiters or self.used:
             loop.call_soon(self._next_turn, loop)
         else:

@@ -113,3 +113,25 @@ def test_run_shares_the_budget_with_turn():
         return len(ran)
 
     assert asyncio.run(main()) == 1
+
+
+def test_a_failing_deferred_call_does_not_stop_the_pacer():
+    async def main() -> list[str]:
+        loop = asyncio.get_running_loop()
+        errors: list[str] = []
+        loop.set_exception_handler(lambda _loop, ctx: errors.append(ctx["message"]))
+        pacer = SendPacer(per_turn=1)
+        await pacer.turn()  # this turn's budget is used: what follows is deferred
+
+        def boom() -> None:
+            raise RuntimeError("bad response")
+
+        pacer.run(boom)
+        ran: list[str] = []
+        pacer.run(lambda: ran.append("after"))
+        await asyncio.wait_for(pacer.turn(), timeout=1.0)  # still passes
+        for _ in range(3):
+            await asyncio.sleep(0)
+        return errors + ran
+
+    assert asyncio.run(main()) == ["paced callback failed", "after"]
