@@ -42,16 +42,23 @@ class SendPacer:
         self._turn_scheduled = False
         self.waited = 0  # callers that had to wait at least one turn (for health reports)
 
-    async def turn(self) -> None:
-        """Return when this caller may send."""
-        loop = asyncio.get_running_loop()
+    def _take(self, loop: asyncio.AbstractEventLoop) -> bool:
+        """Take one unit of this turn's budget if there is room and nobody is queued; else
+        count the caller as one that waits. Either way, make sure turns keep coming."""
         if not self._turn_scheduled:
             self._turn_scheduled = True
             loop.call_soon(self._next_turn, loop)
         if self.used < self.per_turn and not self.waiters:
             self.used += 1
-            return
+            return True
         self.waited += 1
+        return False
+
+    async def turn(self) -> None:
+        """Return when this caller may send."""
+        loop = asyncio.get_running_loop()
+        if self._take(loop):
+            return
         fut: asyncio.Future[None] = loop.create_future()
         self.waiters.append(fut)
         try:
@@ -64,16 +71,10 @@ class SendPacer:
     def run(self, fn: Callable[[], None]) -> None:
         """Call ``fn()`` now if this turn has room, else in a later turn (in arrival order,
         sharing the per-turn budget with :meth:`turn`)."""
-        loop = asyncio.get_running_loop()
-        if not self._turn_scheduled:
-            self._turn_scheduled = True
-            loop.call_soon(self._next_turn, loop)
-        if self.used < self.per_turn and not self.waiters:
-            self.used += 1
+        if self._take(asyncio.get_running_loop()):
             fn()
-            return
-        self.waited += 1
-        self.waiters.append(fn)
+        else:
+            self.waiters.append(fn)
 
     def _next_turn(self, loop: asyncio.AbstractEventLoop) -> None:
         # runs once per loop turn, after the loop has polled the sockets
