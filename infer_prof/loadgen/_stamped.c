@@ -206,7 +206,7 @@ static inline long long ns(const struct timespec *ts)
 static PyObject *Reader_call(Reader *self, PyObject *args, PyObject *kwds)
 {
     if (self->general == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "StampedReader was not initialised");
+        PyErr_SetString(PyExc_RuntimeError, "StampedReader is not initialised or closed");
         return NULL;
     }
     union {
@@ -276,6 +276,21 @@ static PyObject *Reader_call(Reader *self, PyObject *args, PyObject *kwds)
     Py_RETURN_NONE;
 }
 
+static PyObject *Reader_close(Reader *self, PyObject *Py_UNUSED(ignored))
+{
+    /* Drop the callbacks: they are closures that refer back to this reader, a reference cycle
+     * per request that only the (paused) garbage collector could free. */
+    Py_CLEAR(self->general);
+    Py_CLEAR(self->failed);
+    Py_CLEAR(self->on_token);
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Reader_methods[] = {
+    {"close", (PyCFunction)Reader_close, METH_NOARGS,
+     "Forget the callbacks (the request is over); later calls raise."},
+    {NULL, NULL, 0, NULL}};
+
 static PyMemberDef Reader_members[] = {
     {"fd", T_INT, offsetof(Reader, fd), READONLY, "the socket's file descriptor"},
     {"fast", T_INT, offsetof(Reader, fast), 0, "1 while the HTTP parser is at a chunk boundary"},
@@ -295,6 +310,7 @@ static PyTypeObject ReaderType = {
     .tp_clear = (inquiry)Reader_clear,
     .tp_call = (ternaryfunc)Reader_call,
     .tp_members = Reader_members,
+    .tp_methods = Reader_methods,
 };
 
 static PyObject *py_match_token_chunk(PyObject *mod, PyObject *arg)

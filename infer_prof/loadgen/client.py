@@ -122,6 +122,12 @@ class PyStampedReader:
         self._recv = sock.recvmsg_into
         self._args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, report_every)
 
+    def close(self) -> None:
+        """Forget the callbacks (the request is over): they are closures that refer back to
+        this reader, a reference cycle per request that only the (paused) garbage collector
+        could free."""
+        self._args = None  # type: ignore[assignment]
+
     def __call__(self) -> None:
         # The hot path: one call per received segment, 68k/s at 1024 streams on a machine
         # where a Python-level call costs ~0.3 us, so it is kept flat on purpose.
@@ -599,6 +605,7 @@ async def _exchange(
     finally:
         timer.cancel()
         loop.remove_reader(fd)
+        reader.close()
         if record.output_tokens is None and reader.last_ct:
             record.output_tokens = reader.last_ct  # cut off mid-stream: the last usage seen
         if on_token is not None:

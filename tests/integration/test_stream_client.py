@@ -8,6 +8,7 @@ several events share a read or a stream is cut off.
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import time
 
@@ -178,3 +179,32 @@ def test_a_final_read_parsed_later_keeps_its_arrival_time_and_gives_the_same_rec
     assert rec.done_ns == rec.chunk_ns[-1]
     assert parsed_at[0] - rec.done_ns >= 45_000_000
     assert rec.done_ns - rec.send_ns < plain.done_ns - plain.send_ns + 20_000_000
+
+
+def test_finished_requests_leave_no_reference_cycles(synthetic):
+    """Runs pause the garbage collector while timing, so a request must be freed by reference
+    counting alone: a cycle per request (reader <-> its callbacks) would grow the client's
+    memory by every request of a long run."""
+    server = synthetic(ttft_ms=1.0, itl_ms=0.2, tokens=8)
+
+    async def requests(n: int) -> None:
+        endpoint = Endpoint.from_url(server.url)
+        family, addr = await resolve(endpoint)
+        conn = StreamConnection(addr, family)
+        pacer = SendPacer()
+        request = build_completion_request(endpoint, "synthetic", [1] * 4, 8)
+        for i in range(n):
+            rec = RequestRecord(index=i, input_len=4, max_tokens=8)
+            await stream_request(conn, request, rec, 5.0, None, ReadStats(), pacer)
+            assert rec.ok and rec.output_tokens == 8, rec.error_detail
+        conn.close()
+
+    asyncio.run(requests(3))  # imports and first-use caches
+    gc.collect()
+    gc.disable()
+    try:
+        asyncio.run(requests(50))
+        unreachable = gc.collect()
+    finally:
+        gc.enable()
+    assert unreachable <= 5  # 50 requests; one cycle each would leave 1,700 objects here
