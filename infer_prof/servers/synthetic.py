@@ -466,8 +466,8 @@ def main(argv: list[str] | None = None) -> None:
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
     # No collector pauses: a full collection of the truth records stalls sends for milliseconds
     # and then releases them as one burst, which a client 2 cores share with this server then
-    # has to read at once. Everything here is freed by reference counting (a finished stream
-    # drops its connection's reference to it).
+    # has to read at once. A finished stream is freed by reference counting (it drops its
+    # connection's reference to it); the server lives only as long as the run that started it.
     gc.freeze()
     gc.disable()
     try:
