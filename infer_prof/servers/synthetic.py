@@ -232,20 +232,8 @@ class SyntheticServer:
                 continue
             s.sent = n
             data = s.prefix + _EVENT_TAIL % (n, s.prompt_tokens + n)
-            payload = b"%x\r\n%s\r\n" % (len(data), data)
-            conn = s.conn
-            if conn.pending:
-                conn.pending += payload
-            else:
-                try:
-                    sent = conn.sock.send(payload)
-                except BlockingIOError:
-                    sent = 0
-                except OSError:
-                    conn.close()
-                    continue
-                if sent < len(payload):
-                    conn.queue(payload[sent:])
+            if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data)):
+                continue  # the connection is gone; closing it finished the stream
             s.send_ns.append(perf_ns())
             due = s.arrival_ns + ttft + n * itl
             s.due_ns = due
