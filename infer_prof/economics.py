@@ -104,7 +104,12 @@ def cost_block(
 
 
 def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) -> dict[str, Any]:
-    """Energy over the measured window and joules per output token (null without NVML)."""
+    """Energy over the measured window and joules per output token (null without NVML).
+
+    Also the clock state: ``power_capped`` (the clocks sat at the board's power limit, normal
+    under full load) and ``throttled`` / ``throttle_reasons`` (thermal or hardware slowdowns: a
+    warning); see ``telemetry.nvml.summarize_gpu``.
+    """
     total = (telemetry_gpu or {}).get("total") or {}
     energy = total.get("energy_j")
     source: str | None = "nvml_energy_counter"
@@ -117,7 +122,9 @@ def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) 
         "source": source,
         "joules_per_output_token": joules_per_token(energy, summary.get("total_output_tokens")),
         "mean_power_w": total.get("power_w_mean"),
+        "power_capped": total.get("power_capped"),
         "throttled": total.get("throttled"),
+        "throttle_reasons": total.get("throttle_reasons"),
         "reason": None
         if energy is not None
         else (telemetry_gpu or {}).get("reason") or "no energy reading",

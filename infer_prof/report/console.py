@@ -98,6 +98,24 @@ def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     return [("client", ", ".join(parts))]
 
 
+def _clock_rows(energy: dict[str, Any]) -> list[tuple[str, str]]:
+    """GPU clock state: a power cap is normal under load (said plainly); a thermal or hardware
+    slowdown is a warning (its reasons named)."""
+    rows: list[tuple[str, str]] = []
+    if energy.get("throttled"):
+        reasons = ", ".join(energy.get("throttle_reasons") or []) or "slowdown"
+        rows.append(
+            (
+                "WARNING GPU THROTTLED",
+                f"{reasons}: clocks pulled below the power limit (heat or hardware); "
+                "throughput is below this GPU's normal",
+            )
+        )
+    if energy.get("power_capped"):
+        rows.append(("GPU power", "at its power cap (sw_power_cap): normal under full load"))
+    return rows
+
+
 def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     """Precision, cost, energy and roofline rows (each says why when it is not available)."""
     rows: list[tuple[str, str]] = []
@@ -137,10 +155,9 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     if energy.get("energy_j") is not None:
         per_token = fmt_value(energy.get("joules_per_output_token"), 3)
         rows.append(("energy (J) / J per output token", f"{energy['energy_j']:,.0f} / {per_token}"))
-        if energy.get("throttled"):
-            rows.append(("GPU throttled", "YES"))
     elif energy:
         rows.append(("energy", f"n/a ({energy.get('reason')})"))
+    rows.extend(_clock_rows(energy))
     roof = result.get("roofline") or {}
     if roof.get("available"):
         rows.append(

@@ -36,17 +36,22 @@ CLOCK_EVENT_REASON_BITS: tuple[tuple[int, str], ...] = (
     (0x0400, "reliability"),
 )
 
-# Reasons that mean the clocks were held below what the work asked for. Idle, application or
-# display clock settings and sync boost are not throttling.
+# Clocks held at the board's power limit: what a GPU does under full load (a saturated H100 SXM
+# sits at its 700 W cap all the time). Reported as ``power_capped``; normal operation, not a
+# warning.
+POWER_CAP_REASONS: frozenset[str] = frozenset({"sw_power_cap"})
+
+# Thermal and hardware slowdowns: the clocks were pulled below what the power limit allows
+# (overheating, a hardware slowdown signal, the external power brake). The run did not get the
+# GPU's normal speed: reported as ``throttled``, a warning. Idle, application or display clock
+# settings, sync boost and the board/reliability design limits are neither: they are listed in
+# ``clock_event_reasons`` only.
 THROTTLE_REASONS: frozenset[str] = frozenset(
     {
-        "sw_power_cap",
         "hw_slowdown",
         "sw_thermal_slowdown",
         "hw_thermal_slowdown",
         "hw_power_brake_slowdown",
-        "board_limit",
-        "reliability",
     }
 )
 
@@ -84,8 +89,11 @@ SUMMARY_KEYS: tuple[str, ...] = (
     "mem_clock_mhz_mean",
     "temp_c_max",
     "clock_event_reasons",
+    "power_capped",
+    "power_cap_fraction",
     "throttle_reasons",
     "throttled",
+    "throttled_fraction",
 )
 
 
@@ -428,9 +436,13 @@ def summarize_gpu(
       resets handled; ``None`` where the GPU has no energy counter or a boundary read failed.
     - ``energy_j_integrated``: trapezoid integral of power (W) over the window's samples, J;
       an estimate from samples, labelled as such, reported beside the counter's figure.
-    - ``clock_event_reasons``: every reason seen in the window (sorted); ``throttle_reasons``:
-      those of them that hold clocks down (``THROTTLE_REASONS``); ``throttled``: any such
-      reason seen; ``None`` where the reasons could not be read.
+    - ``clock_event_reasons``: every reason seen in the window (sorted).
+    - ``power_capped``: the clocks were held at the board's power limit (``sw_power_cap``) in
+      some sample; ``power_cap_fraction``: share of the window's samples with it set. Normal
+      under full load, not a slowdown.
+    - ``throttle_reasons``: the thermal and hardware slowdowns seen (``THROTTLE_REASONS``);
+      ``throttled``: any seen (a warning); ``throttled_fraction``: share of samples with one.
+      Each ``None`` where the reasons could not be read.
     - ``samples``: samples in the window; ``window_s``: time from its first to its last sample.
     """
     t: list[float] = series["t_s"]
@@ -446,6 +458,13 @@ def summarize_gpu(
     for m in masks:
         seen.update(decode_clock_event_reasons(m))
     throttle = sorted(seen & THROTTLE_REASONS)
+
+    def share(reasons: frozenset[str]) -> float | None:
+        if not masks:
+            return None
+        hits = sum(1 for m in masks if reasons & set(decode_clock_event_reasons(m)))
+        return hits / len(masks)
+
     return {
         "samples": len(idx),
         "window_s": (tw[-1] - tw[0]) if tw else None,
@@ -461,16 +480,21 @@ def summarize_gpu(
         "mem_clock_mhz_mean": ts.time_weighted_mean(tw, col("mem_clock_mhz")),
         "temp_c_max": ts.maximum(col("temp_c")),
         "clock_event_reasons": sorted(seen) if masks else None,
+        "power_capped": bool(seen & POWER_CAP_REASONS) if masks else None,
+        "power_cap_fraction": share(POWER_CAP_REASONS),
         "throttle_reasons": throttle if masks else None,
         "throttled": bool(throttle) if masks else None,
+        "throttled_fraction": share(THROTTLE_REASONS),
     }
 
 
 def summarize_total(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """All GPUs together: sums of energy and mean power, and whether any GPU throttled.
+    """All GPUs together: sums of energy and mean power, whether any GPU was power-capped and
+    whether any GPU throttled (thermal or hardware slowdown).
 
     A sum is ``None`` unless every GPU has the figure (a partial sum would under-state it);
-    ``throttled`` is True if any GPU throttled, ``None`` if no GPU's reasons could be read.
+    ``power_capped`` / ``throttled`` are True if any GPU's are, ``None`` if no GPU's reasons
+    could be read; ``throttle_reasons`` is the union of the GPUs' slowdown reasons.
     """
 
     def total(key: str) -> float | None:
@@ -479,11 +503,19 @@ def summarize_total(summaries: Sequence[dict[str, Any]]) -> dict[str, Any]:
             return None
         return float(sum(vals))
 
-    flags = [s["throttled"] for s in summaries if s["throttled"] is not None]
+    def any_of(key: str) -> bool | None:
+        flags = [s[key] for s in summaries if s.get(key) is not None]
+        return any(flags) if flags else None
+
+    read = [s for s in summaries if s.get("throttle_reasons") is not None]
     return {
         "gpus": len(summaries),
         "energy_j": total("energy_j"),
         "energy_j_integrated": total("energy_j_integrated"),
         "power_w_mean": total("power_w_mean"),
-        "throttled": any(flags) if flags else None,
+        "power_capped": any_of("power_capped"),
+        "throttled": any_of("throttled"),
+        "throttle_reasons": sorted({r for s in read for r in s["throttle_reasons"]})
+        if read
+        else None,
     }

@@ -16,6 +16,8 @@ from typing import Any
 import pynvml
 import pytest
 
+from infer_prof.economics import energy_block
+from infer_prof.report.console import totals_table
 from infer_prof.telemetry.nvml import NvmlSampler, decode_clock_event_reasons
 
 GIB = 1024**3
@@ -234,8 +236,13 @@ def test_window_summary_of_a_fully_supported_gpu() -> None:
     assert summary["temp_c_max"] == 75.0  # the 90 C after the window does not count
     # gpu_idle before and after the window is not in it; 0x4 and 0x44 are.
     assert summary["clock_event_reasons"] == ["hw_thermal_slowdown", "sw_power_cap"]
-    assert summary["throttle_reasons"] == ["hw_thermal_slowdown", "sw_power_cap"]
+    # The power cap is reported apart: only the thermal slowdown is throttling.
+    # Window masks 0x0, 0x4, 0x44: power cap in 2 of 3 samples, a slowdown in 1 of 3.
+    assert summary["power_capped"] is True
+    assert summary["power_cap_fraction"] == pytest.approx(2 / 3, rel=1e-12)
+    assert summary["throttle_reasons"] == ["hw_thermal_slowdown"]
     assert summary["throttled"] is True
+    assert summary["throttled_fraction"] == pytest.approx(1 / 3, rel=1e-12)
 
 
 def test_unsupported_fields_are_null_for_that_gpu_only() -> None:
@@ -262,6 +269,9 @@ def test_unsupported_fields_are_null_for_that_gpu_only() -> None:
     assert summary["clock_event_reasons"] == []
     assert summary["throttle_reasons"] == []
     assert summary["throttled"] is False
+    assert summary["power_capped"] is False
+    assert summary["power_cap_fraction"] == 0.0
+    assert summary["throttled_fraction"] == 0.0
 
 
 def test_total_needs_every_gpu() -> None:
@@ -272,6 +282,8 @@ def test_total_needs_every_gpu() -> None:
     assert total["energy_j_integrated"] == 1100.0
     assert total["power_w_mean"] == pytest.approx(800.0 / 3.0 + 100.0, rel=1e-12)
     assert total["throttled"] is True
+    assert total["throttle_reasons"] == ["hw_thermal_slowdown"]
+    assert total["power_capped"] is True
 
 
 def test_without_marks_the_window_is_the_whole_run() -> None:
@@ -304,6 +316,73 @@ def test_energy_counter_reset_inside_the_window() -> None:
     fake.values = [gpu0(150_000, 100_000, 10, 1, 1000, 30, 0)]
     summary = s.stop()["gpus"][0]["summary"]
     assert summary["energy_j"] == (50_000 + 100_000) / 1000
+
+
+def _masks_summary(masks: list[int]) -> dict[str, Any]:
+    """One H100 whose marked window holds one sample per mask, 1 s apart; the samples before
+    (start) and after (stop) the window read gpu_idle and do not count."""
+    fake = FakeNvml(TWO_GPUS[:1])
+    clock = Clock(0)
+    s = NvmlSampler(interval_s=HOUR, nvml=fake, clock=clock)
+    fake.values = [gpu0(0, 60_000, 0, 70, 345, 40, 0x1)]
+    s.start()
+    for i, mask in enumerate(masks):
+        clock.now = (i + 1) * 1_000_000_000
+        fake.values = [gpu0(0, 690_000, 100, 70, 1755, 60, mask)]
+        if i == 0:
+            s.mark_window_start()
+        elif i == len(masks) - 1:
+            s.mark_window_end()
+        else:
+            s.sample_now()
+    clock.now = (len(masks) + 1) * 1_000_000_000
+    fake.values = [gpu0(0, 60_000, 0, 70, 345, 40, 0x1)]
+    result = s.stop()
+    summary: dict[str, Any] = result["gpus"][0]["summary"]
+    assert summary["samples"] == len(masks)
+    summary["total"] = result["total"]
+    return summary
+
+
+def test_a_saturated_h100_at_its_power_cap_is_not_throttled() -> None:
+    """What every saturated H100 SXM run shows: sw_power_cap (0x4) in every sample, at 700 W."""
+    summary = _masks_summary([0x4, 0x4, 0x4, 0x4])
+    assert summary["clock_event_reasons"] == ["sw_power_cap"]
+    assert summary["power_capped"] is True
+    assert summary["power_cap_fraction"] == 1.0
+    assert summary["throttled"] is False
+    assert summary["throttle_reasons"] == []
+    assert summary["throttled_fraction"] == 0.0
+    assert summary["total"]["throttled"] is False
+    assert summary["total"]["power_capped"] is True
+
+
+@pytest.mark.parametrize(
+    ("bit", "name"),
+    [
+        (0x08, "hw_slowdown"),
+        (0x20, "sw_thermal_slowdown"),
+        (0x40, "hw_thermal_slowdown"),
+        (0x80, "hw_power_brake_slowdown"),
+    ],
+)
+def test_thermal_and_hardware_slowdowns_are_throttling(bit: int, name: str) -> None:
+    # at the cap in all four samples, the slowdown in the last two
+    summary = _masks_summary([0x4, 0x4, 0x4 | bit, 0x4 | bit])
+    assert summary["throttled"] is True
+    assert summary["throttle_reasons"] == [name]
+    assert summary["throttled_fraction"] == 0.5
+    assert summary["power_capped"] is True
+    assert summary["total"]["throttle_reasons"] == [name]
+
+
+def test_design_limits_and_clock_settings_are_neither() -> None:
+    # gpu_idle, applications clocks, sync boost, display clocks, board limit, reliability
+    summary = _masks_summary([0x1, 0x2, 0x10, 0x100 | 0x200 | 0x400])
+    assert summary["throttled"] is False
+    assert summary["throttled_fraction"] == 0.0
+    assert summary["power_capped"] is False
+    assert "board_limit" in summary["clock_event_reasons"]
 
 
 def test_deprecated_throttle_reasons_function_is_the_fallback() -> None:
@@ -341,6 +420,9 @@ def test_reasons_unreadable_means_throttled_is_null() -> None:
     summary = s.stop()["gpus"][0]["summary"]
     assert summary["clock_event_reasons"] is None
     assert summary["throttled"] is None
+    assert summary["power_capped"] is None
+    assert summary["power_cap_fraction"] is None
+    assert summary["throttled_fraction"] is None
 
 
 def _raise_not_supported(h: int) -> int:
@@ -362,7 +444,9 @@ def test_no_driver_means_unavailable_and_null() -> None:
         "energy_j": None,
         "energy_j_integrated": None,
         "power_w_mean": None,
+        "power_capped": None,
         "throttled": None,
+        "throttle_reasons": None,
     }
     assert fake.calls == {}
 
@@ -427,3 +511,33 @@ def test_real_nvml_on_this_machine() -> None:
         assert result["reason"]
         assert result["gpus"] == []
         assert all(v is None for k, v in result["total"].items() if k != "gpus")
+
+
+def _console_rows(masks: list[int]) -> dict[str, str]:
+    """The console's totals rows for a run whose NVML window held these masks."""
+    summary = _masks_summary(masks)
+    telemetry_gpu = {"available": True, "total": summary["total"]}
+    run = {"total_output_tokens": 1000}
+    result = {
+        "summary": {
+            "requests_completed": 1,
+            "requests_failed": 0,
+            "request_throughput": 1.0,
+            "output_throughput": 1.0,
+            "total_throughput": 1.0,
+        },
+        "energy": energy_block(telemetry_gpu, run),
+    }
+    t = totals_table(result)
+    return dict(zip(t.columns[0].cells, t.columns[1].cells, strict=True))
+
+
+def test_console_says_power_cap_plainly_and_warns_only_on_slowdowns() -> None:
+    capped = _console_rows([0x4, 0x4, 0x4])
+    assert capped["GPU power"].startswith("at its power cap (sw_power_cap): normal")
+    assert not any("THROTTL" in k or "WARNING" in k for k in capped)
+    hot = _console_rows([0x4, 0x44, 0x44])
+    assert hot["WARNING GPU THROTTLED"].startswith("hw_thermal_slowdown: ")
+    assert "GPU power" in hot
+    idle = _console_rows([0x0, 0x0])
+    assert not any("THROTTL" in k or k == "GPU power" for k in idle)
