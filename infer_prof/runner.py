@@ -66,7 +66,7 @@ from infer_prof.servers.http_get import http_get, served_model_names
 from infer_prof.servers.vllm_server import ServerStartError, VllmServer, log_tail
 from infer_prof.store import make_run_id, result_paths, safe_name, write_requests, write_result
 from infer_prof.telemetry.nvml import NvmlSampler
-from infer_prof.telemetry.prometheus import MetricsScraper
+from infer_prof.telemetry.prometheus import MetricsScraper, mark_not_counted
 
 HISTORY_DB = "history.sqlite"
 
@@ -443,7 +443,14 @@ def build_result(
     summary = summarize_run(records)
     sdict = summary.to_dict()
     energy = energy_block(telemetry.get("gpu"), sdict)
-    metrics_summary = (telemetry.get("server_metrics") or {}).get("summary") or {}
+    scraped = telemetry.get("server_metrics") or {}
+    if scraped.get("summary"):  # a counter the server did not count is null, not 0
+        scraped["summary"] = mark_not_counted(
+            scraped["summary"],
+            sess.server.command() if sess.server else None,
+            sdict.get("total_output_tokens"),
+        )
+    metrics_summary = scraped.get("summary") or {}
     mean_batch = metrics_summary.get("running_mean") or None
     precision = (
         sess.plan.precision

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 from infer_prof.core import timeseries as ts
+from infer_prof.core.counters import flag_enabled, not_counted_reason
 from infer_prof.core.prometheus_text import (
     Samples,
     max_samples,
@@ -25,7 +26,15 @@ from infer_prof.core.prometheus_text import (
     sum_samples,
 )
 
-__all__ = ["GAUGES", "COUNTERS", "MetricsScraper", "extract_vllm", "parse_prometheus_text"]
+__all__ = [
+    "GAUGES",
+    "COUNTERS",
+    "FLAG_GATED",
+    "MetricsScraper",
+    "extract_vllm",
+    "mark_not_counted",
+    "parse_prometheus_text",
+]
 
 # Series key -> (metric names, newest first; how label sets combine).
 # vLLM's kv_cache_usage_perc is a fraction (1.0 = full), despite its name; with several engines
@@ -46,6 +55,14 @@ COUNTERS: dict[str, tuple[str, ...]] = {
     "estimated_read_bytes_per_gpu_total": ("vllm:estimated_read_bytes_per_gpu_total",),
 }
 SERIES_KEYS: tuple[str, ...] = ("t_s", *GAUGES, *COUNTERS)
+# Summary key -> (series key, the vLLM flag without which the counter stays at 0). Such a
+# figure is null with ``<key>_reason`` when it was not counted (see ``core.counters``).
+FLAG_GATED: dict[str, tuple[str, str]] = {
+    "estimated_read_bytes_per_gpu": (
+        "estimated_read_bytes_per_gpu_total",
+        "--enable-mfu-metrics",
+    ),
+}
 
 
 def extract_vllm(samples: Samples) -> dict[str, float | None]:
@@ -72,7 +89,9 @@ def summarize_metrics(
     window's scrapes). Counters: increase from the window's first scrape to its last, resets
     handled (``core.timeseries.counter_increase``); ``None`` if the metric is absent there.
     ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries.
-    ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines).
+    ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines);
+    ``estimated_read_bytes_per_gpu_reason`` says why it is null (not exposed, not read at the
+    window's edges); :func:`mark_not_counted` nulls it where the server did not count it.
     """
     t: list[float] = series["t_s"]
     idx = ts.window_indices(t, start_s, end_s)
@@ -96,10 +115,44 @@ def summarize_metrics(
         "prefix_cache_hits": hits,
         "prefix_cache_queries": queries,
         "prefix_cache_hit_rate": ts.ratio(hits, queries),
-        "estimated_read_bytes_per_gpu": ts.counter_increase(
-            col("estimated_read_bytes_per_gpu_total")
-        ),
     }
+    for key, (series_key, _) in FLAG_GATED.items():
+        values = col(series_key)
+        out[key] = ts.counter_increase(values)
+        out[f"{key}_reason"] = None
+        if out[key] is None and values:  # (no scrape at all: the scraper's reason says why)
+            out[f"{key}_reason"] = (
+                f"not read at the window's first or last scrape of {_metric_name(series_key)}"
+                if any(v is not None for v in values)
+                else f"the server does not expose {_metric_name(series_key)}"
+            )
+    return out
+
+
+def _metric_name(series_key: str) -> str:
+    return COUNTERS[series_key][0]
+
+
+def mark_not_counted(
+    summary: dict[str, Any], launch_args: list[str] | None, output_tokens: int | None
+) -> dict[str, Any]:
+    """``summary`` (of :func:`summarize_metrics`) with each flag-gated counter that the server
+    did not count set to null and its reason in ``<key>_reason`` (``core.counters`` has the
+    rule). ``launch_args``: the server's command line when infer-prof started it, ``None`` for
+    an endpoint it did not start; ``output_tokens``: tokens generated in the window.
+    """
+    out = dict(summary)
+    for key, (series_key, flag) in FLAG_GATED.items():
+        reason = not_counted_reason(
+            out.get(key),
+            _metric_name(series_key),
+            flag,
+            flag_enabled(launch_args, flag),
+            output_tokens,
+        )
+        if reason is not None:
+            out[key] = None
+            out[f"{key}_reason"] = reason
     return out
 
 

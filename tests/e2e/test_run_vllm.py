@@ -97,10 +97,43 @@ def test_run_tiny_llama_end_to_end(tmp_path):
     assert metrics["available"] is True and metrics["scrapes_ok"] >= 1
     assert metrics["summary"]["running_max"] >= 1
     assert metrics["summary"]["prefix_cache_queries"] > 0
+    # vLLM serves this counter at 0.0 unless started with --enable-mfu-metrics: null, not 0
+    assert 0.0 in metrics["series"]["estimated_read_bytes_per_gpu_total"]
+    assert metrics["summary"]["estimated_read_bytes_per_gpu"] is None
+    assert "--enable-mfu-metrics" in metrics["summary"]["estimated_read_bytes_per_gpu_reason"]
     gpu = result["telemetry"]["gpu"]
     if not result["environment"]["gpus"]:
         assert gpu["available"] is False and gpu["reason"]
     assert server_pids(name) == []  # the server is gone
+
+
+def test_mfu_metrics_flag_makes_the_read_bytes_counter_count(tmp_path):
+    """With --enable-mfu-metrics vLLM counts its estimated bytes read; the figure stands."""
+    out = tmp_path / "run.json"
+    proc = infer_prof(
+        "run",
+        "--model",
+        "tiny-llama",
+        "-c",
+        "2",
+        "-n",
+        "10",
+        "--input-len",
+        "16",
+        "--output-len",
+        "16",
+        "--warmup-requests",
+        "1",
+        "--output",
+        str(out),
+        "--no-progress",
+        "--engine-arg=--enable-mfu-metrics",
+    )
+    _, stderr = proc.communicate(timeout=900)
+    assert proc.returncode == 0, stderr[-3000:]
+    summary = load_result(out)["telemetry"]["server_metrics"]["summary"]
+    assert summary["estimated_read_bytes_per_gpu"] > 0
+    assert summary["estimated_read_bytes_per_gpu_reason"] is None
 
 
 def test_server_that_fails_to_start_reports_its_log_quickly(tmp_path):

@@ -20,7 +20,12 @@ from infer_prof.core.prometheus_text import (
     parse_prometheus_text,
     sum_samples,
 )
-from infer_prof.telemetry.prometheus import MetricsScraper, extract_vllm, metrics_url
+from infer_prof.telemetry.prometheus import (
+    MetricsScraper,
+    extract_vllm,
+    mark_not_counted,
+    metrics_url,
+)
 
 # As vLLM 0.1x's prometheus_client renders it (abridged), with two engines (data parallel).
 VLLM_METRICS = r"""# HELP python_gc_objects_collected_total Objects collected during gc
@@ -135,7 +140,7 @@ def test_extract_vllm_figures() -> None:
         "preemptions_total": 3.0,
         "prefix_cache_hits_total": 1024.0,
         "prefix_cache_queries_total": 5120.0,
-        "estimated_read_bytes_per_gpu_total": None,  # MFU metrics off: absent, not 0
+        "estimated_read_bytes_per_gpu_total": None,  # absent from this page: None, not 0
     }
 
 
@@ -331,6 +336,10 @@ def test_scraper_window_summary(scripted: tuple[dict, MetricsServer]) -> None:
     assert summary["prefix_cache_queries"] == 2500.0
     assert summary["prefix_cache_hit_rate"] == 0.24
     assert summary["estimated_read_bytes_per_gpu"] == 5e9
+    assert summary["estimated_read_bytes_per_gpu_reason"] is None
+    # it counted: nothing to null, whoever started the server
+    for args in (None, ["--model", "m"]):
+        assert mark_not_counted(summary, args, 1000)["estimated_read_bytes_per_gpu"] == 5e9
 
 
 def test_scraper_without_queries_has_no_hit_rate() -> None:
@@ -392,3 +401,60 @@ def test_scraper_thread_polls_on_its_own() -> None:
     assert len(series["t_s"]) >= 6
     assert series["t_s"] == sorted(series["t_s"])
     assert series["running"] == [float(min(i, 9)) for i in range(len(series["t_s"]))]
+
+
+def _scrape_three(pages: list[str | None]) -> dict:
+    """Scrape ``pages`` from a real HTTP server: start, window start, window end."""
+    with MetricsServer(pages) as server:
+        scraper = MetricsScraper(server.url, interval_s=3600.0)
+        scraper.start()
+        scraper.mark_window_start()
+        scraper.mark_window_end()
+        summary: dict = scraper.stop()["summary"]
+    return summary
+
+
+def busy(read_bytes: float) -> str:
+    return page((0.5, 0.5), (8, 8), (0, 0), preemptions=0, hits=0, queries=10, read_bytes=read_bytes)
+
+
+def test_counter_that_stays_zero_while_working_is_null_with_its_reason() -> None:
+    """What vLLM 0.26 serves without --enable-mfu-metrics: the counter is there and reads 0.0
+    throughout, while 16 requests run."""
+    summary = _scrape_three([busy(0.0)] * 4)
+    assert summary["estimated_read_bytes_per_gpu"] == 0.0  # the raw increase
+    assert summary["running_max"] == 16.0
+    # --endpoint run (launch flags unknown), 4,096 tokens generated in the window
+    endpoint = mark_not_counted(summary, None, 4096)
+    assert endpoint["estimated_read_bytes_per_gpu"] is None
+    assert "stayed at 0 while 4,096 output tokens" in endpoint["estimated_read_bytes_per_gpu_reason"]
+    # infer-prof started vLLM without the flag
+    launched = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
+    started = mark_not_counted(summary, launched, 4096)
+    assert started["estimated_read_bytes_per_gpu"] is None
+    assert "--engine-arg=--enable-mfu-metrics" in started["estimated_read_bytes_per_gpu_reason"]
+    # the rest of the summary is untouched, and the scraper's own dict is not modified
+    assert started["running_max"] == 16.0
+    assert summary["estimated_read_bytes_per_gpu"] == 0.0
+
+
+def test_counter_that_counts_with_the_flag_stands() -> None:
+    summary = _scrape_three([busy(0.0), busy(2e9), busy(7e9), busy(7e9)])
+    launched = ["python", "-m", "vllm.entrypoints.openai.api_server", "--enable-mfu-metrics"]
+    marked = mark_not_counted(summary, launched, 4096)
+    assert marked["estimated_read_bytes_per_gpu"] == 5e9
+    assert marked["estimated_read_bytes_per_gpu_reason"] is None
+
+
+def test_counter_not_exposed_says_so() -> None:
+    no_counter = "\n".join(
+        ln for ln in busy(0.0).splitlines() if "estimated_read_bytes" not in ln
+    )
+    summary = _scrape_three([no_counter + "\n"] * 4)
+    assert summary["estimated_read_bytes_per_gpu"] is None
+    assert summary["estimated_read_bytes_per_gpu_reason"] == (
+        "the server does not expose vllm:estimated_read_bytes_per_gpu_total"
+    )
+    assert mark_not_counted(summary, None, 4096)["estimated_read_bytes_per_gpu_reason"] == (
+        "the server does not expose vllm:estimated_read_bytes_per_gpu_total"
+    )
