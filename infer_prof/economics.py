@@ -131,6 +131,36 @@ def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) 
     }
 
 
+def decode_batch(
+    metrics_summary: dict[str, Any], client_busy: float | None, asked: int
+) -> tuple[float, str]:
+    """The batch a decode step ran with, and where it came from, best first:
+
+    - ``server_running_busy_mean``: vLLM's running-requests gauge averaged over the time it was
+      above 0 (idle time runs no step; the plain time average would count it as a smaller batch);
+    - ``client_in_flight_busy_mean``: the client's requests in flight, averaged over the time
+      any was (no gauge: a server without vLLM's /metrics);
+    - ``asked_concurrency``: the concurrency asked for (nothing measured).
+    """
+    running = metrics_summary.get("running_busy_mean")
+    if running:
+        return float(running), "server_running_busy_mean"
+    if client_busy:
+        return float(client_busy), "client_in_flight_busy_mean"
+    return float(asked), "asked_concurrency"
+
+
+def decode_step_time(summary: dict[str, Any]) -> tuple[float | None, str | None]:
+    """The time of one decode step (s) and its source: the ITL p50 (``itl_p50``: the typical
+    gap between two tokens of a stream), else the TPOT p50 (``tpot_p50``); ``(None, None)``
+    when neither was measured."""
+    for key, source in (("itl_ms", "itl_p50"), ("tpot_ms", "tpot_p50")):
+        p50 = (summary.get(key) or {}).get("p50")
+        if p50:
+            return p50 / 1000.0, source
+    return None, None
+
+
 def roofline_block(
     spec: ModelSpec | None,
     gpu: GpuSpec | None,
@@ -140,11 +170,15 @@ def roofline_block(
     mean_batch: float | None,
     input_len: int,
     output_len: int,
+    batch_source: str | None = None,
 ) -> dict[str, Any]:
-    """Decode bandwidth ceiling at the batch the server ran, prefill compute ceiling, MBU/MFU.
+    """Decode bandwidth ceiling at the batch the server ran, prefill compute ceiling, window and
+    decode-step MBU, MFU (``core.roofline``).
 
+    ``mean_batch``: sequences per decode step (:func:`decode_batch`, named by ``batch_source``).
     Weight bytes follow the precision the engine ran; KV bytes per token assume a 16-bit cache;
-    the mean context of a decoding sequence is input_len + output_len / 2 tokens.
+    the mean context of a decoding sequence is input_len + output_len / 2 tokens. The decode
+    step time is :func:`decode_step_time`.
     Prefill throughput is the run's prompt tokens over the measured window: an average, so the
     MFU it gives is a lower bound of what prefill reached while it ran.
     """
@@ -160,6 +194,7 @@ def roofline_block(
     )
     duration = summary.get("duration_s")
     prefill_tps = (summary.get("total_prompt_tokens") or 0) / duration if duration else None
+    step_s, step_source = decode_step_time(summary)
     report = roofline_report(
         spec,
         weight_bytes=float(weight_bytes(spec, prec, 1)),
@@ -171,7 +206,10 @@ def roofline_block(
         output_tokens_per_s=summary.get("output_throughput"),
         prefill_tokens_per_s=prefill_tps,
         mean_prompt_len=float(input_len),
+        decode_step_time_s=step_s,
+        decode_step_time_source=step_source,
     )
+    report["batch_source"] = batch_source
     report["available"] = True
     report["precision"] = prec
     report["gpu"] = gpu.key

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.core.gpuspec import GpuSpec
-from infer_prof.core.metrics import RequestRecord, summarize_run
+from infer_prof.core.metrics import RequestRecord, busy_concurrency, summarize_run
 from infer_prof.core.planner import Plan
 from infer_prof.core.slo import Slo, SloError, evaluate_slos, parse_slos, slos_from_mapping
 from infer_prof.core.stats import summary_dict
@@ -27,7 +27,7 @@ from infer_prof.core.workload import (
     Workload,
     send_offsets,
 )
-from infer_prof.economics import CostOptions, cost_block, energy_block, roofline_block
+from infer_prof.economics import CostOptions, cost_block, decode_batch, energy_block, roofline_block
 from infer_prof.engine_setup import engine_arguments, engine_model_path, make_plan, resolve_gpu
 from infer_prof.environment import fingerprint, has_nvidia_gpu
 from infer_prof.load_points import (
@@ -451,7 +451,9 @@ def build_result(
             sdict.get("total_output_tokens"),
         )
     metrics_summary = scraped.get("summary") or {}
-    mean_batch = metrics_summary.get("running_mean") or None
+    batch, batch_source = decode_batch(
+        metrics_summary, busy_concurrency(records), point_concurrency(wl)
+    )
     precision = (
         sess.plan.precision
         if sess.plan
@@ -544,9 +546,10 @@ def build_result(
             sess.gpu_count,
             precision,
             sdict,
-            mean_batch if mean_batch else float(point_concurrency(wl)),
+            batch,
             round(wl.input_len.mean()),
             round(wl.output_len.mean()),
+            batch_source,
         ),
         "telemetry": telemetry or None,
         "requests_file": requests_file,

@@ -95,7 +95,8 @@ def public_result(result: dict[str, Any]) -> dict[str, Any]:
         "reason": energy.get("reason"),
     }
     out["efficiency"] = {
-        "mbu_pct": roof.get("mbu_pct"),
+        "mbu_pct": roof.get("mbu_pct"),  # window MBU
+        "decode_step_mbu_pct": roof.get("decode_step_mbu_pct"),
         "mfu_pct": roof.get("mfu_pct"),
         "above_ceiling": roof.get("above_ceiling"),
         "reason": None if roof.get("available") else roof.get("reason"),

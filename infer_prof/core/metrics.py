@@ -205,6 +205,37 @@ def measured_window_ns(records: Sequence[RequestRecord]) -> tuple[int, int] | No
     return (start, end) if end > start else None
 
 
+def busy_concurrency(records: Iterable[RequestRecord]) -> float | None:
+    """Requests in flight, averaged over the time at least one was (client side).
+
+    Measured requests, each in flight from ``send_ns`` to its end (``done_ns``, else its last
+    chunk): ``integral(n(t) dt) / time with n(t) >= 1``. At one stream in a closed loop this is
+    1.0 whatever the gaps between requests; it is the batch estimate when the server exposes no
+    running-requests gauge. ``None`` when no measured request has both ends.
+    """
+    events: list[tuple[int, int]] = []
+    for r in records:
+        if r.warmup or r.send_ns is None:
+            continue
+        end = r.done_ns if r.done_ns is not None else (r.chunk_ns[-1] if r.chunk_ns else None)
+        if end is None or end <= r.send_ns:
+            continue
+        events.append((r.send_ns, 1))
+        events.append((end, -1))
+    if not events:
+        return None
+    events.sort()
+    area = busy = 0
+    n, prev = 0, events[0][0]
+    for t, step in events:
+        if n > 0:
+            area += n * (t - prev)
+            busy += t - prev
+        n += step
+        prev = t
+    return area / busy if busy > 0 else None
+
+
 def summarize_run(
     records: Iterable[RequestRecord], window_ns: tuple[int, int] | None = None
 ) -> RunSummary:

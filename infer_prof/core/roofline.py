@@ -10,8 +10,22 @@ of the B sequences at their mean context length L:
     bytes_per_step      = weight_bytes + B x L x kv_bytes_per_token
     step_time_min       = bytes_per_step / bandwidth
     bandwidth ceiling   = B / step_time_min                                 (output tokens/s)
-    MBU                 = achieved_bytes_per_s / bandwidth,
-                          achieved_bytes_per_s = bytes_per_step x (output_tokens_per_s / B)
+
+B is the batch a decode step runs with: the server's running-requests gauge averaged over the
+time it was above 0 (idle time runs no step), else the client's requests in flight over the time
+any was. Two utilizations (fractions; ``*_pct`` x 100):
+
+    window MBU (mbu)    = bytes_per_step x (output_tokens_per_s / B) / bandwidth
+        the bytes decode moved per second averaged over the whole measured window: the window's
+        output tokens / B decode steps, each moving bytes_per_step. Prefill, ramp-up, drain and
+        any idle time are in the window, so this is what the GPU's bandwidth did for the run.
+    decode-step MBU     = bytes_per_step / step_time / bandwidth
+        the bandwidth a decode step reaches while it runs; step_time is the ITL p50 (the typical
+        gap between two tokens of a stream: one decode step), else the TPOT p50.
+
+llama-2-7b bf16 on an H100 SXM (3.35e12 B/s), 512 in / 128 out, so L = 512 + 128 / 2 = 576:
+at 128 streams (B = 114.3 running, 4,258 output tok/s, ITL p50 19.4 ms) a step moves 48.0e9 B:
+window MBU 53.4 %, decode-step MBU 73.9 %.
 
 A decode step also cannot beat compute: compute ceiling = peak_flops / decode_flops_per_token,
 decode_flops_per_token = 2 x linear_params + 2 x vocab x hidden (LM head) + 4 x layers x L x q_dim.
@@ -119,6 +133,38 @@ def mbu(
     return bytes_per_step * steps_per_s / bandwidth_bytes_per_s
 
 
+def decode_step_mbu(
+    bytes_per_step: float, step_time_s: float, bandwidth_bytes_per_s: float
+) -> float:
+    """Decode-step MBU (fraction): bytes_per_step / step_time_s / bandwidth.
+
+    The bandwidth one decode step used while it ran (``step_time_s``: the ITL p50 or TPOT p50),
+    beside :func:`mbu`, the average over the whole window.
+    """
+    _require_positive("decode step time", step_time_s)
+    _require_positive("bandwidth", bandwidth_bytes_per_s)
+    return bytes_per_step / step_time_s / bandwidth_bytes_per_s
+
+
+# What the MBU fields of roofline_report mean; copied into every result (its "definitions").
+MBU_DEFINITIONS: dict[str, str] = {
+    "decode_bytes_per_step": (
+        "bytes one decode step reads: weight_bytes + batch_size x mean_context_len x "
+        "kv_bytes_per_token"
+    ),
+    "batch_size": "sequences in a decode step: see batch_source",
+    "mbu": (
+        "window MBU: decode_bytes_per_step x (output_tokens_per_s / batch_size) / "
+        "bandwidth_bytes_per_s, the bandwidth decode used averaged over the whole measured "
+        "window (prefill, ramp and idle time included)"
+    ),
+    "decode_step_mbu": (
+        "decode-step MBU: decode_bytes_per_step / decode_step_time_s / bandwidth_bytes_per_s, "
+        "the bandwidth a decode step used while it ran (step time: decode_step_time_source)"
+    ),
+}
+
+
 def mfu(tokens_per_s: float, flops_per_token: float, peak_flops: float) -> float:
     """FLOP utilization (fraction): tokens_per_s x flops_per_token / peak_flops."""
     _require_positive("peak FLOP/s", peak_flops)
@@ -144,6 +190,8 @@ def roofline_report(
     output_tokens_per_s: float | None,
     prefill_tokens_per_s: float | None = None,
     mean_prompt_len: float | None = None,
+    decode_step_time_s: float | None = None,
+    decode_step_time_source: str | None = None,
 ) -> dict[str, Any]:
     """Ceilings, utilizations and the above-ceiling flag of one run (JSON-ready; null where the
     inputs do not allow the number).
@@ -157,6 +205,9 @@ def roofline_report(
     ``above_ceiling`` is True when either measured throughput exceeds its ceiling (a measurement
     error), False when at least one was checked and neither does, None when none could be checked.
     Utilizations are fractions (``mbu``, ``mfu``) and percentages (``mbu_pct``, ``mfu_pct``).
+    ``mbu`` is the window MBU; with ``decode_step_time_s`` (seconds, and the name of the figure
+    it came from) the report also has the decode-step MBU ``decode_step_mbu`` (see
+    ``MBU_DEFINITIONS``, copied into ``definitions``).
     """
     out: dict[str, Any] = {
         "batch_size": batch_size,
@@ -178,6 +229,11 @@ def roofline_report(
         "achieved_bytes_per_s": None,
         "mbu": None,
         "mbu_pct": None,
+        "decode_step_time_s": decode_step_time_s,
+        "decode_step_time_source": decode_step_time_source,
+        "decode_step_bytes_per_s": None,
+        "decode_step_mbu": None,
+        "decode_step_mbu_pct": None,
         "decode_above_ceiling": None,
         "prefill_attended_context": None,
         "prefill_flops_per_token": None,
@@ -215,6 +271,13 @@ def roofline_report(
                 out["achieved_bytes_per_s"] = step_bytes * output_tokens_per_s / batch_size
                 out["mbu"] = mbu(output_tokens_per_s, batch_size, step_bytes, bandwidth_bytes_per_s)
                 out["mbu_pct"] = _pct(out["mbu"])
+            if _usable(decode_step_time_s):
+                assert decode_step_time_s is not None
+                out["decode_step_bytes_per_s"] = step_bytes / decode_step_time_s
+                out["decode_step_mbu"] = decode_step_mbu(
+                    step_bytes, decode_step_time_s, bandwidth_bytes_per_s
+                )
+                out["decode_step_mbu_pct"] = _pct(out["decode_step_mbu"])
         dec_flops = decode_flops_per_token(spec, mean_context_len)
         out["decode_flops_per_token"] = dec_flops
         if _usable(peak_flops):
@@ -248,4 +311,5 @@ def roofline_report(
         f for f in (out["decode_above_ceiling"], out["prefill_above_ceiling"]) if f is not None
     ]
     out["above_ceiling"] = any(flags) if flags else None
+    out["definitions"] = dict(MBU_DEFINITIONS)
     return out

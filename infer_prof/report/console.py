@@ -160,12 +160,17 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     rows.extend(_clock_rows(energy))
     roof = result.get("roofline") or {}
     if roof.get("available"):
+        step = roof.get("decode_step_time_source")
+        window_mbu = fmt_value(roof.get("mbu_pct"), 1)
+        step_mbu = fmt_value(roof.get("decode_step_mbu_pct"), 1)
         rows.append(
             (
-                "decode MBU / prefill MFU (%)",
-                f"{fmt_value(roof.get('mbu_pct'), 1)} / {fmt_value(roof.get('mfu_pct'), 1)}",
+                "MBU window / decode step (%)",
+                f"{window_mbu} / {step_mbu}"
+                + (f" (step = {step.replace('_', ' ')})" if step else ""),
             )
         )
+        rows.append(("prefill MFU (%)", fmt_value(roof.get("mfu_pct"), 1)))
         if roof.get("above_ceiling"):
             rows.append(("ABOVE HARDWARE CEILING", "measurement error: check the setup"))
     return rows

@@ -86,7 +86,9 @@ def summarize_metrics(
     """Summary of the scraped series over the window ``[start_s, end_s]`` (``None``: open end).
 
     Gauges: ``*_max`` (largest scrape) and ``*_mean`` (time-weighted, trapezoid, over the
-    window's scrapes). Counters: increase from the window's first scrape to its last, resets
+    window's scrapes). ``running_busy_mean``: the running gauge's mean over the time it was
+    above 0 (``core.timeseries.busy_mean``): the batch an engine step ran with.
+    Counters: increase from the window's first scrape to its last, resets
     handled (``core.timeseries.counter_increase``); ``None`` if the metric is absent there.
     ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries.
     ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines);
@@ -109,6 +111,7 @@ def summarize_metrics(
         "kv_cache_usage_mean": ts.time_weighted_mean(tw, col("kv_cache_usage_perc")),
         "running_max": ts.maximum(col("running")),
         "running_mean": ts.time_weighted_mean(tw, col("running")),
+        "running_busy_mean": ts.busy_mean(tw, col("running")),
         "waiting_max": ts.maximum(col("waiting")),
         "waiting_mean": ts.time_weighted_mean(tw, col("waiting")),
         "preemptions": ts.counter_increase(col("preemptions_total")),

@@ -80,6 +80,23 @@ def test_json_summary_and_result_files(synthetic, tmp_path):
     assert summary["output_throughput"] == pytest.approx(
         summary["request_throughput"] * 16, rel=1e-9
     )
+    # window and decode-step MBU, at the batch the server's running gauge showed while busy
+    roof = result["roofline"]
+    assert roof["batch_source"] == "server_running_busy_mean"
+    assert 1.0 <= roof["batch_size"] <= 4.0
+    assert roof["decode_step_time_source"] == "itl_p50"
+    assert roof["decode_step_time_s"] == pytest.approx(summary["itl_ms"]["p50"] / 1000, rel=1e-12)
+    assert roof["decode_step_mbu"] == pytest.approx(
+        roof["decode_bytes_per_step"] / roof["decode_step_time_s"] / (2 * 3.35e12), rel=1e-12
+    )
+    assert summary["efficiency"]["decode_step_mbu_pct"] == roof["decode_step_mbu_pct"]
+    assert set(roof["definitions"]) >= {"mbu", "decode_step_mbu"}
+    # a server without the counter: null with the reason, never 0
+    metrics = result["telemetry"]["server_metrics"]["summary"]
+    assert metrics["estimated_read_bytes_per_gpu"] is None
+    assert metrics["estimated_read_bytes_per_gpu_reason"] == (
+        "the server does not expose vllm:estimated_read_bytes_per_gpu_total"
+    )
 
 
 def test_hung_streams_time_out_and_are_counted(synthetic, tmp_path):

@@ -4,6 +4,7 @@ import pytest
 
 from infer_prof.core.metrics import (
     RequestRecord,
+    busy_concurrency,
     e2e_ns,
     itl_ns,
     measured_window_ns,
@@ -111,3 +112,19 @@ def test_record_round_trips_through_dict():
     r = rec(3, 0, [50 * MS, 65 * MS])
     back = RequestRecord.from_dict(r.to_dict())
     assert back == r
+
+
+def test_busy_concurrency_is_in_flight_while_any_is():
+    # one stream with gaps between requests: always 1 while busy
+    one = [rec(0, 0, [50 * MS, 100 * MS]), rec(1, 300 * MS, [350 * MS, 400 * MS])]
+    assert busy_concurrency(one) == 1.0
+    # A: 0-100 ms, B: 50-150 ms, C (warm-up) ignored, D failed after sending (its end unknown)
+    two = [
+        rec(0, 0, [40 * MS, 100 * MS]),
+        rec(1, 50 * MS, [90 * MS, 150 * MS]),
+        rec(2, 0, [10 * MS, 200 * MS], warmup=True),
+        rec(3, 60 * MS, [], error="http_500"),
+    ]
+    # busy 0-150 ms (150 ms); integral 50 x 1 + 50 x 2 + 50 x 1 = 200 -> 200 / 150
+    assert busy_concurrency(two) == pytest.approx(4 / 3, rel=1e-12)
+    assert busy_concurrency([]) is None

@@ -328,6 +328,8 @@ def test_scraper_window_summary(scripted: tuple[dict, MetricsServer]) -> None:
     assert summary["kv_cache_usage_mean"] == pytest.approx(0.6, rel=1e-12)
     assert summary["running_max"] == 16.0
     assert summary["running_mean"] == 11.0  # (2 * 10 + 2 * 12) / 4
+    # never idle in the window: the busy mean weighs 4, 16, 8 by 1, 2, 1 s: 44 / 4
+    assert summary["running_busy_mean"] == 11.0
     assert summary["waiting_max"] == 8.0
     assert summary["waiting_mean"] == 4.5  # (2 * 4 + 2 * 5) / 4
     # 2 -> 5 is +3; 5 -> 1 is a reset, +1: 4 preemptions in the window (9 after it excluded).

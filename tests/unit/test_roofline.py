@@ -15,17 +15,23 @@ import json
 
 import pytest
 
+from infer_prof.core import timeseries as ts
 from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.planner import kv_bytes_per_token, weight_bytes
 from infer_prof.core.roofline import (
+    MBU_DEFINITIONS,
     causal_mean_context,
     decode_bandwidth_ceiling,
     decode_bytes_per_step,
     decode_flops_per_token,
+    decode_step_mbu,
     mbu,
     mfu,
     prefill_flops_per_token,
     roofline_report,
 )
+from infer_prof.economics import decode_batch, roofline_block
+from infer_prof.gpus import catalog
 from infer_prof.models import registry
 
 BW = 3.35e12
@@ -177,3 +183,132 @@ def test_bad_inputs_raise():
         decode_bytes_per_step(WEIGHTS, KV, batch_size=-1, mean_context_len=0)
     with pytest.raises(ValueError):
         decode_bandwidth_ceiling(WEIGHTS, 0.0, 1)
+
+
+# ---------------------------------------------------------------- window vs decode-step MBU
+# The H100 run of issue 11 (vLLM 0.26.0, H100 SXM, llama-2-7b bf16 dummy weights, 512 in /
+# 128 out, ignore EOS). Inputs from the catalogs: weights 13,476,831,232 B, KV 524,288 B/token,
+# 3,350 GB/s. Mean context while decoding L = 512 + 128 / 2 = 576 tokens, so each sequence
+# adds 576 x 524,288 = 301,989,888 B of KV cache to a step.
+#
+# 128 streams: 4,258 output tok/s, ITL p50 19.4 ms. The issue's 48.0 GB per step is the weights
+# plus 114.3 sequences' KV (48.0e9 - 13.477e9) / 301,989,888 = 114.3: the running gauge's mean
+# (128 streams in flight at the client; the rest between requests or in the API server).
+#   bytes/step      = 13,476,831,232 + 114.3 x 301,989,888 = 47,994,275,430.4 B
+#   window MBU      = 47,994,275,430.4 x (4,258 / 114.3) / 3.35e12 = 1.78792e12 / 3.35e12 = 53.37 %
+#   decode-step MBU = 47,994,275,430.4 / 0.0194 s / 3.35e12 = 2.47393e12 / 3.35e12 = 73.85 %
+# 1 stream: 160 output tok/s, TPOT 6.15 ms; the running gauge's time average was 0.90 (it read
+# 0 between requests), but every decode step ran exactly one sequence:
+#   bytes/step      = 13,476,831,232 + 1 x 301,989,888 = 13,778,821,120 B
+#   decode-step MBU = 13,778,821,120 / 0.00615 s / 3.35e12 = 2.24046e12 / 3.35e12 = 66.88 %
+#   window MBU      = 13,778,821,120 x 160 / 3.35e12 = 65.81 %   (batch 1)
+#   the old figure  = (13,476,831,232 + 0.9 x 301,989,888) x (160 / 0.9) / 3.35e12 = 72.96 %
+
+H100_IN, H100_OUT = 512, 128
+
+
+@pytest.fixture(scope="module")
+def h100_inputs(llama7b):
+    gpu = catalog()["H100-SXM"]
+    return {
+        "weights": float(weight_bytes(llama7b, "bf16", 1)),
+        "kv": float(kv_bytes_per_token(llama7b, 1, 2)),
+        "bw": gpu.memory_bandwidth_gbps * 1e9,
+        "context": H100_IN + H100_OUT / 2,
+    }
+
+
+def test_h100_inputs_from_the_catalogs(h100_inputs):
+    assert h100_inputs == {
+        "weights": 13_476_831_232.0,
+        "kv": 524_288.0,
+        "bw": 3.35e12,
+        "context": 576.0,
+    }
+
+
+def test_h100_128_streams_window_and_decode_step_mbu(h100_inputs):
+    i = h100_inputs
+    step = decode_bytes_per_step(i["weights"], i["kv"], 114.3, i["context"])
+    assert step == pytest.approx(47_994_275_430.4, rel=1e-12)  # 48.0 GB
+    assert round(step / 1e9, 1) == 48.0
+    window = mbu(4258.0, 114.3, step, i["bw"])
+    assert window == pytest.approx(0.5337084258, rel=1e-9)
+    assert round(100 * window) == 53  # what infer-prof printed
+    decode = decode_step_mbu(step, 0.0194, i["bw"])
+    assert decode == pytest.approx(0.7384870816, rel=1e-9)
+    assert round(100 * decode) == 74
+
+
+def test_h100_one_stream_batch_is_one_not_the_gauges_time_average(h100_inputs):
+    i = h100_inputs
+    # the running gauge scraped once a second, 0 in one scrape of ten: time average 0.90
+    t = [float(k) for k in range(11)]
+    running = [1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1]
+    assert ts.time_weighted_mean(t, running) == pytest.approx(0.9, rel=1e-12)
+    batch = ts.busy_mean(t, running)
+    assert batch == 1.0
+    step = decode_bytes_per_step(i["weights"], i["kv"], batch, i["context"])
+    assert step == 13_778_821_120
+    decode = decode_step_mbu(step, 0.00615, i["bw"])
+    assert decode == pytest.approx(0.6687936474, rel=1e-9)
+    assert round(100 * decode) == 67  # the issue's figure from TPOT
+    assert mbu(160.0, batch, step, i["bw"]) == pytest.approx(0.6580929490, rel=1e-9)
+    # the old batch (0.90) invented 11 % more decode steps than ran: 73 %
+    old_step = decode_bytes_per_step(i["weights"], i["kv"], 0.9, i["context"])
+    assert round(100 * mbu(160.0, 0.9, old_step, i["bw"])) == 73
+
+
+def _h100_summary(tps: float, itl_p50_ms: float | None, tpot_p50_ms: float) -> dict:
+    return {
+        "output_throughput": tps,
+        "duration_s": 30.0,
+        "total_prompt_tokens": 30 * tps * H100_IN / H100_OUT,
+        "itl_ms": {"p50": itl_p50_ms} if itl_p50_ms is not None else None,
+        "tpot_ms": {"p50": tpot_p50_ms},
+    }
+
+
+def test_result_block_reports_both_mbus_with_their_sources(llama7b):
+    """What a run's result holds (economics.roofline_block, as the runner calls it)."""
+    gpu = catalog()["H100-SXM"]
+    batch, source = decode_batch({"running_busy_mean": 114.3, "running_mean": 114.3}, 127.9, 128)
+    assert (batch, source) == (114.3, "server_running_busy_mean")
+    rep = roofline_block(
+        llama7b, gpu, 1, "bf16", _h100_summary(4258.0, 19.4, 25.7), batch, 512, 128, source
+    )
+    json.dumps(rep)
+    assert rep["batch_size"] == 114.3 and rep["batch_source"] == "server_running_busy_mean"
+    assert rep["mean_context_len"] == 576.0
+    assert rep["decode_bytes_per_step"] == pytest.approx(47_994_275_430.4, rel=1e-12)
+    assert rep["mbu_pct"] == pytest.approx(53.37084258, rel=1e-9)
+    assert rep["decode_step_time_s"] == pytest.approx(0.0194, rel=1e-12)
+    assert rep["decode_step_time_source"] == "itl_p50"  # not the TPOT p50 of 25.7 ms
+    assert rep["decode_step_bytes_per_s"] == pytest.approx(2.4739317232e12, rel=1e-9)
+    assert rep["decode_step_mbu_pct"] == pytest.approx(73.84870816, rel=1e-9)
+    assert rep["definitions"] == MBU_DEFINITIONS
+    assert "window" in rep["definitions"]["mbu"]
+    assert "decode_step_time_s" in rep["definitions"]["decode_step_mbu"]
+
+    # one stream: the busy mean of the gauge (1.0), not its time average (0.90); no ITL
+    # recorded here, so the step time is the TPOT p50
+    batch, source = decode_batch({"running_busy_mean": 1.0, "running_mean": 0.9}, 1.0, 1)
+    rep = roofline_block(llama7b, gpu, 1, "bf16", _h100_summary(160.0, None, 6.15), batch, 512,
+                         128, source)
+    assert rep["batch_size"] == 1.0
+    assert rep["decode_step_time_source"] == "tpot_p50"
+    assert rep["decode_step_mbu_pct"] == pytest.approx(66.87936474, rel=1e-9)
+    assert rep["mbu_pct"] == pytest.approx(65.80929490, rel=1e-9)
+
+
+def test_decode_batch_falls_back_to_the_client_then_the_asked_concurrency():
+    assert decode_batch({}, 3.5, 4) == (3.5, "client_in_flight_busy_mean")
+    assert decode_batch({"running_busy_mean": None}, None, 4) == (4.0, "asked_concurrency")
+
+
+def test_decode_step_mbu_is_null_without_a_step_time(llama7b):
+    rep = roofline_report(llama7b, WEIGHTS, KV, BW, PEAK, 1, 0, output_tokens_per_s=200.0)
+    assert rep["mbu"] is not None
+    assert rep["decode_step_mbu"] is None and rep["decode_step_time_source"] is None
+    with pytest.raises(ValueError):
+        decode_step_mbu(WEIGHTS, 0.0, BW)

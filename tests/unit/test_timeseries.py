@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from infer_prof.core.timeseries import (
+    busy_mean,
     counter_increase,
     joules_per_token,
     maximum,
@@ -69,3 +70,20 @@ def test_ratio_and_joules_per_token() -> None:
     assert joules_per_token(800.0, 0) is None
     assert joules_per_token(800.0, None) is None
     assert joules_per_token(0.0, 10) == 0.0
+
+
+def test_busy_mean_leaves_out_idle_time() -> None:
+    # one stream, scraped each second, idle at t = 3: time average 0.9, batch while busy 1.0
+    t = [0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0]
+    v = [1, 1, 1, 0, 1, 1, 1, 1, 1, 1, 1]
+    assert time_weighted_mean(t, v) == 0.9
+    assert busy_mean(t, v) == 1.0
+    # uneven spacing: each sample stands for half the gap on either side
+    # t = 0 (w 0.5) v 2; t = 1 (w 0.5 + 1.5) v 4; t = 4 (w 1.5 + 0.5) v 0 (idle); t = 5 (w 0.5) v 6
+    # -> (0.5 x 2 + 2 x 4 + 0.5 x 6) / (0.5 + 2 + 0.5) = 12 / 3 = 4
+    assert busy_mean([0.0, 1.0, 4.0, 5.0], [2, 4, 0, 6]) == 4.0
+    # an unmeasured sample is skipped, not read as idle
+    assert busy_mean([0.0, 1.0, 2.0], [3, None, 3]) == 3.0
+    assert busy_mean([5.0], [7]) == 7.0  # one sample: itself
+    assert busy_mean([0.0, 1.0], [0, 0]) is None  # never busy
+    assert busy_mean([], []) is None
