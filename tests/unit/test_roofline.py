@@ -192,8 +192,9 @@ def test_bad_inputs_raise():
 # adds 576 x 524,288 = 301,989,888 B of KV cache to a step.
 #
 # 128 streams: 4,258 output tok/s, ITL p50 19.4 ms. The issue's 48.0 GB per step is the weights
-# plus 114.3 sequences' KV (48.0e9 - 13.477e9) / 301,989,888 = 114.3: the running gauge's mean
-# (128 streams in flight at the client; the rest between requests or in the API server).
+# plus the KV of (48.0e9 - 13.477e9) / 301,989,888 = 114.3 sequences: the running gauge's mean
+# that run reported (the issue gives the bytes, not the gauge; its 53 % window MBU follows from
+# the same 114.3, while B = 128 would give 51.8 %).
 #   bytes/step      = 13,476,831,232 + 114.3 x 301,989,888 = 47,994,275,430.4 B
 #   window MBU      = 47,994,275,430.4 x (4,258 / 114.3) / 3.35e12 = 1.78792e12 / 3.35e12 = 53.37 %
 #   decode-step MBU = 47,994,275,430.4 / 0.0194 s / 3.35e12 = 2.47393e12 / 3.35e12 = 73.85 %
