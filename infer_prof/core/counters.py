@@ -78,7 +78,7 @@ def not_counted_reason(
         )
     if output_tokens:
         return (
-            f"not counted: {metric} stayed at 0 while {output_tokens:,} output tokens were "
+            f"not counted: {metric} rose by 0 while {output_tokens:,} output tokens were "
             f"generated (vLLM counts it only with {flag})"
         )
     return None

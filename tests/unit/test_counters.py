@@ -49,7 +49,7 @@ def test_zero_while_tokens_were_generated_is_not_counted():
     # --endpoint: launch flags unknown
     reason = not_counted_reason(0.0, METRIC, FLAG, None, 131_072)
     assert reason == (
-        "not counted: vllm:estimated_read_bytes_per_gpu_total stayed at 0 while 131,072 output "
+        "not counted: vllm:estimated_read_bytes_per_gpu_total rose by 0 while 131,072 output "
         "tokens were generated (vLLM counts it only with --enable-mfu-metrics)"
     )
     # flag given but nothing counted while working: still not a measurement

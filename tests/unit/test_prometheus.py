@@ -429,7 +429,7 @@ def test_counter_that_stays_zero_while_working_is_null_with_its_reason() -> None
     # --endpoint run (launch flags unknown), 4,096 tokens generated in the window
     endpoint = mark_not_counted(summary, None, 4096)
     assert endpoint["estimated_read_bytes_per_gpu"] is None
-    assert "stayed at 0 while 4,096 output tokens" in endpoint["estimated_read_bytes_per_gpu_reason"]
+    assert "rose by 0 while 4,096 output tokens" in endpoint["estimated_read_bytes_per_gpu_reason"]
     # infer-prof started vLLM without the flag
     launched = ["python", "-m", "vllm.entrypoints.openai.api_server", "--model", "m"]
     started = mark_not_counted(summary, launched, 4096)
