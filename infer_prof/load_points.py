@@ -33,6 +33,7 @@ def _shape_overrides(cfg: RunConfig) -> dict[str, Any]:
         "num_requests": cfg.num_requests,
         "duration_s": cfg.duration_s,
         "warmup_requests": cfg.warmup_requests,
+        "warmup": cfg.warmup,
         "seed": cfg.seed,
         "min_requests": cfg.min_requests,
         "min_duration_s": cfg.min_duration_s,
@@ -53,7 +54,6 @@ def base_workload(cfg: RunConfig) -> Workload:
             input_len=Fixed(128),
             output_len=Fixed(128),
             num_requests=200,
-            warmup_requests=8,
             arrival=Arrival.closed(16),
             seed=0,
             source="command line",
@@ -161,14 +161,42 @@ def token_pool(model: ResolvedModel, engine_path: str) -> TokenPool:
 _DURATION_DRAWS = 200_000
 
 
+def warmup_pool_size(wl: Workload) -> int:
+    """How many warm-up request shapes a point draws: ``warmup_requests`` for a counted warm-up;
+    for a warm-up under the load itself (closed loop), 4 x concurrency for ``steady`` (each
+    stream finishes its first request once; the fastest may start a few more before the slowest
+    does) and :data:`_DURATION_DRAWS` / 4 for a duration; an open loop's ``steady`` warm-up is
+    :data:`OPEN_LOOP_STEADY_WARMUP` requests (a warm-up at the rate itself is not built yet)."""
+    if wl.warmup == "requests":
+        return wl.warmup_requests
+    if wl.arrival.mode != "closed":
+        return OPEN_LOOP_STEADY_WARMUP
+    if wl.warmup == "steady":
+        return 4 * (wl.arrival.concurrency or 1)
+    return _DURATION_DRAWS // 4
+
+
+#: Warm-up requests of an open-loop point whose warm-up is ``steady``.
+OPEN_LOOP_STEADY_WARMUP = 8
+
+
+def continuous_warmup(wl: Workload) -> bool:
+    """Whether the point warms up under the load itself (closed loop, ``steady`` or a
+    duration): the streams never pause, each one's next request after the warm-up is measured.
+    Otherwise the warm-up requests all finish before the measured phase starts."""
+    return wl.arrival.mode == "closed" and wl.warmup != "requests"
+
+
 def build_specs(
     wl: Workload, pool: TokenPool
-) -> tuple[list[RequestSpec], Iterator[RequestSpec], int | None]:
-    """Warm-up specs, a lazy iterator of measured specs, and how many measured there are
-    (None when bound by duration). Lengths come from the workload's seeded draws; prompts are
-    token IDs of exactly the drawn length, with a group's shared prefix where asked."""
+) -> tuple[Iterator[RequestSpec] | list[RequestSpec], Iterator[RequestSpec], int | None]:
+    """Warm-up specs (a list for a counted warm-up, a lazy iterator for a continuous one, see
+    :func:`continuous_warmup`), a lazy iterator of measured specs, and how many measured there
+    are (None when bound by duration). Lengths come from the workload's seeded draws; prompts
+    are token IDs of exactly the drawn length, with a group's shared prefix where asked."""
     n_measured = wl.num_requests
-    total = wl.warmup_requests + (n_measured if n_measured is not None else _DURATION_DRAWS)
+    n_warm = warmup_pool_size(wl)
+    total = n_warm + (n_measured if n_measured is not None else _DURATION_DRAWS)
     shapes = sample_requests(wl, total)
     prefixes: dict[int, list[int]] = {}
     sp = wl.shared_prefix
@@ -184,13 +212,13 @@ def build_specs(
             prefix = prefixes[group]
         return make_prompt(pool, length, rng, prefix)
 
-    warm = [
-        RequestSpec(-1 - i, prompt(-1 - i, inp, grp), inp, out, warmup=True)
-        for i, (inp, out, grp) in enumerate(shapes[: wl.warmup_requests])
-    ]
+    def warm_specs() -> Iterator[RequestSpec]:
+        for i, (inp, out, grp) in enumerate(shapes[:n_warm]):
+            yield RequestSpec(-1 - i, prompt(-1 - i, inp, grp), inp, out, warmup=True)
 
     def measured() -> Iterator[RequestSpec]:
-        for i, (inp, out, grp) in enumerate(shapes[wl.warmup_requests :]):
+        for i, (inp, out, grp) in enumerate(shapes[n_warm:]):
             yield RequestSpec(i, prompt(i, inp, grp), inp, out)
 
+    warm = warm_specs() if continuous_warmup(wl) else list(warm_specs())
     return warm, measured(), n_measured

@@ -22,8 +22,8 @@ class RunConfig:
     workload: str | None = None
     suite: str | None = None  # a suite file (workloads/nightly.toml): many workloads and points
     scale: str | None = None  # one of the suite's [scales.*], e.g. "tiny" for CPU CI
-    # None = the workload's value (or the built-in default: 16 streams, 200 requests after 8
-    # warm-up, 128 tokens in and out)
+    # None = the workload's value (or the built-in default: 16 streams, 200 requests after a
+    # steady warm-up under the load itself, 128 tokens in and out)
     concurrency: list[int] | None = None
     rates: list[float] | None = None
     burstiness: float | None = None
@@ -31,6 +31,7 @@ class RunConfig:
     num_requests: int | None = None
     duration_s: float | None = None
     warmup_requests: int | None = None
+    warmup: str | None = None  # "steady" | "requests" | "<N>s" (None: the workload's)
     input_len: int | None = None
     output_len: int | None = None
     slo: str | None = None

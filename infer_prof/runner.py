@@ -23,9 +23,11 @@ from infer_prof.core.slo import Slo, SloError, evaluate_slos, parse_slos, slos_f
 from infer_prof.core.stats import summary_dict
 from infer_prof.core.sweep import find_knee, find_max_float, find_max_int
 from infer_prof.core.validity import ValidityRules, check_validity, client_figures
+from infer_prof.core.warmup import warmup_block
 from infer_prof.core.workload import (
     Workload,
     send_offsets,
+    warmup_seconds,
 )
 from infer_prof.economics import CostOptions, cost_block, decode_batch, energy_block, roofline_block
 from infer_prof.engine_setup import engine_arguments, engine_model_path, make_plan, resolve_gpu
@@ -35,6 +37,7 @@ from infer_prof.load_points import (
     build_specs,
     check_context,
     client_processes,
+    continuous_warmup,
     load_points,
     point_concurrency,
     point_label,
@@ -52,6 +55,7 @@ from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
     RequestSpec,
+    WarmupGate,
     run_closed_loop,
 )
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
@@ -502,6 +506,8 @@ def build_result(
             "burstiness": a.burstiness if a.mode == "open" else None,
             "max_concurrency": a.max_concurrency if a.mode == "open" else None,
         },
+        "warmup": warmup_block(wl.warmup, wl.warmup_requests, records, state.get("warmup"),
+                               a.concurrency if a.mode == "closed" else None),
         "labels": dict(cfg.labels),
         "model": {
             "name": model.name,
@@ -560,7 +566,7 @@ def _drive(
     sess: _Session,
     wl: Workload,
     build: Callable[[RequestSpec], bytes],
-    warm: list[RequestSpec],
+    warm: list[RequestSpec] | Iterator[RequestSpec],
     measured: Iterator[RequestSpec],
     counters: LiveCounters,
     records: list[RequestRecord],
@@ -584,6 +590,8 @@ def _drive(
     health = OpenLoopHealth()
     cpu = _ThreadCpu()  # the event loop's thread: the telemetry threads are not the client's
     a = wl.arrival
+    gate = (WarmupGate(a.concurrency or 1, warmup_seconds(wl.warmup))
+            if continuous_warmup(wl) else None)
 
     async def main() -> None:
         if a.mode == "closed":
@@ -596,12 +604,13 @@ def _drive(
                 counters,
                 stop,
                 records,
+                gate,
             )
         else:
             coro = run_open_loop(
                 endpoint,
                 build,
-                warm,
+                list(warm),
                 _open_arrivals(wl, measured),
                 OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
                 counters,
@@ -661,6 +670,8 @@ def _drive(
             loop.run_until_complete(main())
     finally:
         loop.close()
+    if gate is not None:
+        state["warmup"] = gate.to_dict()
     if state["incomplete_reason"] == "server_died":
         _relabel_server_died(records)
     client.update(
@@ -762,7 +773,7 @@ def _pool_job(
     sess: _Session,
     wl: Workload,
     build: Callable[[RequestSpec], bytes],
-    warm: list[RequestSpec],
+    warm: list[RequestSpec] | Iterator[RequestSpec],
     measured: Iterator[RequestSpec],
 ) -> WorkerJob:
     """The point as a :class:`WorkerJob`. Closed loop: a counted point's specs as a list, which
@@ -782,6 +793,8 @@ def _pool_job(
             a.concurrency or 1,
             wl.duration_s,
             specs,
+            continuous_warmup=continuous_warmup(wl),
+            warmup_seconds=warmup_seconds(wl.warmup),
         )
     arrivals = _open_arrivals(wl, measured)
     return WorkerJob(
@@ -815,6 +828,8 @@ def _drive_pool(
         point.sampler.start()
         point.scraper.start()
         recs, health = pool.join(watch.poll)
+        if pool.job.continuous_warmup:
+            point.state["warmup"] = pool.warmup()
     except BaseException:
         pool.abort()
         raise

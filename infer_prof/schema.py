@@ -101,6 +101,7 @@ def public_result(result: dict[str, Any]) -> dict[str, Any]:
         "above_ceiling": roof.get("above_ceiling"),
         "reason": None if roof.get("available") else roof.get("reason"),
     }
+    out["warmup"] = result.get("warmup")
     out["valid"] = (result.get("validity") or {}).get("valid")
     out["complete"] = result.get("complete")
     return out

@@ -48,3 +48,20 @@ def parse_labels(items: list[str] | None) -> dict[str, str]:
             fail(f"--label {item!r} is not KEY=VALUE; write e.g. --label instance=a100-spot")
         out[key.strip()] = value.strip()
     return out
+
+
+def parse_warmup(text: str) -> tuple[str, int | None]:
+    """``--warmup``: ``auto`` -> ("steady", None); ``none`` or ``0`` -> ("requests", 0);
+    ``N`` -> ("requests", N); ``Ns`` (seconds) -> ("Ns", None)."""
+    t = text.strip().lower()
+    if t in ("auto", "steady"):
+        return "steady", None
+    if t in ("none", "0", "off"):
+        return "requests", 0
+    if re.fullmatch(r"\d+", t):
+        return "requests", int(t)
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*s", t)
+    if m and float(m.group(1)) > 0:
+        return f"{m.group(1)}s", None
+    fail(f"--warmup {text!r} is not a warm-up; give auto, none, a request count (e.g. 16) or "
+         "a duration (e.g. 30s)")

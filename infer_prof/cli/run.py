@@ -10,7 +10,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
-from infer_prof.cli.common import fail, parse_labels, parse_size
+from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
 from infer_prof.report.console import print_summary, print_sweep
 from infer_prof.run_config import ConfigError, RunConfig
@@ -102,8 +102,15 @@ def run_command(
     duration: float = typer.Option(
         None, "--duration", help="Stop sending new requests after this many seconds."
     ),
+    warmup: str = typer.Option(
+        None,
+        "--warmup",
+        help="auto (default): the load itself at the measured concurrency until every stream "
+        "has finished one request (steady state), then measure without a pause; N: N requests "
+        "first, all finished before measuring; 30s: the load itself for 30 s; none.",
+    ),
     warmup_requests: int = typer.Option(
-        None, "--warmup-requests", help="Requests sent first and left out of the numbers."
+        None, "--warmup-requests", help="Same as --warmup N: N requests first, left out."
     ),
     input_len: int = typer.Option(None, "--input-len", help="Prompt length in tokens (exact)."),
     output_len: int = typer.Option(
@@ -209,6 +216,11 @@ def run_command(
     engine_args: list[str] = []
     for a in engine_arg or []:
         engine_args += a.split(" ", 1) if a.startswith("--") and " " in a else [a]
+    warmup_mode, warmup_count = parse_warmup(warmup) if warmup else (None, None)
+    if warmup_requests is not None:
+        if warmup is not None:
+            fail("give --warmup or --warmup-requests, not both")
+        warmup_mode, warmup_count = "requests", warmup_requests
     cfg = RunConfig(
         model=model,
         endpoint=endpoint,
@@ -227,7 +239,8 @@ def run_command(
         min_duration_s=min_duration,
         num_requests=num_requests,
         duration_s=duration,
-        warmup_requests=warmup_requests,
+        warmup_requests=warmup_count,
+        warmup=warmup_mode,
         input_len=input_len,
         output_len=output_len,
         timeout_s=timeout,

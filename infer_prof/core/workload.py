@@ -9,7 +9,7 @@ files lives in ``infer_prof.workloads``. The file format is documented field by 
     input_len = { kind = "lognormal", median = 256, sigma = 1.0, min = 4, max = 4096 }
     output_len = 128                    # a bare number is a fixed length
     num_requests = 500                  # or duration_s = 120 (exactly one of the two)
-    warmup_requests = 10
+    warmup = "steady"                   # or "requests" (warmup_requests first), or "30s"
     seed = 0
     min_requests = 100                  # validity: fewer completed -> the run is marked invalid
     min_duration_s = 30
@@ -58,8 +58,8 @@ _SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_(mean|max|p(\d+(?:\.\d+)?))$")
 SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
 
 WORKLOAD_FIELDS = ("kind", "name", "description", "input_len", "output_len", "num_requests",
-                   "duration_s", "warmup_requests", "arrival", "shared_prefix", "seed", "slo",
-                   "min_requests", "min_duration_s")
+                   "duration_s", "warmup", "warmup_requests", "arrival", "shared_prefix", "seed",
+                   "slo", "min_requests", "min_duration_s")
 ARRIVAL_FIELDS = ("mode", "concurrency", "rate", "burstiness", "process", "max_concurrency")
 _OPEN_ONLY = ("rate", "burstiness", "process", "max_concurrency")
 PREFIX_FIELDS = ("fraction", "length", "groups")
@@ -72,7 +72,8 @@ SCALE_FIELDS = ("length_factor", "num_requests", "warmup_requests", "min_request
 OVERRIDE_FIELDS: dict[str, str] = {
     "name": "name", "description": "description", "input_len": "input_len",
     "output_len": "output_len", "num_requests": "num_requests", "duration_s": "duration_s",
-    "warmup_requests": "warmup_requests", "concurrency": "arrival.concurrency",
+    "warmup": "warmup", "warmup_requests": "warmup_requests",
+    "concurrency": "arrival.concurrency",
     "rate": "arrival.rate", "burstiness": "arrival.burstiness",
     "arrival_process": "arrival.process", "max_concurrency": "arrival.max_concurrency",
     "prefix_fraction": "shared_prefix.fraction", "prefix_length": "shared_prefix.length",
@@ -254,6 +255,7 @@ class Workload:
     num_requests: int | None = None
     duration_s: float | None = None
     warmup_requests: int = 0
+    warmup: str = "steady"
     arrival: Arrival = field(default_factory=Arrival)
     shared_prefix: SharedPrefix = field(default_factory=SharedPrefix)
     seed: int = 0
@@ -287,6 +289,7 @@ class Workload:
             out["num_requests"] = self.num_requests
         if self.duration_s is not None:
             out["duration_s"] = self.duration_s
+        out["warmup"] = self.warmup
         out["warmup_requests"] = self.warmup_requests
         out["arrival"] = self.arrival.to_dict()
         out["shared_prefix"] = self.shared_prefix.to_dict()
@@ -321,10 +324,12 @@ class Workload:
         suffix = " with overrides"
         source = self.source if self.source.endswith(suffix) else self.source + suffix
         d = self.to_dict()
-        for key in ("name", "description", "warmup_requests", "seed", "min_requests",
+        for key in ("name", "description", "warmup", "warmup_requests", "seed", "min_requests",
                     "min_duration_s"):
             if key in given:
                 d[key] = given[key]
+        if "warmup_requests" in given and "warmup" not in given:
+            d["warmup"] = "requests"  # a request count given alone is an explicit choice
         for key in ("input_len", "output_len"):
             if key in given:
                 v = given[key]
@@ -412,6 +417,8 @@ def _parse_workload(d: Any, source: str, default_name: str | None) -> dict[str, 
         raise r.err("num_requests", "missing; give num_requests (measured requests) or "
                                     "duration_s (seconds)")
     warmup = r.integer(t.get("warmup_requests", 0), "warmup_requests", 0)
+    warmup_mode = _read_warmup_mode(
+        r, t.get("warmup", "requests" if "warmup_requests" in t else "steady"))
     seed = r.integer(t.get("seed", 0), "seed", 0)
     arrival = _read_arrival(r, t.get("arrival", {"mode": "closed", "concurrency": 1}))
     if arrival.mode == "open" and arrival.rate == math.inf and duration_s is not None:
@@ -425,9 +432,30 @@ def _parse_workload(d: Any, source: str, default_name: str | None) -> dict[str, 
                     if "min_duration_s" in t else None)
     return {"name": name, "input_len": input_len, "output_len": output_len,
             "description": description, "num_requests": num_requests, "duration_s": duration_s,
-            "warmup_requests": warmup, "arrival": arrival, "shared_prefix": prefix, "seed": seed,
+            "warmup_requests": warmup, "warmup": warmup_mode, "arrival": arrival,
+            "shared_prefix": prefix, "seed": seed,
             "slo": slo, "min_requests": min_requests, "min_duration_s": min_duration,
             "source": source}
+
+
+WARMUP_MODES = ("steady", "requests")
+_WARMUP_SECONDS_RE = re.compile(r"^(\d+(?:\.\d+)?)s$")
+
+
+def warmup_seconds(mode: str) -> float | None:
+    """The seconds of a duration warm-up (``"30s"`` -> 30.0); None for the other modes."""
+    m = _WARMUP_SECONDS_RE.match(mode)
+    return float(m.group(1)) if m else None
+
+
+def _read_warmup_mode(r: _Reader, value: Any) -> str:
+    """``steady``: the load itself until every stream has finished one request (one full wave);
+    ``requests``: ``warmup_requests`` first, all finished before measuring starts; ``<N>s``:
+    the load itself for N seconds. Steady and duration warm-ups never pause the load."""
+    if isinstance(value, str) and (value in WARMUP_MODES or warmup_seconds(value) is not None):
+        return value
+    raise r.err("warmup", f"must be 'steady', 'requests' or a duration such as '30s', "
+                          f"got {value!r}")
 
 
 def _read_arrival(r: _Reader, value: Any) -> Arrival:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.client import (
@@ -58,6 +59,71 @@ class ClosedLoopPlan:
 RequestBuilder = Callable[[RequestSpec], bytes]
 
 
+class WarmupGate:
+    """When a warm-up under the load itself ends, so measuring starts at steady state.
+
+    The streams never pause: each takes warm-up specs until the gate opens, then measured ones.
+    It opens (``reason``) when
+
+    - ``"steady"``: every one of ``streams`` streams has finished a warm-up request, i.e. the
+      whole first wave (the requests sent together into an idle server) has completed and
+      every stream is running a request that arrived among others in flight;
+    - ``"duration"``: ``seconds`` have passed since the first warm-up send;
+    - ``"pool_exhausted"``: the warm-up specs ran out first (recorded; see the result).
+
+    One process's gate; :class:`~infer_prof.loadgen.workers.SharedWarmupGate` spans workers.
+    """
+
+    def __init__(self, streams: int, seconds: float | None = None) -> None:
+        self.streams = streams
+        self.seconds = seconds
+        self.first_send_ns: int | None = None
+        self.opened_ns: int | None = None
+        self.reason: str | None = None
+        self._warmed: set[int] = set()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def on_open(self, fn: Callable[[], None]) -> None:
+        """Call ``fn`` (once, in this process) when the gate is first seen open."""
+        self._callbacks.append(fn)
+
+    def sending(self) -> None:
+        """A warm-up request is about to be sent."""
+        if self.first_send_ns is None:
+            self.first_send_ns = time.perf_counter_ns()
+
+    def warmed(self, stream: int) -> None:
+        """Stream ``stream`` finished a warm-up request."""
+        if stream not in self._warmed:
+            self._warmed.add(stream)
+            if self.seconds is None and len(self._warmed) >= self.streams:
+                self.open("steady")
+
+    def open(self, reason: str) -> None:
+        if self.opened_ns is None:
+            self.opened_ns = time.perf_counter_ns()
+            self.reason = reason
+
+    def is_open(self) -> bool:
+        """Whether measuring has begun (checks the duration; fires ``on_open`` callbacks)."""
+        if (self.opened_ns is None and self.seconds is not None
+                and self.first_send_ns is not None
+                and time.perf_counter_ns() - self.first_send_ns >= self.seconds * 1e9):
+            self.open("duration")
+        if self.opened_ns is not None and self._callbacks:
+            callbacks, self._callbacks = self._callbacks, []
+            for fn in callbacks:
+                fn()
+        return self.opened_ns is not None
+
+    def to_dict(self) -> dict[str, Any]:
+        """What the warm-up did: how it ended, and its seconds (first send to gate open)."""
+        secs = None
+        if self.opened_ns is not None and self.first_send_ns is not None:
+            secs = round((self.opened_ns - self.first_send_ns) / 1e9, 3)
+        return {"ended_by": self.reason, "seconds": secs}
+
+
 def new_record(spec: RequestSpec, worker: int, scheduled_ns: int | None) -> RequestRecord:
     """The record a request's measurements go into; ``scheduled_ns`` is when it was due."""
     return RequestRecord(
@@ -86,20 +152,93 @@ async def _open_quietly(conn: StreamConnection) -> None:
         await conn.ensure_open()
 
 
-async def run_closed_loop(
+async def _run_gated(
     endpoint: Endpoint,
     build: RequestBuilder,
-    warmup: list[RequestSpec],
+    warmup: Iterator[RequestSpec],
     measured: Iterator[RequestSpec],
     plan: ClosedLoopPlan,
     counters: LiveCounters,
     stop: asyncio.Event,
     records: list[RequestRecord],
+    gate: WarmupGate,
+    conns: list[StreamConnection],
+    pacer: SendPacer,
+) -> None:
+    """The closed loop with a warm-up under the load itself (see :func:`run_closed_loop`)."""
+    deadline: dict[str, int | None] = {"ns": None}
+
+    def measuring() -> None:
+        counters.phase = "measuring"
+        if plan.duration_s:
+            deadline["ns"] = time.perf_counter_ns() + int(plan.duration_s * 1e9)
+
+    gate.on_open(measuring)
+    counters.phase = "warm-up"
+
+    async def worker(wid: int) -> None:
+        conn = conns[wid]
+        free_ns = time.perf_counter_ns()
+        while not stop.is_set():
+            await pacer.turn()
+            if stop.is_set():
+                return
+            spec = None
+            if not gate.is_open():
+                spec = next(warmup, None)
+                if spec is None:
+                    gate.open("pool_exhausted")
+                    gate.is_open()
+                else:
+                    gate.sending()
+            if spec is None:
+                end = deadline["ns"]
+                if end is not None and time.perf_counter_ns() >= end:
+                    return
+                spec = next(measured, None)
+                if spec is None:
+                    return
+            rec = new_record(spec, wid, free_ns)
+            records.append(rec)
+            counters.sent += 1
+            await stream_request(
+                conn, build(spec), rec, plan.timeout_s, counters.add_tokens, counters.reads, pacer
+            )
+            free_ns = time.perf_counter_ns()
+            account(rec, counters)
+            if spec.warmup:
+                gate.warmed(wid)
+            if rec.error == "connect_failed":
+                await asyncio.sleep(0.5)  # as in run_closed_loop: let the watchdog decide
+
+    tasks = [asyncio.create_task(worker(i)) for i in range(plan.concurrency)]
+    try:
+        await asyncio.gather(*tasks)
+        counters.phase = "done"
+    finally:
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def run_closed_loop(
+    endpoint: Endpoint,
+    build: RequestBuilder,
+    warmup: Iterable[RequestSpec],
+    measured: Iterator[RequestSpec],
+    plan: ClosedLoopPlan,
+    counters: LiveCounters,
+    stop: asyncio.Event,
+    records: list[RequestRecord],
+    gate: WarmupGate | None = None,
 ) -> None:
     """Run warm-up then the measured phase, appending every request's record to ``records``.
 
-    Warm-up requests run first, at up to ``concurrency`` at once, and all finish before the
-    measured phase starts. Then ``concurrency`` streams each take the next spec as soon as
+    With a ``gate`` the warm-up is the load itself: ``concurrency`` streams take specs from
+    ``warmup`` until the gate opens, then from ``measured``, without pausing (a duration bound
+    counts from the gate's opening). Without one, warm-up requests run first, at up to
+    ``concurrency`` at once, and all finish before the measured phase starts. Then
+    ``concurrency`` streams each take the next spec as soon as
     their previous request ends, until the specs run out, ``duration_s`` has passed since the
     measured phase began, or ``stop`` is set (server death, Ctrl-C). ``records`` is filled as
     requests finish, so a caller that is interrupted still holds everything measured.
@@ -135,6 +274,14 @@ async def run_closed_loop(
                 # requests; give the caller's watchdog time to decide whether it is gone
                 await asyncio.sleep(0.5)
 
+    if gate is not None:
+        await _run_gated(endpoint, build, iter(warmup), measured, plan, counters, stop, records,
+                         gate, conns, pacer)
+        for c in conns:
+            c.close()
+        return
+
+    warmup = list(warmup)
     tasks: list[asyncio.Task[None]] = []
     try:
         if warmup:

@@ -56,6 +56,7 @@ from infer_prof.loadgen.closed_loop import (
     LiveCounters,
     RequestBuilder,
     RequestSpec,
+    WarmupGate,
     run_closed_loop,
 )
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
@@ -132,12 +133,15 @@ class WorkerJob:
     endpoint: Endpoint
     build: RequestBuilder
     timeout_s: float
-    warmup: Sequence[RequestSpec] = ()
+    warmup: Sequence[RequestSpec] | Iterator[RequestSpec] = ()
     concurrency: int = 1
     duration_s: float | None = None
     measured: Sequence[RequestSpec] | Iterator[RequestSpec] = ()
     arrivals: Sequence[tuple[RequestSpec, float]] | Iterator[tuple[RequestSpec, float]] = ()
     open_plan: OpenLoopPlan | None = None
+    # closed loop: warm up under the load itself (a WarmupGate over every worker's streams)
+    continuous_warmup: bool = False
+    warmup_seconds: float | None = None
 
 
 @dataclass
@@ -195,6 +199,67 @@ class _Shared:
         self.stop = ctx.Event()
         self.cancel = ctx.Event()
         self.results = ctx.Queue()
+        # a continuous warm-up's gate (SharedWarmupGate): streams warmed, first warm-up send,
+        # when it opened (0: not yet) and why (index into SharedWarmupGate.REASONS)
+        self.warmed = ctx.Value("q", 0)
+        self.warm_first_ns = ctx.Value("q", 0)
+        self.warm_open_ns = ctx.Value("q", 0)
+        self.warm_reason = ctx.Value("i", -1, lock=False)
+
+
+class SharedWarmupGate(WarmupGate):
+    """A :class:`~infer_prof.loadgen.closed_loop.WarmupGate` over every worker's streams: the
+    count of warmed streams, the first send and the opening live in shared memory, so all
+    workers switch to measured requests together (each at its streams' next request)."""
+
+    REASONS = ("steady", "duration", "pool_exhausted")
+
+    def __init__(self, shared: _Shared, streams: int, seconds: float | None) -> None:
+        super().__init__(streams, seconds)
+        self.shared = shared
+
+    def sending(self) -> None:
+        if self.first_send_ns is None:
+            self.first_send_ns = now = time.perf_counter_ns()
+            with self.shared.warm_first_ns.get_lock():
+                v = self.shared.warm_first_ns.value
+                if v == 0 or now < v:
+                    self.shared.warm_first_ns.value = now
+
+    def warmed(self, stream: int) -> None:
+        if stream in self._warmed:
+            return
+        self._warmed.add(stream)
+        with self.shared.warmed.get_lock():
+            self.shared.warmed.value += 1
+            full = self.shared.warmed.value >= self.streams
+        if self.seconds is None and full:
+            self.open("steady")
+
+    def open(self, reason: str) -> None:
+        with self.shared.warm_open_ns.get_lock():
+            if self.shared.warm_open_ns.value == 0:
+                self.shared.warm_open_ns.value = time.perf_counter_ns()
+                self.shared.warm_reason.value = self.REASONS.index(reason)
+        self._sync()
+
+    def _sync(self) -> None:
+        if self.opened_ns is None and self.shared.warm_open_ns.value:
+            self.opened_ns = int(self.shared.warm_open_ns.value)
+            self.reason = self.REASONS[self.shared.warm_reason.value]
+
+    def is_open(self) -> bool:
+        self._sync()
+        first = self.shared.warm_first_ns.value
+        if (self.opened_ns is None and self.seconds is not None and first
+                and time.perf_counter_ns() - first >= self.seconds * 1e9):
+            self.open("duration")
+        return super().is_open()
+
+    def to_dict(self) -> dict[str, Any]:
+        self._sync()
+        self.first_send_ns = int(self.shared.warm_first_ns.value) or None
+        return super().to_dict()
 
 
 class _ClaimIterator:
@@ -242,6 +307,11 @@ class WorkerPool:
             )
             p.start()
             self.procs.append(p)
+
+    def warmup(self) -> dict[str, Any]:
+        """How a continuous warm-up ended (:meth:`WarmupGate.to_dict`), read from shared memory."""
+        gate = SharedWarmupGate(self.shared, self.job.concurrency, self.job.warmup_seconds)
+        return gate.to_dict()
 
     def counters(self) -> LiveCounters:
         """The workers' running totals, summed (updated by each worker every 0.1 s); of the
@@ -393,7 +463,7 @@ async def _worker_async(
     stop = asyncio.Event()
     base = w * _SLOTS
     arr = shared.counters
-    warm = list(job.warmup)[w::n]
+    warm = list(job.warmup)[w::n] if not job.continuous_warmup else []
     waiting = {"flag": False}
 
     def publish() -> None:
@@ -447,6 +517,27 @@ async def _worker_async(
     async def closed() -> None:
         mine = split_evenly(job.concurrency, n)[w]
         health.streams = mine
+        if job.continuous_warmup:
+            # one closed loop: warm-up under the load itself, then measured (no gate, no pause)
+            warm_gate = SharedWarmupGate(shared, job.concurrency, job.warmup_seconds)
+            warm_gate.on_open(mark_start)
+            specs: Iterator[RequestSpec]
+            if isinstance(job.measured, Sequence):
+                specs = _ClaimIterator(job.measured, shared.claim)
+            else:
+                specs = islice(job.measured, w, None, n)
+            await run_closed_loop(
+                job.endpoint,
+                job.build,
+                islice(job.warmup, w, None, n),
+                specs,
+                ClosedLoopPlan(mine, job.timeout_s, job.duration_s),
+                counters,
+                stop,
+                records,
+                warm_gate,
+            )
+            return
         if warm:
             await run_closed_loop(
                 job.endpoint,

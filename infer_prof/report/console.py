@@ -63,6 +63,7 @@ def totals_table(result: dict[str, Any]) -> Table:
         ("total tokens/s", fmt_value(s.get("total_throughput"), 1)),
     ]
     rows += _client_rows(result)
+    rows += _warmup_rows(result)
     rows += _derived_rows(result)
     slo = result.get("slo")
     if slo:
@@ -77,6 +78,30 @@ def totals_table(result: dict[str, Any]) -> Table:
     for k, v in rows:
         t.add_row(k, v)
     return t
+
+
+def _warmup_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """What the warm-up did, and the first measured wave's TTFT beside the rest's (a first
+    wave well above the rest is a cold start that the warm-up did not absorb)."""
+    w = result.get("warmup") or {}
+    if not w:
+        return []
+    rows: list[tuple[str, str]] = []
+    how = {"steady": "until steady (every stream finished one)", "duration": "for a duration",
+           "pool_exhausted": "until its requests ran out", "requests": "counted, then a pause"}
+    if w.get("requests"):
+        rows.append(("warm-up", f"{w['requests']} requests, {fmt_value(w.get('seconds'))} s, "
+                                f"{how.get(w.get('ended_by') or '', w.get('ended_by'))}"))
+    else:
+        rows.append(("warm-up", "none"))
+    fw = w.get("first_wave") or {}
+    a = (fw.get("ttft_ms") or {}).get("first_wave") or {}
+    b = (fw.get("ttft_ms") or {}).get("rest") or {}
+    if a and b:
+        rows.append(("TTFT mean: first wave / rest (ms)",
+                     f"{fmt_value(a.get('mean'), 1)} / {fmt_value(b.get('mean'), 1)} "
+                     f"({fw.get('requests')} of the measured requests in the first wave)"))
+    return rows
 
 
 def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:

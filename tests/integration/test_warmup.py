@@ -1,0 +1,77 @@
+"""The default warm-up is the load itself: measuring starts without the load ever pausing.
+
+Against a real local server, with output lengths that vary (so the streams fall out of step as
+they do on a real server), the first measured request is sent while warm-up requests are still
+in flight; a counted warm-up (``--warmup 16``) drains first, so nothing is in flight then.
+"""
+
+import pytest
+
+from infer_prof.store import read_requests
+
+from .conftest import cli, load_single_result
+
+pytestmark = pytest.mark.integration
+
+WORKLOAD = """
+name = "varied"
+input_len = 16
+output_len = { kind = "uniform", min = 4, max = 40 }
+num_requests = 48
+seed = 3
+[arrival]
+concurrency = 8
+"""
+
+
+def _in_flight_at_first_measured_send(result_dir):
+    result = load_single_result(result_dir)
+    records = read_requests(result_dir / result["requests_file"])
+    first = min(r.send_ns for r in records if not r.warmup)
+    warm_in_flight = [r for r in records
+                      if r.warmup and r.send_ns < first and (r.done_ns or 0) > first]
+    return result, records, len(warm_in_flight)
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_steady_warmup_never_pauses_the_load(synthetic, tmp_path, processes):
+    server = synthetic(ttft_ms=20.0, itl_ms=4.0, tokens=64)
+    wfile = tmp_path / "varied.toml"
+    wfile.write_text(WORKLOAD)
+    out = tmp_path / "steady"
+    p = cli("run", "--model", "llama-2-7b", "--no-progress", "--no-history", "--endpoint",
+            server.url, "--workload", str(wfile), "--client-processes", processes,
+            "--results-dir", str(out))
+    assert p.returncode == 0, p.stderr
+    result, records, in_flight = _in_flight_at_first_measured_send(out)
+    w = result["warmup"]
+    assert w["mode"] == "steady" and w["ended_by"] == "steady"
+    assert w["requests"] >= 8 and w["seconds"] > 0
+    # every one of the 8 streams finished a warm-up request before the first measured send
+    first = min(r.send_ns for r in records if not r.warmup)
+    assert sum(1 for r in records if r.warmup and (r.done_ns or 1 << 62) <= first) >= 8
+    assert in_flight > 0, "the load paused between warm-up and measuring"
+    assert w["first_wave"]["requests"] == 8 and w["first_wave"]["share"] == round(8 / 48, 4)
+    assert result["summary"]["requests_completed"] == 48
+
+
+def test_counted_warmup_drains_before_measuring(synthetic, tmp_path):
+    server = synthetic(ttft_ms=20.0, itl_ms=4.0, tokens=64)
+    wfile = tmp_path / "varied.toml"
+    wfile.write_text(WORKLOAD)
+    out = tmp_path / "counted"
+    p = cli("run", "--model", "llama-2-7b", "--no-progress", "--no-history", "--endpoint",
+            server.url, "--workload", str(wfile), "--warmup", "16", "--results-dir", str(out))
+    assert p.returncode == 0, p.stderr
+    result, records, in_flight = _in_flight_at_first_measured_send(out)
+    assert result["warmup"]["mode"] == "requests" and result["warmup"]["requests"] == 16
+    assert result["warmup"]["ended_by"] == "requests"
+    assert in_flight == 0
+
+
+def test_bad_warmup_is_one_line(tmp_path):
+    p = cli("run", "--model", "llama-2-7b", "--endpoint", "http://127.0.0.1:9", "--warmup",
+            "soon")
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith("error: --warmup 'soon'")
+    assert len(p.stderr.strip().splitlines()) == 1

@@ -1,0 +1,137 @@
+"""Warm-up: the steady-state gate, the workload field, --warmup parsing, the first-wave report."""
+
+import time
+
+import pytest
+import typer
+
+from infer_prof.cli.common import parse_warmup
+from infer_prof.core.distributions import Fixed
+from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.warmup import first_wave, warmup_block
+from infer_prof.core.workload import Arrival, Workload, WorkloadError, warmup_seconds
+from infer_prof.load_points import build_specs, continuous_warmup, warmup_pool_size
+from infer_prof.loadgen.closed_loop import WarmupGate
+from infer_prof.loadgen.prompts import TokenPool
+
+MS = 1_000_000
+
+
+def rec(index: int, send_ms: int, ttft_ms: int | None, warmup: bool = False) -> RequestRecord:
+    r = RequestRecord(index=index, input_len=8, max_tokens=4, warmup=warmup)
+    r.send_ns = send_ms * MS
+    if ttft_ms is not None:
+        r.chunk_ns = [(send_ms + ttft_ms) * MS, (send_ms + ttft_ms + 10) * MS]
+        r.chunk_tokens = [1, 1]
+        r.done_ns = r.chunk_ns[-1]
+        r.output_tokens = 2
+    return r
+
+
+def test_first_wave_against_the_rest():
+    # 2 streams; warm-up ignored; first two measured sends (by time, not index) are the wave
+    records = [
+        rec(-1, 0, 900, warmup=True),
+        rec(1, 101, 1000),  # second send
+        rec(0, 100, 1100),  # first send
+        rec(2, 300, 500),
+        rec(3, 310, 520),
+        rec(4, 500, None),  # no token: left out of TTFT, counted in share
+    ]
+    fw = first_wave(records, 2)
+    assert fw is not None
+    assert fw["requests"] == 2 and fw["share"] == 0.4
+    assert fw["ttft_ms"]["first_wave"] == {"mean": 1050.0, "p50": 1050.0}
+    assert fw["ttft_ms"]["rest"] == {"mean": 510.0, "p50": 510.0}
+    assert fw["ratio_mean"] == round(1050 / 510, 3)
+    assert first_wave([rec(-1, 0, 5, warmup=True)], 2) is None
+
+
+def test_warmup_block_counted_and_continuous():
+    records = [rec(-1, 0, 40, True), rec(-2, 5, 40, True), rec(0, 100, 40), rec(1, 101, 40)]
+    counted = warmup_block("requests", 2, records, None, 2)
+    assert counted["requests"] == 2 and counted["ended_by"] == "requests"
+    assert counted["seconds"] == 0.055  # first warm-up send (0) to last warm-up end (55 ms)
+    assert "pause" in counted["judged"]
+    steady = warmup_block("steady", 0, records, {"ended_by": "steady", "seconds": 0.09}, 2)
+    assert steady["ended_by"] == "steady" and steady["seconds"] == 0.09
+    assert "every stream" in steady["judged"]
+    assert warmup_block("requests", 0, records[2:], None, 2)["mode"] == "none"
+
+
+def test_gate_opens_when_every_stream_has_warmed():
+    g = WarmupGate(3)
+    fired = []
+    g.on_open(lambda: fired.append(1))
+    g.sending()
+    g.warmed(0)
+    g.warmed(0)  # the same stream twice is still one stream
+    g.warmed(1)
+    assert not g.is_open() and not fired
+    g.warmed(2)
+    assert g.is_open() and fired == [1]
+    assert g.is_open() and fired == [1]  # callbacks fire once
+    assert g.to_dict()["ended_by"] == "steady"
+
+
+def test_gate_duration_and_exhaustion():
+    g = WarmupGate(2, seconds=0.05)
+    g.sending()
+    g.warmed(0)
+    g.warmed(1)  # with a duration, warmed streams do not open it
+    assert not g.is_open()
+    time.sleep(0.06)
+    assert g.is_open() and g.to_dict()["ended_by"] == "duration"
+    assert g.to_dict()["seconds"] >= 0.05
+    e = WarmupGate(2)
+    e.open("pool_exhausted")
+    assert e.is_open() and e.reason == "pool_exhausted"
+
+
+def wl(**kw):
+    base = dict(name="w", input_len=Fixed(8), output_len=Fixed(4), num_requests=10,
+                arrival=Arrival.closed(4))
+    base.update(kw)
+    return Workload(**base)
+
+
+def test_workload_warmup_field():
+    assert wl().warmup == "steady"
+    d = wl().to_dict()
+    d.pop("warmup")
+    assert Workload.from_dict(d).warmup == "requests"  # a file naming only a count keeps it
+    d.pop("warmup_requests")
+    assert Workload.from_dict(d).warmup == "steady"
+    assert Workload.from_dict({**d, "warmup": "30s"}).warmup == "30s"
+    assert warmup_seconds("2.5s") == 2.5 and warmup_seconds("steady") is None
+    with pytest.raises(WorkloadError, match="warmup"):
+        Workload.from_dict({**d, "warmup": "soon"})
+    over = wl().with_overrides(warmup_requests=3)
+    assert over.warmup == "requests" and over.warmup_requests == 3
+
+
+def test_specs_for_each_warmup_mode():
+    pool = TokenPool.from_vocab_size(1000)
+    steady = wl()
+    assert continuous_warmup(steady) and warmup_pool_size(steady) == 16
+    warm, measured, n = build_specs(steady, pool)
+    assert not isinstance(warm, list)  # lazy: the streams draw as they need
+    assert len(list(warm)) == 16 and n == 10 and len(list(measured)) == 10
+    counted = wl(warmup="requests", warmup_requests=3)
+    warm, _, _ = build_specs(counted, pool)
+    assert isinstance(warm, list) and len(warm) == 3 and all(s.warmup for s in warm)
+    opened = wl(arrival=Arrival.open(2.0))
+    assert not continuous_warmup(opened) and warmup_pool_size(opened) == 8
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("auto", ("steady", None)), ("none", ("requests", 0)), ("0", ("requests", 0)),
+    ("16", ("requests", 16)), ("30s", ("30s", None)), ("2.5s", ("2.5s", None)),
+])
+def test_parse_warmup(text, expected):
+    assert parse_warmup(text) == expected
+
+
+def test_parse_warmup_rejects_nonsense():
+    with pytest.raises(typer.Exit):
+        parse_warmup("soon")
