@@ -678,7 +678,8 @@ def plan(
         stop = cands.index(chosen) if chosen else len(cands)
         rejected = list(cands[:stop])
         if kv_dtype == "auto" and gpu is not None:
-            fp8_kv = _candidates(s, AUTO_LADDER, "fp8")
+            runs = [c.precision for c in cands if c.available]
+            fp8_kv = _candidates(s, runs, "fp8") if not s.caps.fp8_kv_cache else []
             if chosen is None:  # nothing runs with a 16-bit KV cache: the fp8 KV cache may
                 chosen = _pick(fp8_kv)
                 stop = fp8_kv.index(chosen) if chosen else len(fp8_kv)
