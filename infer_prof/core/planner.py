@@ -738,7 +738,6 @@ def plan(
                 if c.available and c.memory.max_sequences > m.max_sequences:
                     notes.append(f"{c.label} would hold {c.memory.max_sequences} sequences at "
                                  f"once; {chosen.label} is kept for quality")
-                    break
     elif queued:
         warnings.append(f"max_num_seqs={mns} caps the batch: requests will queue, {running} run "
                         f"at once and {queued} wait")
