@@ -29,7 +29,6 @@ from typer.testing import CliRunner
 from infer_prof.cli.plan import parse_bytes, plan_command
 from infer_prof.core.modelspec import ModelSpec
 from infer_prof.core.planner import (
-    EngineCaps,
     MemoryBreakdown,
     Plan,
     PlanError,
