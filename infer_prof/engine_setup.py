@@ -13,6 +13,7 @@ from typing import Any
 
 from infer_prof.core.gpuspec import GIB, GpuSpec
 from infer_prof.core.planner import (
+    BNB_DUMMY_NOTE,
     FP8_KV_CPU_NOTE,
     EngineCaps,
     Plan,
@@ -126,6 +127,14 @@ def make_plan(
     cannot run at all, with the planner's numbers and what would fit."""
     if cfg.endpoint:
         return None, "--endpoint: the running server's own settings apply"
+    try:
+        asked = normalize_precision(cfg.quantization or "auto")
+    except PlanError:
+        asked = None
+    if asked == "bnb-nf4" and (cfg.load_format or "").lower() == "dummy":
+        raise ConfigError(f"--quantization {cfg.quantization} cannot run with --load-format dummy: "
+                          f"{BNB_DUMMY_NOTE}; use --quantization fp8 (GPU, compute capability "
+                          "8.9+) or auto, or a model folder with weight files")
     if model.spec is None:
         return None, "model architecture unknown (hub id without a local config)"
     if gpu is None and cfg.memory_budget_bytes is None:

@@ -323,3 +323,14 @@ def test_cli_plan_load_format_dummy_issue_case(monkeypatch):
     d = json.loads(r.stdout)
     assert d["kv_cache_dtype"] == "fp8" and d["engine_args"]["kv_cache_dtype"] == "fp8"
     assert _run([*args, "--quantization", "bitsandbytes"]).exit_code == 2
+
+
+def test_run_refuses_bitsandbytes_with_dummy_weights_before_starting_vllm():
+    from infer_prof.engine_setup import make_plan
+    from infer_prof.run_config import ConfigError
+
+    cfg = RunConfig(model="tiny-llama", load_format="dummy", quantization="bitsandbytes")
+    with pytest.raises(ConfigError, match="cannot run with --load-format dummy"):
+        make_plan(cfg, resolve_model("tiny-llama"), None, 1, 1, 64, 16)  # CPU, no budget
+    cfg = RunConfig(model="tiny-llama", quantization="bitsandbytes")  # real weights: no plan,
+    assert make_plan(cfg, resolve_model("tiny-llama"), None, 1, 1, 64, 16)[0] is None  # no error
