@@ -93,7 +93,8 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
     budget = (f"{p.gpu_memory_utilization:g} x {_gib(p.memory_per_gpu_bytes)} GiB"
               if p.gpu_memory_utilization is not None else "--memory-budget")
     console.print(f"budget per {'GPU' if p.gpu else 'device'}: "
-                  f"{_gib(p.budget_per_gpu_bytes)} GiB ({budget}; memory from {p.memory_source})")
+                  f"{_gib(p.budget_per_gpu_bytes)} GiB ({budget}"
+                  + (f"; memory from {p.memory_source})" if p.gpu else ")"))
     console.print(f"overhead model: {p.assumptions.get('overhead_model')}")
     if p.precision and p.memory:
         verdict = "[green]fits[/]" if p.fits_load else "[yellow]runs, with queueing[/]"
