@@ -68,15 +68,14 @@ OVERHEAD_MODEL_VLLM = "0.26.0"
 on an H100 80GB HBM3 (torch 2.11.0+cu130, FlashAttention 3), issue 11."""
 
 NON_TORCH_GPU = round(0.22 * GIB)
-"""Per-GPU non-torch memory vLLM 0.26 charges inside the budget (cuBLAS workspaces, the CUDA
-context's growth after start-up, NCCL): 0.22 GiB measured on the H100 for 7B, 8B and 70B fp8 alike.
-CUDA-graph pools (0.73-1.92 GiB there) lie outside ``gpu_memory_utilization`` in 0.26."""
-
-FIXED_OVERHEAD_GPU = NON_TORCH_GPU
-"""Former name of :data:`NON_TORCH_GPU` (was 1 GiB before the vLLM 0.26 calibration)."""
+"""Per-GPU non-torch memory vLLM 0.26 charges inside the budget (device memory that appears
+outside torch's allocator while vLLM starts: library workspaces and the like): 0.22 GiB measured on
+the H100 for 7B, 8B and 70B fp8 alike. CUDA-graph pools (0.73-1.92 GiB there) lie outside
+``gpu_memory_utilization`` in 0.26 and are not counted."""
 
 TP_COMM_OVERHEAD = GIB // 2
-"""Extra per-GPU memory when tensor parallel: NCCL buffers and vLLM's custom all-reduce buffers."""
+"""Extra per-GPU memory when tensor parallel: NCCL buffers and vLLM's custom all-reduce buffers
+(an estimate: no tensor-parallel run has been measured yet)."""
 
 ACT_HIDDEN_COPIES = 4
 """CPU estimate: hidden-sized activations alive at the peak (residual, normed input, attention
@@ -241,7 +240,8 @@ def gpu_activation_bytes(model: ModelSpec, tp: int, max_num_batched_tokens: int,
 
 def default_scheduler_limits(gpu: GpuSpec | None, memory_bytes: int,
                              tp: int = 1) -> tuple[int, int]:
-    """vLLM 0.32's OpenAI-server defaults ``(max_num_batched_tokens, max_num_seqs)``.
+    """vLLM's OpenAI-server defaults ``(max_num_batched_tokens, max_num_seqs)`` (read in 0.32; the
+    0.26 H100 figures the GPU model is calibrated on fit 8192 / 1024).
 
     From ``EngineArgs`` in vllm/engine/arg_utils.py: CPU 2048 x world / 128 x world; GPU with
     >= 160 GiB 16384 / 1024; >= 70 GiB and not an A100 8192 / 1024; otherwise 2048 / 256.
