@@ -6,6 +6,7 @@ out here by hand (see tests/unit/test_planner.py for the shared arithmetic)."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import typer
@@ -346,3 +347,36 @@ def test_run_console_says_requests_queue():
     assert rows["KV cache (planned)"].startswith("requests will queue: 23 of the 128")
     fits = plan(spec("llama-2-7b"), H100, concurrency=8, caps=GPU_026)
     assert "KV cache (planned)" not in dict(_derived_rows({"plan": fits.to_dict()}))
+
+
+FAKE_LIBCUDA = r"""
+#include <stddef.h>
+int cuInit(unsigned int flags) { return flags == 0 ? 0 : 1; }
+int cuDeviceGet(int *dev, int ordinal) { if (ordinal > 1) return 101; *dev = ordinal; return 0; }
+int cuDeviceTotalMem_v2(size_t *bytes, int dev) {
+    *bytes = dev == 0 ? 85017755648ULL : 25386352640ULL; return 0; }
+"""
+
+
+def test_cuda_total_memory_reads_the_driver_library(tmp_path, monkeypatch):
+    """The ctypes path against a stand-in libcuda.so.1 built here: the CUDA driver's own calls
+    (cuInit, cuDeviceGet, cuDeviceTotalMem_v2) with known answers, in the child process."""
+    import shutil
+    import subprocess
+
+    from infer_prof.engine_setup import cuda_total_memory
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler to build the stand-in libcuda")
+    src = tmp_path / "fake.c"
+    src.write_text(FAKE_LIBCUDA)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), str(src)],
+                   check=True)
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path))
+    assert cuda_total_memory(0) == 85_017_755_648
+    assert cuda_total_memory(1) == 25_386_352_640
+    assert cuda_total_memory(2) is None  # cuDeviceGet fails: no such device
+    monkeypatch.setenv("LD_LIBRARY_PATH", str(tmp_path / "nowhere"))
+    if not any(Path(d, "libcuda.so.1").exists()
+               for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")):
+        assert cuda_total_memory(0) is None  # no driver library at all
