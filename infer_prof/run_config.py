@@ -48,6 +48,7 @@ class RunConfig:
     load_format: str | None = None
     quantization: str = "auto"
     kv_cache_memory_bytes: int | None = None
+    kv_cache_dtype: str | None = None
     memory_budget_bytes: int | None = None
     gpu: str | None = None
     gpus: int | None = None

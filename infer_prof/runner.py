@@ -162,6 +162,12 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     server: VllmServer | None = None
     outcomes: list[RunOutcome] = []
     progress = ProgressLine(total=None, enabled=cfg.progress)
+    if the_plan is not None:
+        progress.status(f"plan: {the_plan.precision} on {the_plan.device}, KV cache "
+                        f"{the_plan.memory.kv_tokens if the_plan.memory else 0:,} tokens "
+                        f"({the_plan.memory_source})")
+        if the_plan.queue_message():
+            progress.status(f"plan: {the_plan.queue_message()}")
     try:
         if cfg.endpoint:
             endpoint = Endpoint.from_url(cfg.endpoint, cfg.api_key)

@@ -20,8 +20,8 @@ from rich.table import Table
 from infer_prof.core.gpuspec import GIB, GpuSpec
 from infer_prof.core.modelspec import ModelSpec
 from infer_prof.core.planner import PRECISION_LABELS, Plan, PlanError, plan
-from infer_prof.environment import installed_vllm_version
-from infer_prof.gpus import catalog, detect_gpus, find_gpu
+from infer_prof.engine_setup import device_memory, engine_capabilities
+from infer_prof.gpus import DetectedGpu, catalog, detect_gpus, find_gpu
 
 _UNITS = {
     "": 1, "b": 1,
@@ -64,16 +64,17 @@ def _resolve_spec(model: str) -> ModelSpec:
     return resolved.spec
 
 
-def _resolve_gpu(gpu: str | None, gpus: int | None,
-                 memory_budget: int | None) -> tuple[GpuSpec | None, int, int | None, str]:
-    """(spec, count, NVML total bytes or None, how it was chosen)."""
+def _resolve_gpu(gpu: str | None, gpus: int | None, memory_budget: int | None
+                 ) -> tuple[GpuSpec | None, int, list[DetectedGpu], str]:
+    """(spec, count, the GPUs NVML detects, how the GPU was chosen)."""
     if gpu is not None:
         try:
-            return find_gpu(gpu), gpus or 1, None, "--gpu"
+            spec = find_gpu(gpu)
         except ValueError as exc:
             _fail(f"{exc}; pass --gpu with one of them")
+        return spec, gpus or 1, detect_gpus(), "--gpu"
     if memory_budget is not None:
-        return None, gpus or 1, None, "--memory-budget (CPU)"
+        return None, gpus or 1, [], "--memory-budget (CPU)"
     found = detect_gpus()
     if not found:
         _fail("no GPU detected (NVML found none); pass --gpu NAME to plan for one, or "
@@ -82,7 +83,7 @@ def _resolve_gpu(gpu: str | None, gpus: int | None,
     if first.spec is None:
         _fail(f"detected GPU {first.nvml_name!r} is not in the catalog; pass --gpu NAME")
     same = sum(1 for d in found if d.nvml_name == first.nvml_name)
-    return first.spec, gpus or same, first.memory_total_bytes, f"detected ({first.nvml_name})"
+    return first.spec, gpus or same, found, f"detected ({first.nvml_name})"
 
 
 def _print_plan(p: Plan, how: str, console: Console) -> None:
@@ -92,11 +93,16 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
     budget = (f"{p.gpu_memory_utilization:g} x {_gib(p.memory_per_gpu_bytes)} GiB"
               if p.gpu_memory_utilization is not None else "--memory-budget")
     console.print(f"budget per {'GPU' if p.gpu else 'device'}: "
-                  f"{_gib(p.budget_per_gpu_bytes)} GiB ({budget})")
+                  f"{_gib(p.budget_per_gpu_bytes)} GiB ({budget}"
+                  + (f"; memory from {p.memory_source})" if p.gpu else ")"))
+    console.print(f"overhead model: {p.assumptions.get('overhead_model')}")
     if p.precision and p.memory:
         verdict = "[green]fits[/]" if p.fits_load else "[yellow]runs, with queueing[/]"
-        console.print(f"decision: [bold]{PRECISION_LABELS[p.precision]}[/] -> {verdict}; "
-                      f"{p.memory.max_sequences} sequences of {p.seq_len} tokens fit at once")
+        kv = ", fp8 KV cache" if p.kv_cache_dtype == "fp8" else ""
+        console.print(f"decision: [bold]{PRECISION_LABELS[p.precision]}{kv}[/] -> {verdict}; "
+                      f"{p.memory.max_sequences} sequences of {p.seq_len} tokens fit at once "
+                      f"({p.memory.kv_tokens:,} KV tokens)")
+
     else:
         console.print("decision: [bold red]nothing fits[/]")
 
@@ -106,9 +112,16 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
         table.add_column(col, justify="left" if col in ("precision", "verdict") else "right")
     for c in p.candidates:
         m = c.memory
-        chosen = c.precision == p.precision
-        verdict = "chosen" if chosen else (c.reason if c.available else "unavailable here")
-        table.add_row(("* " if chosen else "  ") + c.precision, _gib(m.weights_bytes),
+        chosen = c.precision == p.precision and c.kv_cache_dtype == p.kv_cache_dtype
+        if chosen:
+            verdict = "chosen"
+        elif not c.available:
+            verdict = "unavailable here (below)"
+        elif c.kv_cache_dtype == "fp8" and p.kv_cache_dtype != "fp8":
+            verdict = "fp8 KV only when asked (--kv-cache-dtype fp8) or nothing else fits"
+        else:
+            verdict = c.reason or "fits"
+        table.add_row(("* " if chosen else "  ") + c.label, _gib(m.weights_bytes),
                       _gib(m.overhead_bytes), _gib(m.kv_cache_bytes),
                       f"{m.kv_bytes_per_token / 1024:,.0f} KiB", f"{m.max_sequences:,}",
                       verdict, style="bold" if chosen else None)
@@ -121,7 +134,11 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
                       f" = {_gib(m.budget_bytes)} GiB; the load needs {_gib(m.kv_needed_bytes)} "
                       "GiB of KV")
     for c in p.rejections:
-        console.print(f"rejected {c.precision}: {c.reason}")
+        console.print(f"rejected {c.label}: {c.reason}")
+    rejected = {c.label for c in p.rejections}
+    for c in p.candidates:
+        if not c.available and c.label not in rejected:
+            console.print(f"unavailable {c.label}: {c.reason}")
     for w in p.warnings:
         console.print(f"[yellow]warning:[/] {w}")
     for s in p.suggestions:
@@ -148,6 +165,12 @@ def plan_command(
     quantization: str = typer.Option(
         "auto", "--quantization",
         help="auto, or force one: bf16, fp8, int8, bitsandbytes, awq, gptq."),
+    load_format: str | None = typer.Option(
+        None, "--load-format", help="vLLM --load-format, as for run: 'dummy' (random weights) "
+        "rules out in-flight bitsandbytes, which vLLM loads from real weight files only."),
+    kv_cache_dtype: str = typer.Option(
+        "auto", "--kv-cache-dtype", help="auto, or fp8 (half the KV bytes). With auto, fp8 is "
+        "chosen only when no precision holds one sequence with a 16-bit KV cache."),
     memory_budget: str | None = typer.Option(
         None, "--memory-budget", help="Memory the engine may use (e.g. 24GiB, 512MiB): a CPU run "
         "without --gpu; replaces the utilization budget with one."),
@@ -161,12 +184,15 @@ def plan_command(
         except ValueError as exc:
             _fail(f"--memory-budget: {exc}")
     spec = _resolve_spec(model)
-    gpu_spec, count, nvml_total, how = _resolve_gpu(gpu, gpus, budget)
+    gpu_spec, count, found, how = _resolve_gpu(gpu, gpus, budget)
+    memory, source = device_memory(gpu_spec, found)
     try:
         result = plan(spec, gpu_spec, gpus=count, concurrency=concurrency, input_len=input_len,
                       output_len=output_len, gpu_memory_utilization=gpu_memory_utilization,
                       quantization=quantization, memory_budget_bytes=budget,
-                      memory_per_gpu_bytes=nvml_total, vllm_version=installed_vllm_version(),
+                      memory_per_gpu_bytes=memory, memory_source=source,
+                      kv_cache_dtype=kv_cache_dtype, load_format=load_format,
+                      caps=engine_capabilities(gpu_spec is not None),
                       catalog=list(catalog().values()))
     except PlanError as exc:
         _fail(str(exc))

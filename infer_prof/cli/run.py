@@ -151,6 +151,12 @@ def run_command(
         "(bf16 > fp8 > int8 > bitsandbytes 4-bit); or force one (bf16, fp8, bitsandbytes, awq, "
         "gptq), or any vLLM quantization name verbatim.",
     ),
+    kv_cache_dtype: str = typer.Option(
+        None,
+        "--kv-cache-dtype",
+        help="vLLM --kv-cache-dtype: auto, or fp8 (half the KV bytes). Without it the planner "
+        "uses fp8 only when no precision holds one sequence with a 16-bit KV cache.",
+    ),
     memory_budget: str = typer.Option(
         None,
         "--memory-budget",
@@ -257,6 +263,7 @@ def run_command(
         if kv_cache_memory
         else None,
         memory_budget_bytes=parse_size(memory_budget, "--memory-budget") if memory_budget else None,
+        kv_cache_dtype=kv_cache_dtype,
         gpu=gpu,
         gpus=gpus,
         price_per_hour=price_per_hour,

@@ -15,6 +15,7 @@ GIB = 1 << 30
 # The figures every entry must give (the catalog test checks each has a source).
 SPEC_FIGURES = (
     "memory_gib",
+    "cuda_visible_gib",
     "memory_bandwidth_gbps",
     "fp16_tflops",
     "bf16_tflops",
@@ -46,7 +47,9 @@ def normalize_gpu_name(name: str) -> str:
 class GpuSpec:
     """One GPU model as the catalog describes it.
 
-    Units: ``memory_gib`` in GiB (2^30 B); ``memory_bandwidth_gbps`` in GB/s (10^9 B/s);
+    Units: ``memory_gib`` in GiB (2^30 B), the nominal size; ``cuda_visible_gib`` the total CUDA
+    reports (``torch.cuda.mem_get_info``), a little less; ``memory_bandwidth_gbps`` in GB/s
+    (10^9 B/s);
     ``*_tflops`` dense tensor-core peaks in 10^12 FLOP/s (``None`` where the GPU lacks that math);
     ``tdp_watts`` in W. ``compute_capability`` is ``"major.minor"`` for NVIDIA, a ROCm gfx target
     (``"gfx908"``) for AMD. ``sources`` pairs each figure's name with where it comes from.
@@ -70,6 +73,7 @@ class GpuSpec:
     aliases: tuple[str, ...] = ()
     sources: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
+    cuda_visible_gib: float | None = None
 
     @classmethod
     def from_dict(cls, key: str, entry: dict[str, Any]) -> GpuSpec:
@@ -95,6 +99,7 @@ class GpuSpec:
                 sources=tuple(sorted((str(k), str(v))
                                      for k, v in entry.get("sources", {}).items())),
                 notes=tuple(entry.get("notes", ())),
+                cuda_visible_gib=_opt_float(entry.get("cuda_visible_gib")),
             )
         except KeyError as exc:
             raise ValueError(f"GPU catalog entry {key!r} lacks the field {exc.args[0]!r}") from None
@@ -103,6 +108,14 @@ class GpuSpec:
     def memory_bytes(self) -> int:
         """Nominal memory in bytes: ``memory_gib x 2^30``."""
         return int(self.memory_gib * GIB)
+
+    @property
+    def cuda_memory_bytes(self) -> int:
+        """Bytes CUDA reports as this GPU's total (what vLLM budgets from): ``cuda_visible_gib x
+        2^30``, or the nominal :attr:`memory_bytes` for an entry without that figure."""
+        if self.cuda_visible_gib is None:
+            return self.memory_bytes
+        return int(self.cuda_visible_gib * GIB)
 
     @property
     def cuda_capability(self) -> tuple[int, int] | None:
@@ -140,6 +153,7 @@ class GpuSpec:
             "architecture": self.architecture,
             "compute_capability": self.compute_capability,
             "memory_gib": self.memory_gib,
+            "cuda_visible_gib": self.cuda_visible_gib,
             "memory_bandwidth_gbps": self.memory_bandwidth_gbps,
             "fp16_tflops": self.fp16_tflops,
             "bf16_tflops": self.bf16_tflops,

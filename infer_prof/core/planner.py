@@ -28,16 +28,25 @@ which replaces it)
 - KV cache per token: ``2 x layers x KV heads x head_dim x KV dtype bytes`` (per GPU: KV heads / tp,
   at least 1); allocated in blocks of :data:`BLOCK_SIZE` tokens; a sequence of ``input+output``
   tokens takes ``ceil((input+output) / 16)`` blocks.
-- overhead: :data:`FIXED_OVERHEAD_GPU` (+ :data:`TP_COMM_OVERHEAD` when tp > 1) on a GPU, 0 for a
-  memory budget without one; plus the activation peak of vLLM's profiling run,
-  ``2 B x max_num_batched_tokens x (4 x hidden + 3 x intermediate / tp)`` (residual stream and
-  hidden-state copies, then the MLP's gate/up output and its activation) and
-  ``2 x 4 B x max_num_seqs x vocab`` (fp32 logits and probabilities of the sampler warm-up).
+- overhead on a GPU follows vLLM 0.26.0 (:data:`OVERHEAD_MODEL_VLLM`), which charges inside the
+  budget the weights, the peak activation of its profiling run and the non-torch memory
+  (:data:`NON_TORCH_GPU`, 0.22 GiB; + :data:`TP_COMM_OVERHEAD` when tp > 1); CUDA-graph memory
+  lies outside ``gpu_memory_utilization`` there and is not counted. Activation peak, calibrated
+  on an H100 (vLLM's measured 0.77 / 1.1 / 1.78 GiB for llama-2-7b / llama-3.1-8b / llama-2-70b
+  fp8, see :func:`gpu_activation_bytes`): ``2 B x T x (3.25 x hidden + 3 x intermediate / tp) +
+  2 B x S x vocab`` with ``T = max_num_batched_tokens``, ``S = max_num_seqs``.
+  On a memory budget without a GPU (vLLM-CPU, which takes the KV size as given) there is no
+  fixed part and the activation estimate is the uncalibrated :func:`activation_bytes`.
+- budget on a GPU: ``gpu_memory_utilization x`` the total CUDA reports (vLLM's
+  ``torch.cuda.mem_get_info``), given as ``memory_per_gpu_bytes`` by the caller that measured
+  it, else the catalog's ``cuda_visible_gib``; the plan records which (``memory_source``).
 
 Choice (``quantization="auto"``): walk bf16 > fp8 > int8 weight-only > bitsandbytes 4-bit and take
-the first that is available here and whose KV cache holds ``concurrency`` sequences of
-``input+output`` tokens; when none holds the whole load, the first that holds at least one
-sequence, with a warning that requests will queue. fp8 needs compute capability >= 8.9.
+the first that runs with the engine and load format given (:class:`EngineCaps`, :func:`why_not`)
+and whose KV cache holds ``concurrency`` sequences of ``input+output`` tokens; when none holds the
+whole load, the first that holds at least one sequence, with a warning that requests will queue.
+The fp8 KV cache (``kv_cache_dtype="fp8"``, half the KV bytes) is used when asked, or when no
+precision holds even one sequence with a 16-bit KV cache; its rows are shown beside the others.
 """
 
 from __future__ import annotations
@@ -54,29 +63,41 @@ MIB = 1 << 20
 BLOCK_SIZE = 16
 """vLLM's KV-cache block size in tokens (the default on CUDA and CPU)."""
 
-FIXED_OVERHEAD_GPU = 1 * GIB
-"""Per-GPU memory inside the budget that is neither weights, activations nor KV cache.
+OVERHEAD_MODEL_VLLM = "0.26.0"
+"""The vLLM version (GPU build) whose memory accounting the GPU overhead model follows: measured
+on an H100 80GB HBM3 (torch 2.11.0+cu130, FlashAttention 3), issue 11."""
 
-About 0.5 GiB of non-torch memory that vLLM's profiler charges to the budget (cuBLAS/cuDNN
-workspaces, the caching allocator's slack) plus about 0.5 GiB of CUDA-graph pools (vLLM logs
-0.3-1 GiB for 7B-70B models). The CUDA context itself (~0.5 GiB) sits outside
-``gpu_memory_utilization`` and is not counted.
-"""
+NON_TORCH_GPU = round(0.22 * GIB)
+"""Per-GPU non-torch memory vLLM 0.26 charges inside the budget (device memory that appears
+outside torch's allocator while vLLM starts: library workspaces and the like): 0.22 GiB measured on
+the H100 for 7B, 8B and 70B fp8 alike. CUDA-graph pools (0.73-1.92 GiB there) lie outside
+``gpu_memory_utilization`` in 0.26 and are not counted."""
 
 TP_COMM_OVERHEAD = GIB // 2
-"""Extra per-GPU memory when tensor parallel: NCCL buffers and vLLM's custom all-reduce buffers."""
+"""Extra per-GPU memory when tensor parallel: NCCL buffers and vLLM's custom all-reduce buffers
+(an estimate: no tensor-parallel run has been measured yet)."""
 
 ACT_HIDDEN_COPIES = 4
-"""Hidden-sized activations alive at the peak: residual, normed input, attention out, MLP out."""
+"""CPU estimate: hidden-sized activations alive at the peak (residual, normed input, attention
+out, MLP out)."""
 
 ACT_INTERMEDIATE_COPIES = 3
 """Intermediate-sized activations at the peak: the fused gate/up output (2) and SiLU x up (1)."""
 
 LOGITS_COPIES = 2
-"""fp32 tensors of ``max_num_seqs x vocab`` in the sampler warm-up: logits and probabilities."""
+"""CPU estimate: fp32 tensors of ``max_num_seqs x vocab`` in the sampler warm-up."""
 
 ACT_BYTES = 2
 """Activation dtype bytes (bf16/fp16)."""
+
+GPU_ACT_HIDDEN_QUARTERS = 13
+"""GPU (vLLM 0.26): hidden-sized activations at the profiling peak, in quarters (3.25 copies).
+With 3 intermediate copies and one bf16 ``max_num_seqs x vocab`` logits tensor this reproduces
+vLLM's measured peaks 0.77 / 1.1 / 1.78 GiB (7B / 8B / 70B fp8 on the H100) as 0.768 / 1.104 /
+1.780 GiB; a least-squares fit of the two copy counts gives 3.42 and 2.95."""
+
+GPU_LOGITS_BYTES = 2
+"""GPU (vLLM 0.26): bytes per ``max_num_seqs x vocab`` element at the profiling peak."""
 
 FP8_SCALE_MATRICES = 7
 """Per-tensor fp32 scales per layer under vLLM's fp8: q, k, v, o, gate, up, down."""
@@ -192,7 +213,8 @@ def kv_bytes_per_token(model: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -
 
 def activation_bytes(model: ModelSpec, tp: int, max_num_batched_tokens: int,
                      max_num_seqs: int) -> int:
-    """Activation peak per GPU of vLLM's profiling run, bytes.
+    """Activation peak of vLLM's profiling run for a memory budget without a GPU, bytes
+    (uncalibrated estimate; vLLM-CPU takes its KV size as given, so it only sizes the budget).
 
     ``2 x T x (4 x hidden + 3 x intermediate / tp) + 2 x 4 x max_num_seqs x vocab`` with
     ``T = max_num_batched_tokens``: see the module docstring for what each term is.
@@ -203,9 +225,23 @@ def activation_bytes(model: ModelSpec, tp: int, max_num_batched_tokens: int,
     return ACT_BYTES * max_num_batched_tokens * per_token + logits
 
 
+def gpu_activation_bytes(model: ModelSpec, tp: int, max_num_batched_tokens: int,
+                         max_num_seqs: int) -> int:
+    """Peak activation per GPU of vLLM 0.26's profiling run on a GPU, bytes (calibrated).
+
+    ``2 x T x (3.25 x hidden + 3 x intermediate / tp) + 2 x S x vocab`` with
+    ``T = max_num_batched_tokens`` and ``S = max_num_seqs``: see :data:`GPU_ACT_HIDDEN_QUARTERS`
+    for the fit. Computed in integers: ``T x (13 x hidden / 2 + 6 x intermediate / tp)``.
+    """
+    per_token = (GPU_ACT_HIDDEN_QUARTERS * model.hidden_size) // 2 + (
+        2 * ACT_BYTES // 2 * ACT_INTERMEDIATE_COPIES * model.intermediate_size) // tp
+    return max_num_batched_tokens * per_token + GPU_LOGITS_BYTES * max_num_seqs * model.vocab_size
+
+
 def default_scheduler_limits(gpu: GpuSpec | None, memory_bytes: int,
                              tp: int = 1) -> tuple[int, int]:
-    """vLLM 0.32's OpenAI-server defaults ``(max_num_batched_tokens, max_num_seqs)``.
+    """vLLM's OpenAI-server defaults ``(max_num_batched_tokens, max_num_seqs)`` (read in 0.32; the
+    0.26 H100 figures the GPU model is calibrated on fit 8192 / 1024).
 
     From ``EngineArgs`` in vllm/engine/arg_utils.py: CPU 2048 x world / 128 x world; GPU with
     >= 160 GiB 16384 / 1024; >= 70 GiB and not an A100 8192 / 1024; otherwise 2048 / 256.
@@ -232,6 +268,84 @@ def check_tensor_parallel(model: ModelSpec, tp: int) -> None:
         )
 
 
+# --------------------------------------------------------------------------- engine
+
+
+BNB_DUMMY_NOTE = (
+    "vLLM replaces --load-format dummy with bitsandbytes under --quantization bitsandbytes "
+    "(GPU vLLM: EngineArgs.create_load_config; vLLM-CPU: vllm-bnb-plugin's create_engine_config), "
+    "so in-flight 4-bit needs real weight files; with dummy weights it dies with 'No model "
+    "weights found'"
+)
+
+FP8_KV_CPU_NOTE = "vLLM-CPU's fp8 KV cache needs an x86 CPU with AVX-512 or AMX"
+
+
+@dataclass(frozen=True)
+class EngineCaps:
+    """What the vLLM build that will serve can run; built by ``engine_setup`` (the I/O), given to
+    :func:`plan` as data so GPU cases can be planned and tested anywhere.
+
+    ``build`` is ``"cuda"`` (GPU vLLM) or ``"cpu"`` (vLLM-CPU). ``unavailable`` pairs a precision
+    with why it cannot run (a runtime not importable) and the install hint. ``fp8_kv_cache`` is
+    empty when ``--kv-cache-dtype fp8`` runs, else why not. ``checked`` is False when the runtimes
+    were not looked at (planning for a GPU from a machine without its vLLM): then nothing is
+    marked unavailable for want of a package.
+    """
+
+    build: str = "cuda"
+    vllm_version: tuple[int, ...] | None = None
+    unavailable: tuple[tuple[str, str], ...] = ()
+    fp8_kv_cache: str = ""
+    checked: bool = False
+
+    def missing(self, precision: str) -> str:
+        """Why ``precision``'s runtime is missing here (with the install hint), or ``""``."""
+        return dict(self.unavailable).get(precision, "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form for the plan."""
+        return {
+            "build": self.build,
+            "vllm_version": ".".join(map(str, self.vllm_version)) if self.vllm_version else None,
+            "unavailable": dict(self.unavailable),
+            "fp8_kv_cache": self.fp8_kv_cache or "supported",
+            "runtimes_checked": self.checked,
+        }
+
+
+def default_caps(gpu: GpuSpec | None) -> EngineCaps:
+    """Unchecked capabilities: GPU vLLM when planning for a GPU, else vLLM-CPU."""
+    return EngineCaps(build="cuda" if gpu is not None else "cpu")
+
+
+def why_not(precision: str, gpu: GpuSpec | None, caps: EngineCaps,
+            load_format: str | None) -> str:
+    """Empty when ``precision`` runs with this engine, GPU and load format, else the reason.
+
+    The combinations: fp8 (online W8A8) needs a GPU of compute capability >= 8.9; int8
+    weight-only quantizes no dense layer (:data:`INT8_DENSE_NOTE`); bitsandbytes needs its
+    runtime importable (and ``vllm-bnb-plugin`` on vLLM builds without it) and real weights,
+    since both builds force ``load_format=bitsandbytes`` (:data:`BNB_DUMMY_NOTE`).
+    """
+    missing = caps.missing(precision)
+    if missing:
+        return missing
+    if precision == "fp8":
+        if gpu is None:
+            return "fp8 needs a GPU of compute capability >= 8.9; a --memory-budget plan has none"
+        if gpu.cuda_capability is None:
+            return f"{gpu.key} ({gpu.compute_capability}) has no FP8 tensor math"
+        if not gpu.supports_fp8:
+            return (f"fp8 needs compute capability >= 8.9 (Ada, Hopper, Blackwell); "
+                    f"{gpu.key} is {gpu.compute_capability}")
+    if precision == "int8":
+        return INT8_DENSE_NOTE
+    if precision == "bnb-nf4" and (load_format or "").lower() == "dummy":
+        return BNB_DUMMY_NOTE
+    return ""
+
+
 # --------------------------------------------------------------------------- results
 
 
@@ -256,16 +370,23 @@ class MemoryBreakdown:
     needed_bytes: int
     fits_load: bool
     runnable: bool
+    kv_cache_dtype: str = "auto"
 
 
 @dataclass(frozen=True)
 class Candidate:
-    """One precision considered: whether it is available here, its memory, and the verdict."""
+    """One (precision, KV dtype) considered: whether it runs here, its memory, and the verdict."""
 
     precision: str
     available: bool
     reason: str
     memory: MemoryBreakdown
+    kv_cache_dtype: str = "auto"
+
+    @property
+    def label(self) -> str:
+        """``"fp8"``, or ``"fp8 + fp8 KV"`` for a row with the fp8 KV cache."""
+        return self.precision + (" + fp8 KV" if self.kv_cache_dtype == "fp8" else "")
 
 
 @dataclass(frozen=True)
@@ -296,17 +417,34 @@ class Plan:
     suggestions: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     assumptions: dict[str, Any] = field(default_factory=dict)
+    memory_source: str = ""
+    kv_cache_dtype: str = "auto"
+    load_format: str | None = None
+    engine: dict[str, Any] = field(default_factory=dict)
+    running_at_once: int | None = None
+    queued: int | None = None
 
     @property
     def tensor_parallel_size(self) -> int:
         """GPUs the weights and KV cache are split over."""
         return self.gpu_count
 
+    def queue_message(self) -> str | None:
+        """One line when the KV cache (or ``max_num_seqs``) runs fewer requests than asked."""
+        if not self.queued or self.running_at_once is None:
+            return None
+        return (f"requests will queue: {self.running_at_once} of the {self.concurrency} concurrent "
+                f"requests run at once ({self.seq_len} tokens each); the other {self.queued} wait "
+                "in vLLM's queue and their TTFT includes that wait")
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-serializable form: every field; bytes stay integers."""
         out = asdict(self)
         out["tensor_parallel_size"] = self.gpu_count
         out["precision_label"] = PRECISION_LABELS.get(self.precision or "")
+        if self.kv_cache_dtype == "fp8" and out["precision_label"]:
+            out["precision_label"] += ", fp8 KV cache"
+        out["queue_message"] = self.queue_message()
         return out
 
 
@@ -324,15 +462,18 @@ class _Setup:
     fixed: int
     activation: int
     kv_dtype_bytes: int
+    caps: EngineCaps
+    load_format: str | None
 
 
-def _evaluate(s: _Setup, precision: str) -> MemoryBreakdown:
+def _evaluate(s: _Setup, precision: str, kv_dtype: str = "auto") -> MemoryBreakdown:
     memory_precision = "bf16" if precision == "int8" else precision  # see INT8_DENSE_NOTE
     weights = weight_bytes(s.model, memory_precision, s.tp)
     total = weight_bytes(s.model, memory_precision, 1)
     overhead = s.fixed + s.activation
     kv_cache = s.budget - weights - overhead
-    per_token = kv_bytes_per_token(s.model, s.tp, s.kv_dtype_bytes)
+    kv_bytes = 1 if kv_dtype == "fp8" else s.kv_dtype_bytes
+    per_token = kv_bytes_per_token(s.model, s.tp, kv_bytes)
     block_bytes = BLOCK_SIZE * per_token
     blocks = max(0, kv_cache) // block_bytes
     per_seq = _ceil_div(s.seq_len, BLOCK_SIZE)
@@ -356,6 +497,7 @@ def _evaluate(s: _Setup, precision: str) -> MemoryBreakdown:
         needed_bytes=weights + overhead + kv_needed,
         fits_load=max_seqs >= s.concurrency,
         runnable=max_seqs >= 1,
+        kv_cache_dtype=kv_dtype,
     )
 
 
@@ -365,19 +507,7 @@ def _gib(n: int) -> str:
 
 def _availability(s: _Setup, precision: str) -> str:
     """Empty when ``precision`` can run here, else the reason it cannot."""
-    gpu = s.gpu
-    if precision == "fp8":
-        if gpu is None:
-            return "fp8 needs a GPU of compute capability >= 8.9; a --memory-budget plan has none"
-        if gpu.cuda_capability is None:
-            return f"{gpu.key} ({gpu.compute_capability}) has no FP8 tensor math"
-        if not gpu.supports_fp8:
-            cc = gpu.compute_capability
-            return (f"fp8 needs compute capability >= 8.9 (Ada, Hopper, Blackwell); "
-                    f"{gpu.key} is {cc}")
-    if precision == "int8":
-        return INT8_DENSE_NOTE
-    return ""
+    return why_not(precision, s.gpu, s.caps, s.load_format)
 
 
 def _memory_reason(m: MemoryBreakdown, seq_len: int, concurrency: int) -> str:
@@ -394,28 +524,44 @@ def _memory_reason(m: MemoryBreakdown, seq_len: int, concurrency: int) -> str:
     return ""
 
 
-def _choose(s: _Setup, ladder: Sequence[str]) -> tuple[list[Candidate], Candidate | None]:
+def _candidates(s: _Setup, ladder: Sequence[str], kv_dtype: str) -> list[Candidate]:
     cands = []
     for p in ladder:
-        why_not = _availability(s, p)
-        mem = _evaluate(s, p)
-        cands.append(Candidate(p, not why_not, why_not or _memory_reason(mem, s.seq_len,
-                                                                          s.concurrency), mem))
+        why = _availability(s, p)
+        if not why and kv_dtype == "fp8":
+            why = s.caps.fp8_kv_cache
+        mem = _evaluate(s, p, kv_dtype)
+        cands.append(Candidate(p, not why, why or _memory_reason(mem, s.seq_len, s.concurrency),
+                               mem, kv_dtype))
+    return cands
+
+
+def _pick(cands: Sequence[Candidate]) -> Candidate | None:
     chosen = next((c for c in cands if c.available and c.memory.fits_load), None)
     if chosen is None:
         chosen = next((c for c in cands if c.available and c.memory.runnable), None)
-    return cands, chosen
+    return chosen
+
+
+def _choose(s: _Setup, ladder: Sequence[str]) -> tuple[list[Candidate], Candidate | None]:
+    cands = _candidates(s, ladder, "auto")
+    return cands, _pick(cands)
 
 
 def _setup(model: ModelSpec, gpu: GpuSpec | None, tp: int, concurrency: int, seq_len: int,
            budget: int, kv_dtype_bytes: int, max_num_batched_tokens: int | None,
-           max_num_seqs: int | None, memory_bytes: int) -> tuple[_Setup, int, int]:
+           max_num_seqs: int | None, memory_bytes: int, caps: EngineCaps,
+           load_format: str | None) -> tuple[_Setup, int, int]:
     mnbt, mns = default_scheduler_limits(gpu, memory_bytes, tp)
     mnbt = max_num_batched_tokens or mnbt
     mns = max_num_seqs or mns
-    fixed = 0 if gpu is None else FIXED_OVERHEAD_GPU + (TP_COMM_OVERHEAD if tp > 1 else 0)
-    act = activation_bytes(model, tp, mnbt, mns)
-    setup = _Setup(model, gpu, tp, concurrency, seq_len, budget, fixed, act, kv_dtype_bytes)
+    if gpu is None:
+        fixed, act = 0, activation_bytes(model, tp, mnbt, mns)
+    else:
+        fixed = NON_TORCH_GPU + (TP_COMM_OVERHEAD if tp > 1 else 0)
+        act = gpu_activation_bytes(model, tp, mnbt, mns)
+    setup = _Setup(model, gpu, tp, concurrency, seq_len, budget, fixed, act, kv_dtype_bytes,
+                   caps, load_format)
     return setup, mnbt, mns
 
 
@@ -438,6 +584,17 @@ def _quantization_args(precision: str, vllm_version: tuple[int, ...] | None) -> 
     return {}
 
 
+def normalize_kv_cache_dtype(name: str | None) -> str:
+    """``--kv-cache-dtype``: ``"auto"`` (the model's 16-bit dtype) or ``"fp8"`` (also fp8_e4m3,
+    fp8_e5m2, which vLLM names separately but sizes alike: 1 byte)."""
+    flat = (name or "auto").strip().lower()
+    if flat in ("auto", "bf16", "bfloat16", "fp16", "float16", "16bit"):
+        return "auto"
+    if flat in ("fp8", "fp8_e4m3", "fp8_e5m2"):
+        return "fp8"
+    raise PlanError(f"unknown --kv-cache-dtype {name!r}; use auto or fp8")
+
+
 def plan(
     model: ModelSpec,
     gpu: GpuSpec | None = None,
@@ -450,7 +607,11 @@ def plan(
     quantization: str = "auto",
     memory_budget_bytes: int | None = None,
     memory_per_gpu_bytes: int | None = None,
+    memory_source: str | None = None,
     kv_cache_dtype_bytes: int = 2,
+    kv_cache_dtype: str = "auto",
+    load_format: str | None = None,
+    caps: EngineCaps | None = None,
     max_num_batched_tokens: int | None = None,
     max_num_seqs: int | None = None,
     vllm_version: tuple[int, ...] | None = None,
@@ -460,12 +621,15 @@ def plan(
     """Plan how ``model`` serves ``concurrency`` sequences of ``input_len + output_len`` tokens.
 
     On ``gpus`` x ``gpu`` (tensor parallel over all of them, as given), with a per-GPU budget of
-    ``gpu_memory_utilization x memory`` (``memory_per_gpu_bytes`` -- e.g. NVML's total --
-    overrides the catalog's nominal memory), or on a plain ``memory_budget_bytes`` (a CPU run when
-    ``gpu`` is None; it replaces the utilization budget when a GPU is given too).
-    ``quantization`` is ``"auto"`` or a precision to force. ``catalog`` lets a plan that does not
-    fit name the cheapest-memory GPU that would hold the load. Raises :class:`PlanError` for
-    impossible requests (bad tensor-parallel size, fp8 forced where it cannot run, no device).
+    ``gpu_memory_utilization x memory``: ``memory_per_gpu_bytes`` is the total CUDA reports for
+    the detected device (``memory_source`` says how it was read), else the catalog's
+    ``cuda_visible_gib``. Or on a plain ``memory_budget_bytes`` (a CPU run when ``gpu`` is None;
+    it replaces the utilization budget when a GPU is given too). ``quantization`` is ``"auto"`` or
+    a precision to force; ``kv_cache_dtype`` ``"auto"`` or ``"fp8"``; ``load_format`` vLLM's
+    (``"dummy"`` rules out in-flight bitsandbytes); ``caps`` what the serving vLLM build runs
+    (default: unchecked GPU vLLM for a GPU, vLLM-CPU without). ``catalog`` lets a plan that does
+    not fit name the cheapest-memory GPU that would hold the load. Raises :class:`PlanError` for
+    impossible requests (bad tensor-parallel size, a forced precision that cannot run, no device).
     """
     if gpu is None and memory_budget_bytes is None:
         raise PlanError("no GPU to plan for: pass --gpu NAME, or --memory-budget for a CPU run")
@@ -475,66 +639,108 @@ def plan(
         raise PlanError(f"--gpu-memory-utilization must be in (0, 1], got {gpu_memory_utilization}")
     if kv_cache_dtype_bytes not in (1, 2, 4):
         raise PlanError(f"KV-cache dtype bytes must be 1, 2 or 4, got {kv_cache_dtype_bytes}")
+    kv_dtype = normalize_kv_cache_dtype(kv_cache_dtype)
     check_tensor_parallel(model, gpus)
     wanted = normalize_precision(quantization)
     seq_len = input_len + output_len
+    caps = caps or default_caps(gpu)
+    if vllm_version is None:
+        vllm_version = caps.vllm_version
+    if kv_dtype == "fp8" and caps.fp8_kv_cache:
+        raise PlanError(f"cannot use --kv-cache-dtype fp8: {caps.fp8_kv_cache}; drop the option")
 
-    memory = None if gpu is None else (memory_per_gpu_bytes or gpu.memory_bytes)
+    memory: int | None = None
+    source = "--memory-budget"
+    if gpu is not None:
+        if memory_per_gpu_bytes:
+            memory, source = memory_per_gpu_bytes, memory_source or "given"
+        else:
+            memory = gpu.cuda_memory_bytes
+            source = (f"catalog: {gpu.key} cuda_visible_gib {gpu.cuda_visible_gib:g}"
+                      if gpu.cuda_visible_gib is not None
+                      else f"catalog: {gpu.key} memory_gib {gpu.memory_gib:g} (nominal)")
     if memory_budget_bytes is not None:
         if memory_budget_bytes <= 0:
             raise PlanError("--memory-budget must be positive")
-        budget, util = memory_budget_bytes, None
+        budget, util, source = memory_budget_bytes, None, "--memory-budget"
     else:
         assert memory is not None
         budget, util = round(gpu_memory_utilization * memory), gpu_memory_utilization
     s, mnbt, mns = _setup(model, gpu, gpus, concurrency, seq_len, budget, kv_cache_dtype_bytes,
-                          max_num_batched_tokens, max_num_seqs, memory or budget)
+                          max_num_batched_tokens, max_num_seqs, memory or budget, caps,
+                          load_format)
 
     warnings: list[str] = []
     notes: list[str] = []
     if wanted == "auto":
-        cands, chosen = _choose(s, AUTO_LADDER)
+        cands = _candidates(s, AUTO_LADDER, kv_dtype)
+        chosen = _pick(cands)
         stop = cands.index(chosen) if chosen else len(cands)
-        rejections = tuple(cands[:stop])
+        rejected = list(cands[:stop])
+        if kv_dtype == "auto" and gpu is not None:
+            runs = [c.precision for c in cands if c.available]
+            fp8_kv = _candidates(s, runs, "fp8") if not s.caps.fp8_kv_cache else []
+            if chosen is None:  # nothing runs with a 16-bit KV cache: the fp8 KV cache may
+                chosen = _pick(fp8_kv)
+                stop = fp8_kv.index(chosen) if chosen else len(fp8_kv)
+                rejected += fp8_kv[:stop]
+                if chosen is not None:
+                    notes.append("fp8 KV cache chosen: no precision holds one sequence with a "
+                                 "16-bit KV cache")
+            cands += fp8_kv
+        rejections = tuple(rejected)
         if chosen is not None:
-            cands[stop] = Candidate(chosen.precision, True, "", chosen.memory)
-            chosen = cands[stop]
+            i = cands.index(chosen)
+            chosen = Candidate(chosen.precision, True, "", chosen.memory, chosen.kv_cache_dtype)
+            cands[i] = chosen
     else:
-        why_not = _availability(s, wanted)
-        if wanted == "fp8" and why_not:
+        why = _availability(s, wanted)
+        if wanted == "fp8" and why and not caps.missing("fp8"):
             cc = s.gpu.cuda_capability if s.gpu else None
             if cc is None or cc < (7, 5):
-                raise PlanError(f"cannot force fp8: {why_not}")
+                raise PlanError(f"cannot force fp8: {why}")
             warnings.append(f"fp8 forced below compute capability 8.9: vLLM runs it as weight-only "
                             f"FP8 (W8A16, Marlin kernels) on {s.gpu.key if s.gpu else '?'}: "
                             "fp8 memory, no FP8 compute")
-            why_not = ""
+            why = ""
         if wanted == "int8":
             warnings.append(INT8_DENSE_NOTE + "; planned at 16-bit size")
-            why_not = ""
+            why = ""
+        if why:
+            raise PlanError(f"cannot force {wanted}: {why}")
         if wanted in ("awq", "gptq"):
             warnings.append(f"{wanted} needs a pre-quantized {wanted.upper()} checkpoint: --model "
                             "must point at one (vLLM does not quantize to it while loading)")
-        mem = _evaluate(s, wanted)
+        mem = _evaluate(s, wanted, kv_dtype)
         reason = _memory_reason(mem, seq_len, concurrency)
-        c = Candidate(wanted, True, reason, mem)
+        c = Candidate(wanted, True, reason, mem, kv_dtype)
         cands = [c]
         chosen = c if mem.runnable else None
         rejections = ()
         notes.append(f"precision {wanted} forced by --quantization {quantization}")
+    if kv_dtype == "fp8":
+        notes.append("fp8 KV cache asked for (--kv-cache-dtype fp8): KV bytes halved")
 
     m = chosen.memory if chosen else None
     fits_load = bool(m and m.fits_load)
+    running: int | None = None
+    queued: int | None = None
+    if chosen is not None and m is not None:
+        running = min(concurrency, m.max_sequences, mns)
+        queued = concurrency - running
     if chosen is not None and m is not None and not m.fits_load:
         warnings.append(
             f"only {m.max_sequences} of the {concurrency} concurrent requests fit in the KV cache "
-            f"at once ({seq_len} tokens each); the rest wait in vLLM's queue, and their TTFT "
-            "includes that wait")
+            f"at once ({seq_len} tokens each): requests will queue, {running} run at once and "
+            f"{queued} wait in vLLM's queue; their TTFT includes that wait")
         if wanted == "auto":
             for c in cands[cands.index(chosen) + 1:]:
                 if c.available and c.memory.max_sequences > m.max_sequences:
-                    notes.append(f"{c.precision} would hold {c.memory.max_sequences} sequences at "
-                                 f"once; {chosen.precision} is kept for quality")
+                    notes.append(f"{c.label} would hold {c.memory.max_sequences} sequences at "
+                                 f"once; {chosen.label} is kept for quality")
+    elif queued:
+        warnings.append(f"max_num_seqs={mns} caps the batch: requests will queue, {running} run "
+                        f"at once and {queued} wait")
     if seq_len > model.max_position_embeddings:
         warnings.append(f"input+output ({seq_len} tokens) exceeds {model.name}'s context of "
                         f"{model.max_position_embeddings}; vLLM will refuse such requests")
@@ -545,15 +751,24 @@ def plan(
     if memory_budget_bytes is not None:
         notes.append("--memory-budget replaces gpu_memory_utilization x memory; the KV cache size "
                      "is passed to vLLM as kv_cache_memory_bytes")
+    if gpu is not None and caps.build == "cuda" and vllm_version is not None \
+            and vllm_version[:2] != (0, 26):
+        notes.append(f"the overhead model follows vLLM {OVERHEAD_MODEL_VLLM} on GPU; vLLM "
+                     f"{'.'.join(map(str, vllm_version))} is installed: later releases may charge "
+                     "CUDA-graph memory (0.7-1.9 GiB) inside the budget "
+                     "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), leaving less KV cache")
 
     dtype = "auto"
     if gpu is not None and not gpu.supports_bf16:
         dtype = "float16"
         notes.append(f"{gpu.key} has no BF16: dtype float16")
     engine_args: dict[str, Any] = {}
+    chosen_kv = chosen.kv_cache_dtype if chosen else kv_dtype
     if chosen is not None and m is not None:
         engine_args = {"dtype": dtype, "tensor_parallel_size": gpus}
         engine_args.update(_quantization_args(chosen.precision, vllm_version))
+        if chosen_kv == "fp8":
+            engine_args["kv_cache_dtype"] = "fp8"
         if memory_budget_bytes is not None:
             engine_args["kv_cache_memory_bytes"] = m.kv_blocks * BLOCK_SIZE * m.kv_bytes_per_token
         else:
@@ -569,8 +784,9 @@ def plan(
         suggestions = _suggest(model, gpu, s, wanted, gpus=gpus, concurrency=concurrency,
                                input_len=input_len, output_len=output_len,
                                util=gpu_memory_utilization, budget=memory_budget_bytes,
-                               memory_per_gpu=memory_per_gpu_bytes,
-                               kv_dtype_bytes=kv_cache_dtype_bytes, vllm_version=vllm_version,
+                               memory_per_gpu=memory_per_gpu_bytes, memory_source=memory_source,
+                               kv_dtype_bytes=kv_cache_dtype_bytes, kv_dtype=kv_dtype,
+                               load_format=load_format, caps=caps, vllm_version=vllm_version,
                                catalog=catalog)
 
     return Plan(
@@ -599,25 +815,39 @@ def plan(
         notes=tuple(notes),
         assumptions={
             "block_size": BLOCK_SIZE,
-            "kv_cache_dtype_bytes": kv_cache_dtype_bytes,
+            "kv_cache_dtype_bytes": 1 if chosen_kv == "fp8" else kv_cache_dtype_bytes,
             "max_num_batched_tokens": mnbt,
             "max_num_seqs": mns,
             "fixed_overhead_bytes": s.fixed,
             "vllm_version": ".".join(map(str, vllm_version)) if vllm_version else "0.32",
+            "overhead_model": (
+                f"vLLM {OVERHEAD_MODEL_VLLM} on GPU (H100-calibrated): weights + peak activation "
+                "+ non-torch 0.22 GiB inside the budget, CUDA graphs outside"
+                if gpu is not None else
+                "vLLM-CPU 0.32 with an explicit KV size: weights + activation estimate "
+                "(uncalibrated), no fixed part"),
+            "overhead_model_vllm": OVERHEAD_MODEL_VLLM if gpu is not None else None,
         },
+        memory_source=source,
+        kv_cache_dtype=chosen_kv,
+        load_format=load_format,
+        engine=caps.to_dict(),
+        running_at_once=running,
+        queued=queued,
     )
 
 
 def _suggest(model: ModelSpec, gpu: GpuSpec | None, s: _Setup, wanted: str, *, gpus: int,
              concurrency: int, input_len: int, output_len: int, util: float,
-             budget: int | None, memory_per_gpu: int | None, kv_dtype_bytes: int,
+             budget: int | None, memory_per_gpu: int | None, memory_source: str | None,
+             kv_dtype_bytes: int, kv_dtype: str, load_format: str | None, caps: EngineCaps,
              vllm_version: tuple[int, ...] | None, catalog: Sequence[GpuSpec]) -> list[str]:
     """What would hold the whole load: memory needed, more of these GPUs, another catalog GPU."""
     out: list[str] = []
     ladder = AUTO_LADDER if wanted == "auto" else (wanted,)
     for p in ladder:
         if not _availability(s, p) or wanted != "auto":
-            m = _evaluate(s, p)
+            m = _evaluate(s, p, kv_dtype)
             out.append(f"{p}: the whole load needs {_gib(m.needed_bytes)} per GPU (weights "
                        f"{_gib(m.weights_bytes)} + overhead {_gib(m.overhead_bytes)} + KV "
                        f"{_gib(m.kv_needed_bytes)}); the budget is {_gib(m.budget_bytes)}")
@@ -625,11 +855,13 @@ def _suggest(model: ModelSpec, gpu: GpuSpec | None, s: _Setup, wanted: str, *, g
     common: dict[str, Any] = dict(concurrency=concurrency, input_len=input_len,
                                   output_len=output_len, gpu_memory_utilization=util,
                                   quantization=wanted, kv_cache_dtype_bytes=kv_dtype_bytes,
+                                  kv_cache_dtype=kv_dtype, load_format=load_format, caps=caps,
                                   vllm_version=vllm_version, _with_suggestions=False)
     if gpu is not None and budget is None:
         for n in range(gpus + 1, 65):
             try:
-                more = plan(model, gpu, gpus=n, memory_per_gpu_bytes=memory_per_gpu, **common)
+                more = plan(model, gpu, gpus=n, memory_per_gpu_bytes=memory_per_gpu,
+                            memory_source=memory_source, **common)
             except PlanError:
                 continue
             if more.fits_load and more.memory is not None:
@@ -651,9 +883,10 @@ def _suggest(model: ModelSpec, gpu: GpuSpec | None, s: _Setup, wanted: str, *, g
                            f"catalog that does) holds the whole load at {alt.precision}")
                 break
     if wanted == "auto":
-        awq = _evaluate(s, "awq")
-        if awq.max_sequences > max((c.memory.max_sequences for c in _choose(s, AUTO_LADDER)[0]
-                                    if c.available), default=0):
+        awq = _evaluate(s, "awq", kv_dtype)
+        if awq.max_sequences > max((c.memory.max_sequences for c in
+                                    _candidates(s, AUTO_LADDER, kv_dtype) if c.available),
+                                   default=0):
             out.append(f"a pre-quantized AWQ/GPTQ 4-bit checkpoint (group 128) takes "
                        f"{_gib(awq.weights_bytes)} per GPU and would hold {awq.max_sequences} "
                        "sequences")

@@ -147,6 +147,8 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     plan = result.get("plan")
     if plan:
         rows.append(("precision (planned)", f"{plan.get('precision_label') or plan['precision']}"))
+        if plan.get("queue_message"):
+            rows.append(("KV cache (planned)", str(plan["queue_message"])))
     cost = result.get("cost") or {}
     if cost.get("available"):
         price = cost.get("price") or {}

@@ -1,13 +1,21 @@
 """Planner against hand-computed cases. Every byte figure is worked out here from the config
 numbers, not by calling the planner's own helpers.
 
-Shared arithmetic (bytes; GiB = 2**30):
-- budget = round(0.9 x memory);  kv_cache = budget - weights - fixed - activation
-- fixed = 1 GiB on one GPU (+0.5 GiB when tensor parallel); 0 for a CPU memory budget
-- activation = 2 x T x (4 x hidden + 3 x intermediate / tp) + 8 x S x vocab, with vLLM 0.32's
-  server defaults (T, S): A100 or < 70 GiB -> (2048, 256); >= 70 GiB -> (8192, 1024);
-  CPU (2048, 128)
+Shared arithmetic (bytes; GiB = 2**30), the GPU model following vLLM 0.26.0 (issue 11):
+- budget = round(0.9 x memory), memory = the catalog's cuda_visible_gib (what CUDA reports:
+  H100/A100 80GB 79.18, RTX 4090 23.75, H200 139.55, A100 40GB 39.59, L40S 47.51) as
+  int(gib x 2**30)
+- kv_cache = budget - weights - non_torch - activation; non_torch = round(0.22 GiB) on one GPU
+  (+0.5 GiB when tensor parallel); 0 for a CPU memory budget
+- GPU activation = T x (13 x hidden / 2 + 6 x intermediate / tp) + 2 x S x vocab, with the
+  server defaults (T, S): A100 or < 70 GiB -> (2048, 256); >= 70 GiB -> (8192, 1024)
+- CPU activation (memory budget) = 2 x T x (4 x hidden + 3 x intermediate) + 8 x S x vocab,
+  (T, S) = (2048, 128)
 - KV blocks of 16 tokens; a 768-token sequence (512 in + 256 out) takes 48 blocks
+
+Changed deliberately in issue 11 (budget from the CUDA-visible total instead of the nominal
+memory; overhead 0.22 GiB + calibrated activation instead of 1 GiB + the old estimate): the
+expected figures of every GPU case below and of the grid.
 """
 
 from __future__ import annotations
@@ -65,16 +73,16 @@ KV7 = 2 * 32 * 32 * 128 * 2  # 524_288
 KV13 = 2 * 40 * 40 * 128 * 2  # 819_200
 KV70 = 2 * 80 * 8 * 128 * 2  # 327_680
 
-# activation with (T, S): 2 T (4 H + 3 I) + 8 S V
-ACT7_A100 = 2 * 2048 * (4 * 4096 + 3 * 11008) + 8 * 256 * 32000  # 267_911_168
-ACT13_SMALL = 2 * 2048 * (4 * 5120 + 3 * 13824) + 8 * 256 * 32000  # 319_291_392
-ACT70_A100 = 2 * 2048 * (4 * 8192 + 3 * 28672) + 8 * 256 * 32000  # 552_075_264
-ACT70_BIG = 2 * 8192 * (4 * 8192 + 3 * 28672) + 8 * 1024 * 32000  # 2_208_301_056
+# activation with (T, S): T (13 H / 2 + 6 I) + 2 S V
+ACT7_SMALL = 2048 * (13 * 4096 // 2 + 6 * 11008) + 2 * 256 * 32000  # 206_176_256
+ACT13_SMALL = 2048 * (13 * 5120 // 2 + 6 * 13824) + 2 * 256 * 32000  # 254_410_752
+ACT70_SMALL = 2048 * (13 * 8192 // 2 + 6 * 28672) + 2 * 256 * 32000  # 477_757_440
+ACT70_BIG = 8192 * (13 * 8192 // 2 + 6 * 28672) + 2 * 1024 * 32000  # 1_911_029_760
 
-FIXED = 1 * GIB
-BUDGET_80 = round(0.9 * 80 * GIB)  # 77_309_411_328
-BUDGET_24 = round(0.9 * 24 * GIB)  # 23_192_823_398
-BUDGET_141 = round(0.9 * 141 * GIB)  # 136_257_837_466
+NON_TORCH = round(0.22 * GIB)  # 236_223_201
+BUDGET_80 = round(0.9 * int(79.18 * GIB))  # 0.9 x 85_018_877_624 = 76_516_989_862
+BUDGET_24 = round(0.9 * int(23.75 * GIB))  # 0.9 x 25_501_368_320 = 22_951_231_488
+BUDGET_141 = round(0.9 * int(139.55 * GIB))  # 0.9 x 149_840_671_539 = 134_856_604_385
 
 
 def test_model_parameter_counts_by_hand():
@@ -115,101 +123,116 @@ def test_kv_bytes_per_token_by_hand():
 # ---- detailed cases -----------------------------------------------------------------------
 
 
+def test_budget_literals():
+    assert ACT7_SMALL == 206_176_256 and ACT13_SMALL == 254_410_752
+    assert ACT70_SMALL == 477_757_440 and ACT70_BIG == 1_911_029_760
+    assert NON_TORCH == 236_223_201
+    assert (BUDGET_80, BUDGET_24, BUDGET_141) == (76_516_989_862, 22_951_231_488,
+                                                  134_856_604_385)
+
+
 def test_llama2_7b_on_a100_80gb_sxm_bf16_holds_128():
     weights = 2 * (L7_LINEAR + L7_EMB + L7_NORMS)  # 13_476_831_232
-    kv_cache = BUDGET_80 - weights - FIXED - ACT7_A100  # 62_490_927_104
-    blocks = kv_cache // (16 * KV7)  # 7449
+    kv_cache = BUDGET_80 - weights - NON_TORCH - ACT7_SMALL  # 62_597_759_173
+    blocks = kv_cache // (16 * KV7)  # 7462
     p = plan(spec("llama-2-7b"), find_gpu("A100-80GB-SXM"), concurrency=128)
     m = mem(p)
     assert p.precision == "bf16" and p.fits_load and p.rejections == ()
-    assert (m.budget_bytes, m.weights_bytes, m.activation_bytes) == (BUDGET_80, weights, ACT7_A100)
-    assert m.fixed_overhead_bytes == FIXED
-    assert m.kv_cache_bytes == kv_cache == 62_490_927_104
-    assert m.kv_blocks == blocks == 7449
-    assert m.max_sequences == 7449 // 48 == 155
+    assert (m.budget_bytes, m.weights_bytes, m.activation_bytes) == (BUDGET_80, weights, ACT7_SMALL)
+    assert m.fixed_overhead_bytes == NON_TORCH
+    assert m.kv_cache_bytes == kv_cache == 62_597_759_173
+    assert m.kv_blocks == blocks == 7462
+    assert m.max_sequences == 7462 // 48 == 155
     assert m.kv_needed_bytes == 128 * 48 * 16 * KV7
     assert p.engine_args == {"dtype": "auto", "tensor_parallel_size": 1,
                              "gpu_memory_utilization": 0.9}
-    assert p.warnings == ()
+    assert p.warnings == () and p.queued == 0 and p.running_at_once == 128
+    assert p.memory_source == "catalog: A100-80GB-SXM cuda_visible_gib 79.18"
+    assert p.assumptions["overhead_model_vllm"] == "0.26.0"
 
 
 def test_llama2_70b_on_a100_80gb_sxm_picks_bitsandbytes():
     nf4 = L70_LINEAR // 2 + L70_LINEAR // 16 + 2 * (L70_EMB + L70_NORMS)
-    kv_cache = BUDGET_80 - nf4 - FIXED - ACT70_A100  # 36_128_669_696
+    kv_cache = BUDGET_80 - nf4 - NON_TORCH - ACT70_SMALL  # 36_248_084_677
     p = plan(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), concurrency=128,
              input_len=512, output_len=256)
     m = mem(p)
     assert p.precision == "bnb-nf4" and p.fits_load
     assert m.weights_bytes == nf4 == 39_554_924_544
-    assert m.kv_cache_bytes == kv_cache == 36_128_669_696
-    assert m.kv_blocks == kv_cache // (16 * KV70) == 6890
-    assert m.max_sequences == 6890 // 48 == 143
+    assert m.kv_cache_bytes == kv_cache == 36_248_084_677
+    assert m.kv_blocks == kv_cache // (16 * KV70) == 6913
+    assert m.max_sequences == 6913 // 48 == 144
     assert m.kv_needed_bytes == 128 * 48 * 16 * KV70 == 30 * GIB
     assert p.engine_args["quantization"] == "bitsandbytes"
     assert "load_format" not in p.engine_args  # vLLM >= 0.8 infers it (0.32 + vllm-bnb-plugin)
     rejected = {c.precision: c.reason for c in p.rejections}
     assert list(rejected) == ["bf16", "fp8", "int8"]
-    assert "exceed the 72.00 GiB budget" in rejected["bf16"]
+    assert "exceed the 71.26 GiB budget" in rejected["bf16"]
     assert "compute capability >= 8.9" in rejected["fp8"] and "8.0" in rejected["fp8"]
     assert "MoE" in rejected["int8"]
 
 
 def test_llama2_70b_on_h200_fp8():
     fp8 = L70_LINEAR + 7 * 4 * 80 + 2 * (L70_EMB + L70_NORMS)  # 69_502_257_344
-    kv_cache = BUDGET_141 - fp8 - FIXED - ACT70_BIG  # 63_473_537_242
+    kv_cache = BUDGET_141 - fp8 - NON_TORCH - ACT70_BIG  # 63_207_094_080
     p = plan(spec("llama-2-70b"), find_gpu("H200"), concurrency=128)
     assert p.precision == "fp8" and p.fits_load
     assert mem(p).activation_bytes == ACT70_BIG
-    assert mem(p).kv_cache_bytes == kv_cache == 63_473_537_242
-    assert mem(p).max_sequences == (kv_cache // (16 * KV70)) // 48 == 252
+    assert mem(p).kv_cache_bytes == kv_cache == 63_207_094_080
+    assert mem(p).max_sequences == (kv_cache // (16 * KV70)) // 48 == 251
     assert p.engine_args["quantization"] == "fp8_per_tensor"  # vLLM 0.32 refuses online "fp8"
     assert plan(spec("llama-2-70b"), find_gpu("H200"), concurrency=128,
                 vllm_version=(0, 10, 1)).engine_args["quantization"] == "fp8"
 
 
 def test_llama2_13b_on_rtx4090_fp8_because_bf16_weights_exceed_budget():
-    bf16 = 2 * (L13_LINEAR + L13_EMB + L13_NORMS)  # 26_031_728_640 > 23_192_823_398
+    bf16 = 2 * (L13_LINEAR + L13_EMB + L13_NORMS)  # 26_031_728_640 > 22_951_231_488
     fp8 = L13_LINEAR + 7 * 4 * 40 + 2 * (L13_EMB + L13_NORMS)  # 13_343_960_160
-    kv_cache = BUDGET_24 - fp8 - FIXED - ACT13_SMALL  # 8_455_830_022
+    kv_cache = BUDGET_24 - fp8 - NON_TORCH - ACT13_SMALL  # 9_116_637_375
     p = plan(spec("llama-2-13b"), find_gpu("RTX-4090"), concurrency=1)
     assert bf16 > BUDGET_24
     assert p.precision == "fp8" and p.fits_load
-    assert mem(p).kv_cache_bytes == kv_cache == 8_455_830_022
-    assert mem(p).max_sequences == (kv_cache // (16 * KV13)) // 48 == 13
+    assert mem(p).kv_cache_bytes == kv_cache == 9_116_637_375
+    assert mem(p).max_sequences == (kv_cache // (16 * KV13)) // 48 == 14
     assert [c.precision for c in p.rejections] == ["bf16"]
 
 
 def test_llama2_70b_on_h100_choice_depends_on_the_load():
     fp8 = L70_LINEAR + 7 * 4 * 80 + 2 * (L70_EMB + L70_NORMS)
     nf4 = L70_LINEAR // 2 + L70_LINEAR // 16 + 2 * (L70_EMB + L70_NORMS)
-    fp8_kv = BUDGET_80 - fp8 - FIXED - ACT70_BIG  # 4_525_111_104: 17 sequences
-    nf4_kv = BUDGET_80 - nf4 - FIXED - ACT70_BIG  # 34_472_443_904: 136 sequences
+    fp8_kv = BUDGET_80 - fp8 - NON_TORCH - ACT70_BIG  # 4_867_479_557: 19 sequences
+    nf4_kv = BUDGET_80 - nf4 - NON_TORCH - ACT70_BIG  # 34_814_812_357: 138 sequences
     one = plan(spec("llama-2-70b"), find_gpu("H100-SXM"), concurrency=1)
     many = plan(spec("llama-2-70b"), find_gpu("H100-SXM"), concurrency=128)
     assert (one.precision, mem(one).max_sequences) == ("fp8", (fp8_kv // (16 * KV70)) // 48)
-    assert mem(one).max_sequences == 17
+    assert mem(one).max_sequences == 19
     assert (many.precision, mem(many).max_sequences) == ("bnb-nf4", (nf4_kv // (16 * KV70)) // 48)
-    assert mem(many).max_sequences == 136
+    assert mem(many).max_sequences == 138
     fp8_rejection = next(c for c in many.rejections if c.precision == "fp8")
-    assert "holds 17 sequences" in fp8_rejection.reason and "needs 128" in fp8_rejection.reason
+    assert "holds 19 sequences" in fp8_rejection.reason and "needs 128" in fp8_rejection.reason
 
 
 def test_llama2_7b_on_rtx4090_at_128_runs_bf16_and_warns_about_queueing():
-    kv_cache = BUDGET_24 - 2 * (L7_LINEAR + L7_EMB + L7_NORMS) - FIXED - ACT7_A100  # 8_374_339_174
+    kv_cache = BUDGET_24 - 2 * (L7_LINEAR + L7_EMB + L7_NORMS) - NON_TORCH - ACT7_SMALL
+    assert kv_cache == 9_032_000_799
     p = plan(spec("llama-2-7b"), find_gpu("RTX-4090"), concurrency=128,
              catalog=list(catalog().values()))
     assert p.precision == "bf16" and p.fits and not p.fits_load
-    assert mem(p).max_sequences == (kv_cache // (16 * KV7)) // 48 == 20
-    assert any("only 20 of the 128" in w and "queue" in w for w in p.warnings)
+    assert mem(p).max_sequences == (kv_cache // (16 * KV7)) // 48 == 22
+    assert (p.running_at_once, p.queued) == (22, 106)
+    assert any("only 22 of the 128" in w and "22 run at once and 106 wait" in w
+               for w in p.warnings)
+    assert p.queue_message() is not None and "22 of the 128" in (p.queue_message() or "")
     assert any(n.startswith("bnb-nf4 would hold") for n in p.notes)
     # 4 GPUs: weights 2 x linear / 4 + 2 x emb / 4 + 2 x norms = 3_369_607_168 per GPU;
-    # activation 2 x 2048 x (4 x 4096 + 3 x 11008 / 4) + 8 x 256 x 32000 = 166_461_440;
-    # KV = 23_192_823_398 - 3_369_607_168 - 1.5 GiB - 166_461_440 = 18_046_142_054
-    # -> // (16 x 524_288 / 4) = 8605 blocks -> 179 sequences (2 GPUs hold 70 at bf16, 95 at nf4)
-    kv4 = BUDGET_24 - (2 * L7_LINEAR // 4 + 2 * L7_EMB // 4 + 2 * L7_NORMS) - (FIXED + GIB // 2) \
-        - (2 * 2048 * (4 * 4096 + 3 * 11008 // 4) + 8 * 256 * 32000)
-    assert (kv4 // (16 * KV7 // 4)) // 48 == 179
-    assert "4 x RTX-4090 (tensor parallel 4) hold the whole load at bf16: 179 sequences" in \
+    # activation 2048 x (13 x 4096 / 2 + 6 x 11008 / 4) + 2 x 256 x 32000;
+    # KV = 22_951_231_488 - 3_369_607_168 - (0.22 + 0.5) GiB - activation = 18_703_803_679
+    # -> // (16 x 524_288 / 4) -> 185 sequences (2 GPUs hold 76 at bf16)
+    kv4 = BUDGET_24 - (2 * L7_LINEAR // 4 + 2 * L7_EMB // 4 + 2 * L7_NORMS) \
+        - (NON_TORCH + GIB // 2) - (2048 * (13 * 4096 // 2 + 6 * 11008 // 4) + 2 * 256 * 32000)
+    assert kv4 == 18_703_803_679
+    assert (kv4 // (16 * KV7 // 4)) // 48 == 185
+    assert "4 x RTX-4090 (tensor parallel 4) hold the whole load at bf16: 185 sequences" in \
         p.suggestions
 
 
@@ -219,7 +242,8 @@ def test_llama31_70b_on_rtx4090_nothing_fits_and_says_what_would():
     p = plan(spec("llama-3.1-70b"), find_gpu("RTX-4090"), concurrency=128,
              catalog=list(catalog().values()))
     assert not p.fits and p.precision is None and p.engine_args == {}
-    assert [c.precision for c in p.rejections] == ["bf16", "fp8", "int8", "bnb-nf4"]
+    assert [c.label for c in p.rejections] == ["bf16", "fp8", "int8", "bnb-nf4", "bf16 + fp8 KV",
+                                               "fp8 + fp8 KV", "bnb-nf4 + fp8 KV"]
     joined = "\n".join(p.suggestions)
     assert "4 x RTX-4090 (tensor parallel 4) hold the whole load at bnb-nf4" in joined
     assert "one A100-80GB-PCIe (80 GiB" in joined
@@ -228,19 +252,21 @@ def test_llama31_70b_on_rtx4090_nothing_fits_and_says_what_would():
 
 def test_tensor_parallel_splits_weights_and_kv():
     bf16_per_gpu = L70_LINEAR + L70_EMB + 2 * L70_NORMS  # 68_977_967_104
-    act = 2 * 2048 * (4 * 8192 + 3 * 28672 // 2) + 8 * 256 * 32000  # 375_914_496
-    fixed = FIXED + GIB // 2
-    bf16_kv = BUDGET_80 - bf16_per_gpu - fixed - act  # 6_344_916_992: 50 sequences
+    act = 2048 * (13 * 8192 // 2 + 6 * 28672 // 2) + 2 * 256 * 32000  # 301_596_672
+    fixed = NON_TORCH + GIB // 2
+    bf16_kv = BUDGET_80 - bf16_per_gpu - fixed - act  # 6_464_331_973: 51 sequences
     nf4 = L70_LINEAR * 9 // (16 * 2) + L70_EMB + 2 * L70_NORMS  # 19_778_781_184
-    nf4_kv = BUDGET_80 - nf4 - fixed - act  # 55_544_102_912
+    nf4_kv = BUDGET_80 - nf4 - fixed - act  # 55_663_517_893
     p = plan(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), gpus=2, concurrency=128)
     bf16 = p.candidates[0].memory
+    assert act == 301_596_672
     assert (bf16.weights_bytes, bf16.kv_cache_bytes) == (bf16_per_gpu, bf16_kv)
-    assert bf16.max_sequences == (bf16_kv // (16 * KV70 // 2)) // 48 == 50
+    assert bf16.kv_cache_bytes == 6_464_331_973
+    assert bf16.max_sequences == (bf16_kv // (16 * KV70 // 2)) // 48 == 51
     # bf16 would queue; the highest precision that holds the whole load is nf4
     assert p.precision == "bnb-nf4"
     assert (mem(p).weights_bytes, mem(p).kv_cache_bytes) == (nf4, nf4_kv)
-    assert mem(p).max_sequences == (nf4_kv // (16 * KV70 // 2)) // 48 == 441
+    assert mem(p).max_sequences == (nf4_kv // (16 * KV70 // 2)) // 48 == 442
     assert p.engine_args["tensor_parallel_size"] == 2
     assert any("does not reduce it" in n for n in p.notes)
 
@@ -255,44 +281,44 @@ def test_tensor_parallel_must_divide_heads():
 # None = nothing fits. Checked against the hand arithmetic in `_by_hand` below.
 GRID: dict[str, dict[str, list[tuple[str, int] | None]]] = {
     "llama-2-7b": {
-        "RTX-4090": [("bf16", 20), ("bf16", 20)],
-        "A100-40GB-PCIe": [("bf16", 59), ("bf16", 59)],
-        "A100-40GB-SXM": [("bf16", 59), ("bf16", 59)],
+        "RTX-4090": [("bf16", 22), ("bf16", 22)],
+        "A100-40GB-PCIe": [("bf16", 60), ("bf16", 60)],
+        "A100-40GB-SXM": [("bf16", 60), ("bf16", 60)],
         "A100-80GB-PCIe": [("bf16", 155), ("bf16", 155)],
         "A100-80GB-SXM": [("bf16", 155), ("bf16", 155)],
-        "L40S": [("bf16", 78), ("bf16", 78)],
+        "L40S": [("bf16", 79), ("bf16", 79)],
         "H100-SXM": [("bf16", 153), ("bf16", 153)],
-        "H200": [("bf16", 299), ("bf16", 299)],
+        "H200": [("bf16", 298), ("bf16", 298)],
     },
     "llama-2-13b": {
-        "RTX-4090": [("fp8", 13), ("fp8", 13)],
-        "A100-40GB-PCIe": [("bf16", 17), ("bf16", 17)],
-        "A100-40GB-SXM": [("bf16", 17), ("bf16", 17)],
+        "RTX-4090": [("fp8", 14), ("fp8", 14)],
+        "A100-40GB-PCIe": [("bf16", 18), ("bf16", 18)],
+        "A100-40GB-SXM": [("bf16", 18), ("bf16", 18)],
         "A100-80GB-PCIe": [("bf16", 79), ("bf16", 79)],
         "A100-80GB-SXM": [("bf16", 79), ("bf16", 79)],
         "L40S": [("bf16", 30), ("bf16", 30)],
-        "H100-SXM": [("bf16", 77), ("bf16", 77)],
-        "H200": [("bf16", 171), ("bf16", 171)],
+        "H100-SXM": [("bf16", 78), ("bf16", 78)],
+        "H200": [("bf16", 170), ("bf16", 170)],
     },
     "llama-2-70b": {
         "RTX-4090": [None, None],
         "A100-40GB-PCIe": [None, None],
         "A100-40GB-SXM": [None, None],
-        "A100-80GB-PCIe": [("bnb-nf4", 143), ("bnb-nf4", 143)],
-        "A100-80GB-SXM": [("bnb-nf4", 143), ("bnb-nf4", 143)],
-        "L40S": [("bnb-nf4", 20), ("bnb-nf4", 20)],
-        "H100-SXM": [("fp8", 17), ("bnb-nf4", 136)],
-        "H200": [("fp8", 252), ("fp8", 252)],
+        "A100-80GB-PCIe": [("bnb-nf4", 144), ("bnb-nf4", 144)],
+        "A100-80GB-SXM": [("bnb-nf4", 144), ("bnb-nf4", 144)],
+        "L40S": [("bnb-nf4", 22), ("bnb-nf4", 22)],
+        "H100-SXM": [("fp8", 19), ("bnb-nf4", 138)],
+        "H200": [("fp8", 251), ("fp8", 251)],
     },
     "llama-3.1-70b": {
         "RTX-4090": [None, None],
         "A100-40GB-PCIe": [None, None],
         "A100-40GB-SXM": [None, None],
-        "A100-80GB-PCIe": [("bnb-nf4", 130), ("bnb-nf4", 130)],
-        "A100-80GB-SXM": [("bnb-nf4", 130), ("bnb-nf4", 130)],
-        "L40S": [("bnb-nf4", 7), ("bnb-nf4", 7)],
-        "H100-SXM": [("fp8", 2), ("fp8", 2)],
-        "H200": [("fp8", 236), ("fp8", 236)],
+        "A100-80GB-PCIe": [("bnb-nf4", 131), ("bnb-nf4", 131)],
+        "A100-80GB-SXM": [("bnb-nf4", 131), ("bnb-nf4", 131)],
+        "L40S": [("bnb-nf4", 9), ("bnb-nf4", 9)],
+        "H100-SXM": [("fp8", 6), ("fp8", 6)],
+        "H200": [("fp8", 237), ("fp8", 237)],
     },
 }
 
@@ -302,15 +328,15 @@ _SHAPES = {  # layers, hidden, heads, kv heads, intermediate, vocab
     "llama-2-70b": (80, 8192, 64, 8, 28672, 32000),
     "llama-3.1-70b": (80, 8192, 64, 8, 28672, 128256),
 }
-_GPUS = {  # memory GiB, cc >= 8.9, vLLM default (T, S)
-    "RTX-4090": (24, True, (2048, 256)),
-    "A100-40GB-PCIe": (40, False, (2048, 256)),
-    "A100-40GB-SXM": (40, False, (2048, 256)),
-    "A100-80GB-PCIe": (80, False, (2048, 256)),
-    "A100-80GB-SXM": (80, False, (2048, 256)),
-    "L40S": (48, True, (2048, 256)),
-    "H100-SXM": (80, True, (8192, 1024)),
-    "H200": (141, True, (8192, 1024)),
+_GPUS = {  # CUDA-visible GiB, cc >= 8.9, vLLM default (T, S)
+    "RTX-4090": (23.75, True, (2048, 256)),
+    "A100-40GB-PCIe": (39.59, False, (2048, 256)),
+    "A100-40GB-SXM": (39.59, False, (2048, 256)),
+    "A100-80GB-PCIe": (79.18, False, (2048, 256)),
+    "A100-80GB-SXM": (79.18, False, (2048, 256)),
+    "L40S": (47.51, True, (2048, 256)),
+    "H100-SXM": (79.18, True, (8192, 1024)),
+    "H200": (139.55, True, (8192, 1024)),
 }
 
 
@@ -325,11 +351,11 @@ def _by_hand(model: str, gpu: str, concurrency: int) -> tuple[str, int] | None:
         "fp8": linear + 28 * layers + other16,
         "bnb-nf4": -(-linear * 9 // 16) + other16,
     }
-    budget = round(0.9 * memory * GIB)
-    act = 2 * t * (4 * h + 3 * inter) + 8 * s * vocab
+    budget = round(0.9 * int(memory * GIB))
+    act = t * (13 * h // 2 + 6 * inter) + 2 * s * vocab
     block = 16 * 2 * layers * kv_heads * head_dim * 2
     order = ["bf16", "fp8", "bnb-nf4"] if fp8_ok else ["bf16", "bnb-nf4"]  # int8: never (dense)
-    seqs = {p: max(0, budget - weights[p] - GIB - act) // block // 48 for p in order}
+    seqs = {p: max(0, budget - weights[p] - NON_TORCH - act) // block // 48 for p in order}
     full = [p for p in order if seqs[p] >= concurrency]
     runs = [p for p in order if seqs[p] >= 1]
     if not (full or runs):
@@ -449,7 +475,7 @@ def test_cli_issue_example():
               "--input-len", "512", "--output-len", "256"])
     assert r.exit_code == 0, r.output
     assert "bitsandbytes 4-bit" in r.output
-    assert "143 sequences" in r.output
+    assert "144 sequences" in r.output
     assert "rejected bf16" in r.output and "rejected fp8" in r.output
     assert '"quantization": "bitsandbytes"' in r.output
 
@@ -479,16 +505,24 @@ def test_cli_without_gpu_or_budget_says_to_pass_gpu(monkeypatch):
     assert "--gpu" in r.stderr
 
 
-def test_cli_uses_detected_gpus_and_their_nvml_memory(monkeypatch):
+def test_cli_uses_detected_gpus_and_the_memory_cuda_reports(monkeypatch):
     h100 = find_gpu("H100-SXM")
     found = [DetectedGpu("NVIDIA H100 80GB HBM3", h100, 85_520_809_984)] * 2
     monkeypatch.setattr("infer_prof.cli.plan.detect_gpus", lambda: found)
+    monkeypatch.setattr("infer_prof.engine_setup.cuda_total_memory", lambda i: 85_017_755_648)
     r = _run(["--model", "llama-2-70b", "--concurrency", "64", "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
     assert d["gpu"] == "H100-SXM" and d["gpu_count"] == 2
-    assert d["memory_per_gpu_bytes"] == 85_520_809_984
-    assert d["budget_per_gpu_bytes"] == round(0.9 * 85_520_809_984)
+    assert d["memory_per_gpu_bytes"] == 85_017_755_648
+    assert d["budget_per_gpu_bytes"] == round(0.9 * 85_017_755_648)
+    assert d["memory_source"].startswith("CUDA total of the detected NVIDIA H100 80GB HBM3")
+    # without libcuda: NVML's total less the 0.47 GiB NVML-CUDA gap measured on the H100
+    monkeypatch.setattr("infer_prof.engine_setup.cuda_total_memory", lambda i: None)
+    d = json.loads(_run(["--model", "llama-2-70b", "--concurrency", "64", "--json"]).stdout)
+    assert d["memory_per_gpu_bytes"] == 85_520_809_984 - round((79.65 - 79.18) * GIB)
+    assert d["memory_per_gpu_bytes"] == 85_016_151_327
+    assert d["memory_source"].startswith("NVML total of the detected")
 
 
 def test_cli_bad_input_exits_2():
