@@ -273,9 +273,9 @@ def _traceback_line_indexes(lines: Sequence[LogLine]) -> set[int]:
             continue
         if line.text.strip() == _TRACEBACK and line.header not in started:
             started[line.header] = i
-        if line.header in started or line.text.startswith((" ", "\t")):
-            out.add(i)
-        elif line.text.strip() and set(line.text.strip()) <= set("^~ "):
+        stripped = line.text.strip()
+        carets = bool(stripped) and set(stripped) <= set("^~ ")
+        if line.header in started or line.text.startswith((" ", "\t")) or carets:
             out.add(i)
     return out
 

@@ -1,4 +1,4 @@
-"""The root cause of a failed vLLM start-up, found in recorded server logs (see vllm_logs/README)."""
+"""The root cause of a failed vLLM start-up, found in recorded server logs (vllm_logs/README)."""
 
 from pathlib import Path
 
@@ -46,7 +46,8 @@ def test_parse_line_splits_prefix_header_and_text():
         ),
         (
             "gpu-0.26-h100-llama-2-70b-bnb-no-weights.log",
-            "RuntimeError: No model weights found in: `/root/.cache/infer-prof/configs/llama-2-70b`",
+            "RuntimeError: No model weights found in: "
+            "`/root/.cache/infer-prof/configs/llama-2-70b`",
             "_get_weight_files: raise RuntimeError(",
             "EngineCore_DP0 pid=2981",
         ),
