@@ -57,7 +57,7 @@ def test_kv_cache_too_small_prints_the_engine_error_first(tmp_path):
     assert err.count("Traceback (most recent call last)") == 0
 
     # the server's whole process group is gone
-    log = Path(re.search(r"log: (\S+\.server\.log)\)", first).group(1))
+    log = tmp_path / re.search(r"log: (\S+\.server\.log)\)", first).group(1)  # relative to cwd
     port = re.search(r"--port (\d+)", log.read_text().splitlines()[0]).group(1)
     left = subprocess.run(
         ["pgrep", "-f", f"vllm.entrypoints.openai.api_server .*--port {port} "],
