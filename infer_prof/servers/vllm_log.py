@@ -67,9 +67,7 @@ def parse_line(raw: str) -> LogLine:
         rest = rest[m.end() :]
     h = _HEADER.match(rest)
     if h:
-        return LogLine(
-            raw, rest[h.end() :], proc, h.group("level"), h.group("ts"), h.group("loc")
-        )
+        return LogLine(raw, rest[h.end() :], proc, h.group("level"), h.group("ts"), h.group("loc"))
     return LogLine(raw, rest, proc)
 
 

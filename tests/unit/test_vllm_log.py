@@ -29,7 +29,7 @@ def test_parse_line_splits_prefix_header_and_text():
     assert line.process_name == "EngineCore_DP0"
     assert (line.level, line.ts, line.loc) == ("ERROR", "11-20 09:12:26", "core.py:1510")
     assert line.text == "EngineCore failed to start."
-    bare = parse_line("(APIServer pid=2714)   File \"x.py\", line 3, in f")
+    bare = parse_line('(APIServer pid=2714)   File "x.py", line 3, in f')
     assert bare.proc == "APIServer pid=2714" and bare.level is None
     assert bare.text == '  File "x.py", line 3, in f'
     assert parse_line("INFO:     Application startup complete.").proc is None
