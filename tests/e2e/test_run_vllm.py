@@ -84,6 +84,15 @@ def test_run_tiny_llama_end_to_end(tmp_path):
     assert "vllm.entrypoints.openai.api_server" in " ".join(result["server"]["command"])
     log = Path(result["server"]["log_file"])
     assert log.exists() and "Application startup complete" in log.read_text()
+    startup = result["server"]["startup"]  # the phases read from that log while it started
+    names = [p["name"] for p in startup["phases"]]
+    assert names[0] == "starting" and "loading weights" in names and "compiling" in names
+    assert names[-1] == "starting API server"
+    assert startup["total_s"] == pytest.approx(result["server"]["startup_s"], abs=0.01)
+    assert sum(p["duration_s"] for p in startup["phases"]) == pytest.approx(
+        startup["total_s"], abs=0.05
+    )
+    assert re.search(r"^vLLM start-up: compiling \(at [\d.]+ s\)$", stderr, re.M)
     assert result["environment"]["vllm"].startswith("vllm")
     assert result["model"]["spec"]["hidden_size"] == 256
 
