@@ -81,9 +81,11 @@ def engine_arguments(
         if model.spec is not None:
             need = int(kv_tokens * model.spec.kv_cache_bytes_per_token(2.0) * 1.5)
         merged["kv_cache_memory_bytes"] = max(CPU_DEFAULT_KV_CACHE_BYTES, need)
+    # a flag the user passes verbatim (--engine-arg) replaces ours rather than repeating it
+    given = {a.split("=", 1)[0] for a in cfg.engine_args if a.startswith("--")}
     args: list[str] = []
     for key, flag in _FLAG_NAMES.items():
-        if key in merged:
+        if key in merged and flag not in given:
             args += [flag, str(merged[key])]
     if cfg.enforce_eager:
         args.append("--enforce-eager")

@@ -295,6 +295,14 @@ def test_engine_arguments_pass_the_kv_cache_dtype():
     assert args[args.index("--load-format") + 1] == "dummy"
 
 
+def test_engine_arg_replaces_our_flag_instead_of_repeating_it():
+    cfg = RunConfig(model="tiny-llama", engine_args=["--kv-cache-memory-bytes=4096",
+                                                     "--max-model-len", "512"])
+    args = engine_arguments(cfg, resolve_model("tiny-llama"), False, None, kv_tokens=64)
+    assert "--kv-cache-memory-bytes" not in args and "--max-model-len" not in args[:-2]
+    assert args[-3:] == ["--kv-cache-memory-bytes=4096", "--max-model-len", "512"]
+
+
 # ---- plan CLI -----------------------------------------------------------------------------------
 
 
