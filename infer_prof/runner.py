@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import math
+import os
 import signal
 import sqlite3
 import time
@@ -66,6 +67,7 @@ from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results_io import record_result
 from infer_prof.run_config import ConfigError, RunConfig, validate
 from infer_prof.schema import RESULT_KIND, SCHEMA_VERSION
+from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
 from infer_prof.servers.http_get import http_get, served_model_names
 from infer_prof.servers.vllm_log import root_cause
 from infer_prof.servers.vllm_server import ServerStartError, VllmServer, log_tail, read_log_end
@@ -203,7 +205,15 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                     kv_tokens=plan_conc * (mean_in + mean_out),
                 ),
             )
+            split, no_split = (None, "GPU") if on_gpu else plan_cpu_split(allowed_cpus(),
+                                                                           os.environ)
+            if split is not None:
+                server.cpus = split.engine
+                server.env["VLLM_CPU_OMP_THREADS_BIND"] = split.omp_bind()
             server.start()
+            if split is not None:
+                pin_this_process(split.client)
+                progress.status(split.describe())
             progress.status(
                 f"starting vLLM ({'GPU' if on_gpu else 'CPU'}) for {model.name}; log: {log_path}"
             )
@@ -233,6 +243,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 "startup_s": startup_s,
                 "startup": startup,
                 "engine": "vllm" if on_gpu else "vllm-cpu",
+                "cpu_split": split.to_dict() if split else None,
+                "cpu_split_reason": None if split or on_gpu else no_split,
             }
         sess = _Session(
             cfg,

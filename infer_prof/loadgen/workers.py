@@ -90,7 +90,7 @@ def choose_processes(
     ``expected_events_per_s`` is token-carrying chunks per second, e.g. ``concurrency / ITL``
     (1024 streams at 15 ms: 68k/s -> 2 processes).
     """
-    cores = cores or os.cpu_count() or 1
+    cores = cores or len(os.sched_getaffinity(0)) or 1  # the CPUs this client may use
     want = math.ceil(max(0.0, expected_events_per_s) / per_process)
     return max(1, min(want, cores, max(1, concurrency)))
 

@@ -94,6 +94,7 @@ class VllmServer:
     exit_code: int | None = None
     started_at: float | None = None  # time.monotonic() at launch
     startup: StartupPhases = field(default_factory=StartupPhases)
+    cpus: tuple[int, ...] | None = None  # restrict every server process to these CPUs
 
     @property
     def url(self) -> str:
@@ -134,9 +135,14 @@ class VllmServer:
                 stdin=subprocess.DEVNULL,
                 env=env,
                 start_new_session=True,
-                preexec_fn=die_with_parent,
+                preexec_fn=self._in_child,
             )
         self.started_at = time.monotonic()
+
+    def _in_child(self) -> None:
+        die_with_parent()
+        if self.cpus:
+            os.sched_setaffinity(0, set(self.cpus))
 
     def poll(self) -> int | None:
         """The server's exit code if it has died, else None."""
