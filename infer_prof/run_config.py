@@ -46,6 +46,8 @@ class RunConfig:
     tensor_parallel_size: int | None = None
     enforce_eager: bool = False
     load_format: str | None = None
+    require_weights: bool = False  # fail instead of profiling with random weights
+    yes: bool = False  # go ahead even when the run is estimated above an hour
     quantization: str = "auto"
     kv_cache_memory_bytes: int | None = None
     kv_cache_dtype: str | None = None

@@ -63,6 +63,7 @@ from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_
 from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.models import ModelError, ResolvedModel, resolve_model
+from infer_prof.preflight import check_duration, device_speed, prepare_weights
 from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results_io import record_result
 from infer_prof.run_config import ConfigError, RunConfig, validate
@@ -124,6 +125,8 @@ class _Session:
     plan_reason: str | None
     slos: list[Slo]
     interrupted: bool = False
+    weights: dict[str, Any] | None = None  # the weights decision (model.weights in the result)
+    estimate: dict[str, Any] | None = None  # the duration estimate made before starting
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
@@ -138,6 +141,9 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         model = resolve_model(cfg.model)
     except ModelError as exc:
         raise ConfigError(str(exc)) from None
+    weights = None
+    if not cfg.endpoint:  # which weights vLLM loads: real ones if at hand, else random
+        cfg, model, weights = prepare_weights(cfg, model)
     if cfg.suite:
         points = suite_points(cfg)
         wl = points[0]
@@ -157,10 +163,14 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     mean_in = math.ceil(max(w.input_len.mean() for w in points))
     mean_out = math.ceil(max(w.output_len.mean() for w in points))
     the_plan, no_plan_reason = make_plan(cfg, model, gpu, gpu_count, plan_conc, mean_in, mean_out)
+    on_gpu = has_nvidia_gpu()
+    precision = the_plan.precision if the_plan else None
+    estimate = check_duration(  # refuses a run estimated above an hour (unless --yes)
+        cfg, model, points, the_plan, device_speed(on_gpu, gpu, gpu_count, precision)
+    )
 
     stamp = _now().strftime("%Y%m%d-%H%M%S")
     results_dir = Path(cfg.results_dir)
-    on_gpu = has_nvidia_gpu()
     engine_path = engine_model_path(cfg, model)
     server: VllmServer | None = None
     outcomes: list[RunOutcome] = []
@@ -261,6 +271,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             the_plan,
             no_plan_reason,
             slos,
+            weights=weights.to_dict() if weights else None,
+            estimate=estimate.to_dict() if estimate else None,
         )
         search: dict[str, Any] | None = None
         if cfg.find_max:
@@ -554,6 +566,7 @@ def build_result(
             "has_tokenizer": model.has_tokenizer,
             "spec": asdict(model.spec) if model.spec else None,
             "param_count": model.spec.param_count() if model.spec else None,
+            "weights": sess.weights,
         },
         "server": server_info,
         "environment": fingerprint(),
@@ -564,6 +577,7 @@ def build_result(
         "gpu": {"key": gpu.key if gpu else None, "count": sess.gpu_count, "how": sess.gpu_how},
         "plan": sess.plan.to_dict() if sess.plan else None,
         "plan_reason": sess.plan_reason,
+        "duration_estimate": sess.estimate,
         "precision": precision or "bf16",
         "cost": cost_block(
             sdict,

@@ -12,6 +12,9 @@ from rich.console import Console
 
 from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
+from infer_prof.default_model import choose_default
+from infer_prof.gpus import detect_gpus
+from infer_prof.models import TINY_LLAMA
 from infer_prof.report.console import print_summary, print_sweep
 from infer_prof.run_config import ConfigError, RunConfig
 from infer_prof.runner import execute
@@ -21,11 +24,12 @@ from infer_prof.servers.vllm_server import ServerStartError
 
 def run_command(
     model: str = typer.Option(
-        "tiny-llama",
+        None,
         "--model",
         "-m",
         help="A known alias (`infer-prof models` lists them: tiny-llama, llama-2-7b, ...), a "
-        "local model directory, or a hub id (org/name).",
+        "local model directory, or a hub id (org/name). Default: tiny-llama without a GPU; "
+        "on a GPU llama-2-7b with random weights at 128 streams when it fits.",
     ),
     endpoint: str = typer.Option(
         None,
@@ -141,7 +145,20 @@ def run_command(
     load_format: str = typer.Option(
         None,
         "--load-format",
-        help="vLLM --load-format; 'dummy' profiles an alias's real shapes with random weights.",
+        help="vLLM --load-format; 'dummy' profiles an alias's real shapes with random weights. "
+        "Default: real weights when a local folder, the Hugging Face cache or the hub has them, "
+        "else dummy (said on the console and recorded in the result).",
+    ),
+    require_weights: bool = typer.Option(
+        False,
+        "--require-weights",
+        help="Fail (exit 2) instead of profiling with random weights when no real ones are "
+        "at hand.",
+    ),
+    yes: bool = typer.Option(
+        False,
+        "--yes",
+        help="Go ahead even when the run is estimated to take more than an hour.",
     ),
     quantization: str = typer.Option(
         "auto",
@@ -219,6 +236,10 @@ def run_command(
     no_progress: bool = typer.Option(False, "--no-progress", help="No live progress display."),
 ) -> None:
     """Profile a model: start vLLM, drive concurrent streams, report latency, throughput."""
+    if model is None:
+        model, concurrency, load_format = _default_model(
+            endpoint, concurrency, load_format, rate is None and workload is None and not suite
+        )
     engine_args: list[str] = []
     for a in engine_arg or []:
         engine_args += a.split(" ", 1) if a.startswith("--") and " " in a else [a]
@@ -258,6 +279,8 @@ def run_command(
         tensor_parallel_size=tensor_parallel_size,
         enforce_eager=enforce_eager,
         load_format=load_format,
+        require_weights=require_weights,
+        yes=yes,
         quantization=quantization,
         kv_cache_memory_bytes=parse_size(kv_cache_memory, "--kv-cache-memory")
         if kv_cache_memory
@@ -313,6 +336,20 @@ def run_command(
         )
         err.print(f"[bold red]run incomplete: {reason}[/]")
         raise typer.Exit(3)
+
+
+def _default_model(
+    endpoint: str | None, concurrency: str | None, load_format: str | None, may_set_load: bool
+) -> tuple[str, str | None, str | None]:
+    """No --model: tiny-llama, or on a GPU where it fits llama-2-7b with random weights at 128
+    streams (:func:`infer_prof.default_model.choose_default`); says which and why."""
+    if endpoint:
+        return TINY_LLAMA, concurrency, load_format  # only names the tokenizer/config
+    choice = choose_default(detect_gpus())
+    typer.echo(choice.why, err=True)
+    if choice.concurrency and concurrency is None and may_set_load:
+        concurrency = str(choice.concurrency)
+    return choice.model, concurrency, load_format or choice.load_format
 
 
 def _levels(text: str | None, flag: str, parse: Callable[[str, str], list[Any]]) -> Any:

@@ -1,0 +1,160 @@
+"""Checks made before vLLM starts: which weights it loads, and whether the run can end.
+
+Both print their verdict as one line on stderr and raise
+:class:`~infer_prof.run_config.ConfigError` (exit 2, one line) when the run must not start.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from infer_prof.core.duration import (
+    LIMIT_S,
+    DeviceSpeed,
+    Estimate,
+    PointLoad,
+    cpu_speed,
+    estimate_run,
+    gpu_speed,
+    human_duration,
+)
+from infer_prof.core.gpuspec import GpuSpec
+from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.planner import Plan
+from infer_prof.core.weight_choice import WeightDecision
+from infer_prof.core.workload import Workload
+from infer_prof.models import ResolvedModel
+from infer_prof.run_config import ConfigError, RunConfig
+from infer_prof.weights import choose_weights
+
+
+def say(line: str) -> None:
+    """One line on stderr (shown even with --no-progress: it says what the run does)."""
+    print(line, file=sys.stderr, flush=True)
+
+
+def prepare_weights(
+    cfg: RunConfig, model: ResolvedModel
+) -> tuple[RunConfig, ResolvedModel, WeightDecision]:
+    """Decide the weights (:func:`infer_prof.weights.choose_weights`), say what was chosen, and
+    return the config (``load_format`` = ``dummy`` when random weights were chosen) and the model
+    (pointing at a cache snapshot, or a cached config for a hub id) the run goes on with."""
+    decision = choose_weights(model, cfg.load_format, cfg.require_weights)
+    if decision.error:
+        raise ConfigError(decision.error)
+    if decision.notice:
+        say(decision.notice)
+    if decision.load_format != cfg.load_format:
+        cfg = replace(cfg, load_format=decision.load_format)
+    if decision.engine_path:
+        folder = Path(decision.engine_path)
+        spec = model.spec
+        if spec is None and (folder / "config.json").exists():
+            config = json.loads((folder / "config.json").read_text())
+            spec = ModelSpec.from_config(config, name=model.name, hub_id=model.hub_id)
+        has_tok = model.has_tokenizer and any(
+            (folder / f).exists() for f in ("tokenizer.json", "tokenizer.model", "vocab.json")
+        )
+        model = replace(model, path=str(folder), spec=spec, has_tokenizer=has_tok)
+    return cfg, model, decision
+
+
+def device_speed(
+    on_gpu: bool, gpu: GpuSpec | None, gpus: int, precision: str | None
+) -> DeviceSpeed | None:
+    """The device vLLM will run on: this machine's GPUs (catalog figures for ``precision``), or
+    its CPU cores. None for a GPU missing from the catalog (nothing to estimate with)."""
+    if not on_gpu:
+        return cpu_speed(os.cpu_count() or 1)
+    if gpu is None:
+        return None
+    peak = gpu.fp8_tflops if precision == "fp8" and gpu.fp8_tflops else None
+    peak = peak or gpu.bf16_tflops or gpu.fp16_tflops
+    return gpu_speed(gpu.key, gpus, gpu.memory_bandwidth_gbps, peak)
+
+
+def point_loads(points: Sequence[Workload], timeout_s: float) -> list[PointLoad]:
+    """The load points as :func:`~infer_prof.core.duration.estimate_run` sees them."""
+    out = []
+    for w in points:
+        a = w.arrival
+        n = None if w.num_requests is None else w.num_requests + w.warmup_requests
+        out.append(
+            PointLoad(
+                requests=n,
+                input_len=w.input_len.mean(),
+                output_len=w.output_len.mean(),
+                concurrency=a.concurrency if a.mode == "closed" else None,
+                rate=a.rate if a.mode == "open" and a.rate not in (None, float("inf")) else None,
+                max_concurrency=a.max_concurrency if a.mode == "open" else None,
+                duration_s=w.duration_s,
+                timeout_s=timeout_s,
+            )
+        )
+    return out
+
+
+def estimate(
+    model: ResolvedModel,
+    points: Sequence[Workload],
+    the_plan: Plan | None,
+    device: DeviceSpeed,
+    timeout_s: float,
+) -> Estimate | None:
+    """The run's estimated duration (None when the architecture is unknown)."""
+    spec = model.spec
+    if spec is None:
+        return None
+    mem = the_plan.memory if the_plan else None
+    weight_bytes = float(mem.weights_bytes_total) if mem else 2.0 * spec.param_count()
+    return estimate_run(
+        spec,
+        weight_bytes,
+        spec.kv_cache_bytes_per_token(2.0),
+        device,
+        point_loads(points, timeout_s),
+        max_sequences=mem.max_sequences if mem and mem.max_sequences > 0 else None,
+    )
+
+
+def check_duration(
+    cfg: RunConfig,
+    model: ResolvedModel,
+    points: Sequence[Workload],
+    the_plan: Plan | None,
+    device: DeviceSpeed | None,
+) -> Estimate | None:
+    """Estimate the run and refuse it (ConfigError) above :data:`LIMIT_S` unless ``--yes``.
+
+    tiny-llama (the CPU default and the CI model) is never refused. With ``--duration`` the limit
+    is that duration plus the per-request timeout when that is longer than an hour: the user
+    asked for it. ``--find-max`` is estimated on its first point only.
+    """
+    if cfg.endpoint or device is None:
+        return None
+    est = estimate(model, points[:1] if cfg.find_max else points, the_plan, device, cfg.timeout_s)
+    if est is None:
+        return None
+    asked = max((w.duration_s or 0.0 for w in points), default=0.0)
+    limit = max(LIMIT_S, asked * len(points) + cfg.timeout_s if asked else LIMIT_S)
+    line = (
+        f"{model.name}: estimated run time {human_duration(est.total_s)} on {device.name} "
+        f"(start-up {human_duration(est.startup_s)}, prefill {human_duration(est.prefill_s)}, "
+        f"decode {human_duration(est.decode_s)}; "
+        f"~{est.single_stream_tokens_per_s:.3g} tok/s for one stream)"
+    )
+    if est.total_s <= limit or cfg.yes or model.source == "tiny":
+        if est.total_s > 600:
+            say(line)
+        return est
+    n = sum((w.num_requests or 0) + w.warmup_requests for w in points)
+    raise ConfigError(
+        f"{line}: above the {limit / 3600:.3g} h limit, not started. Ways out: a smaller "
+        f"model (--model tiny-llama), fewer requests (now {n}: --num-requests), a GPU, or "
+        "--yes to go ahead"
+    )
