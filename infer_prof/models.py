@@ -110,7 +110,10 @@ def resolve_model(value: str, *, create_tiny: bool = True) -> ResolvedModel:
                 f"model directory {value!r} has no config.json; point --model at the "
                 "folder a Hugging Face model was saved in"
             )
-        spec = ModelSpec.from_config(json.loads(cfg_file.read_text()), name=path.name)
+        try:
+            spec = ModelSpec.from_config(json.loads(cfg_file.read_text()), name=path.name)
+        except ValueError as exc:  # not JSON, or a field the architecture needs is missing
+            raise ModelError(f"model directory {value!r}: {exc}") from None
         return ResolvedModel(
             path.name, str(path.resolve()), spec, None, _has_tokenizer(path), "local"
         )

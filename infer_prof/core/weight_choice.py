@@ -112,7 +112,7 @@ def _unavailable_why(facts: WeightFacts) -> str:
     elif hub.state == "offline":
         where = "HF_HUB_OFFLINE is set"
     elif hub.state == "unreachable":
-        where = f"hub unreachable ({hub.detail})" if hub.detail else "hub unreachable"
+        where = f"hub unreachable: {hub.detail}" if hub.detail else "hub unreachable"
     elif hub.state == "gated":
         where = (
             "gated on the hub, your token has no access"
@@ -122,7 +122,7 @@ def _unavailable_why(facts: WeightFacts) -> str:
     elif hub.state == "not_found":
         where = "not on the hub"
     elif hub.state == "error":
-        where = f"hub error ({hub.detail})" if hub.detail else "hub error"
+        where = f"hub error: {hub.detail}" if hub.detail else "hub error"
     else:
         where = "hub open"
     return f"{where}, not cached"
