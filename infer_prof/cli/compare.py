@@ -11,6 +11,7 @@ from typing import Any
 import typer
 from rich import box
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from infer_prof.cli.common import fail
@@ -55,7 +56,9 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
     for i, row in enumerate(rows):
         cells = []
         for c in COLUMNS:
-            text = format_value(c, row.get(c.key))
+            text = escape(format_value(c, row.get(c.key)))
+            if c.key == "status" and text != "ok":
+                text = f"[bold red]{text}[/bold red]"  # a run whose numbers do not hold
             cells.append(f"[bold]{text}*[/bold]" if i in best.get(c.key, set()) else text)
         t.add_row(*cells)
     return t
@@ -98,6 +101,13 @@ def compare_command(
     incomplete = [n for n, r in zip(names, dicts, strict=True) if not r.get("complete", True)]
     if incomplete:
         typer.echo(f"warning: incomplete runs: {', '.join(incomplete)}", err=True)
+    invalid = [
+        n
+        for n, r in zip(names, dicts, strict=True)
+        if (r.get("validity") or {}).get("valid") is False
+    ]
+    if invalid:
+        typer.echo(f"warning: invalid runs: {', '.join(invalid)} (see the status column)", err=True)
     paths = [str(p) for p, _ in loaded]
     if output_format == "json":
         payload = {

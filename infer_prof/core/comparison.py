@@ -10,6 +10,7 @@ label                     labels as ``k=v`` joined by ``,``          -
 model                     model.name                                 -
 precision                 plan.precision / quantization / dtype      -
 concurrency               config.concurrency                         -
+status                    complete/incomplete_reason, validity       -
 request_throughput        summary.request_throughput (requests/s)    higher
 output_throughput         summary.output_throughput (tokens/s)       higher
 ttft_p50, ttft_p99        summary.ttft_ms.p50 / .p99 (ms)            lower
@@ -24,6 +25,9 @@ joules_per_token          energy.joules_per_output_token (J)         lower
 ``gpu`` falls back to ``gpu.key`` (the GPU named with ``--gpu`` for an endpoint run) and then to
 "cpu"; ``precision`` also looks at the result's top-level ``precision``. The $/1M column also
 reads ``cost.usd_per_1m_output_tokens`` (an alternative spelling, ``|`` in :attr:`Column.path`).
+
+``status`` is ``ok``, or ``INCOMPLETE: <why>`` and/or ``INVALID: <reasons>`` (see
+:func:`run_status`): a run whose numbers do not hold is marked in every table.
 
 A value that is missing (not measured, no price, no energy reading) is None, never 0, and never
 best. A column's best is marked only when at least two rows have a value; ties are all best.
@@ -59,6 +63,7 @@ TEXT_COLUMNS = (
     Column("model", "model"),
     Column("precision", "precision"),
     Column("concurrency", "conc.", "config.concurrency", None, 0),
+    Column("status", "status"),
 )
 
 METRIC_COLUMNS = (
@@ -116,6 +121,20 @@ def labels_text(labels: Mapping[str, Any] | None) -> str:
     return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
 
 
+def run_status(result: Mapping[str, Any]) -> str:
+    """``ok``, or what is wrong with the run's numbers: ``INCOMPLETE: <incomplete_reason>``
+    and/or ``INVALID: <validity reasons joined by "; ">``, joined by `` | ``."""
+    parts = []
+    if result.get("complete") is False:
+        parts.append(f"INCOMPLETE: {result.get('incomplete_reason') or 'reason not recorded'}")
+    validity = result.get("validity")
+    if isinstance(validity, Mapping) and validity.get("valid") is False:
+        reasons = validity.get("reasons") or []
+        why = "; ".join(str(r) for r in reasons) if reasons else "reason not recorded"
+        parts.append(f"INVALID: {why}")
+    return " | ".join(parts) or "ok"
+
+
 def row_for(result: Mapping[str, Any]) -> dict[str, Any]:
     """One table row (keys of :data:`COLUMNS`) for one result dict."""
     name = dig(result, "environment.gpu_name")
@@ -141,6 +160,7 @@ def row_for(result: Mapping[str, Any]) -> dict[str, Any]:
             or "auto"
         ),
         "concurrency": cfg.get("concurrency"),
+        "status": run_status(result),
     }
     for col in METRIC_COLUMNS:
         row[col.key] = _number(dig(result, col.path))

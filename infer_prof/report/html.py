@@ -240,6 +240,7 @@ tbody tr:nth-child(even){background:#fbfcfd}
 .nm{color:#8c959f;font-style:italic;font-size:12px}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:11px;
  background:#fff1e5;color:#9a4d00;border:1px solid #f0c08a;margin-left:4px}
+.badge.invalid{background:#ffebe9;color:#a40e26;border-color:#ff8182}
 .labels{color:var(--muted);font-size:11px}
 .plots{display:grid;grid-template-columns:repeat(auto-fill,minmax(520px,1fr));gap:14px;
  align-items:start}
@@ -292,6 +293,25 @@ def run_names(runs: Sequence[RunData]) -> list[str]:
 # --------------------------------------------------------------------------- sections
 
 
+def _status_badges(r: dict[str, Any]) -> str:
+    """Badges for a run whose numbers do not hold: "incomplete" and "invalid", each with its
+    reason beside it and in full on hover (title)."""
+    out = []
+    if r.get("complete") is False:
+        why = str(r.get("incomplete_reason") or "reason not recorded")
+        out.append(
+            f'<span class="badge incomplete" title="incomplete: {_e(why)}">'
+            f"incomplete: {_e(why)}</span>"
+        )
+    validity = _d(r.get("validity"))
+    if validity.get("valid") is False:
+        why = "; ".join(str(x) for x in validity.get("reasons") or []) or "reason not recorded"
+        out.append(
+            f'<span class="badge invalid" title="invalid: {_e(why)}">invalid: {_e(why)}</span>'
+        )
+    return "".join(out)
+
+
 def _summary_section(runs: Sequence[RunData], names: Sequence[str]) -> str:
     lat = (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("ITL", "itl_ms"), ("E2E", "e2e_ms"))
     head1 = (
@@ -308,11 +328,7 @@ def _summary_section(runs: Sequence[RunData], names: Sequence[str]) -> str:
         r = run.result
         s = _d(r.get("summary"))
         labels = _d(r.get("labels"))
-        badge = (
-            f'<span class="badge">incomplete: {_e(r.get("incomplete_reason") or "?")}</span>'
-            if r.get("complete") is False
-            else ""
-        )
+        badge = _status_badges(r)
         lab = (
             '<div class="labels">' + _e(", ".join(f"{k}={v}" for k, v in labels.items())) + "</div>"
             if labels

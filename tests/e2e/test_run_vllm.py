@@ -95,6 +95,10 @@ def test_run_tiny_llama_end_to_end(tmp_path):
     assert re.search(r"^vLLM start-up: compiling \(at [\d.]+ s\)$", stderr, re.M)
     assert result["environment"]["vllm"].startswith("vllm")
     assert result["model"]["spec"]["hidden_size"] == 256
+    weights = result["model"]["weights"]  # the generated model's own weights, said so
+    assert (weights["weights"], weights["origin"]) == ("real", "local")
+    assert weights["load_format"] is None
+    assert result["duration_estimate"]["total_s"] > result["duration_estimate"]["startup_s"] > 0
 
     recs = [r for r in read_requests(out.with_name("run.requests.jsonl")) if not r.warmup]
     assert len(recs) == 40

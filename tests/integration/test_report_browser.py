@@ -392,3 +392,81 @@ def test_report_renders_in_chromium(
     pw, ph, prow = png_pixels((pngs / "cdf_ttft.png").read_bytes())
     share, colours = ink(prow)
     assert 0.01 < share < 0.5 and colours > 20, (share, colours)
+
+
+_BADGES_JS = """
+[...document.querySelectorAll('table tbody tr')].filter(tr => tr.querySelector('td')).map(tr => {
+  const badges = [...tr.querySelectorAll('.badge')].map(b => {
+    const r = b.getBoundingClientRect();
+    const st = getComputedStyle(b);
+    return {cls: b.className, text: b.innerText, title: b.getAttribute('title'),
+            width: r.width, height: r.height, display: st.display, visibility: st.visibility,
+            colour: st.color};
+  });
+  return {run: tr.querySelector('td').innerText, badges: badges};
+})
+"""
+
+
+def test_report_marks_an_invalid_run_with_its_reason(
+    browser: int, serve: Any, tmp_path: Path
+) -> None:
+    """Two real runs against the synthetic server; one is invalid for real (24 requests where
+    --min-requests asks for 50). The report must show an "invalid" badge with the reason on
+    that run's row, visible and in its title (hover), and none on the valid one."""
+    from infer_prof.calibrate import start_synthetic
+
+    out = tmp_path / "results"
+    server = start_synthetic(20.0, 5.0, 16)
+    try:
+        for extra in ((), ("--min-requests", "50")):
+            res = cli(
+                "run", "--endpoint", server.url, "--model", "llama-2-7b", "-c", "2", "-n", "24",
+                "--input-len", "32", "--output-len", "16", "--results-dir", str(out),
+                "--no-progress", "--no-history", *extra,
+            )  # fmt: skip
+            assert res.returncode == 0, res.stderr
+    finally:
+        server.stop()
+    results = sorted(out.glob("*.json"))
+    invalid = [json.loads(p.read_text()) for p in results]
+    invalid = [r for r in invalid if not r["validity"]["valid"]]
+    assert len(results) == 2 and len(invalid) == 1
+    reason = "; ".join(invalid[0]["validity"]["reasons"])
+    assert "50" in reason
+
+    site = tmp_path / "site"
+    site.mkdir()
+    res = cli("report", str(out), "-o", str(site / "report.html"))
+    assert res.returncode == 0, res.stderr
+    origin, _ = serve(site)
+    page = load_page(browser, f"{origin}/report.html", origin)
+    assert page.problems == []
+    dt = open_page(browser)
+    try:
+        dt.call("Page.enable")
+        dt.call("Page.navigate", url=f"{origin}/report.html")
+        dt.wait_for("Page.loadEventFired")
+        rows = dt.call("Runtime.evaluate", expression=_BADGES_JS, returnByValue=True)
+    finally:
+        dt.close()
+    rows = rows["result"]["value"]
+    marked = [r for r in rows if r["badges"]]
+    assert len(marked) == 1 and marked[0]["run"].startswith(invalid[0]["run_id"]), rows
+    (badge,) = marked[0]["badges"]
+    assert "invalid" in badge["cls"].split()
+    assert badge["text"] == f"invalid: {reason}"
+    assert badge["title"] == f"invalid: {reason}"
+    assert badge["width"] > 20 and badge["height"] > 5
+    assert badge["display"] != "none" and badge["visibility"] == "visible"
+    assert badge["colour"] == "rgb(164, 14, 38)"  # the invalid badge's red, not the default
+    # the valid run's row is there and carries no badge
+    assert sum(1 for r in rows if not r["badges"]) >= 1
+
+    # compare marks it too, in the table and in markdown
+    for fmt in ("table", "markdown"):
+        res = cli("compare", str(out), "--format", fmt)
+        assert res.returncode == 0, res.stderr
+        assert f"INVALID: {reason}" in res.stdout, res.stdout
+        assert res.stdout.count("| ok |" if fmt == "markdown" else " ok ") == 1, res.stdout
+    assert f"invalid runs: {invalid[0]['run_id']}" in res.stderr

@@ -205,3 +205,16 @@ def test_differing_fields_lists_values_and_honours_ignore() -> None:
     c = result(tensor_parallel_size=2)
     assert list(differing_fields([a, c])) == ["tensor_parallel_size"]
     assert config_fingerprint(a) == config_fingerprint(c)
+
+
+def test_status_marks_invalid_and_incomplete_runs_with_their_reasons():
+    from infer_prof.core.comparison import run_status
+
+    r = result()
+    assert run_status(r) == "ok" and row_for(r)["status"] == "ok"
+    r["validity"] = {"valid": False, "reasons": ["3 requests (< 10)", "window 1 s"]}
+    assert row_for(r)["status"] == "INVALID: 3 requests (< 10); window 1 s"
+    r["complete"], r["incomplete_reason"] = False, "server_died"
+    assert run_status(r) == "INCOMPLETE: server_died | INVALID: 3 requests (< 10); window 1 s"
+    r["validity"] = {"valid": False, "reasons": []}
+    assert run_status(r).endswith("INVALID: reason not recorded")

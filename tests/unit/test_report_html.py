@@ -506,3 +506,18 @@ def test_incomplete_run_and_labels_are_shown():
     doc = build_report([run(r)]).html
     (row,) = _summary_rows(doc)
     assert "incomplete: server_died" in row and "instance=&lt;spot&gt;" in row
+
+
+def test_invalid_run_is_marked_with_its_reason_beside_and_on_hover():
+    r = make_result("small", 4)
+    r["validity"] = {"valid": False, "reasons": ["3 requests completed (< 10)", "window 1 s"]}
+    ok = make_result("fine", 4)
+    ok["validity"] = {"valid": True, "reasons": []}
+    doc = build_report([run(r), run(ok)]).html
+    bad_row, ok_row = _summary_rows(doc)
+    why = "invalid: 3 requests completed (&lt; 10); window 1 s"
+    assert f'<span class="badge invalid" title="{why}">{why}</span>' in bad_row
+    assert "badge" not in ok_row
+    r["complete"], r["incomplete_reason"] = False, "interrupted"
+    (both,) = _summary_rows(build_report([run(r)]).html)
+    assert 'title="incomplete: interrupted"' in both and 'class="badge invalid"' in both
