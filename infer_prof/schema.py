@@ -6,7 +6,8 @@ Top-level fields (schema_version 1):
   (ISO 8601 UTC wall clock: labels only, never used for timing)
 - ``complete`` (bool) and ``incomplete_reason`` (why a run stopped early: interrupted,
   server_died, ...). An incomplete result still holds everything measured until then.
-- ``config``: every option the run was given; ``model``: what was profiled and its architecture;
+- ``config``: every option the run was given; ``model``: what was profiled, its architecture
+  and ``weights`` (real or random, ``origin``: local/hf-cache/hub/random/as-given, ``reason``);
   ``server``: how it was started or attached, its log file and exit code; for a server infer-prof
   started, ``startup_s`` (seconds from launch to a healthy ``/health``) and ``startup``
   (``{total_s, phases: [{name, start_s, duration_s}], source}``: the start-up phases read from
@@ -18,6 +19,8 @@ Top-level fields (schema_version 1):
   event-loop lag, CPU, ``processes``; with more than one process, pooled figures and each
   worker's own under ``workers``)
 - ``plan``, ``cost``, ``telemetry``, ``roofline``: present when those parts ran; null otherwise
+- ``duration_estimate``: the run's wall time estimated before it started
+  (:mod:`infer_prof.core.duration`); null for ``--endpoint`` runs
 - ``requests_file``: per-request records, one JSON object per line, beside the result file
 """
 
