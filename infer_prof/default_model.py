@@ -8,7 +8,7 @@ random weights), else ``tiny-llama`` with the planner's reason.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from infer_prof.core.planner import PlanError, plan
@@ -37,8 +37,14 @@ class DefaultChoice:
     why: str
 
 
-def choose_default(detected: Sequence[DetectedGpu]) -> DefaultChoice:
-    """The default model for a machine whose GPUs are ``detected`` (``gpus.detect_gpus()``)."""
+def choose_default(
+    detected: Sequence[DetectedGpu], cuda_total: Callable[[int], int | None] | None = None
+) -> DefaultChoice:
+    """The default model for a machine whose GPUs are ``detected`` (``gpus.detect_gpus()``),
+    planned as ``run`` plans it: the same per-GPU memory (``engine_setup.device_memory``;
+    ``cuda_total`` is injectable for tests), GPU vLLM's capabilities, random weights."""
+    from infer_prof.engine_setup import device_memory, engine_capabilities
+
     if not detected:
         return DefaultChoice(
             TINY_LLAMA,
@@ -62,6 +68,7 @@ def choose_default(detected: Sequence[DetectedGpu]) -> DefaultChoice:
 
     entry = registry()[GPU_DEFAULT_MODEL]
     spec = ModelSpec.from_config(entry["config"], name=GPU_DEFAULT_MODEL, hub_id=entry["hub_id"])
+    memory, source = device_memory(first.spec, detected, cuda_total)
     try:
         p = plan(
             spec,
@@ -70,14 +77,23 @@ def choose_default(detected: Sequence[DetectedGpu]) -> DefaultChoice:
             concurrency=GPU_DEFAULT_CONCURRENCY,
             input_len=DEFAULT_INPUT_LEN,
             output_len=DEFAULT_OUTPUT_LEN,
-            memory_per_gpu_bytes=first.memory_total_bytes or None,
+            memory_per_gpu_bytes=memory,
+            memory_source=source,
+            load_format="dummy",
+            caps=engine_capabilities(True),
             catalog=tuple(catalog().values()),
         )
     except PlanError as exc:
         return DefaultChoice(TINY_LLAMA, None, None, fallback + f"planner: {exc}")
     where = f"{count}x {first.spec.key}" if count > 1 else first.spec.key
     if not (p.fits and p.fits_load and p.precision in DUMMY_PRECISIONS):
-        why = "; ".join(c.reason for c in p.rejections) or "it does not hold the load"
+        held = p.memory.max_sequences if p.memory else 0
+        if not p.fits:
+            why = "; ".join(c.reason for c in p.rejections) or "no precision fits"
+        elif p.precision not in DUMMY_PRECISIONS:
+            why = f"the planner would need {p.precision}"
+        else:
+            why = f"its KV cache holds {held} of {GPU_DEFAULT_CONCURRENCY} sequences"
         return DefaultChoice(
             TINY_LLAMA,
             None,
