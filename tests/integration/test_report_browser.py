@@ -412,8 +412,9 @@ def test_report_marks_an_invalid_run_with_its_reason(
     browser: int, serve: Any, tmp_path: Path
 ) -> None:
     """Two real runs against the synthetic server; one is invalid for real (24 requests where
-    --min-requests asks for 50; both accept a window of 0.1 s). The report must show an "invalid" badge with the reason on
-    that run's row, visible and in its title (hover), and none on the valid one."""
+    --min-requests asks for 50; both accept a window of 0.1 s). The report must show an
+    "invalid" badge with the reason on that run's row, visible and in its title (hover), and
+    none on the valid one."""
     from infer_prof.calibrate import start_synthetic
 
     out = tmp_path / "results"
