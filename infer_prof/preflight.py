@@ -27,7 +27,8 @@ from infer_prof.core.gpuspec import GpuSpec
 from infer_prof.core.modelspec import ModelSpec
 from infer_prof.core.planner import Plan
 from infer_prof.core.weight_choice import WeightDecision
-from infer_prof.core.workload import Workload
+from infer_prof.core.workload import Workload, warmup_seconds
+from infer_prof.load_points import OPEN_LOOP_STEADY_WARMUP
 from infer_prof.models import ResolvedModel
 from infer_prof.run_config import ConfigError, RunConfig
 from infer_prof.weights import choose_weights
@@ -79,11 +80,22 @@ def device_speed(
 
 
 def point_loads(points: Sequence[Workload], timeout_s: float) -> list[PointLoad]:
-    """The load points as :func:`~infer_prof.core.duration.estimate_run` sees them."""
+    """The load points as :func:`~infer_prof.core.duration.estimate_run` sees them: the warm-up
+    adds its requests (``requests``: ``warmup_requests``; ``steady``: one wave of the closed
+    loop's streams, or the open loop's fixed few) or its seconds (``"30s"``)."""
     out = []
     for w in points:
         a = w.arrival
-        n = None if w.num_requests is None else w.num_requests + w.warmup_requests
+        warm_s = warmup_seconds(w.warmup) or 0.0
+        if w.warmup == "requests":
+            warm_n = w.warmup_requests
+        elif warm_s:
+            warm_n = 0
+        elif a.mode == "closed":  # steady: one wave, every stream finishes one request
+            warm_n = a.concurrency or 1
+        else:
+            warm_n = OPEN_LOOP_STEADY_WARMUP
+        n = None if w.num_requests is None else w.num_requests + warm_n
         out.append(
             PointLoad(
                 requests=n,
@@ -94,6 +106,7 @@ def point_loads(points: Sequence[Workload], timeout_s: float) -> list[PointLoad]
                 max_concurrency=a.max_concurrency if a.mode == "open" else None,
                 duration_s=w.duration_s,
                 timeout_s=timeout_s,
+                warmup_s=warm_s,
             )
         )
     return out
@@ -152,7 +165,7 @@ def check_duration(
         if est.total_s > 600:
             say(line)
         return est
-    n = sum((w.num_requests or 0) + w.warmup_requests for w in points)
+    n = sum(w.num_requests or 0 for w in points)
     raise ConfigError(
         f"{line}: above the {limit / 3600:.3g} h limit, not started. Ways out: a smaller "
         f"model (--model tiny-llama), fewer requests (now {n}: --num-requests), a GPU, or "

@@ -23,7 +23,8 @@ steps at batch ``N mod B``:
 
 Open loop at ``rate`` requests/s: ``max(N / rate, prefill_time + decode_time)`` with the batch
 capped by ``--max-concurrency`` (else by ``N``). Bound by ``--duration D``: ``D`` plus the time to
-finish the requests in flight (one wave, at most the per-request timeout). The run is the engine
+finish the requests in flight (one wave, at most the per-request timeout). A warm-up counts as
+its requests (a counted one; ``steady``: one wave of ``C``) or its seconds. The run is the engine
 start-up (``startup_base_s + startup_s_per_gb x weight GB``) plus every load point.
 
 Device figures (:func:`cpu_speed`, :func:`gpu_speed`):
@@ -125,9 +126,10 @@ def gpu_speed(
 
 @dataclass(frozen=True)
 class PointLoad:
-    """One load point as the estimate sees it. ``requests`` counts warm-up too (None: bound by
-    ``duration_s``); ``concurrency`` for a closed loop, ``rate`` (requests/s, None = unpaced)
-    and ``max_concurrency`` for an open one; mean prompt and output tokens."""
+    """One load point as the estimate sees it. ``requests`` counts warm-up requests too (None:
+    bound by ``duration_s``); ``warmup_s`` a warm-up of so many seconds; ``concurrency`` for a
+    closed loop, ``rate`` (requests/s, None = unpaced) and ``max_concurrency`` for an open one;
+    mean prompt and output tokens."""
 
     requests: int | None
     input_len: float
@@ -137,6 +139,7 @@ class PointLoad:
     max_concurrency: int | None = None
     duration_s: float | None = None
     timeout_s: float = 300.0
+    warmup_s: float = 0.0  # a warm-up of fixed seconds, before the requests counted above
 
 
 @dataclass(frozen=True)
@@ -219,7 +222,7 @@ def estimate_run(
                 t = max(t, n / p.rate)
         total_prefill += prefill
         total_decode += decode
-        per_point.append(t)
+        per_point.append(t + p.warmup_s)
     single = 1.0 / step_time_s(
         spec, weight_bytes, kv_bytes_per_token, device, 1, points[0].input_len
     )

@@ -155,3 +155,20 @@ def test_tiny_llama_is_never_refused():
     huge = RunConfig(num_requests=10_000_000, concurrency=[1])
     est = check_duration(huge, tiny, _points(huge), None, cpu_speed(1))
     assert est is not None and est.total_s > 3600  # estimated long, and still not refused
+
+
+def test_warm_up_counts_as_its_requests_or_its_seconds():
+    from infer_prof.preflight import point_loads
+
+    def loads(**kw):
+        cfg = RunConfig(concurrency=[8], num_requests=100, **kw)
+        return point_loads(_points(cfg), 300.0)[0]
+
+    steady = loads()  # the default: one wave of the 8 streams
+    assert (steady.requests, steady.warmup_s) == (108, 0.0)
+    counted = loads(warmup_requests=3)
+    assert (counted.requests, counted.warmup_s) == (103, 0.0)
+    llama = ModelSpec.from_config(registry()["llama-2-7b"]["config"], name="llama-2-7b")
+    timed = estimate_run(llama, WEIGHTS, KV, TOY, [PointLoad(10, 16, 16, 1, warmup_s=30)])
+    untimed = estimate_run(llama, WEIGHTS, KV, TOY, [PointLoad(10, 16, 16, 1)])
+    assert timed.total_s == pytest.approx(untimed.total_s + 30)
