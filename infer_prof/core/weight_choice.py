@@ -158,7 +158,9 @@ def decide(facts: WeightFacts) -> WeightDecision:
     if facts.source in ("tiny", "local"):
         n = len(facts.local_weights or ())
         what = "generated tiny model" if facts.source == "tiny" else "local folder"
-        return WeightDecision("real", "local", None, f"{what} ({n} weight files)")
+        return WeightDecision(
+            "real", "local", None, f"{what} ({n} weight file{'' if n == 1 else 's'})"
+        )
     if facts.cached_snapshot:
         return WeightDecision(
             "real",
