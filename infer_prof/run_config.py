@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from infer_prof.loadgen.client import Endpoint
-
 
 class ConfigError(ValueError):
     """Bad input found before anything started; the message is one line naming the fix."""
@@ -97,6 +95,8 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"--warmup-requests must be 0 or more, got {cfg.warmup_requests}")
     if cfg.endpoint is not None:
         try:
+            from infer_prof.loadgen.client import Endpoint  # not at import: keeps --help fast
+
             Endpoint.from_url(cfg.endpoint)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None

@@ -10,7 +10,6 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from infer_prof.calibrate import run_calibration
 from infer_prof.cli.common import fail
 from infer_prof.core.accuracy import DEFAULT_TARGETS, trusted_up_to
 
@@ -80,6 +79,9 @@ def calibrate_command(
             f"all work on the machine (PSI avg10) {rep.get('cpu_pressure_pct')}%"
             + (f"; CPU stolen by the hypervisor {steal:.1f}%" if steal is not None else "")
         )
+
+    # imported here, not at the top: `infer-prof --help` must not pay for the engine side
+    from infer_prof.calibrate import run_calibration
 
     reports = run_calibration(
         levels,

@@ -20,7 +20,6 @@ from rich.table import Table
 from infer_prof.core.gpuspec import GIB, GpuSpec
 from infer_prof.core.modelspec import ModelSpec
 from infer_prof.core.planner import PRECISION_LABELS, Plan, PlanError, plan
-from infer_prof.engine_setup import device_memory, engine_capabilities
 from infer_prof.gpus import DetectedGpu, catalog, detect_gpus, find_gpu
 
 _UNITS = {
@@ -185,6 +184,8 @@ def plan_command(
             _fail(f"--memory-budget: {exc}")
     spec = _resolve_spec(model)
     gpu_spec, count, found, how = _resolve_gpu(gpu, gpus, budget)
+    from infer_prof.engine_setup import device_memory, engine_capabilities  # --help stays fast
+
     memory, source = device_memory(gpu_spec, found)
     try:
         result = plan(spec, gpu_spec, gpus=count, concurrency=concurrency, input_len=input_len,

@@ -17,9 +17,7 @@ from infer_prof.gpus import detect_gpus
 from infer_prof.models import TINY_LLAMA
 from infer_prof.report.console import print_summary, print_sweep
 from infer_prof.run_config import ConfigError, RunConfig
-from infer_prof.runner import execute
 from infer_prof.schema import public_result
-from infer_prof.servers.vllm_server import ServerStartError
 
 
 def run_command(
@@ -305,6 +303,10 @@ def run_command(
         labels=parse_labels(label),
         progress=not no_progress,
     )
+    # imported here, not at the top: `infer-prof --help` must not pay for the engine side
+    from infer_prof.runner import execute
+    from infer_prof.servers.vllm_server import ServerStartError
+
     try:
         outcome = execute(cfg)
     except ConfigError as exc:
