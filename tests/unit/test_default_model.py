@@ -54,7 +54,7 @@ def test_cli_without_model_says_which_and_why(monkeypatch, gpus, model, concurre
         raise ConfigError("stopped by the test")
 
     monkeypatch.setattr(run_cli, "detect_gpus", lambda: gpus)
-    monkeypatch.setattr(run_cli, "execute", fake_execute)
+    monkeypatch.setattr("infer_prof.runner.execute", fake_execute)  # imported when run starts
     r = CliRunner().invoke(app, ["run", "--no-progress"])
     assert r.exit_code == 2
     lines = r.stderr.splitlines()
