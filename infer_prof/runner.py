@@ -18,7 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.core.gpuspec import GpuSpec
-from infer_prof.core.metrics import RequestRecord, busy_concurrency, summarize_run
+from infer_prof.core.metrics import (
+    RequestRecord,
+    busy_concurrency,
+    in_flight_mean,
+    summarize_run,
+)
 from infer_prof.core.planner import Plan
 from infer_prof.core.slo import Slo, SloError, evaluate_slos, parse_slos, slos_from_mapping
 from infer_prof.core.stats import summary_dict
@@ -553,6 +558,8 @@ def build_result(
             "rate": a.rate if a.mode == "open" else None,
             "burstiness": a.burstiness if a.mode == "open" else None,
             "max_concurrency": a.max_concurrency if a.mode == "open" else None,
+            # time-weighted mean of requests in flight over the measured window (client side)
+            "in_flight_mean": _round(in_flight_mean(records), 3),
         },
         "warmup": warmup_block(wl.warmup, wl.warmup_requests, records, state.get("warmup"),
                                a.concurrency if a.mode == "closed" else None),
@@ -982,6 +989,10 @@ def _healthy(endpoint: Endpoint) -> bool:
         return http_get(f"{endpoint.url}/health", timeout_s=2.0)[0] == 200
     except OSError:
         return False
+
+
+def _round(x: float | None, digits: int) -> float | None:
+    return None if x is None else round(x, digits)
 
 
 def _dist_ms(values_ns: Sequence[int | float]) -> dict[str, Any] | None:

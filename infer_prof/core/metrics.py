@@ -205,6 +205,31 @@ def measured_window_ns(records: Sequence[RequestRecord]) -> tuple[int, int] | No
     return (start, end) if end > start else None
 
 
+def in_flight_mean(records: Iterable[RequestRecord]) -> float | None:
+    """Time-weighted mean of requests in flight over the measured window (client side).
+
+    ``sum over requests of overlap([send, end], window) / window``, every request counted
+    (warm-up ones too: a warm-up request still running when measuring starts is load the server
+    carries), the window being :func:`measured_window_ns`. Against the asked concurrency it
+    shows how much of the asked load was really offered: client-side send delays, the ramp-down
+    at the end of a counted run. None without a window.
+    """
+    recs = list(records)
+    window = measured_window_ns([r for r in recs if not r.warmup])
+    if not window or window[1] <= window[0]:
+        return None
+    lo, hi = window
+    area = 0
+    for r in recs:
+        if r.send_ns is None:
+            continue
+        end = r.done_ns if r.done_ns is not None else (r.chunk_ns[-1] if r.chunk_ns else None)
+        if end is None:
+            continue
+        area += max(0, min(end, hi) - max(r.send_ns, lo))
+    return area / (hi - lo)
+
+
 def busy_concurrency(records: Iterable[RequestRecord]) -> float | None:
     """Requests in flight, averaged over the time at least one was (client side).
 

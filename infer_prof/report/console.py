@@ -120,7 +120,13 @@ def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     share = c.get("cpu_share")
     if share is not None:
         parts.append(f"busiest CPU {share:.0%}")
-    return [("client", ", ".join(parts))]
+    rows = [("client", ", ".join(parts))]
+    load = result.get("load") or {}
+    mean, asked = load.get("in_flight_mean"), load.get("concurrency")
+    if mean is not None and asked:
+        rows.append(("in flight (time-weighted mean)", f"{mean:.2f} of {asked} asked "
+                                                        f"({mean / asked:.0%})"))
+    return rows
 
 
 def _clock_rows(energy: dict[str, Any]) -> list[tuple[str, str]]:

@@ -135,3 +135,19 @@ def test_parse_warmup(text, expected):
 def test_parse_warmup_rejects_nonsense():
     with pytest.raises(typer.Exit):
         parse_warmup("soon")
+
+
+def test_in_flight_mean_over_the_measured_window():
+    from infer_prof.core.metrics import in_flight_mean
+
+    # window: first measured send (100 ms) to last measured end (1000 ms) = 900 ms
+    a = rec(0, 100, 50)  # 100..160 ms (two chunks: +50, +60)
+    a.done_ns = 1000 * MS  # in flight the whole window: 900 ms
+    b = rec(1, 550, 50)
+    b.done_ns = 1000 * MS  # the second half: 450 ms
+    warm = rec(-1, 0, 50, warmup=True)
+    warm.done_ns = 190 * MS  # a warm-up still running when measuring starts: 90 ms counted
+    lost = RequestRecord(index=2, input_len=8, max_tokens=4)
+    lost.send_ns = 200 * MS  # never ended: not counted
+    assert in_flight_mean([a, b, warm, lost]) == pytest.approx((900 + 450 + 90) / 900)
+    assert in_flight_mean([warm]) is None
