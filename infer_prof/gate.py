@@ -14,8 +14,10 @@ Metrics judged (names as in the history database, so ``--threshold ttft_ms.p99=1
 * ``ttft_ms``, ``tpot_ms``, ``itl_ms``, ``e2e_ms`` at p50 and p99: when every run on both sides
   has its requests file, the per-request samples of each side are pooled and judged by
   :func:`infer_prof.core.regression.compare_samples` (bootstrap CI of the percentile's percent
-  change, Mann-Whitney U reported). Otherwise (e.g. a baseline from the history, which keeps
-  summaries only) the per-run summary percentiles are compared with ``compare_runs``.
+  change, Mann-Whitney U reported). Otherwise (e.g. a history baseline of runs recorded before
+  the history kept requests files) the per-run summary percentiles are compared with
+  ``compare_runs``. A history run's requests file is read where it was written, else from the
+  history itself (schema 2 keeps it: a fleet's runners are gone).
 
 A tail percentile resting on few samples cannot be judged: the p99 of 60 requests is nearly
 their maximum, one request decides it, and its bootstrap distribution is degenerate. Measured on
