@@ -41,6 +41,7 @@ naming the database (password hidden), the problem and the fix.
 
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import math
@@ -52,32 +53,13 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import urlsplit
 
-from sqlalchemy import (
-    Column,
-    Connection,
-    Engine,
-    Float,
-    ForeignKey,
-    Index,
-    Integer,
-    LargeBinary,
-    MetaData,
-    Table,
-    Text,
-    create_engine,
-    delete,
-    event,
-    func,
-    insert,
-    inspect,
-    select,
-    text,
-)
-from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, SQLAlchemyError
-from sqlalchemy.pool import NullPool
+if TYPE_CHECKING:  # SQLAlchemy is imported on first use: a command without history starts faster
+    from sqlalchemy import Connection, Engine
+    from sqlalchemy.exc import DBAPIError
 
 SCHEMA_VERSION = 2
 DEFAULT_LOCATION = "results/history.sqlite"
@@ -97,78 +79,96 @@ class HistoryError(RuntimeError):
 
 # --- schema -------------------------------------------------------------------------------------
 
-metadata = MetaData()
 
-schema_version = Table(
-    "schema_version",
-    metadata,
-    Column("version", Integer, primary_key=True, autoincrement=False),
-    Column("applied_at", Text, nullable=False),
-)
+@functools.cache
+def schema() -> SimpleNamespace:
+    """The tables (SQLAlchemy Core) and :data:`MIGRATIONS`: ``schema().runs`` etc."""
+    from sqlalchemy import (
+        Column,
+        Float,
+        ForeignKey,
+        Index,
+        Integer,
+        LargeBinary,
+        MetaData,
+        Table,
+        Text,
+    )
 
-runs = Table(
-    "runs",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("run_id", Text, nullable=False, unique=True),
-    Column("started_at", Text, nullable=False),
-    Column("config_fingerprint", Text, nullable=False),
-    Column("model", Text),
-    Column("gpu", Text),
-    Column("precision", Text),
-    Column("concurrency", Integer),
-    Column("workload", Text),
-    Column("labels_json", Text, nullable=False, server_default="{}"),
-    Column("git_rev", Text),
-    Column("result_path", Text),
-    Column("summary_json", Text, nullable=False),
-    Column("complete", Integer, nullable=False),
-    Index("runs_fp_time", "config_fingerprint", "started_at"),
-    Index("runs_model", "model"),
-    sqlite_autoincrement=True,
-)
+    metadata = MetaData()
+    schema_version = Table(
+        "schema_version",
+        metadata,
+        Column("version", Integer, primary_key=True, autoincrement=False),
+        Column("applied_at", Text, nullable=False),
+    )
+    runs = Table(
+        "runs",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("run_id", Text, nullable=False, unique=True),
+        Column("started_at", Text, nullable=False),
+        Column("config_fingerprint", Text, nullable=False),
+        Column("model", Text),
+        Column("gpu", Text),
+        Column("precision", Text),
+        Column("concurrency", Integer),
+        Column("workload", Text),
+        Column("labels_json", Text, nullable=False, server_default="{}"),
+        Column("git_rev", Text),
+        Column("result_path", Text),
+        Column("summary_json", Text, nullable=False),
+        Column("complete", Integer, nullable=False),
+        Index("runs_fp_time", "config_fingerprint", "started_at"),
+        Index("runs_model", "model"),
+        sqlite_autoincrement=True,
+    )
+    fk = ForeignKey("runs.run_id", ondelete="CASCADE")
+    metrics = Table(
+        "metrics",
+        metadata,
+        Column("run_id", Text, fk, primary_key=True),
+        Column("name", Text, primary_key=True),
+        Column("value", Float, nullable=False),
+        Index("metrics_name", "name", "run_id"),
+    )
+    run_labels = Table(
+        "run_labels",
+        metadata,
+        Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+        Column("key", Text, primary_key=True),
+        Column("value", Text, nullable=False),
+        Index("run_labels_kv", "key", "value"),
+    )
+    run_files = Table(
+        "run_files",
+        metadata,
+        Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+        Column("result_json", Text, nullable=False),
+        Column("requests_gz", LargeBinary),
+    )
 
-metrics = Table(
-    "metrics",
-    metadata,
-    Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
-    Column("name", Text, primary_key=True),
-    Column("value", Float, nullable=False),
-    Index("metrics_name", "name", "run_id"),
-)
+    def migration_1(conn: Connection) -> None:
+        """The original layout: runs, metrics, run_labels and their indexes."""
+        for table in (runs, metrics, run_labels):
+            table.create(conn, checkfirst=True)
 
-run_labels = Table(
-    "run_labels",
-    metadata,
-    Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
-    Column("key", Text, primary_key=True),
-    Column("value", Text, nullable=False),
-    Index("run_labels_kv", "key", "value"),
-)
+    def migration_2(conn: Connection) -> None:
+        """Keep each run's result file and per-request records (export, gating on a fleet)."""
+        run_files.create(conn, checkfirst=True)
 
-run_files = Table(
-    "run_files",
-    metadata,
-    Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
-    Column("result_json", Text, nullable=False),
-    Column("requests_gz", LargeBinary),
-)
-
-
-def _migration_1(conn: Connection) -> None:
-    """The original layout: runs, metrics, run_labels and their indexes."""
-    for table in (runs, metrics, run_labels):
-        table.create(conn, checkfirst=True)
-
-
-def _migration_2(conn: Connection) -> None:
-    """Keep each run's result file and per-request records (export, gating on a fleet)."""
-    run_files.create(conn, checkfirst=True)
-
-
-# MIGRATIONS[v] brings a database from version v - 1 to version v.
-MIGRATIONS: dict[int, Callable[[Connection], None]] = {1: _migration_1, 2: _migration_2}
-assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
+    # migrations[v] brings a database from version v - 1 to version v.
+    migrations: dict[int, Callable[[Connection], None]] = {1: migration_1, 2: migration_2}
+    assert sorted(migrations) == list(range(1, SCHEMA_VERSION + 1))
+    return SimpleNamespace(
+        metadata=metadata,
+        schema_version=schema_version,
+        runs=runs,
+        metrics=metrics,
+        run_labels=run_labels,
+        run_files=run_files,
+        migrations=migrations,
+    )
 
 
 # --- locations ----------------------------------------------------------------------------------
@@ -176,9 +176,10 @@ assert sorted(MIGRATIONS) == list(range(1, SCHEMA_VERSION + 1))
 
 @dataclass(frozen=True)
 class Location:
-    """Where a history lives: a SQLAlchemy URL, and the file for SQLite."""
+    """Where a history lives: a URL SQLAlchemy understands (``sqlite:///PATH`` or
+    ``postgresql+psycopg://...``), and the file for SQLite."""
 
-    url: URL
+    url: str
     sqlite_path: Path | None
 
     @property
@@ -186,25 +187,35 @@ class Location:
         """The URL (a plain path for SQLite) with any password replaced by ``***``."""
         if self.sqlite_path is not None:
             return str(self.sqlite_path)
-        return self.url.set(drivername="postgresql").render_as_string(hide_password=True)
+        return _redact("postgresql://" + self.url.split("://", 1)[1])
 
 
 _PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
 _URL_HELP = "write sqlite:///PATH, a file path, or postgresql://USER@HOST:PORT/DB"
 
 
+def _redact(value: str) -> str:
+    """``value`` with the password of its user part replaced by ``***``."""
+    scheme, sep, rest = value.partition("://")
+    if not sep or "@" not in rest.split("/", 1)[0]:
+        return value
+    netloc, slash, path = rest.partition("/")
+    userinfo, _, hostport = netloc.rpartition("@")
+    user, colon, _ = userinfo.partition(":")
+    return f"{scheme}://{user}{':***' if colon else ''}@{hostport}{slash}{path}"
+
+
 def _bad_url(value: str, why: str) -> HistoryError:
-    shown = value
-    try:
-        shown = make_url(value).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):
-        if "@" in value:  # do not echo what may be a password
-            shown = value.split("://", 1)[0] + "://***@" + value.rsplit("@", 1)[1]
-    return HistoryError(f"history URL {shown!r} {why}; {_URL_HELP}")
+    return HistoryError(f"history URL {_redact(value)!r} {why}; {_URL_HELP}")
+
+
+def _sqlite(path: Path) -> Location:
+    return Location(f"sqlite:///{path}", path)
 
 
 def parse_location(value: str | Path | Location) -> Location:
-    """A :class:`Location` from a path (SQLite) or a ``sqlite:///`` / ``postgresql://`` URL.
+    """A :class:`Location` from a path (SQLite) or a ``sqlite:///PATH`` (three slashes before a
+    relative path, four before an absolute one) or ``postgresql://`` URL.
 
     Raises :class:`HistoryError` for an empty value, an unknown scheme, a SQLite URL without a
     file, or an unparseable URL.
@@ -212,30 +223,27 @@ def parse_location(value: str | Path | Location) -> Location:
     if isinstance(value, Location):
         return value
     if isinstance(value, Path):
-        return Location(URL.create("sqlite", database=str(value)), value)
+        return _sqlite(value)
     value = value.strip()
     if not value:
         raise HistoryError(f"the history location is empty; {_URL_HELP}")
     if "://" not in value:
-        path = Path(value).expanduser()
-        return Location(URL.create("sqlite", database=str(path)), path)
-    scheme = value.split("://", 1)[0].lower()
+        return _sqlite(Path(value).expanduser())
+    scheme, _, rest = value.partition("://")
+    scheme = scheme.lower()
     if scheme not in ("sqlite", *_PG_SCHEMES):
         raise _bad_url(value, f"has the unsupported scheme {scheme!r}")
-    try:
-        url = make_url(value)
-    except (ArgumentError, ValueError) as exc:
-        raise _bad_url(value, f"cannot be parsed ({exc})") from None
     if scheme == "sqlite":
-        if not url.database or url.database == ":memory:":
+        path = rest[1:].split("?", 1)[0] if rest.startswith("/") else ""
+        if not path or path == ":memory:":
             raise _bad_url(value, "names no database file")
-        path = Path(url.database).expanduser()
-        return Location(URL.create("sqlite", database=str(path)), path)
+        return _sqlite(Path(path).expanduser())
     try:
-        _ = url.port  # a non-numeric port raises on parse already; keep the check explicit
+        parts = urlsplit(value)
+        _ = parts.port  # raises ValueError for a port that is not a number
     except ValueError as exc:
-        raise _bad_url(value, f"has a bad port ({exc})") from None
-    return Location(url.set(drivername="postgresql+psycopg"), None)
+        raise _bad_url(value, f"cannot be parsed ({_redact(str(exc))})") from None
+    return Location("postgresql+psycopg://" + rest, None)
 
 
 def resolve(value: str | Path | None, default: str | Path = DEFAULT_LOCATION) -> str | Path:
@@ -281,14 +289,26 @@ def _sqlite_on_begin(conn: Connection) -> None:
 
 
 def _engine(loc: Location) -> Engine:
-    key = loc.url.render_as_string(hide_password=False)
-    eng = _ENGINES.get(key)
+    eng = _ENGINES.get(loc.url)
     if eng is not None:
         return eng
+    from sqlalchemy import create_engine, event
+    from sqlalchemy.engine import URL, make_url
+    from sqlalchemy.exc import ArgumentError
+    from sqlalchemy.pool import NullPool
+
+    try:
+        url = (
+            URL.create("sqlite", database=str(loc.sqlite_path))
+            if loc.sqlite_path is not None
+            else make_url(loc.url)
+        )
+    except (ArgumentError, ValueError) as exc:
+        raise _bad_url(loc.url, f"cannot be parsed ({_redact(str(exc))})") from None
     # NullPool: no connection outlives one operation (safe across fork, nothing held open).
     if loc.sqlite_path is not None:
         eng = create_engine(
-            loc.url,
+            url,
             poolclass=NullPool,
             hide_parameters=True,
             connect_args={"timeout": BUSY_TIMEOUT_MS / 1000},
@@ -297,12 +317,12 @@ def _engine(loc: Location) -> Engine:
         event.listen(eng, "begin", _sqlite_on_begin)
     else:
         eng = create_engine(
-            loc.url,
+            url,
             poolclass=NullPool,
             hide_parameters=True,
             connect_args={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "infer-prof"},
         )
-    _ENGINES[key] = eng
+    _ENGINES[loc.url] = eng
     return eng
 
 
@@ -342,6 +362,8 @@ def _transient(loc: Location, exc: DBAPIError) -> bool:
 def _retry(loc: Location, fn: Callable[[], _T]) -> _T:
     """Run ``fn``, retrying transient conflicts with jittered backoff; other database errors
     become a :class:`HistoryError`."""
+    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
+
     delay = 0.01
     for attempt in range(MAX_ATTEMPTS):
         try:
@@ -368,6 +390,8 @@ def _is_connect_error(exc: DBAPIError) -> bool:
 
 
 def _connection(loc: Location, eng: Engine, write: bool = False) -> Connection:
+    from sqlalchemy.exc import DBAPIError
+
     if loc.sqlite_path is not None:
         try:
             loc.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
@@ -386,9 +410,11 @@ def _connection(loc: Location, eng: Engine, write: bool = False) -> Connection:
 
 def _stored_version(conn: Connection, loc: Location) -> int:
     """The schema version of a database: 0 when empty, 1 for an early SQLite file."""
+    from sqlalchemy import func, inspect, select
+
     insp = inspect(conn)
     if insp.has_table("schema_version"):
-        v = conn.execute(select(func.max(schema_version.c.version))).scalar()
+        v = conn.execute(select(func.max(schema().schema_version.c.version))).scalar()
         return int(v or 0)
     if loc.sqlite_path is not None:
         v = conn.exec_driver_sql("PRAGMA user_version").scalar()
@@ -405,6 +431,10 @@ def _newer(loc: Location, version: int) -> HistoryError:
 
 
 def _migrate(loc: Location, eng: Engine) -> None:
+    from sqlalchemy import func, insert, select
+
+    t = schema()
+    schema_version = t.schema_version
     with _connection(loc, eng, write=True) as conn, conn.begin():
         if loc.sqlite_path is None:
             conn.execute(select(func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
@@ -416,7 +446,7 @@ def _migrate(loc: Location, eng: Engine) -> None:
         if found and conn.execute(select(func.count()).select_from(schema_version)).scalar() == 0:
             conn.execute(insert(schema_version).values(version=found, applied_at=now))
         for version in range(found + 1, SCHEMA_VERSION + 1):
-            MIGRATIONS[version](conn)
+            t.migrations[version](conn)
             conn.execute(insert(schema_version).values(version=version, applied_at=now))
         if loc.sqlite_path is not None:  # earlier releases read this; they refuse a newer file
             conn.exec_driver_sql(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -429,7 +459,7 @@ def _ready(value: str | Path | Location, write: bool) -> tuple[Location, Engine 
     PostgreSQL database) gives ``None``: it holds no runs, and it is not created.
     """
     loc = parse_location(value)
-    key = loc.url.render_as_string(hide_password=False)
+    key = loc.url
     if key in _READY:
         return loc, _engine(loc)
     if not write and loc.sqlite_path is not None and not loc.sqlite_path.exists():
@@ -623,16 +653,20 @@ def record_run(
             else gzip.compress(files.requests_jsonl, compresslevel=6, mtime=0),
         }
 
+    from sqlalchemy import delete, insert
+
+    t = schema()
+
     def write(conn: Connection) -> None:
-        for table in (run_files, metrics, run_labels, runs):
+        for table in (t.run_files, t.metrics, t.run_labels, t.runs):
             conn.execute(delete(table).where(table.c.run_id == run_id))
-        conn.execute(insert(runs).values(**row))
+        conn.execute(insert(t.runs).values(**row))
         if metric_rows:
-            conn.execute(insert(metrics), metric_rows)
+            conn.execute(insert(t.metrics), metric_rows)
         if label_rows:
-            conn.execute(insert(run_labels), label_rows)
+            conn.execute(insert(t.run_labels), label_rows)
         if file_row is not None:
-            conn.execute(insert(run_files).values(**file_row))
+            conn.execute(insert(t.run_files).values(**file_row))
 
     _write(db_path, write)
 
@@ -657,6 +691,7 @@ def _record(row: Any) -> RunRecord:
 
 
 def _newest_first(stmt: Any) -> Any:
+    runs = schema().runs
     return stmt.order_by(runs.c.started_at.desc(), runs.c.id.desc())
 
 
@@ -673,6 +708,9 @@ def list_runs(
     ``label`` is ``"KEY=VALUE"`` (that label with that value) or ``"KEY"`` (that label present).
     A missing database has no runs. ``limit`` <= 0 means no limit.
     """
+    from sqlalchemy import select
+
+    runs, run_labels = schema().runs, schema().run_labels
     stmt = select(runs)
     if model is not None:
         stmt = stmt.where(runs.c.model == model)
@@ -692,6 +730,9 @@ def list_runs(
 
 def get_runs(db_path: str | Path | Location, run_ids: Iterable[str]) -> dict[str, RunRecord]:
     """The runs of these ids that are recorded, by id."""
+    from sqlalchemy import select
+
+    runs = schema().runs
     ids = sorted(set(run_ids))
     out: dict[str, RunRecord] = {}
     for i in range(0, len(ids), 500):
@@ -714,6 +755,9 @@ def last_runs(
     Incomplete runs are left out unless ``complete_only`` is False; ``exclude_run_id`` leaves out
     the run being judged, so that it is not part of its own baseline.
     """
+    from sqlalchemy import select
+
+    runs = schema().runs
     stmt = select(runs).where(runs.c.config_fingerprint == fingerprint)
     if complete_only:
         stmt = stmt.where(runs.c.complete == 1)
@@ -731,6 +775,9 @@ def metric_series(
     Runs that lack the metric (null in their summary) are absent; incomplete runs are left out
     unless ``complete_only`` is False.
     """
+    from sqlalchemy import select
+
+    runs, metrics = schema().runs, schema().metrics
     stmt = (
         select(runs.c.started_at, runs.c.run_id, metrics.c.value)
         .select_from(metrics.join(runs, runs.c.run_id == metrics.c.run_id))
@@ -744,6 +791,9 @@ def metric_series(
 
 def metric_names(db_path: str | Path | Location, fingerprint: str | None = None) -> list[str]:
     """The metric names recorded (for one configuration if given), sorted."""
+    from sqlalchemy import select
+
+    runs, metrics = schema().runs, schema().metrics
     stmt = select(metrics.c.name).distinct()
     if fingerprint is not None:
         stmt = stmt.select_from(metrics.join(runs, runs.c.run_id == metrics.c.run_id)).where(
@@ -755,6 +805,9 @@ def metric_names(db_path: str | Path | Location, fingerprint: str | None = None)
 def load_files(db_path: str | Path | Location, run_id: str) -> RunFiles | None:
     """The result file text and per-request records kept for a run, or None (not recorded, or
     recorded before schema 2 kept files)."""
+    from sqlalchemy import select
+
+    run_files = schema().run_files
     stmt = select(run_files.c.result_json, run_files.c.requests_gz).where(
         run_files.c.run_id == run_id
     )
@@ -769,6 +822,9 @@ def load_files(db_path: str | Path | Location, run_id: str) -> RunFiles | None:
 
 def count_runs(db_path: str | Path | Location) -> int:
     """How many runs are recorded."""
+    from sqlalchemy import func, select
+
+    runs = schema().runs
     rows = _read(db_path, select(func.count()).select_from(runs))
     return int(rows[0][0]) if rows else 0
 
@@ -776,6 +832,9 @@ def count_runs(db_path: str | Path | Location) -> int:
 def explain_baseline_query(db_path: str | Path | Location, fingerprint: str) -> str:
     """The database's query plan for :func:`last_runs` (to see that ``runs_fp_time`` serves
     ``history:N``)."""
+    from sqlalchemy import select, text
+
+    runs = schema().runs
     loc, eng = _ready(db_path, write=True)
     assert eng is not None
     stmt = _newest_first(

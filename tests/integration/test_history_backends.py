@@ -147,7 +147,7 @@ def _bump_schema(location: str, version: int) -> None:
     loc = h.parse_location(location)
     eng = create_engine(loc.url)
     with eng.begin() as conn:
-        conn.execute(insert(h.schema_version).values(version=version, applied_at="future"))
+        conn.execute(insert(h.schema().schema_version).values(version=version, applied_at="future"))
     eng.dispose()
 
 
