@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import create_engine, insert
+from sqlalchemy import create_engine, insert, inspect
 
 from infer_prof import history as h
 from infer_prof.results_io import config_fingerprint
@@ -102,6 +102,12 @@ def test_eight_writers_at_once_lose_nothing_and_history_7_is_right(
     stored = h.load_files(location, "w3-r017")
     assert stored is not None
     assert stored.result_text == (files / "w3-r017.json").read_text()
+
+    # what history:N looks up is indexed
+    eng = create_engine(h.parse_location(location).url)
+    indexes = {i["name"]: i["column_names"] for i in inspect(eng).get_indexes("runs")}
+    eng.dispose()
+    assert indexes["runs_fp_time"] == ["config_fingerprint", "started_at"]
 
     # history:7 of each configuration: the 7 newest of the ~100 runs that share it
     for k in range(writer.CONFIGS):
