@@ -82,7 +82,8 @@ class HistoryError(RuntimeError):
 
 @functools.cache
 def schema() -> SimpleNamespace:
-    """The tables (SQLAlchemy Core) and :data:`MIGRATIONS`: ``schema().runs`` etc."""
+    """The tables (SQLAlchemy Core: ``schema().runs`` etc.) and the migrations
+    (``schema().migrations[v]`` brings a database from version v - 1 to v), built on first use."""
     from sqlalchemy import (
         Column,
         Float,
@@ -316,12 +317,21 @@ def _engine(loc: Location) -> Engine:
         event.listen(eng, "connect", _sqlite_on_connect)
         event.listen(eng, "begin", _sqlite_on_begin)
     else:
-        eng = create_engine(
-            url,
-            poolclass=NullPool,
-            hide_parameters=True,
-            connect_args={"connect_timeout": CONNECT_TIMEOUT_S, "application_name": "infer-prof"},
-        )
+        try:
+            eng = create_engine(
+                url,
+                poolclass=NullPool,
+                hide_parameters=True,
+                connect_args={
+                    "connect_timeout": CONNECT_TIMEOUT_S,
+                    "application_name": "infer-prof",
+                },
+            )
+        except ImportError as exc:
+            raise HistoryError(
+                f"history {loc.display}: the PostgreSQL driver is missing ({exc}); install it "
+                "with: pip install 'psycopg[binary]'"
+            ) from None
     _ENGINES[loc.url] = eng
     return eng
 
