@@ -23,6 +23,7 @@ run: $(STAMP)
 
 test: $(STAMP)
 	bash scripts/install_browser.sh
+	bash scripts/install_postgres.sh
 	$(VENV)/bin/ruff check infer_prof tests benchmarks
 	$(VENV)/bin/mypy infer_prof
 	$(PY) -m pytest -ra $(ARGS)
@@ -37,6 +38,7 @@ unit: $(STAMP)
 	$(PY) -m pytest -ra tests/unit $(ARGS)
 
 integration: $(STAMP)
+	bash scripts/install_postgres.sh
 	$(PY) -m pytest -ra tests/integration $(ARGS)
 
 e2e: $(STAMP)

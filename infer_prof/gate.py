@@ -14,8 +14,10 @@ Metrics judged (names as in the history database, so ``--threshold ttft_ms.p99=1
 * ``ttft_ms``, ``tpot_ms``, ``itl_ms``, ``e2e_ms`` at p50 and p99: when every run on both sides
   has its requests file, the per-request samples of each side are pooled and judged by
   :func:`infer_prof.core.regression.compare_samples` (bootstrap CI of the percentile's percent
-  change, Mann-Whitney U reported). Otherwise (e.g. a baseline from the history, which keeps
-  summaries only) the per-run summary percentiles are compared with ``compare_runs``.
+  change, Mann-Whitney U reported). Otherwise (e.g. a history baseline of runs recorded before
+  the history kept requests files) the per-run summary percentiles are compared with
+  ``compare_runs``. A history run's requests file is read where it was written, else from the
+  history itself (schema 2 keeps it: a fleet's runners are gone).
 
 A tail percentile resting on few samples cannot be judged: the p99 of 60 requests is nearly
 their maximum, one request decides it, and its bootstrap distribution is degenerate. Measured on
@@ -60,7 +62,12 @@ from infer_prof.core.regression import (
 )
 from infer_prof.core.stats import percentile
 from infer_prof.history import flatten_summary
-from infer_prof.results_io import config_fingerprint, history_summary, load_request_records
+from infer_prof.results_io import (
+    config_fingerprint,
+    history_result,
+    history_summary,
+    load_request_records,
+)
 from infer_prof.schema import ResultFileError, load_result
 
 AGGREGATE_METRICS = (
@@ -119,14 +126,34 @@ def run_from_result(path: str | Path, result: dict[str, Any], with_samples: bool
     )
 
 
-def run_from_history(record: history.RunRecord) -> RunData:
+def run_from_history(
+    record: history.RunRecord, db: str | Path | history.Location | None = None
+) -> RunData:
     """A :class:`RunData` from a history row: from its result file (with per-request samples)
-    when that file is still where it was recorded, else from the recorded summary only."""
+    when that file is still where it was recorded, else from the result and per-request records
+    kept in the history ``db`` (a runner of a fleet is gone, its files with it), else from the
+    recorded summary only."""
     if record.result_path and Path(record.result_path).is_file():
         try:
             return run_from_result(record.result_path, load_result(record.result_path))
         except (ResultFileError, OSError, ValueError):
             pass  # moved or damaged: fall back to the summary the history kept
+    if db is not None:
+        try:
+            kept = history_result(db, record.run_id)
+        except ResultFileError:
+            kept = None
+        if kept is not None:
+            result, records = kept
+            return RunData(
+                run_id=record.run_id,
+                source=f"history:{record.run_id}",
+                values=flatten_summary(history_summary(result)),
+                samples=samples_from_records(records) if records is not None else None,
+                complete=record.complete,
+                fingerprint=record.config_fingerprint,
+                result=result,
+            )
     return RunData(
         run_id=record.run_id,
         source=f"history:{record.run_id}",

@@ -23,7 +23,7 @@ from typing import Any
 from infer_prof import history
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.schema import RESULT_KIND, ResultFileError, load_result
-from infer_prof.store import read_requests
+from infer_prof.store import parse_requests, read_requests, write_file
 
 FINGERPRINT_VERSION = 2
 FINGERPRINT_LENGTH = 16
@@ -313,15 +313,41 @@ def history_summary(result: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
+def run_files_of(result: Mapping[str, Any], result_path: str | Path | None) -> history.RunFiles:
+    """What the history keeps of a result's files: the result file's text as written (the
+    document as JSON when there is no file) and its per-request records when they are beside it.
+    """
+    text = None
+    if result_path is not None and Path(result_path).is_file():
+        try:
+            text = Path(result_path).read_text()
+        except OSError:
+            text = None
+    if text is None:
+        text = json.dumps(result, indent=2, default=str) + "\n"
+    requests = None
+    if result_path is not None:
+        rp = requests_path(result_path, result)
+        try:
+            requests = rp.read_bytes() if rp.is_file() else None
+        except OSError:
+            requests = None
+    return history.RunFiles(text, requests)
+
+
 def record_result(
-    db_path: str | Path, result: Mapping[str, Any], result_path: str | Path | None
+    db_path: str | Path | history.Location,
+    result: Mapping[str, Any],
+    result_path: str | Path | None,
 ) -> str:
-    """Record one result in the history database at ``db_path``; returns its fingerprint.
+    """Record one result in the history at ``db_path`` (a path or URL, see
+    :func:`infer_prof.history.parse_location`); returns its fingerprint.
 
     Stores the run id, start time, :func:`config_fingerprint`, :func:`history_summary`, model,
     GPU (:func:`gpu_name`), precision, concurrency, workload, labels, the git revision from the
-    environment, the result path and whether the run completed. Recording the same run id again
-    replaces it.
+    environment, the result path, whether the run completed, and the result file with its
+    per-request records (:func:`run_files_of`). Recording the same run id again replaces it.
+    Raises :class:`infer_prof.history.HistoryError` when the history cannot be written.
     """
     cfg = _as_dict(result.get("config"))
     env = _as_dict(result.get("environment"))
@@ -344,5 +370,40 @@ def record_result(
         git_rev=env.get("git_revision"),
         result_path=str(result_path) if result_path is not None else None,
         complete=bool(result.get("complete", True)),
+        files=run_files_of(result, result_path),
     )
     return fp
+
+
+def history_result(
+    db: str | Path | history.Location, run_id: str
+) -> tuple[dict[str, Any], list[RequestRecord] | None] | None:
+    """A run's result document and per-request records as the history keeps them (records None
+    when they were not kept), or None when the history holds no result file for it (not
+    recorded, or recorded before schema 2). Raises HistoryError, or ResultFileError when the
+    stored text is damaged."""
+    files = history.load_files(db, run_id)
+    if files is None:
+        return None
+    try:
+        result = files.result()
+        records = None if files.requests_jsonl is None else parse_requests(files.requests_jsonl)
+    except (ValueError, TypeError, AssertionError) as exc:
+        raise ResultFileError(f"history:{run_id}: stored result is damaged: {exc}") from None
+    return result, records
+
+
+def export_run(files: history.RunFiles, folder: Path, run_id: str) -> tuple[Path, Path | None]:
+    """Write a run's kept files into ``folder``: ``<run_id>.json`` (the text as recorded) and its
+    requests file under the name the result gives (``requests_file``); returns both paths (the
+    second None when no records were kept)."""
+    result_path = folder / f"{run_id}.json"
+    write_file(result_path, files.result_text)
+    if files.requests_jsonl is None:
+        return result_path, None
+    try:
+        rp = requests_path(result_path, files.result())
+    except (ValueError, AssertionError):
+        rp = folder / f"{run_id}.requests.jsonl"
+    write_file(rp, files.requests_jsonl)
+    return result_path, rp

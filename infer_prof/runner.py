@@ -10,13 +10,14 @@ import datetime as dt
 import math
 import os
 import signal
-import sqlite3
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from infer_prof import history
 from infer_prof.core.gpuspec import GpuSpec
 from infer_prof.core.metrics import (
     RequestRecord,
@@ -91,6 +92,7 @@ class RunOutcome:
     result: dict[str, Any]
     result_path: Path
     requests_path: Path
+    history_error: str | None = None  # why the run is not in the history (result still written)
 
 
 def _now() -> dt.datetime:
@@ -109,6 +111,24 @@ class SweepOutcome:
     @property
     def complete(self) -> bool:
         return all(p.result["complete"] for p in self.points)
+
+    @property
+    def history_errors(self) -> list[str]:
+        """Why points could not be recorded in the history (their result files are written)."""
+        return [p.history_error for p in self.points if p.history_error]
+
+
+def history_location(cfg: RunConfig) -> str | Path:
+    """Where a run is recorded: ``--history``, else ``$INFER_PROF_HISTORY``, else
+    ``<results dir>/history.sqlite``."""
+    return history.resolve(cfg.history_db, Path(cfg.results_dir) / HISTORY_DB)
+
+
+def _warn(progress: ProgressLine, message: str) -> None:
+    if progress.enabled:
+        progress.status(message)
+    else:
+        print(message, file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -142,6 +162,11 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     the point's result, marked incomplete, and ends the sweep.
     """
     validate(cfg)
+    if cfg.history:
+        try:
+            history.parse_location(history_location(cfg))
+        except history.HistoryError as exc:
+            raise ConfigError(str(exc)) from None
     try:
         model = resolve_model(cfg.model)
     except ModelError as exc:
@@ -186,6 +211,11 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                         f"({the_plan.memory_source})")
         if the_plan.queue_message():
             progress.status(f"plan: {the_plan.queue_message()}")
+    if cfg.history:  # say it now, not after an hour of measuring; the run goes on regardless
+        try:
+            history.check(history_location(cfg))
+        except history.HistoryError as exc:
+            _warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
     try:
         if cfg.endpoint:
             endpoint = Endpoint.from_url(cfg.endpoint, cfg.api_key)
@@ -474,13 +504,15 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     )
     write_requests(requests_path, records)
     write_result(result_path, result)
+    history_error = None
     if cfg.history:
-        db = Path(cfg.history_db) if cfg.history_db else Path(cfg.results_dir) / HISTORY_DB
+        db = history_location(cfg)
         try:
             record_result(db, result, result_path)
-        except (OSError, sqlite3.Error) as exc:  # the result file is written; say and go on
-            progress.status(f"warning: not recorded in history {db}: {exc}")
-    return RunOutcome(result, result_path, requests_path)
+        except (OSError, history.HistoryError) as exc:  # the result file is written; say so
+            history_error = str(exc)
+            _warn(progress, f"warning: not recorded in the history: {exc}")
+    return RunOutcome(result, result_path, requests_path, history_error)
 
 
 def build_result(
@@ -543,6 +575,8 @@ def build_result(
         "config": {
             **asdict(cfg),
             "api_key": "***" if cfg.api_key else None,
+            # where it was recorded, never with a password
+            "history_db": history.describe(history_location(cfg)) if cfg.history else None,
             # the values this point ran with (the workload's, after command-line overrides)
             "concurrency": a.concurrency if a.mode == "closed" else None,
             "rate": a.rate if a.mode == "open" else None,

@@ -32,11 +32,11 @@ def result_paths(output: str | Path | None, results_dir: Path, run_id: str) -> t
     return main, main.with_name(main.name[: -len(".json")] + ".requests.jsonl")
 
 
-def _atomic_write(path: Path, text: str) -> None:
+def _atomic_write(path: Path, text: str | bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w") as f:
+        with os.fdopen(fd, "wb" if isinstance(text, bytes) else "w") as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
@@ -53,6 +53,17 @@ def write_result(path: Path, result: dict[str, Any]) -> None:
 def write_requests(path: Path, records: Iterable[RequestRecord]) -> None:
     """Write per-request records, one JSON object per line."""
     _atomic_write(path, "".join(json.dumps(r.to_dict()) + "\n" for r in records))
+
+
+def write_file(path: Path, content: str | bytes) -> None:
+    """Write a file atomically, exactly as given (an exported result or requests file)."""
+    _atomic_write(path, content)
+
+
+def parse_requests(data: bytes | str) -> list[RequestRecord]:
+    """Per-request records from the text of a requests file (one JSON object per line)."""
+    text = data.decode() if isinstance(data, bytes) else data
+    return [RequestRecord.from_dict(json.loads(line)) for line in text.splitlines() if line.strip()]
 
 
 def read_requests(path: Path) -> list[RequestRecord]:

@@ -7,7 +7,7 @@ import typer
 from infer_prof import __version__
 from infer_prof.cli.calibrate import calibrate_command
 from infer_prof.cli.compare import compare_command
-from infer_prof.cli.history import history_command
+from infer_prof.cli.history import history_app
 from infer_prof.cli.models import models_command
 from infer_prof.cli.plan import plan_command
 from infer_prof.cli.prices import prices_command
@@ -47,7 +47,7 @@ app.command("prices")(prices_command)
 app.command("calibrate")(calibrate_command)
 app.command("compare")(compare_command)
 app.command("regress")(regress_command)
-app.command("history")(history_command)
+app.add_typer(history_app, name="history")
 app.command("report")(report_command)
 
 

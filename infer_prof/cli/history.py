@@ -1,4 +1,5 @@
-"""``infer-prof history``: recorded runs, and one metric's trend with its change points."""
+"""``infer-prof history``: recorded runs, one metric's trend with its change points, and
+``history import`` / ``history export`` of result files."""
 
 from __future__ import annotations
 
@@ -17,10 +18,19 @@ from infer_prof.cli.common import fail
 from infer_prof.core.changepoint import ChangePoint, detect_changepoints
 from infer_prof.core.regression import direction_for
 from infer_prof.report.console import fmt_value
-from infer_prof.results_io import config_fingerprint
+from infer_prof.results_io import config_fingerprint, expand_paths, export_run, record_result
 from infer_prof.schema import ResultFileError, load_result
 
-DEFAULT_DB = "results/history.sqlite"
+DEFAULT_DB = history.DEFAULT_LOCATION
+HISTORY_HELP = (
+    "The history: sqlite:///PATH (or a path) or postgresql://USER@HOST:PORT/DB (password: "
+    f"PGPASSWORD or ~/.pgpass). Default: $INFER_PROF_HISTORY, else {DEFAULT_DB}."
+)
+
+history_app = typer.Typer(
+    help="List recorded runs, or show one metric's trend for one configuration; import and "
+    "export result files.",
+)
 
 # (header, metric name, decimals) of the key metrics in the run list.
 KEY_METRICS = (
@@ -71,8 +81,10 @@ def _run_dict(r: history.RunRecord) -> dict[str, Any]:
     }
 
 
-def _list_table(runs: list[history.RunRecord], db: Path) -> Table:
-    t = Table(box=box.SIMPLE_HEAVY, title=f"{len(runs)} run(s) in {db}, newest first")
+def _list_table(runs: list[history.RunRecord], db: str | Path) -> Table:
+    t = Table(
+        box=box.SIMPLE_HEAVY, title=f"{len(runs)} run(s) in {history.describe(db)}, newest first"
+    )
     for h in ("time (UTC)", "run id", "model", "GPU", "conc."):
         t.add_column(h, justify="right" if h == "conc." else "left")
     for h, _, _ in KEY_METRICS:
@@ -94,10 +106,10 @@ def _list_table(runs: list[history.RunRecord], db: Path) -> Table:
     return t
 
 
-def _pick_fingerprint(db: Path, model: str | None, label: str | None) -> str:
+def _pick_fingerprint(db: str | Path, model: str | None, label: str | None) -> str:
     runs = history.list_runs(db, model=model, label=label, limit=0)
     if not runs:
-        fail(f"no recorded runs in {db} match; nothing to trend")
+        fail(f"no recorded runs in {history.describe(db)} match; nothing to trend")
     counts = Counter(r.config_fingerprint for r in runs)
     if len(counts) == 1:
         return next(iter(counts))
@@ -114,7 +126,7 @@ def _pick_fingerprint(db: Path, model: str | None, label: str | None) -> str:
 
 
 def trend(
-    db: Path, fingerprint: str, metric: str, *, penalty_factor: float, min_change_pct: float
+    db: str | Path, fingerprint: str, metric: str, *, penalty_factor: float, min_change_pct: float
 ) -> tuple[list[tuple[str, str, float]], list[ChangePoint]]:
     """The series (oldest first) of one metric for one configuration and its change points."""
     series = history.metric_series(db, fingerprint, metric)
@@ -124,8 +136,23 @@ def trend(
     return series, points
 
 
+def _location(value: str | None, ctx: typer.Context | None = None) -> str | Path:
+    """``--history`` of this command, else of ``infer-prof history``, else the environment or
+    the default; a bad URL is a one-line error."""
+    if value is None and ctx is not None and isinstance(ctx.obj, dict):
+        value = ctx.obj.get("history")
+    db = history.resolve(value)
+    try:
+        history.parse_location(db)
+    except history.HistoryError as exc:
+        fail(str(exc))
+    return db
+
+
+@history_app.callback(invoke_without_command=True)
 def history_command(
-    db: Path = typer.Option(Path(DEFAULT_DB), "--db", help="The history database."),
+    ctx: typer.Context,
+    db_option: str = typer.Option(None, "--history", "--db", help=HISTORY_HELP),
     model: str = typer.Option(None, "--model", "-m", help="Only runs of this model."),
     label: str = typer.Option(None, "--label", help="Only runs with this label (KEY=VALUE)."),
     limit: int = typer.Option(50, "--limit", help="List at most this many runs (0: all)."),
@@ -150,6 +177,39 @@ def history_command(
     json_output: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """List recorded runs, or show one metric's trend for one configuration."""
+    ctx.obj = {"history": db_option}
+    if ctx.invoked_subcommand is not None:
+        return
+    db = _location(db_option)
+    try:
+        _history(
+            db,
+            model,
+            label,
+            limit,
+            metric,
+            fingerprint,
+            config,
+            penalty_factor,
+            min_change,
+            json_output,
+        )
+    except history.HistoryError as exc:
+        fail(str(exc))
+
+
+def _history(
+    db: str | Path,
+    model: str | None,
+    label: str | None,
+    limit: int,
+    metric: str | None,
+    fingerprint: str | None,
+    config: Path | None,
+    penalty_factor: float,
+    min_change: float,
+    json_output: bool,
+) -> None:
     if label is not None and not label.strip():
         fail("--label needs KEY=VALUE or KEY")
     if metric is None:
@@ -159,7 +219,9 @@ def history_command(
         if json_output:
             typer.echo(json.dumps([_run_dict(r) for r in runs], indent=2))
         elif not runs:
-            typer.echo(f"no runs recorded in {db}" + (" match" if model or label else ""))
+            typer.echo(
+                f"no runs recorded in {history.describe(db)}" + (" match" if model or label else "")
+            )
         else:
             _console().print(_list_table(runs, db))
         return
@@ -179,7 +241,7 @@ def history_command(
     if not series:
         known = history.metric_names(db, fingerprint)
         if not known:
-            fail(f"no recorded runs of configuration {fingerprint} in {db}")
+            fail(f"no recorded runs of configuration {fingerprint} in {history.describe(db)}")
         fail(
             f"no values of {metric!r} for configuration {fingerprint}; recorded metrics: "
             + ", ".join(known)
@@ -226,3 +288,83 @@ def history_command(
         console.print(f"{len(points)} change point(s) in {len(series)} runs", highlight=False)
     else:
         console.print(f"no change point in {len(series)} runs", highlight=False)
+
+
+@history_app.command("import")
+def import_command(
+    ctx: typer.Context,
+    paths: list[str] = typer.Argument(
+        ..., help="Result JSON files, folders of them, or glob patterns (quote them)."
+    ),
+    db_option: str = typer.Option(None, "--history", help=HISTORY_HELP),
+) -> None:
+    """Record existing result files (with their per-request records) in the history. A run
+    already recorded is replaced by the same run: importing twice stores it once."""
+    db = _location(db_option, ctx)
+    try:
+        files = expand_paths(paths)
+        loaded = [(p, load_result(p)) for p in files]
+    except ResultFileError as exc:
+        fail(str(exc))
+    try:
+        known = history.get_runs(db, [str(r["run_id"]) for _, r in loaded if r.get("run_id")])
+        for p, r in loaded:
+            if not r.get("run_id") or not r.get("started_at"):
+                fail(f"{p} lacks run_id or started_at; it cannot be recorded")
+            record_result(db, r, p)
+    except history.HistoryError as exc:
+        fail(str(exc))
+    again = f" ({len(known)} already recorded: replaced, not duplicated)" if known else ""
+    typer.echo(f"imported {len(loaded)} run(s) into {history.describe(db)}{again}")
+
+
+@history_app.command("export")
+def export_command(
+    ctx: typer.Context,
+    output: Path = typer.Option(
+        ..., "--output", "-o", help="The folder to write <run id>.json and its requests file to."
+    ),
+    db_option: str = typer.Option(None, "--history", help=HISTORY_HELP),
+    model: str = typer.Option(None, "--model", "-m", help="Only runs of this model."),
+    label: str = typer.Option(None, "--label", help="Only runs with this label (KEY=VALUE)."),
+    fingerprint: str = typer.Option(None, "--fingerprint", help="Only runs of this configuration."),
+    run_id: list[str] = typer.Option(None, "--run-id", help="Only this run (repeatable)."),
+    limit: int = typer.Option(0, "--limit", help="At most this many runs, newest first (0: all)."),
+) -> None:
+    """Write recorded runs back out as result files (the result JSON as it was written, and its
+    per-request records), e.g. to feed `infer-prof report` or `compare` on another machine."""
+    db = _location(db_option, ctx)
+    if output.exists() and not output.is_dir():
+        fail(f"--output {output} is a file; name a folder")
+    if label is not None and not label.strip():
+        fail("--label needs KEY=VALUE or KEY")
+    try:
+        runs = history.list_runs(
+            db, model=model, label=label, fingerprint=fingerprint, limit=0 if run_id else limit
+        )
+        if run_id:
+            missing = sorted(set(run_id) - {r.run_id for r in runs})
+            if missing:
+                fail(f"not recorded in {history.describe(db)}: {', '.join(missing)}")
+            runs = [r for r in runs if r.run_id in set(run_id)]
+        written, with_records, without = 0, 0, []
+        for r in runs:
+            files = history.load_files(db, r.run_id)
+            if files is None:
+                without.append(r.run_id)
+                continue
+            _, req = export_run(files, output, r.run_id)
+            written += 1
+            with_records += req is not None
+    except history.HistoryError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write to {output}: {exc.strerror}")
+    typer.echo(f"exported {written} run(s) to {output} ({with_records} with per-request records)")
+    if without:
+        shown = ", ".join(without[:5]) + (", ..." if len(without) > 5 else "")
+        typer.echo(
+            f"note: {len(without)} run(s) were recorded before the history kept result files "
+            f"(only their summaries are stored): {shown}",
+            err=True,
+        )

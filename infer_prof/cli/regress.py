@@ -29,7 +29,7 @@ from infer_prof.report.markdown import regress_markdown
 from infer_prof.results_io import differing_fields, load_results
 from infer_prof.schema import ResultFileError
 
-DEFAULT_HISTORY = "results/history.sqlite"
+DEFAULT_HISTORY = history.DEFAULT_LOCATION
 RULES = ("ci", "mwu", "both", "either")
 _PCT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*%?\s*")
 
@@ -136,7 +136,7 @@ def _pair_groups(
     cur: list[RunData],
     baseline: list[str],
     n_hist: int | None,
-    history_db: Path,
+    history_db: str | Path,
     force: bool,
     notes: list[str],
 ) -> list[tuple[str, list[RunData], list[RunData], str]]:
@@ -150,6 +150,7 @@ def _pair_groups(
     groups: list[tuple[str, list[RunData], list[RunData], str]] = []
     cur_groups = _by_fingerprint(cur)
     if n_hist is not None:
+        shown = history.describe(history_db)
         for fp, cur_g in cur_groups.items():
             assert fp is not None
             label = _config_label(cur_g[0])
@@ -162,7 +163,7 @@ def _pair_groups(
             if not records:
                 notes.append(
                     f"{label}: no recorded run of this configuration (fingerprint {fp})"
-                    f" in {history_db}: not gated"
+                    f" in {shown}: not gated"
                 )
                 continue
             if len(records) < n_hist:
@@ -170,14 +171,14 @@ def _pair_groups(
             groups.append(
                 (
                     label,
-                    [run_from_history(r) for r in records],
+                    [run_from_history(r, history_db) for r in records],
                     cur_g,
-                    f"{label}: last {len(records)} run(s) in {history_db}",
+                    f"{label}: last {len(records)} run(s) in {shown}",
                 )
             )
         if not groups:
             fail(
-                f"no configuration of the current runs is recorded in {history_db}; record "
+                f"no configuration of the current runs is recorded in {shown}; record "
                 "some runs first or give --baseline FILES"
             )
         return groups
@@ -229,8 +230,12 @@ def regress_command(
     last: int = typer.Option(
         None, "--last", help="Baseline = the last N runs of this configuration in --history."
     ),
-    history_db: Path = typer.Option(
-        Path(DEFAULT_HISTORY), "--history", help="History database for history:N / --last."
+    history_db: str = typer.Option(
+        None,
+        "--history",
+        help="History for history:N / --last: sqlite:///PATH (or a path) or "
+        "postgresql://USER@HOST:PORT/DB. Default: $INFER_PROF_HISTORY, else "
+        f"{DEFAULT_HISTORY}.",
     ),
     alpha: float = typer.Option(
         0.05, "--alpha", help="Significance level; the CI is at confidence 1 - alpha."
@@ -267,7 +272,13 @@ def regress_command(
 
     cur = _load_side(list(current), "current")
     notes: list[str] = []
-    groups = _pair_groups(cur, list(baseline or []), n_hist, history_db, force, notes)
+    db = history.resolve(history_db)
+    try:
+        if n_hist is not None:
+            history.parse_location(db)
+        groups = _pair_groups(cur, list(baseline or []), n_hist, db, force, notes)
+    except history.HistoryError as exc:
+        fail(str(exc))
     current_desc = ", ".join(r.source for r in cur)
     baseline_desc = "; ".join(desc for _, _, _, desc in groups)
     comparisons: list[MetricComparison] = []

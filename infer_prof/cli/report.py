@@ -6,16 +6,41 @@ from pathlib import Path
 
 import typer
 
+from infer_prof import history
 from infer_prof.cli.common import fail
-from infer_prof.report.html import build_report, load_run, run_order
+from infer_prof.report.html import RunData, build_report, load_run, run_order
 from infer_prof.report.plots import PngError, render_pngs
-from infer_prof.results_io import expand_paths
+from infer_prof.results_io import expand_paths, history_result
 from infer_prof.schema import ResultFileError
+
+
+def _from_history(spec: str, db: str | Path) -> list[RunData]:
+    """``history:RUN_ID`` (that run) or ``history:N`` (the newest N runs) from the history."""
+    sel = spec.split(":", 1)[1].strip()
+    if not sel:
+        fail(f"{spec!r}: write history:RUN_ID or history:N (the newest N runs)")
+    ids = [r.run_id for r in history.list_runs(db, limit=int(sel))] if sel.isdigit() else [sel]
+    if not ids:
+        fail(f"{spec}: no runs recorded in {history.describe(db)}")
+    out = []
+    for rid in ids:
+        kept = history_result(db, rid)
+        if kept is None:
+            fail(
+                f"{spec}: {history.describe(db)} holds no result file of run {rid!r} (not "
+                "recorded, or recorded before the history kept result files)"
+            )
+        result, records = kept
+        note = None if records is not None else "per-request records not kept in the history"
+        out.append(RunData(result, f"history:{rid}", records, note))
+    return out
 
 
 def report_command(
     results: list[str] = typer.Argument(
-        ..., help="Result JSON files, folders of them, or glob patterns (quote them)."
+        ...,
+        help="Result JSON files, folders of them, or glob patterns (quote them); history:RUN_ID "
+        "or history:N (the newest N runs) read runs from --history.",
     ),
     output: Path = typer.Option(
         Path("report.html"), "--output", "-o", help="The HTML file to write."
@@ -27,13 +52,26 @@ def report_command(
         "apt-get install -y chromium).",
     ),
     title: str = typer.Option("infer-prof report", "--title", help="The report's heading."),
+    history_db: str = typer.Option(
+        None,
+        "--history",
+        help="The history that history:... arguments read: sqlite:///PATH (or a path) or "
+        "postgresql://USER@HOST:PORT/DB. Default: $INFER_PROF_HISTORY, else "
+        f"{history.DEFAULT_LOCATION}.",
+    ),
 ) -> None:
     """Write one self-contained HTML report (no network needed to view it): summary table,
     latency CDFs, throughput/latency against load for sweeps, cost per 1M tokens by GPU, and
     telemetry over time. Runs appear ordered by GPU, model and load."""
+    from_history = [r for r in results if r.startswith("history:")]
+    files = [r for r in results if not r.startswith("history:")]
     try:
-        runs = [load_run(p) for p in expand_paths(results)]
-    except ResultFileError as exc:
+        runs = [load_run(p) for p in expand_paths(files)] if files else []
+        if from_history:
+            db = history.resolve(history_db)
+            for spec in from_history:
+                runs.extend(_from_history(spec, db))
+    except (ResultFileError, history.HistoryError) as exc:
         fail(str(exc))
     if output.is_dir():
         fail(f"--output {output} is a folder; name the HTML file to write")

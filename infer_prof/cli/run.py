@@ -205,10 +205,15 @@ def run_command(
         0.12, "--usd-per-kwh", help="Owned hardware: electricity price."
     ),
     no_history: bool = typer.Option(
-        False, "--no-history", help="Do not record the run in results/history.sqlite."
+        False, "--no-history", help="Do not record the run in the history."
     ),
     history_db: str = typer.Option(
-        None, "--history-db", help="History database (default: <results dir>/history.sqlite)."
+        None,
+        "--history",
+        "--history-db",
+        help="Record the run in this history: sqlite:///PATH (or a path) or "
+        "postgresql://USER@HOST:PORT/DB (password: PGPASSWORD or ~/.pgpass). Default: "
+        "$INFER_PROF_HISTORY, else <results dir>/history.sqlite.",
     ),
     kv_cache_memory: str = typer.Option(
         None,
@@ -332,6 +337,12 @@ def run_command(
         err.print(f"result: {p.result_path}")
     if outcome.sweep_path:
         err.print(f"sweep: {outcome.sweep_path}")
+    if outcome.history_errors:
+        paths = " ".join(str(p.result_path) for p in outcome.points if p.history_error)
+        fail(
+            f"{outcome.history_errors[0]} -- the result files are written; record them later "
+            f"with: infer-prof history import {paths} --history URL"
+        )
     if not outcome.complete:
         reason = next(
             p.result["incomplete_reason"] for p in outcome.points if not p.result["complete"]

@@ -179,3 +179,106 @@ def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
         series = h.metric_series(db, f"fp-{w}", "output_throughput")
         assert [v for _, _, v in series] == [float(i) for i in range(50)]
         assert len(h.list_runs(db, label=f"worker={w}", limit=0)) == 50
+
+
+# --- locations, schema versions and migrations ---------------------------------------------------
+
+# The SQLite layout of infer-prof before schema versions had a table (PRAGMA user_version = 1),
+# as that release created it: such files must keep working.
+V1_SCHEMA = """
+CREATE TABLE runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, run_id TEXT NOT NULL UNIQUE, started_at TEXT NOT NULL,
+    config_fingerprint TEXT NOT NULL, model TEXT, gpu TEXT, precision TEXT, concurrency INTEGER,
+    workload TEXT, labels_json TEXT NOT NULL DEFAULT '{}', git_rev TEXT, result_path TEXT,
+    summary_json TEXT NOT NULL, complete INTEGER NOT NULL);
+CREATE INDEX runs_fp_time ON runs(config_fingerprint, started_at);
+CREATE INDEX runs_model ON runs(model);
+CREATE TABLE metrics (run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    name TEXT NOT NULL, value REAL NOT NULL, PRIMARY KEY (run_id, name));
+CREATE INDEX metrics_name ON metrics(name, run_id);
+CREATE TABLE run_labels (run_id TEXT NOT NULL REFERENCES runs(run_id) ON DELETE CASCADE,
+    key TEXT NOT NULL, value TEXT NOT NULL, PRIMARY KEY (run_id, key));
+CREATE INDEX run_labels_kv ON run_labels(key, value);
+PRAGMA user_version = 1;
+INSERT INTO runs (run_id, started_at, config_fingerprint, model, labels_json, summary_json,
+    complete) VALUES ('old', '2024-04-01T02:00:00.000000Z', 'fp-a', 'llama-2-7b',
+    '{"host": "box0"}', '{"output_throughput": 900.0}', 1);
+INSERT INTO metrics VALUES ('old', 'output_throughput', 900.0);
+INSERT INTO run_labels VALUES ('old', 'host', 'box0');
+"""
+
+
+def test_a_version_1_sqlite_file_is_read_and_migrated_in_place(tmp_path: Path) -> None:
+    db = tmp_path / "history.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.executescript(V1_SCHEMA)
+    assert h.schema_version_of(db) == 1
+    [old] = h.list_runs(db)  # the first use migrates it
+    assert old.run_id == "old" and old.labels == {"host": "box0"}
+    assert h.schema_version_of(db) == h.SCHEMA_VERSION
+    record(db, "new", "2024-05-01T02:00:00Z", files=h.RunFiles('{"a": 1}\n', b"x\n"))
+    assert h.schema_version_of(db) == h.SCHEMA_VERSION
+    assert [r.run_id for r in h.last_runs(db, "fp-a", 7)] == ["new", "old"]
+    assert [v for _, _, v in h.metric_series(db, "fp-a", "output_throughput")] == [900.0, 1000.0]
+    assert h.load_files(db, "new") == h.RunFiles('{"a": 1}\n', b"x\n")
+    assert h.load_files(db, "old") is None  # recorded before files were kept
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == h.SCHEMA_VERSION
+        versions = [v for (v,) in conn.execute("SELECT version FROM schema_version ORDER BY 1")]
+        assert versions == list(range(1, h.SCHEMA_VERSION + 1))
+        plan = " ".join(
+            str(r[-1])
+            for r in conn.execute(
+                "EXPLAIN QUERY PLAN SELECT * FROM runs WHERE config_fingerprint = 'fp-a' "
+                "AND complete = 1 ORDER BY started_at DESC, id DESC LIMIT 7"
+            )
+        )
+    assert "runs_fp_time" in plan  # history:N is an index lookup
+    assert "runs_fp_time" in h.explain_baseline_query(db, "fp-a")
+
+
+def test_a_newer_sqlite_schema_is_refused_in_one_line(tmp_path: Path) -> None:
+    db = tmp_path / "future.sqlite"
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT)")
+        conn.execute("INSERT INTO schema_version VALUES (?, 'later')", (h.SCHEMA_VERSION + 1,))
+    for call in (lambda: h.list_runs(db), lambda: record(db, "r", "2024-05-01T02:00:00Z")):
+        with pytest.raises(h.HistoryError) as exc:
+            call()
+        msg = str(exc.value)
+        assert "\n" not in msg and f"schema version {h.SCHEMA_VERSION + 1} is newer" in msg
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 1  # untouched
+
+
+def test_locations_urls_and_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert h.parse_location(f"sqlite:///{tmp_path}/a.sqlite").sqlite_path == tmp_path / "a.sqlite"
+    assert h.parse_location("sqlite:///rel/h.sqlite").sqlite_path == Path("rel/h.sqlite")
+    assert h.parse_location("results/h.sqlite").sqlite_path == Path("results/h.sqlite")
+    pg = h.parse_location("postgresql://ci:s3cret@db.example:5433/perf")
+    assert pg.sqlite_path is None
+    assert pg.url == "postgresql+psycopg://ci:s3cret@db.example:5433/perf"  # psycopg 3, always
+    assert h.describe(pg) == "postgresql://ci:***@db.example:5433/perf"
+    assert h.describe("postgres://ci@db/perf") == "postgresql://ci@db/perf"
+    for bad in ("mysql://u:s3cret@h/db", "sqlite://", "postgresql://u:s3cret@h:port/db", " "):
+        with pytest.raises(h.HistoryError) as exc:
+            h.parse_location(bad)
+        assert "s3cret" not in str(exc.value) and "postgresql://USER@HOST" in str(exc.value)
+
+    monkeypatch.delenv(h.ENV_VAR, raising=False)
+    assert h.resolve(None) == h.DEFAULT_LOCATION
+    monkeypatch.setenv(h.ENV_VAR, "postgresql://ci@db/perf")
+    assert h.resolve(None) == "postgresql://ci@db/perf"
+    assert h.resolve("x.sqlite") == "x.sqlite"  # the option wins
+
+
+def test_an_unusable_sqlite_location_is_a_history_error(tmp_path: Path) -> None:
+    (tmp_path / "a_file").write_text("")
+    with pytest.raises(h.HistoryError, match="cannot open the SQLite database"):
+        record(tmp_path / "a_file" / "h.sqlite", "r", "2024-05-01T02:00:00Z")
+    junk = tmp_path / "junk.sqlite"
+    junk.write_bytes(b"this is not a database" * 100)
+    with pytest.raises(h.HistoryError, match="not a database"):
+        h.list_runs(junk)
