@@ -1,6 +1,6 @@
 """VllmServer follows a real child process's log while it starts: phases as they are written, and
 on failure the root cause before the tail. The child replays a recorded vLLM log line by line
-(tests/unit/vllm_logs) in place of vLLM, then serves /health or exits 1, so these run in seconds;
+(tests/fixtures/vllm_logs) in place of vLLM, then serves /health or exits 1, so these run in seconds;
 tests/e2e/test_startup_failure.py does the same with the real engine."""
 
 import os
@@ -14,7 +14,7 @@ from infer_prof.servers.vllm_server import ServerStartError, VllmServer
 from infer_prof.servers.vllm_startup import PHASES
 
 pytestmark = pytest.mark.integration
-LOGS = Path(__file__).resolve().parents[1] / "unit" / "vllm_logs"
+LOGS = Path(__file__).resolve().parents[1] / "fixtures" / "vllm_logs"
 
 FAKE = """
 import http.server, os, sys, time

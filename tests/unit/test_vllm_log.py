@@ -1,4 +1,4 @@
-"""The root cause of a failed vLLM start-up, found in recorded server logs (vllm_logs/README)."""
+"""The root cause of a failed vLLM start-up, found in recorded server logs (tests/fixtures/vllm_logs/README.md)."""
 
 from pathlib import Path
 
@@ -13,7 +13,7 @@ from infer_prof.servers.vllm_log import (
     split_lines,
 )
 
-LOGS = Path(__file__).parent / "vllm_logs"
+LOGS = Path(__file__).parents[1] / "fixtures" / "vllm_logs"
 WRAPPER = "Engine core initialization failed"
 
 

@@ -15,7 +15,7 @@ from infer_prof.servers.vllm_startup import (
     startup_dict,
 )
 
-LOGS = Path(__file__).parent / "vllm_logs"
+LOGS = Path(__file__).parents[1] / "fixtures" / "vllm_logs"
 
 
 def timeline(name: str) -> list[tuple[str, float]]:
