@@ -1,6 +1,7 @@
 """VllmServer follows a real child process's log while it starts: phases as they are written, and
 on failure the root cause before the tail. The child replays a recorded vLLM log line by line
-(tests/fixtures/vllm_logs) in place of vLLM, then serves /health or exits 1, so these run in seconds;
+(tests/fixtures/vllm_logs) in place of vLLM, then serves /health or exits 1, so these run in
+seconds;
 tests/e2e/test_startup_failure.py does the same with the real engine."""
 
 import os

@@ -1,4 +1,5 @@
-"""The root cause of a failed vLLM start-up, found in recorded server logs (tests/fixtures/vllm_logs/README.md)."""
+"""The root cause of a failed vLLM start-up, found in recorded server logs
+(tests/fixtures/vllm_logs/README.md)."""
 
 from pathlib import Path
 
