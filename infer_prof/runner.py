@@ -40,15 +40,19 @@ from infer_prof.economics import CostOptions, cost_block, decode_batch, energy_b
 from infer_prof.engine_setup import engine_arguments, engine_model_path, make_plan, resolve_gpu
 from infer_prof.environment import fingerprint, has_nvidia_gpu
 from infer_prof.load_points import (
+    attach_dataset,
     base_workload,
     build_specs,
     check_context,
     client_processes,
     continuous_warmup,
+    dataset_ids,
     load_points,
     point_concurrency,
     point_label,
+    prompt_mode,
     suite_points,
+    text_maker,
     token_pool,
 )
 from infer_prof.loadgen.client import (
@@ -65,8 +69,10 @@ from infer_prof.loadgen.closed_loop import (
     WarmupGate,
     run_closed_loop,
 )
+from infer_prof.loadgen.datasets import Dataset
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
 from infer_prof.loadgen.prompts import TokenPool
+from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.models import ModelError, ResolvedModel, resolve_model
 from infer_prof.preflight import check_duration, device_speed, prepare_weights
@@ -152,6 +158,9 @@ class _Session:
     interrupted: bool = False
     weights: dict[str, Any] | None = None  # the weights decision (model.weights in the result)
     estimate: dict[str, Any] | None = None  # the duration estimate made before starting
+    text: TextPromptMaker | None = None  # --prompt text: exact-length text prompts
+    dataset: Dataset | None = None  # --dataset: the prompts come from it
+    as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
@@ -180,7 +189,10 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     else:
         wl = base_workload(cfg)
         points = load_points(cfg, wl)
-    longest = check_context(points, cfg, model)
+    engine_path = engine_model_path(cfg, model)
+    dataset, points = attach_dataset(cfg, model, engine_path, points)
+    longest = dataset.longest() if dataset else check_context(points, cfg, model)
+    text = text_maker(cfg, engine_path, dataset)
     try:
         slos = parse_slos(cfg.slo) if cfg.slo else slos_from_mapping(wl.slo)
         # (a suite's members keep their own SLOs: see _run_point)
@@ -201,7 +213,6 @@ def execute(cfg: RunConfig) -> SweepOutcome:
 
     stamp = _now().strftime("%Y%m%d-%H%M%S")
     results_dir = Path(cfg.results_dir)
-    engine_path = engine_model_path(cfg, model)
     server: VllmServer | None = None
     outcomes: list[RunOutcome] = []
     progress = ProgressLine(total=None, enabled=cfg.progress)
@@ -308,6 +319,9 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             slos,
             weights=weights.to_dict() if weights else None,
             estimate=estimate.to_dict() if estimate else None,
+            text=text,
+            dataset=dataset,
+            as_ids=dataset_ids(cfg, engine_path, dataset),
         )
         search: dict[str, Any] | None = None
         if cfg.find_max:
@@ -431,7 +445,7 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     progress.status(
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
-    warm, measured, _ = build_specs(wl, sess.pool)
+    warm, measured, _ = build_specs(wl, sess.pool, sess.text, sess.dataset, sess.as_ids)
 
     def build(spec: RequestSpec) -> bytes:
         return build_completion_request(
@@ -584,6 +598,8 @@ def build_result(
             "output_len": wl.output_len.support()[1] if wl.output_len.kind == "fixed" else None,
             "num_requests": wl.num_requests,
             "warmup_requests": wl.warmup_requests,
+            "prompt": prompt_mode(cfg, sess.dataset),
+            "dataset": sess.dataset.to_dict() if sess.dataset else None,
         },
         "workload": wl.to_dict(),
         "load": {
