@@ -27,6 +27,7 @@ from infer_prof.loadgen.datasets import (
 )
 from infer_prof.loadgen.prompts import TokenPool, make_prompt
 from infer_prof.loadgen.text_prompts import TextPromptMaker, load_tokenizer, server_token_counter
+from infer_prof.loadgen.traces import Trace, TraceError, load_trace, parse_window
 from infer_prof.loadgen.workers import choose_processes, expected_events_per_s
 from infer_prof.models import ResolvedModel
 from infer_prof.run_config import ConfigError, RunConfig
@@ -270,6 +271,45 @@ def attach_dataset(
         raise ConfigError(str(exc)) from None
 
 
+def attach_trace(
+    cfg: RunConfig, model: ResolvedModel, points: list[Workload]
+) -> tuple[Trace | None, list[Workload]]:
+    """Load ``--trace`` (if given) and make the point an open loop that replays it: one
+    request per trace entry (``--num-requests`` keeps the first N), its exact lengths, no
+    warm-up unless asked. Raises ConfigError on a bad file or a combination that does not
+    apply (another load shape, lengths, a dataset, a suite)."""
+    if not cfg.trace:
+        return None, points
+    clash = [flag for flag, given in (
+        ("--suite", cfg.suite), ("--concurrency", cfg.concurrency), ("--rate", cfg.rates),
+        ("--input-len", cfg.input_len), ("--output-len", cfg.output_len),
+        ("--duration", cfg.duration_s), ("--dataset", cfg.dataset or points[0].dataset),
+    ) if given]
+    if clash:
+        raise ConfigError(f"--trace sets the arrivals and lengths itself; drop {clash[0]}")
+    context = cfg.max_model_len or (model.spec.max_position_embeddings if model.spec else None)
+    try:
+        window = parse_window(cfg.trace_window)
+        trace = load_trace(Path(cfg.trace).expanduser(), window=window,
+                           time_scale=cfg.time_scale, context=context)
+    except (TraceError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    if cfg.num_requests is not None and cfg.num_requests < len(trace.offsets):
+        n = cfg.num_requests
+        trace.offsets, trace.input_lens = trace.offsets[:n], trace.input_lens[:n]
+        trace.output_lens = trace.output_lens[:n]
+    rate = trace.scheduled_rate() or 1.0
+    warm = 0 if cfg.warmup is None and cfg.warmup_requests is None else None
+    try:
+        return trace, [w.with_overrides(
+            rate=rate, num_requests=len(trace.offsets), warmup_requests=warm,
+            input_len=_histogram(trace.input_lens), output_len=_histogram(trace.output_lens),
+            prefix_fraction=0.0 if w.shared_prefix.fraction else None,
+        ) for w in points]
+    except WorkloadError as exc:
+        raise ConfigError(str(exc)) from None
+
+
 def _histogram(values: list[int]) -> Empirical:
     counts: dict[int, int] = {}
     for v in values:
@@ -283,6 +323,7 @@ def build_specs(
     text: TextPromptMaker | None = None,
     dataset: Dataset | None = None,
     as_ids: Callable[[str], list[int]] | None = None,
+    trace: Trace | None = None,
 ) -> tuple[Iterator[RequestSpec] | list[RequestSpec], Iterator[RequestSpec], int | None]:
     """Warm-up specs (a list for a counted warm-up, a lazy iterator for a continuous one, see
     :func:`continuous_warmup`), a lazy iterator of measured specs, and how many measured there
@@ -290,13 +331,19 @@ def build_specs(
     are token IDs of exactly the drawn length (or, with ``text``, text of exactly that many
     tokens), with a group's shared prefix where asked. With a ``dataset``, request ``k``
     (warm-up first) is entry ``k mod entries``: its text (or ``as_ids(text)``, token IDs) and
-    lengths."""
+    lengths. With a ``trace``, the measured requests are its entries in order (exact lengths),
+    a warm-up cycles through its first ones."""
     n_measured = wl.num_requests
     n_warm = warmup_pool_size(wl)
     if dataset is not None:
         return _dataset_specs(wl, dataset, n_warm, as_ids)
-    total = n_warm + (n_measured if n_measured is not None else _DURATION_DRAWS)
-    shapes = sample_requests(wl, total)
+    if trace is not None:
+        pairs = list(zip(trace.input_lens, trace.output_lens, strict=True))
+        order = [pairs[k % len(pairs)] for k in range(n_warm)] + pairs
+        shapes: list[tuple[int, int, int | None]] = [(i, o, None) for i, o in order]
+    else:
+        total = n_warm + (n_measured if n_measured is not None else _DURATION_DRAWS)
+        shapes = sample_requests(wl, total)
     prefixes: dict[int, Any] = {}
     sp = wl.shared_prefix
 

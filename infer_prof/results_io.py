@@ -156,6 +156,11 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     dataset = _as_dict(cfg.get("dataset"))
     if dataset:  # only results with a dataset carry the field: older fingerprints stay the same
         fields["dataset_sha256"] = dataset.get("sha256")
+    trace = _as_dict(cfg.get("trace"))
+    if trace:  # likewise: a replayed trace, its window and time scale
+        fields["trace_sha256"] = trace.get("sha256")
+        fields["trace_window"] = trace.get("window_s")
+        fields["trace_time_scale"] = trace.get("time_scale")
     return fields
 
 

@@ -76,6 +76,9 @@ class RunConfig:
     prompt: str | None = None
     dataset: str | None = None  # a dataset file (infer_prof.loadgen.datasets); None: the workload's
     dataset_sample: int | None = None  # take this many entries of the dataset at random (seeded)
+    trace: str | None = None  # replay this trace's arrivals and lengths (infer_prof.loadgen.traces)
+    time_scale: float = 1.0  # trace gaps times this (0.5: twice as fast)
+    trace_window: str | None = None  # "START:END" seconds of the trace to replay
 
 
 def validate(cfg: RunConfig) -> None:

@@ -41,6 +41,7 @@ from infer_prof.engine_setup import engine_arguments, engine_model_path, make_pl
 from infer_prof.environment import fingerprint, has_nvidia_gpu
 from infer_prof.load_points import (
     attach_dataset,
+    attach_trace,
     base_workload,
     build_specs,
     check_context,
@@ -73,6 +74,7 @@ from infer_prof.loadgen.datasets import Dataset
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
 from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.loadgen.text_prompts import TextPromptMaker
+from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.models import ModelError, ResolvedModel, resolve_model
 from infer_prof.preflight import check_duration, device_speed, prepare_weights
@@ -161,6 +163,7 @@ class _Session:
     text: TextPromptMaker | None = None  # --prompt text: exact-length text prompts
     dataset: Dataset | None = None  # --dataset: the prompts come from it
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
+    trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
@@ -191,7 +194,9 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         points = load_points(cfg, wl)
     engine_path = engine_model_path(cfg, model)
     dataset, points = attach_dataset(cfg, model, engine_path, points)
-    longest = dataset.longest() if dataset else check_context(points, cfg, model)
+    trace, points = attach_trace(cfg, model, points)
+    longest = (dataset.longest() if dataset else trace.longest() if trace
+               else check_context(points, cfg, model))
     text = text_maker(cfg, engine_path, dataset)
     try:
         slos = parse_slos(cfg.slo) if cfg.slo else slos_from_mapping(wl.slo)
@@ -322,6 +327,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             text=text,
             dataset=dataset,
             as_ids=dataset_ids(cfg, engine_path, dataset),
+            trace=trace,
         )
         search: dict[str, Any] | None = None
         if cfg.find_max:
@@ -445,7 +451,9 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     progress.status(
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
-    warm, measured, _ = build_specs(wl, sess.pool, sess.text, sess.dataset, sess.as_ids)
+    warm, measured, _ = build_specs(
+        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace
+    )
 
     def build(spec: RequestSpec) -> bytes:
         return build_completion_request(
@@ -600,7 +608,9 @@ def build_result(
             "warmup_requests": wl.warmup_requests,
             "prompt": prompt_mode(cfg, sess.dataset),
             "dataset": sess.dataset.to_dict() if sess.dataset else None,
+            "trace": sess.trace.to_dict() if sess.trace else None,
         },
+        "trace_replay": trace_replay(sess.trace, records) if sess.trace else None,
         "workload": wl.to_dict(),
         "load": {
             "mode": a.mode,
@@ -718,7 +728,7 @@ def _drive(
                 endpoint,
                 build,
                 list(warm),
-                _open_arrivals(wl, measured),
+                _open_arrivals(wl, measured, sess.trace),
                 OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
                 counters,
                 stop,
@@ -798,10 +808,13 @@ def _drive(
 
 
 def _open_arrivals(
-    wl: Workload, measured: Iterator[RequestSpec]
+    wl: Workload, measured: Iterator[RequestSpec], trace: Trace | None = None
 ) -> Iterator[tuple[RequestSpec, float]]:
     """The open loop's (spec, send offset s) pairs: ``num_requests`` of them, or, bound by
-    duration, enough for 1.5 x the duration at the rate (1000/s when infinite) plus 100."""
+    duration, enough for 1.5 x the duration at the rate (1000/s when infinite) plus 100; a
+    trace's own offsets when replaying one."""
+    if trace is not None:
+        return zip(measured, trace.offsets, strict=False)
     a = wl.arrival
     n = wl.num_requests
     if n is None:
@@ -809,6 +822,28 @@ def _open_arrivals(
         n = int(rate * (wl.duration_s or 60) * 1.5) + 100
     offsets = send_offsets(wl, n) or []
     return zip(measured, offsets, strict=False)
+
+
+def trace_replay(trace: Trace, records: list[RequestRecord]) -> dict[str, Any]:
+    """Achieved vs scheduled for a trace replay: the arrival rate of the sends made,
+    ``(n - 1) / (last send - first send)``, against the schedule's, and each request's send lag
+    (actual send - scheduled send, ms, signed: negative when sent early; ``client.dispatch_lag_ms``
+    is the same figure clamped at 0)."""
+    sent = sorted(r.send_ns for r in records if not r.warmup and r.send_ns is not None)
+    span_s = (sent[-1] - sent[0]) / 1e9 if len(sent) > 1 else 0.0
+    achieved = (len(sent) - 1) / span_s if span_s > 0 else None
+    scheduled = trace.scheduled_rate()
+    lags = [r.send_ns - r.scheduled_ns for r in records
+            if not r.warmup and r.send_ns is not None and r.scheduled_ns is not None]
+    return {
+        "scheduled_requests": len(trace.offsets),
+        "sent_requests": len(sent),
+        "scheduled_rate": _round(scheduled, 4),
+        "achieved_rate": _round(achieved, 4),
+        "rate_error_pct": _round(100.0 * (achieved - scheduled) / scheduled, 3)
+        if achieved is not None and scheduled else None,
+        "send_lag_ms": _dist_ms(lags),
+    }
 
 
 def _relabel_server_died(records: list[RequestRecord]) -> None:
@@ -903,7 +938,7 @@ def _pool_job(
             continuous_warmup=continuous_warmup(wl),
             warmup_seconds=warmup_seconds(wl.warmup),
         )
-    arrivals = _open_arrivals(wl, measured)
+    arrivals = _open_arrivals(wl, measured, sess.trace)
     return WorkerJob(
         "open",
         sess.endpoint,

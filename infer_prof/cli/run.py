@@ -138,6 +138,19 @@ def run_command(
     dataset_sample: int = typer.Option(
         None, "--dataset-sample", help="Take N dataset entries at random (with --seed)."
     ),
+    trace: str = typer.Option(
+        None,
+        "--trace",
+        help="Replay a trace's arrival times and exact lengths (open loop): Azure CSV "
+        "(TIMESTAMP,ContextTokens,GeneratedTokens) or Mooncake JSONL (timestamp ms, "
+        "input_length, output_length).",
+    ),
+    time_scale: float = typer.Option(
+        1.0, "--time-scale", help="Trace gaps times this (0.5 replays twice as fast)."
+    ),
+    trace_window: str = typer.Option(
+        None, "--trace-window", help="START:END seconds of the trace to replay (e.g. 60:120)."
+    ),
     client_processes: str = typer.Option(
         "auto",
         "--client-processes",
@@ -294,6 +307,9 @@ def run_command(
         prompt=prompt,
         dataset=dataset,
         dataset_sample=dataset_sample,
+        trace=trace,
+        time_scale=time_scale,
+        trace_window=trace_window,
         client_processes=client_processes,
         dtype=dtype,
         max_model_len=max_model_len,

@@ -94,3 +94,66 @@ def test_bad_dataset_line_exits_2(tmp_path):
     assert p.returncode == 2
     assert f"{bad}:2: prompt: must be a non-empty string" in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+def _poisson_times(n: int, rate: float, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    t, out = 0.0, []
+    for _ in range(n):
+        out.append(t)
+        t += rng.expovariate(rate)
+    return out
+
+
+@pytest.mark.parametrize("fmt", ["mooncake", "azure"])
+def test_trace_replay_rate_within_one_percent(synthetic, tmp_path, fmt):
+    times = _poisson_times(400, 80.0, seed=3)  # about 5 s of trace
+    rng = random.Random(4)
+    lens = [(rng.randint(8, 200), rng.randint(2, 12)) for _ in times]
+    if fmt == "mooncake":
+        trace = tmp_path / "trace.jsonl"
+        trace.write_text("".join(json.dumps({"timestamp": round(t * 1000, 3), "input_length": i,
+                                             "output_length": o, "hash_ids": [1, 2]}) + "\n"
+                                 for t, (i, o) in zip(times, lens, strict=True)))
+    else:
+        trace = tmp_path / "trace.csv"
+        trace.write_text("TIMESTAMP,ContextTokens,GeneratedTokens\n" + "".join(
+            f"{1700000000 + t:.6f},{i},{o}\n" for t, (i, o) in zip(times, lens, strict=True)))
+    server = synthetic(ttft_ms=5.0, itl_ms=1.0, tokens=8)
+    out = tmp_path / "trace.json"
+    p = cli(*BASE[:-2], "--endpoint", server.url, "--output", str(out), "--trace", str(trace),
+            "--time-scale", "0.8")
+    assert p.returncode == 0, p.stderr
+    result = load_result(out)
+    assert result["config"]["trace"]["format"] == fmt
+    assert result["config"]["trace"]["requests"] == 400 and result["load"]["mode"] == "open"
+    replay = result["trace_replay"]
+    scheduled = 399 / (times[-1] * 0.8)
+    assert replay["scheduled_rate"] == pytest.approx(scheduled, rel=1e-3)
+    assert replay["sent_requests"] == 400
+    assert abs(replay["achieved_rate"] - scheduled) / scheduled < 0.01
+    assert abs(replay["rate_error_pct"]) < 1.0
+    assert replay["send_lag_ms"]["p50"] is not None
+    recs = sorted(_measured(out), key=lambda r: r.index)
+    # exact lengths, in trace order; scheduled at the trace's (scaled) offsets
+    assert [(r.input_len, r.output_tokens) for r in recs] == lens
+    assert [r.prompt_tokens for r in recs] == [i for i, _ in lens]
+    t0 = recs[0].scheduled_ns
+    assert [(r.scheduled_ns - t0) / 1e9 for r in recs] == pytest.approx(
+        [t * 0.8 for t in times], abs=1e-5)
+
+
+def test_trace_window_and_clash(synthetic, tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("".join(json.dumps({"timestamp": 100 * k, "input_length": 16,
+                                         "output_length": 4}) + "\n" for k in range(30)))
+    server = synthetic(ttft_ms=5.0, itl_ms=1.0, tokens=8)
+    out = tmp_path / "w.json"
+    p = cli(*BASE[:-2], "--endpoint", server.url, "--output", str(out), "--trace", str(trace),
+            "--trace-window", "1:2")
+    assert p.returncode == 0, p.stderr
+    result = load_result(out)
+    assert result["config"]["trace"]["requests"] == 10
+    assert result["config"]["trace"]["window_s"] == [1.0, 2.0]
+    p = cli(*BASE, "--endpoint", server.url, "--trace", str(trace), "--rate", "4")
+    assert p.returncode == 2 and "drop --rate" in p.stderr
