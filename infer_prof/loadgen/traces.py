@@ -13,8 +13,8 @@ trace's first request is in ``[START, END)`` seconds (either side may be left ou
 are the times since the first kept request, times ``--time-scale`` (``0.5`` replays twice as
 fast, ``2`` half as fast). Input and output lengths are sent exactly as the trace gives them;
 requests whose input + output exceed the model's context, or with an input or output of 0
-tokens, are skipped and counted. Bad files raise :class:`TraceError`: one line naming the file, the line and
-the field.
+tokens, are skipped and counted. Bad files raise :class:`TraceError`: one line naming the
+file, the line and the field.
 """
 
 from __future__ import annotations

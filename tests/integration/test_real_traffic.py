@@ -3,6 +3,7 @@
 import hashlib
 import json
 import random
+import shutil
 from pathlib import Path
 
 import pytest
@@ -157,3 +158,20 @@ def test_trace_window_and_clash(synthetic, tmp_path):
     assert result["config"]["trace"]["window_s"] == [1.0, 2.0]
     p = cli(*BASE, "--endpoint", server.url, "--trace", str(trace), "--rate", "4")
     assert p.returncode == 2 and "drop --rate" in p.stderr
+
+
+def test_workload_file_names_the_dataset(synthetic, tmp_path):
+    (tmp_path / "data").mkdir()
+    shutil.copy(DATA / "prompts.jsonl", tmp_path / "data" / "p.jsonl")
+    wl = tmp_path / "wl.toml"
+    wl.write_text('input_len = 64\noutput_len = 16\nnum_requests = 6\ndataset = "data/p.jsonl"\n'
+                  '[arrival]\nmode = "closed"\nconcurrency = 2\n')
+    server = synthetic(ttft_ms=5.0, itl_ms=1.0, tokens=8)
+    out = tmp_path / "wl.json"
+    p = cli(*BASE, "--endpoint", server.url, "--output", str(out), "--workload", str(wl))
+    assert p.returncode == 0, p.stderr
+    ds = load_result(out)["config"]["dataset"]
+    assert ds["path"] == str(tmp_path / "data" / "p.jsonl") and ds["entries"] == 6
+    # lengths come from the data, the workload's 16 only where the data has none
+    assert [r.output_tokens for r in sorted(_measured(out), key=lambda r: r.index)] == [
+        24, 48, 16, 16, 32, 64]
