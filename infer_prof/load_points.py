@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import contextlib
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
-from infer_prof.core.distributions import Fixed
+from infer_prof.core.distributions import Empirical, Fixed
 from infer_prof.core.workload import (
     Arrival,
     Workload,
@@ -18,7 +19,15 @@ from infer_prof.core.workload import (
 from infer_prof.loadgen.closed_loop import (
     RequestSpec,
 )
+from infer_prof.loadgen.datasets import (
+    Dataset,
+    DatasetError,
+    chat_template_renderer,
+    load_dataset,
+)
 from infer_prof.loadgen.prompts import TokenPool, make_prompt
+from infer_prof.loadgen.text_prompts import TextPromptMaker, load_tokenizer, server_token_counter
+from infer_prof.loadgen.traces import Trace, TraceError, load_trace, parse_window
 from infer_prof.loadgen.workers import choose_processes, expected_events_per_s
 from infer_prof.models import ResolvedModel
 from infer_prof.run_config import ConfigError, RunConfig
@@ -187,22 +196,167 @@ def continuous_warmup(wl: Workload) -> bool:
     return wl.arrival.mode == "closed" and wl.warmup != "requests"
 
 
+def prompt_mode(cfg: RunConfig, dataset: Dataset | None) -> str:
+    """What prompts are sent as: ``--prompt``, else a dataset's text, else token IDs."""
+    return cfg.prompt or ("text" if dataset is not None else "token-ids")
+
+
+def text_maker(
+    cfg: RunConfig, engine_path: str, dataset: Dataset | None
+) -> TextPromptMaker | None:
+    """The exact-length text prompt builder for ``--prompt text`` without a dataset (None
+    otherwise); raises ConfigError when the model has no ``tokenizer.json``."""
+    if cfg.prompt != "text" or dataset is not None:
+        return None
+    try:
+        return TextPromptMaker.from_tokenizer_dir(engine_path)
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--prompt text: {exc}; use --prompt token-ids") from None
+
+
+def dataset_ids(
+    cfg: RunConfig, engine_path: str, dataset: Dataset | None
+) -> Callable[[str], list[int]] | None:
+    """With a dataset and ``--prompt token-ids``: text -> the token IDs the server would make
+    of it (special tokens included, so the count is the same); else None (text is sent)."""
+    if dataset is None or prompt_mode(cfg, dataset) != "token-ids":
+        return None
+    tok = load_tokenizer(engine_path)
+    return lambda text: list(tok.encode(text, add_special_tokens=True).ids)
+
+
+def attach_dataset(
+    cfg: RunConfig, model: ResolvedModel, engine_path: str, points: list[Workload]
+) -> tuple[Dataset | None, list[Workload]]:
+    """Load the dataset ``--dataset`` (or the workload's ``dataset``) names, if any, and give
+    each point the dataset's length distributions (an empirical histogram of its entries), so
+    that planning, the duration estimate and the result see the lengths actually sent.
+    Raises ConfigError on a bad file (one line naming file, line and field)."""
+    names = {cfg.dataset or w.dataset for w in points}
+    if names == {None}:
+        return None, points
+    if len(names) > 1 or cfg.suite:
+        raise ConfigError("a dataset applies to one workload: give --dataset with --workload or "
+                          "the command line, not with --suite")
+    path = str(next(iter(names)))
+    if any(w.shared_prefix.fraction > 0 for w in points):
+        raise ConfigError("shared_prefix does not apply to a dataset's prompts; remove it from "
+                          "the workload or drop --dataset")
+    try:
+        tok = load_tokenizer(engine_path)
+    except OSError as exc:
+        raise ConfigError(f"--dataset: {exc}") from None
+    wl = points[0]
+    out_dist = wl.output_len
+    context = cfg.max_model_len or (model.spec.max_position_embeddings if model.spec else None)
+    try:
+        ds = load_dataset(
+            Path(path).expanduser(),
+            server_token_counter(tok),
+            chat=chat_template_renderer(engine_path),
+            context=context,
+            output_len=cfg.output_len,
+            default_output=lambda rng: out_dist.sample(rng, 1)[0],
+            sample=cfg.dataset_sample,
+            seed=wl.seed,
+        )
+    except DatasetError as exc:
+        raise ConfigError(str(exc)) from None
+    ds.path = path
+    inp = _histogram([e.input_len for e in ds.entries])
+    out = _histogram([e.output_len for e in ds.entries])
+    try:
+        return ds, [w.with_overrides(input_len=inp, output_len=out) for w in points]
+    except WorkloadError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def attach_trace(
+    cfg: RunConfig, model: ResolvedModel, points: list[Workload]
+) -> tuple[Trace | None, list[Workload]]:
+    """Load ``--trace`` (if given) and make the point an open loop that replays it: one
+    request per trace entry (``--num-requests`` keeps the first N), its exact lengths, no
+    warm-up unless asked. Raises ConfigError on a bad file or a combination that does not
+    apply (another load shape, lengths, a dataset, a suite)."""
+    if not cfg.trace:
+        return None, points
+    clash = [flag for flag, given in (
+        ("--suite", cfg.suite), ("--concurrency", cfg.concurrency), ("--rate", cfg.rates),
+        ("--input-len", cfg.input_len), ("--output-len", cfg.output_len),
+        ("--duration", cfg.duration_s), ("--dataset", cfg.dataset or points[0].dataset),
+    ) if given]
+    if clash:
+        raise ConfigError(f"--trace sets the arrivals and lengths itself; drop {clash[0]}")
+    context = cfg.max_model_len or (model.spec.max_position_embeddings if model.spec else None)
+    try:
+        window = parse_window(cfg.trace_window)
+        trace = load_trace(Path(cfg.trace).expanduser(), window=window,
+                           time_scale=cfg.time_scale, context=context)
+    except (TraceError, ValueError) as exc:
+        raise ConfigError(str(exc)) from None
+    if cfg.num_requests is not None and cfg.num_requests < len(trace.offsets):
+        n = cfg.num_requests
+        trace.offsets, trace.input_lens = trace.offsets[:n], trace.input_lens[:n]
+        trace.output_lens = trace.output_lens[:n]
+    rate = trace.scheduled_rate() or 1.0
+    warm = 0 if cfg.warmup is None and cfg.warmup_requests is None else None
+    try:
+        return trace, [w.with_overrides(
+            rate=rate, num_requests=len(trace.offsets), warmup_requests=warm,
+            input_len=_histogram(trace.input_lens), output_len=_histogram(trace.output_lens),
+            prefix_fraction=0.0 if w.shared_prefix.fraction else None,
+        ) for w in points]
+    except WorkloadError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def _histogram(values: list[int]) -> Empirical:
+    counts: dict[int, int] = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return Empirical(tuple((v, v, float(c)) for v, c in sorted(counts.items())))
+
+
 def build_specs(
-    wl: Workload, pool: TokenPool
+    wl: Workload,
+    pool: TokenPool,
+    text: TextPromptMaker | None = None,
+    dataset: Dataset | None = None,
+    as_ids: Callable[[str], list[int]] | None = None,
+    trace: Trace | None = None,
 ) -> tuple[Iterator[RequestSpec] | list[RequestSpec], Iterator[RequestSpec], int | None]:
     """Warm-up specs (a list for a counted warm-up, a lazy iterator for a continuous one, see
     :func:`continuous_warmup`), a lazy iterator of measured specs, and how many measured there
     are (None when bound by duration). Lengths come from the workload's seeded draws; prompts
-    are token IDs of exactly the drawn length, with a group's shared prefix where asked."""
+    are token IDs of exactly the drawn length (or, with ``text``, text of exactly that many
+    tokens), with a group's shared prefix where asked. With a ``dataset``, request ``k``
+    (warm-up first) is entry ``k mod entries``: its text (or ``as_ids(text)``, token IDs) and
+    lengths. With a ``trace``, the measured requests are its entries in order (exact lengths),
+    a warm-up cycles through its first ones."""
     n_measured = wl.num_requests
     n_warm = warmup_pool_size(wl)
-    total = n_warm + (n_measured if n_measured is not None else _DURATION_DRAWS)
-    shapes = sample_requests(wl, total)
-    prefixes: dict[int, list[int]] = {}
+    if dataset is not None:
+        return _dataset_specs(wl, dataset, n_warm, as_ids)
+    if trace is not None:
+        pairs = list(zip(trace.input_lens, trace.output_lens, strict=True))
+        order = [pairs[k % len(pairs)] for k in range(n_warm)] + pairs
+        shapes: list[tuple[int, int, int | None]] = [(i, o, None) for i, o in order]
+    else:
+        total = n_warm + (n_measured if n_measured is not None else _DURATION_DRAWS)
+        shapes = sample_requests(wl, total)
+    prefixes: dict[int, Any] = {}
     sp = wl.shared_prefix
 
-    def prompt(i: int, length: int, group: int | None) -> list[int]:
+    def prompt(i: int, length: int, group: int | None) -> list[int] | str:
         rng = random.Random(f"{wl.seed}/prompt/{i}")
+        if text is not None:
+            head = ""
+            if group is not None and sp.length:
+                if group not in prefixes:
+                    prefixes[group] = text.make(sp.length,
+                                                random.Random(f"{wl.seed}/prefix/{group}"))
+                head = prefixes[group]
+            return text.make(length, rng, head)
         prefix: list[int] = []
         if group is not None and sp.length:
             if group not in prefixes:
@@ -222,3 +376,28 @@ def build_specs(
 
     warm = warm_specs() if continuous_warmup(wl) else list(warm_specs())
     return warm, measured(), n_measured
+
+
+def _dataset_specs(
+    wl: Workload, ds: Dataset, n_warm: int, as_ids: Callable[[str], list[int]] | None
+) -> tuple[Iterator[RequestSpec] | list[RequestSpec], Iterator[RequestSpec], int | None]:
+    entries = ds.entries
+
+    def spec(k: int, index: int, warmup: bool) -> RequestSpec:
+        e = entries[k % len(entries)]
+        prompt: list[int] | str = as_ids(e.text) if as_ids is not None else e.text
+        return RequestSpec(index, prompt, e.input_len, e.output_len, warmup=warmup)
+
+    def warm_specs() -> Iterator[RequestSpec]:
+        for i in range(n_warm):
+            yield spec(i, -1 - i, True)
+
+    def measured() -> Iterator[RequestSpec]:
+        n = wl.num_requests
+        i = 0
+        while n is None or i < n:
+            yield spec(n_warm + i, i, False)
+            i += 1
+
+    warm = warm_specs() if continuous_warmup(wl) else list(warm_specs())
+    return warm, measured(), wl.num_requests

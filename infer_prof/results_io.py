@@ -124,8 +124,9 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     model name; engine path (``model.engine_path``, else the hub id); precision
     (:func:`precision_of`), quantization and dtype; concurrency and request rate; input and
     output length; workload name; load format; GPU name (``cpu: <model>`` without one) and count;
-    the served model name. Absent fields are None, so a field added to results later does not
-    change the fingerprint of older ones.
+    the served model name; the dataset's SHA-256 (``dataset_sha256``) only for a result whose
+    prompts came from a dataset. Absent fields are None, so a field added to results later does
+    not change the fingerprint of older ones.
     """
     cfg = _as_dict(result.get("config"))
     model = _as_dict(result.get("model"))
@@ -134,7 +135,7 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     if isinstance(workload, dict):
         workload = workload.get("name")
     load = _as_dict(result.get("load"))
-    return {
+    fields = {
         "model": model_name(result),
         "engine_path": model.get("engine_path") or model.get("hub_id") or model.get("path"),
         "precision": precision_of(result),
@@ -152,6 +153,15 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
         "gpu_count": gpu_count(result),
         "served_model": server.get("served_model_name") or cfg.get("served_model_name"),
     }
+    dataset = _as_dict(cfg.get("dataset"))
+    if dataset:  # only results with a dataset carry the field: older fingerprints stay the same
+        fields["dataset_sha256"] = dataset.get("sha256")
+    trace = _as_dict(cfg.get("trace"))
+    if trace:  # likewise: a replayed trace, its window and time scale
+        fields["trace_sha256"] = trace.get("sha256")
+        fields["trace_window"] = trace.get("window_s")
+        fields["trace_time_scale"] = trace.get("time_scale")
+    return fields
 
 
 def config_fingerprint(result: Mapping[str, Any]) -> str:
@@ -192,7 +202,8 @@ def differing_fields(
     if not all_fields:
         return {}
     out: dict[str, list[Any]] = {}
-    for key in all_fields[0]:
+    keys = list(dict.fromkeys(k for f in all_fields for k in f))  # a field only some results have
+    for key in keys:
         if key in skip:
             continue
         values = [f.get(key) for f in all_fields]

@@ -72,6 +72,13 @@ class RunConfig:
     # load-generator processes: a positive integer, or "auto" (by the point's expected token
     # events/s; see infer_prof.load_points.client_processes)
     client_processes: str = "auto"
+    # prompts: "token-ids" | "text" (None: token IDs, or the dataset's text with --dataset)
+    prompt: str | None = None
+    dataset: str | None = None  # a dataset file (infer_prof.loadgen.datasets); None: the workload's
+    dataset_sample: int | None = None  # take this many entries of the dataset at random (seeded)
+    trace: str | None = None  # replay this trace's arrivals and lengths (infer_prof.loadgen.traces)
+    time_scale: float = 1.0  # trace gaps times this (0.5: twice as fast)
+    trace_window: str | None = None  # "START:END" seconds of the trace to replay
 
 
 def validate(cfg: RunConfig) -> None:
@@ -107,6 +114,10 @@ def validate(cfg: RunConfig) -> None:
             f"--gpu-memory-utilization must be within (0, 1], got {cfg.gpu_memory_utilization}"
         )
     check_client_processes(cfg.client_processes)
+    if cfg.prompt is not None and cfg.prompt not in ("text", "token-ids"):
+        raise ConfigError(f"--prompt must be text or token-ids, got {cfg.prompt!r}")
+    if cfg.dataset_sample is not None and cfg.dataset_sample < 1:
+        raise ConfigError(f"--dataset-sample must be a positive integer, got {cfg.dataset_sample}")
     if cfg.find_max and not cfg.slo and not cfg.workload:
         raise ConfigError("--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...")
 

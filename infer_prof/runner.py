@@ -40,15 +40,20 @@ from infer_prof.economics import CostOptions, cost_block, decode_batch, energy_b
 from infer_prof.engine_setup import engine_arguments, engine_model_path, make_plan, resolve_gpu
 from infer_prof.environment import fingerprint, has_nvidia_gpu
 from infer_prof.load_points import (
+    attach_dataset,
+    attach_trace,
     base_workload,
     build_specs,
     check_context,
     client_processes,
     continuous_warmup,
+    dataset_ids,
     load_points,
     point_concurrency,
     point_label,
+    prompt_mode,
     suite_points,
+    text_maker,
     token_pool,
 )
 from infer_prof.loadgen.client import (
@@ -65,8 +70,11 @@ from infer_prof.loadgen.closed_loop import (
     WarmupGate,
     run_closed_loop,
 )
+from infer_prof.loadgen.datasets import Dataset
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
 from infer_prof.loadgen.prompts import TokenPool
+from infer_prof.loadgen.text_prompts import TextPromptMaker
+from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.models import ModelError, ResolvedModel, resolve_model
 from infer_prof.preflight import check_duration, device_speed, prepare_weights
@@ -152,6 +160,10 @@ class _Session:
     interrupted: bool = False
     weights: dict[str, Any] | None = None  # the weights decision (model.weights in the result)
     estimate: dict[str, Any] | None = None  # the duration estimate made before starting
+    text: TextPromptMaker | None = None  # --prompt text: exact-length text prompts
+    dataset: Dataset | None = None  # --dataset: the prompts come from it
+    as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
+    trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
@@ -180,7 +192,12 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     else:
         wl = base_workload(cfg)
         points = load_points(cfg, wl)
-    longest = check_context(points, cfg, model)
+    engine_path = engine_model_path(cfg, model)
+    dataset, points = attach_dataset(cfg, model, engine_path, points)
+    trace, points = attach_trace(cfg, model, points)
+    longest = (dataset.longest() if dataset else trace.longest() if trace
+               else check_context(points, cfg, model))
+    text = text_maker(cfg, engine_path, dataset)
     try:
         slos = parse_slos(cfg.slo) if cfg.slo else slos_from_mapping(wl.slo)
         # (a suite's members keep their own SLOs: see _run_point)
@@ -201,7 +218,6 @@ def execute(cfg: RunConfig) -> SweepOutcome:
 
     stamp = _now().strftime("%Y%m%d-%H%M%S")
     results_dir = Path(cfg.results_dir)
-    engine_path = engine_model_path(cfg, model)
     server: VllmServer | None = None
     outcomes: list[RunOutcome] = []
     progress = ProgressLine(total=None, enabled=cfg.progress)
@@ -308,6 +324,10 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             slos,
             weights=weights.to_dict() if weights else None,
             estimate=estimate.to_dict() if estimate else None,
+            text=text,
+            dataset=dataset,
+            as_ids=dataset_ids(cfg, engine_path, dataset),
+            trace=trace,
         )
         search: dict[str, Any] | None = None
         if cfg.find_max:
@@ -431,7 +451,9 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     progress.status(
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
-    warm, measured, _ = build_specs(wl, sess.pool)
+    warm, measured, _ = build_specs(
+        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace
+    )
 
     def build(spec: RequestSpec) -> bytes:
         return build_completion_request(
@@ -584,7 +606,11 @@ def build_result(
             "output_len": wl.output_len.support()[1] if wl.output_len.kind == "fixed" else None,
             "num_requests": wl.num_requests,
             "warmup_requests": wl.warmup_requests,
+            "prompt": prompt_mode(cfg, sess.dataset),
+            "dataset": sess.dataset.to_dict() if sess.dataset else None,
+            "trace": sess.trace.to_dict() if sess.trace else None,
         },
+        "trace_replay": trace_replay(sess.trace, records) if sess.trace else None,
         "workload": wl.to_dict(),
         "load": {
             "mode": a.mode,
@@ -702,7 +728,7 @@ def _drive(
                 endpoint,
                 build,
                 list(warm),
-                _open_arrivals(wl, measured),
+                _open_arrivals(wl, measured, sess.trace),
                 OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
                 counters,
                 stop,
@@ -782,10 +808,13 @@ def _drive(
 
 
 def _open_arrivals(
-    wl: Workload, measured: Iterator[RequestSpec]
+    wl: Workload, measured: Iterator[RequestSpec], trace: Trace | None = None
 ) -> Iterator[tuple[RequestSpec, float]]:
     """The open loop's (spec, send offset s) pairs: ``num_requests`` of them, or, bound by
-    duration, enough for 1.5 x the duration at the rate (1000/s when infinite) plus 100."""
+    duration, enough for 1.5 x the duration at the rate (1000/s when infinite) plus 100; a
+    trace's own offsets when replaying one."""
+    if trace is not None:
+        return zip(measured, trace.offsets, strict=False)
     a = wl.arrival
     n = wl.num_requests
     if n is None:
@@ -793,6 +822,28 @@ def _open_arrivals(
         n = int(rate * (wl.duration_s or 60) * 1.5) + 100
     offsets = send_offsets(wl, n) or []
     return zip(measured, offsets, strict=False)
+
+
+def trace_replay(trace: Trace, records: list[RequestRecord]) -> dict[str, Any]:
+    """Achieved vs scheduled for a trace replay: the arrival rate of the sends made,
+    ``(n - 1) / (last send - first send)``, against the schedule's, and each request's send lag
+    (actual send - scheduled send, ms, signed: negative when sent early; ``client.dispatch_lag_ms``
+    is the same figure clamped at 0)."""
+    sent = sorted(r.send_ns for r in records if not r.warmup and r.send_ns is not None)
+    span_s = (sent[-1] - sent[0]) / 1e9 if len(sent) > 1 else 0.0
+    achieved = (len(sent) - 1) / span_s if span_s > 0 else None
+    scheduled = trace.scheduled_rate()
+    lags = [r.send_ns - r.scheduled_ns for r in records
+            if not r.warmup and r.send_ns is not None and r.scheduled_ns is not None]
+    return {
+        "scheduled_requests": len(trace.offsets),
+        "sent_requests": len(sent),
+        "scheduled_rate": _round(scheduled, 4),
+        "achieved_rate": _round(achieved, 4),
+        "rate_error_pct": _round(100.0 * (achieved - scheduled) / scheduled, 3)
+        if achieved is not None and scheduled else None,
+        "send_lag_ms": _dist_ms(lags),
+    }
 
 
 def _relabel_server_died(records: list[RequestRecord]) -> None:
@@ -887,7 +938,7 @@ def _pool_job(
             continuous_warmup=continuous_warmup(wl),
             warmup_seconds=warmup_seconds(wl.warmup),
         )
-    arrivals = _open_arrivals(wl, measured)
+    arrivals = _open_arrivals(wl, measured, sess.trace)
     return WorkerJob(
         "open",
         sess.endpoint,

@@ -19,7 +19,7 @@ import os
 import shutil
 import sys
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
@@ -144,7 +144,11 @@ def load_file(name_or_path: str) -> Workload | Suite:
     data, source = read_toml(file, name_or_path if _looks_like_path(name_or_path) else None)
     if isinstance(data, dict) and data.get("kind") == "suite":
         return Suite.from_dict(data, source=source, default_name=_stem(file))
-    return Workload.from_dict(data, source=source, default_name=_stem(file))
+    wl = Workload.from_dict(data, source=source, default_name=_stem(file))
+    if wl.dataset and isinstance(file, Path) and not Path(wl.dataset).expanduser().is_absolute():
+        # a dataset path is relative to the workload file, not to the current directory
+        wl = replace(wl, dataset=str(file.parent / wl.dataset))
+    return wl
 
 
 def load_workload(name_or_path: str) -> Workload:

@@ -122,6 +122,35 @@ def run_command(
         300.0, "--timeout", help="Per-request timeout in seconds; a stream past it fails."
     ),
     seed: int = typer.Option(None, "--seed", help="Seed for prompt token IDs."),
+    prompt: str = typer.Option(
+        None,
+        "--prompt",
+        help="token-ids (default): random token IDs of the exact length; text: random words "
+        "whose token count under the model's tokenizer (BOS included) is exactly the length. "
+        "With --dataset the default is its text.",
+    ),
+    dataset: str = typer.Option(
+        None,
+        "--dataset",
+        help="Prompts from a file: JSONL of {\"prompt\"} or of OpenAI {\"messages\"}, or "
+        "ShareGPT JSON; lengths as tokenized, outputs from the data unless --output-len.",
+    ),
+    dataset_sample: int = typer.Option(
+        None, "--dataset-sample", help="Take N dataset entries at random (with --seed)."
+    ),
+    trace: str = typer.Option(
+        None,
+        "--trace",
+        help="Replay a trace's arrival times and exact lengths (open loop): Azure CSV "
+        "(TIMESTAMP,ContextTokens,GeneratedTokens) or Mooncake JSONL (timestamp ms, "
+        "input_length, output_length).",
+    ),
+    time_scale: float = typer.Option(
+        1.0, "--time-scale", help="Trace gaps times this (0.5 replays twice as fast)."
+    ),
+    trace_window: str = typer.Option(
+        None, "--trace-window", help="START:END seconds of the trace to replay (e.g. 60:120)."
+    ),
     client_processes: str = typer.Option(
         "auto",
         "--client-processes",
@@ -275,6 +304,12 @@ def run_command(
         output_len=output_len,
         timeout_s=timeout,
         seed=seed,
+        prompt=prompt,
+        dataset=dataset,
+        dataset_sample=dataset_sample,
+        trace=trace,
+        time_scale=time_scale,
+        trace_window=trace_window,
         client_processes=client_processes,
         dtype=dtype,
         max_model_len=max_model_len,

@@ -22,6 +22,7 @@ files lives in ``infer_prof.workloads``. The file format is documented field by 
     fraction = 0.0                      # share of requests whose prompt starts with a shared prefix
     length = 0                          # prefix tokens (part of input_len, not added to it)
     groups = 1                          # how many distinct prefixes those requests spread over
+    dataset = "data/chat.jsonl"         # optional: prompts from this file (relative to this one)
     [slo]                               # optional, milliseconds
     ttft_p99 = 2000
     tpot_p99 = 200
@@ -59,7 +60,7 @@ SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
 
 WORKLOAD_FIELDS = ("kind", "name", "description", "input_len", "output_len", "num_requests",
                    "duration_s", "warmup", "warmup_requests", "arrival", "shared_prefix", "seed",
-                   "slo", "min_requests", "min_duration_s")
+                   "slo", "min_requests", "min_duration_s", "dataset")
 ARRIVAL_FIELDS = ("mode", "concurrency", "rate", "burstiness", "process", "max_concurrency")
 _OPEN_ONLY = ("rate", "burstiness", "process", "max_concurrency")
 PREFIX_FIELDS = ("fraction", "length", "groups")
@@ -262,6 +263,7 @@ class Workload:
     slo: dict[str, float] = field(default_factory=dict)
     min_requests: int | None = None
     min_duration_s: float | None = None
+    dataset: str | None = None  # a dataset file the prompts come from (see loadgen.datasets)
     source: str = field(default="<code>", compare=False)
 
     def __post_init__(self) -> None:
@@ -300,6 +302,8 @@ class Workload:
             out["min_requests"] = self.min_requests
         if self.min_duration_s is not None:
             out["min_duration_s"] = self.min_duration_s
+        if self.dataset is not None:
+            out["dataset"] = self.dataset
         return out
 
     # -- changing -----------------------------------------------------------------------------
@@ -430,12 +434,15 @@ def _parse_workload(d: Any, source: str, default_name: str | None) -> dict[str, 
                     if "min_requests" in t else None)
     min_duration = (r.number(t["min_duration_s"], "min_duration_s", minimum=0.0, strict=False)
                     if "min_duration_s" in t else None)
+    dataset = r.string(t["dataset"], "dataset") if "dataset" in t else None
+    if dataset is not None and not dataset.strip():
+        raise r.err("dataset", "must be a file path (relative to the workload file), got ''")
     return {"name": name, "input_len": input_len, "output_len": output_len,
             "description": description, "num_requests": num_requests, "duration_s": duration_s,
             "warmup_requests": warmup, "warmup": warmup_mode, "arrival": arrival,
             "shared_prefix": prefix, "seed": seed,
             "slo": slo, "min_requests": min_requests, "min_duration_s": min_duration,
-            "source": source}
+            "dataset": dataset, "source": source}
 
 
 WARMUP_MODES = ("steady", "requests")

@@ -126,6 +126,14 @@ def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     if mean is not None and asked:
         rows.append(("in flight (time-weighted mean)", f"{mean:.2f} of {asked} asked "
                                                         f"({mean / asked:.0%})"))
+    tr = result.get("trace_replay") or {}
+    if tr.get("achieved_rate") is not None and tr.get("scheduled_rate"):
+        lag = (tr.get("send_lag_ms") or {}).get("p99")
+        rows.append(("trace replay", f"{tr['achieved_rate']:.2f} req/s sent of "
+                                     f"{tr['scheduled_rate']:.2f} scheduled "
+                                     f"({tr['rate_error_pct']:+.2f} %)"
+                                     + (f", send lag p99 {lag:.2f} ms" if lag is not None
+                                        else "")))
     return rows
 
 

