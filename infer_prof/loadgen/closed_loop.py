@@ -36,9 +36,10 @@ class LiveCounters:
     """Running totals the progress display reads while the driver runs."""
 
     sent: int = 0
-    completed: int = 0
+    completed: int = 0  # measured requests only (warm-ups count in warmup_done)
     failed: int = 0
     output_tokens: int = 0
+    warmup_done: int = 0
     phase: str = "starting"
     failures: dict[str, int] = field(default_factory=dict)
     reads: ReadStats = field(default_factory=ReadStats)
@@ -137,7 +138,15 @@ def new_record(spec: RequestSpec, worker: int, scheduled_ns: int | None) -> Requ
 
 
 def account(rec: RequestRecord, counters: LiveCounters) -> None:
-    """Count a finished request in ``counters``: completed, or failed by kind."""
+    """Count a finished request in ``counters``: a warm-up one in ``warmup_done``, a measured
+    one as completed or failed; every failure by kind (a refused connection during the warm-up
+    is still the watchdog's cue)."""
+    if rec.warmup:
+        counters.warmup_done += 1
+        if not rec.ok:
+            kind = rec.error or "no_tokens"
+            counters.failures[kind] = counters.failures.get(kind, 0) + 1
+        return
     if rec.ok:
         counters.completed += 1
     else:

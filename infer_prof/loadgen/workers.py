@@ -74,8 +74,9 @@ EVENTS_PER_PROCESS = EVENTS_PER_PROCESS_BY_READER[reader_in_use()]
 #: known: 10 ms, a fast GPU decode step, so the busiest plausible stream.
 ASSUMED_ITL_S = 0.010
 _PHASES = ("starting", "warm-up", "waiting", "measuring", "done")
-# shared counters per worker: sent, completed, failed, output_tokens, phase, connect_failed
-_SLOTS = 6
+# shared counters per worker: sent, completed, failed, output_tokens, phase, connect_failed,
+# warmup_done
+_SLOTS = 7
 
 
 def choose_processes(
@@ -328,6 +329,7 @@ class WorkerPool:
             c.output_tokens += arr[base + 3]
             phases.append(arr[base + 4])
             refused += arr[base + 5]
+            c.warmup_done += arr[base + 6]
         c.phase = _PHASES[min(phases)] if phases else "starting"
         if refused:
             c.failures["connect_failed"] = refused
@@ -474,6 +476,7 @@ async def _worker_async(
         phase = "waiting" if waiting["flag"] else counters.phase
         arr[base + 4] = _PHASES.index(phase) if phase in _PHASES else 0
         arr[base + 5] = counters.failures.get("connect_failed", 0)
+        arr[base + 6] = counters.warmup_done
 
     async def gate() -> int:
         waiting["flag"] = True

@@ -41,6 +41,10 @@ class ProgressLine:
             inst = (c.output_tokens - self._last_tokens) / dt
             self._rate = inst if self._rate == 0 else 0.5 * self._rate + 0.5 * inst
             self._last_tokens, self._last_t = c.output_tokens, now
+        if c.phase == "warm-up":  # warm-up requests are not the measured ones counted below
+            self._write(f"[warm-up] {c.warmup_done} requests  {self._rate:,.0f} tok/s  "
+                        f"{now - self._t0:,.1f}s")
+            return
         done = c.completed + c.failed
         of = f"/{self.total}" if self.total else ""
         extra = f" of {self.duration_s:g}s" if self.duration_s else ""

@@ -151,3 +151,26 @@ def test_in_flight_mean_over_the_measured_window():
     lost.send_ns = 200 * MS  # never ended: not counted
     assert in_flight_mean([a, b, warm, lost]) == pytest.approx((900 + 450 + 90) / 900)
     assert in_flight_mean([warm]) is None
+
+
+def test_progress_counts_measured_requests_apart_from_the_warm_up():
+    import io
+
+    from infer_prof.loadgen.closed_loop import LiveCounters, account
+    from infer_prof.report.progress import ProgressLine
+
+    c = LiveCounters()
+    refused = rec(-2, 0, None, warmup=True)
+    refused.error = "connect_failed"
+    for r in (rec(-1, 0, 5, warmup=True), refused, rec(0, 10, 5), rec(1, 10, None)):
+        account(r, c)
+    assert (c.warmup_done, c.completed, c.failed) == (2, 1, 1)
+    assert c.failures == {"connect_failed": 1, "no_tokens": 1}  # the watchdog sees both
+    out = io.StringIO()
+    line = ProgressLine(total=4, enabled=True, stream=out, plain_every_s=0.0)
+    c.phase = "warm-up"
+    line.update(c)
+    c.phase = "measuring"
+    line.update(c)
+    shown = out.getvalue()
+    assert "[warm-up] 2 requests" in shown and "[measuring] 2/4 requests" in shown
