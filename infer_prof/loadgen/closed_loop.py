@@ -161,6 +161,31 @@ async def _open_quietly(conn: StreamConnection) -> None:
         await conn.ensure_open()
 
 
+async def _stream_one(
+    conn: StreamConnection,
+    spec: RequestSpec,
+    stream: int,
+    free_ns: int,
+    build: RequestBuilder,
+    timeout_s: float,
+    counters: LiveCounters,
+    records: list[RequestRecord],
+    pacer: SendPacer,
+) -> tuple[RequestRecord, int]:
+    """One request of a closed-loop stream: its record (appended to ``records`` before the send,
+    so an interrupted caller keeps it), the streamed response, the count in ``counters``; returns
+    the record and when the stream became free again (``perf_counter_ns``)."""
+    rec = new_record(spec, stream, free_ns)
+    records.append(rec)
+    counters.sent += 1
+    await stream_request(
+        conn, build(spec), rec, timeout_s, counters.add_tokens, counters.reads, pacer
+    )
+    free_ns = time.perf_counter_ns()
+    account(rec, counters)
+    return rec, free_ns
+
+
 async def _run_gated(
     endpoint: Endpoint,
     build: RequestBuilder,
@@ -207,14 +232,8 @@ async def _run_gated(
                 spec = next(measured, None)
                 if spec is None:
                     return
-            rec = new_record(spec, wid, free_ns)
-            records.append(rec)
-            counters.sent += 1
-            await stream_request(
-                conn, build(spec), rec, plan.timeout_s, counters.add_tokens, counters.reads, pacer
-            )
-            free_ns = time.perf_counter_ns()
-            account(rec, counters)
+            rec, free_ns = await _stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
+                                             counters, records, pacer)
             if spec.warmup:
                 gate.warmed(wid)
             if rec.error == "connect_failed":
@@ -270,14 +289,8 @@ async def run_closed_loop(
             spec = next(specs, None)
             if spec is None:
                 return
-            rec = new_record(spec, wid, free_ns)
-            records.append(rec)
-            counters.sent += 1
-            await stream_request(
-                conn, build(spec), rec, plan.timeout_s, counters.add_tokens, counters.reads, pacer
-            )
-            free_ns = time.perf_counter_ns()
-            account(rec, counters)
+            rec, free_ns = await _stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
+                                             counters, records, pacer)
             if rec.error == "connect_failed":
                 # the server refuses connections: do not burn through the remaining
                 # requests; give the caller's watchdog time to decide whether it is gone

@@ -517,6 +517,13 @@ async def _worker_async(
                 stop.set()
             await asyncio.sleep(0.1)
 
+    def my_measured() -> Iterator[RequestSpec]:
+        """This worker's measured specs: claimed from the shared list by one shared counter, or
+        every n-th item of its own copy of an open-ended iterator."""
+        if isinstance(job.measured, Sequence):
+            return _ClaimIterator(job.measured, shared.claim)
+        return islice(job.measured, w, None, n)
+
     async def closed() -> None:
         mine = split_evenly(job.concurrency, n)[w]
         health.streams = mine
@@ -524,16 +531,11 @@ async def _worker_async(
             # one closed loop: warm-up under the load itself, then measured (no gate, no pause)
             warm_gate = SharedWarmupGate(shared, job.concurrency, job.warmup_seconds)
             warm_gate.on_open(mark_start)
-            specs: Iterator[RequestSpec]
-            if isinstance(job.measured, Sequence):
-                specs = _ClaimIterator(job.measured, shared.claim)
-            else:
-                specs = islice(job.measured, w, None, n)
             await run_closed_loop(
                 job.endpoint,
                 job.build,
                 islice(job.warmup, w, None, n),
-                specs,
+                my_measured(),
                 ClosedLoopPlan(mine, job.timeout_s, job.duration_s),
                 counters,
                 stop,
@@ -557,16 +559,11 @@ async def _worker_async(
             return
         await sleep_until(t0)
         mark_start()
-        measured: Iterator[RequestSpec]
-        if isinstance(job.measured, Sequence):
-            measured = _ClaimIterator(job.measured, shared.claim)
-        else:
-            measured = islice(job.measured, w, None, n)
         await run_closed_loop(
             job.endpoint,
             job.build,
             [],
-            measured,
+            my_measured(),
             ClosedLoopPlan(mine, job.timeout_s, job.duration_s),
             counters,
             stop,
