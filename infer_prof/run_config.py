@@ -79,6 +79,8 @@ class RunConfig:
     trace: str | None = None  # replay this trace's arrivals and lengths (infer_prof.loadgen.traces)
     time_scale: float = 1.0  # trace gaps times this (0.5: twice as fast)
     trace_window: str | None = None  # "START:END" seconds of the trace to replay
+    turns: int | None = None  # multi-turn sessions of this many turns (infer_prof.loadgen.sessions)
+    think_time_s: float = 0.0  # seconds between a turn's answer and the next turn
 
 
 def validate(cfg: RunConfig) -> None:
@@ -118,6 +120,10 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"--prompt must be text or token-ids, got {cfg.prompt!r}")
     if cfg.dataset_sample is not None and cfg.dataset_sample < 1:
         raise ConfigError(f"--dataset-sample must be a positive integer, got {cfg.dataset_sample}")
+    if cfg.turns is not None and cfg.turns < 1:
+        raise ConfigError(f"--turns must be a positive integer, got {cfg.turns}")
+    if not cfg.think_time_s >= 0:
+        raise ConfigError(f"--think-time must be 0 or more seconds, got {cfg.think_time_s}")
     if cfg.find_max and not cfg.slo and not cfg.workload:
         raise ConfigError("--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...")
 

@@ -73,6 +73,7 @@ from infer_prof.loadgen.closed_loop import (
 from infer_prof.loadgen.datasets import Dataset
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
 from infer_prof.loadgen.prompts import TokenPool
+from infer_prof.loadgen.sessions import SessionPlan, SessionRun
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
@@ -86,6 +87,7 @@ from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cp
 from infer_prof.servers.http_get import http_get, served_model_names
 from infer_prof.servers.vllm_log import root_cause
 from infer_prof.servers.vllm_server import ServerStartError, VllmServer, log_tail, read_log_end
+from infer_prof.session_setup import attach_sessions
 from infer_prof.store import make_run_id, result_paths, safe_name, write_requests, write_result
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper, mark_not_counted
@@ -164,6 +166,7 @@ class _Session:
     dataset: Dataset | None = None  # --dataset: the prompts come from it
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
     trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
+    sessions: SessionPlan | None = None  # --turns: multi-turn sessions
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
@@ -193,9 +196,12 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         wl = base_workload(cfg)
         points = load_points(cfg, wl)
     engine_path = engine_model_path(cfg, model)
-    dataset, points = attach_dataset(cfg, model, engine_path, points)
+    sessions, points = attach_sessions(cfg, model, engine_path, points)
+    dataset, points = (None, points) if sessions else attach_dataset(cfg, model, engine_path,
+                                                                     points)
     trace, points = attach_trace(cfg, model, points)
     longest = (dataset.longest() if dataset else trace.longest() if trace
+               else sessions.longest(points[0].input_len, points[0].output_len) if sessions
                else check_context(points, cfg, model))
     text = text_maker(cfg, engine_path, dataset)
     try:
@@ -328,6 +334,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             dataset=dataset,
             as_ids=dataset_ids(cfg, engine_path, dataset),
             trace=trace,
+            sessions=sessions,
         )
         search: dict[str, Any] | None = None
         if cfg.find_max:
@@ -471,7 +478,9 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     counters = LiveCounters()
     sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
     scraper = MetricsScraper(sess.endpoint.url, interval_s=cfg.metrics_interval_s)
-    processes = client_processes(cfg.client_processes, wl)
+    session_run = sess.sessions.start(wl, sess.pool, sess.text) if sess.sessions else None
+    state["session_run"] = session_run
+    processes = 1 if session_run else client_processes(cfg.client_processes, wl)
     try:
         if processes > 1:
             # forks the workers before this process starts the telemetry threads
@@ -497,6 +506,7 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
                 client,
                 sampler,
                 scraper,
+                session_run,
             )
     finally:
         telemetry["gpu"] = sampler.stop()
@@ -609,7 +619,10 @@ def build_result(
             "prompt": prompt_mode(cfg, sess.dataset),
             "dataset": sess.dataset.to_dict() if sess.dataset else None,
             "trace": sess.trace.to_dict() if sess.trace else None,
+            "sessions": sess.sessions.to_dict() if sess.sessions else None,
         },
+        "sessions": state["session_run"].result(records, scraped)
+        if state.get("session_run") else None,
         "trace_replay": trace_replay(sess.trace, records) if sess.trace else None,
         "workload": wl.to_dict(),
         "load": {
@@ -692,6 +705,7 @@ def _drive(
     client: dict[str, Any],
     sampler: NvmlSampler,
     scraper: MetricsScraper,
+    session_run: SessionRun | None = None,
 ) -> None:
     """Run one point's load in an event loop with a server watchdog, a lag probe, progress,
     and Ctrl-C handling (first Ctrl-C stops sending and cancels streams in flight)."""
@@ -708,10 +722,16 @@ def _drive(
     cpu = _ThreadCpu()  # the event loop's thread: the telemetry threads are not the client's
     a = wl.arrival
     gate = (WarmupGate(a.concurrency or 1, warmup_seconds(wl.warmup))
-            if continuous_warmup(wl) else None)
+            if continuous_warmup(wl) and session_run is None else None)
 
     async def main() -> None:
-        if a.mode == "closed":
+        if session_run is not None:
+            coro = session_run.drive(
+                endpoint, build, warm,
+                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s),
+                counters, stop, records,
+            )
+        elif a.mode == "closed":
             coro = run_closed_loop(
                 endpoint,
                 build,

@@ -151,6 +151,16 @@ def run_command(
     trace_window: str = typer.Option(
         None, "--trace-window", help="START:END seconds of the trace to replay (e.g. 60:120)."
     ),
+    turns: int = typer.Option(
+        None,
+        "--turns",
+        help="Multi-turn sessions of K turns: each turn resends the conversation so far (prefix "
+        "cache hits); --concurrency is the concurrent sessions, --num-requests counts turns "
+        "(rounded up to whole sessions). Synthetic, or a ShareGPT --dataset's conversations.",
+    ),
+    think_time: float = typer.Option(
+        0.0, "--think-time", help="Seconds a session waits between an answer and its next turn."
+    ),
     client_processes: str = typer.Option(
         "auto",
         "--client-processes",
@@ -310,6 +320,8 @@ def run_command(
         trace=trace,
         time_scale=time_scale,
         trace_window=trace_window,
+        turns=turns,
+        think_time_s=think_time,
         client_processes=client_processes,
         dtype=dtype,
         max_model_len=max_model_len,
