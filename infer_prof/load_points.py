@@ -298,6 +298,8 @@ def attach_trace(
         n = cfg.num_requests
         trace.offsets, trace.input_lens = trace.offsets[:n], trace.input_lens[:n]
         trace.output_lens = trace.output_lens[:n]
+        if trace.hash_ids is not None:
+            trace.hash_ids = trace.hash_ids[:n]
     rate = trace.scheduled_rate() or 1.0
     warm = 0 if cfg.warmup is None and cfg.warmup_requests is None else None
     try:
@@ -370,12 +372,59 @@ def build_specs(
         for i, (inp, out, grp) in enumerate(shapes[:n_warm]):
             yield RequestSpec(-1 - i, prompt(-1 - i, inp, grp), inp, out, warmup=True)
 
+    hashed = trace.hash_ids if trace is not None else None
+    blocks: dict[int, Any] = {}
+
     def measured() -> Iterator[RequestSpec]:
         for i, (inp, out, grp) in enumerate(shapes[n_warm:]):
-            yield RequestSpec(i, prompt(i, inp, grp), inp, out)
+            ids = hashed[i] if hashed is not None else None
+            p = (hashed_prompt(ids, inp, wl.seed, i, pool, text, trace.block_tokens, blocks)
+                 if ids and trace is not None else prompt(i, inp, grp))
+            yield RequestSpec(i, p, inp, out)
 
     warm = warm_specs() if continuous_warmup(wl) else list(warm_specs())
     return warm, measured(), n_measured
+
+
+def hashed_prompt(
+    hash_ids: tuple[int, ...],
+    length: int,
+    seed: int,
+    index: int,
+    pool: TokenPool,
+    text: TextPromptMaker | None,
+    block_tokens: int,
+    cache: dict[int, Any] | None = None,
+) -> list[int] | str:
+    """A Mooncake request's prompt of exactly ``length`` tokens: the fixed block of each hash
+    id (``block_tokens`` tokens drawn with ``"<seed>/hash/<id>"``; the same id, the same block
+    in every request), cut at ``length``, then fresh tokens (``"<seed>/prompt/<index>"``). As
+    text, the blocks are ``block_tokens``-token texts joined by spaces, as many whole blocks as
+    fit, then words up to the exact length. ``cache`` keeps the blocks made (by hash id)."""
+    rng = random.Random(f"{seed}/prompt/{index}")
+    cache = {} if cache is None else cache
+
+    def block(h: int) -> Any:
+        if h not in cache:
+            r = random.Random(f"{seed}/hash/{h}")
+            cache[h] = (make_prompt(pool, block_tokens, r) if text is None
+                        else text.make(block_tokens, r))
+        return cache[h]
+
+    if text is None:
+        head: list[int] = []
+        for h in hash_ids:
+            if len(head) >= length:
+                break
+            head += block(h)
+        return make_prompt(pool, length, rng, head[:length])
+    prefix = ""
+    for h in hash_ids:
+        longer = f"{prefix} {block(h)}" if prefix else str(block(h))
+        if text.count(longer) > length - 1:
+            break
+        prefix = longer
+    return text.make(length, rng, prefix)
 
 
 def _dataset_specs(

@@ -125,7 +125,8 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     (:func:`precision_of`), quantization and dtype; concurrency and request rate; input and
     output length; workload name; load format; GPU name (``cpu: <model>`` without one) and count;
     the served model name; the dataset's SHA-256 (``dataset_sha256``) only for a result whose
-    prompts came from a dataset. Absent fields are None, so a field added to results later does
+    prompts came from a dataset; the session settings (``sessions``) only for a multi-turn
+    run. Absent fields are None, so a field added to results later does
     not change the fingerprint of older ones.
     """
     cfg = _as_dict(result.get("config"))
@@ -161,6 +162,12 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
         fields["trace_sha256"] = trace.get("sha256")
         fields["trace_window"] = trace.get("window_s")
         fields["trace_time_scale"] = trace.get("time_scale")
+    sessions = _as_dict(cfg.get("sessions"))
+    if sessions:  # likewise: multi-turn sessions (turns, think time, source, prompt, dataset)
+        ds = _as_dict(sessions.get("dataset"))
+        kept = {k: sessions.get(k) for k in ("turns", "think_time_s", "source", "prompt")}
+        kept["dataset_sha256"] = ds.get("sha256") if ds else None
+        fields["sessions"] = kept
     return fields
 
 

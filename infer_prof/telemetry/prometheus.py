@@ -90,7 +90,8 @@ def summarize_metrics(
     above 0 (``core.timeseries.busy_mean``): the batch an engine step ran with.
     Counters: increase from the window's first scrape to its last, resets
     handled (``core.timeseries.counter_increase``); ``None`` if the metric is absent there.
-    ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries.
+    ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries
+    (``prefix_cache_hit_rate_reason`` says why).
     ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines);
     ``estimated_read_bytes_per_gpu_reason`` says why it is null (not exposed, not read at the
     window's edges); :func:`mark_not_counted` nulls it where the server did not count it.
@@ -118,6 +119,10 @@ def summarize_metrics(
         "prefix_cache_hits": hits,
         "prefix_cache_queries": queries,
         "prefix_cache_hit_rate": ts.ratio(hits, queries),
+        # (no scrape at all: the scraper's reason says why)
+        "prefix_cache_hit_rate_reason": None if ts.ratio(hits, queries) is not None or not idx
+        else ("the server exposes no prefix-cache counters (vllm:prefix_cache_queries_total)"
+              if queries is None else "no prefix-cache queries in the window"),
     }
     for key, (series_key, _) in FLAG_GATED.items():
         values = col(series_key)
