@@ -32,7 +32,6 @@ def attach_sessions(
         return None, points
     clash = [flag for flag, given in (
         ("--suite", cfg.suite), ("--rate", cfg.rates), ("--trace", cfg.trace),
-        ("--find-max", cfg.find_max),
     ) if given]
     if any(w.arrival.mode != "closed" for w in points):
         clash.append("an open-loop workload")
