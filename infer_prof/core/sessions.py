@@ -6,9 +6,10 @@ input), so a server with prefix caching finds every earlier turn's tokens cached
 response's end and the next turn's send the stream waits ``think_time_s``.
 
 Per-turn figures (:func:`by_turn`): for each turn index (1-based), the measured requests of that
-turn, TTFT (ms: mean, p50, p99 of the completed ones) and input tokens (the prompt's length as
-sent: mean, min, max). The server's prefix-cache hit rate over the measured window
-(:func:`prefix_cache`) is hits / queries, the increase of vLLM's
+turn, TTFT (ms: mean, p50, p99 of the completed ones) and input tokens (mean, min, max of the
+prompt tokens the server counted, ``usage.prompt_tokens``; the length sent where it gave none).
+The server's prefix-cache hit rate over the measured window (:func:`prefix_cache`) is hits /
+queries, the increase of vLLM's
 ``vllm:prefix_cache_hits_total`` and ``vllm:prefix_cache_queries_total`` (tokens) from the
 window's first scrape to its last; null with a reason where it cannot be read.
 """

@@ -103,6 +103,13 @@ class SyntheticServer:
         self.conns: set[_Conn] = set()
         self.tick_ns = int(tick_ms * 1e6)
         self.buckets: dict[int, list[_Stream]] = {}
+        # --prefix-cache-block B: a prefix cache over token-ID prompts in blocks of B tokens
+        # (vLLM's rule: a request hits on its leading full blocks seen before), counted as
+        # vllm:prefix_cache_{queries,hits}_total; 0: none, and no such counters
+        self.prefix_block = 0
+        self.prefix_seen: set[int] = set()
+        self.prefix_queries = 0
+        self.prefix_hits = 0
         # perf_counter -> loop.time() offset (both CLOCK_MONOTONIC on Linux; measured anyway)
         self._loop_offset_s = self.loop.time() - time.perf_counter()
 
@@ -151,6 +158,8 @@ class SyntheticServer:
             prompt = req.get("prompt", "")
             if isinstance(prompt, list):
                 prompt_tokens = len(prompt)
+                if self.prefix_block:
+                    self._prefix_lookup(prompt)
             else:
                 prompt_tokens = max(1, len(str(prompt).split()))
             max_tokens = int(req.get("max_tokens") or self.default_tokens)
@@ -192,9 +201,30 @@ class SyntheticServer:
                 f"# TYPE vllm:num_requests_waiting gauge\n"
                 f'vllm:num_requests_waiting{{model_name="{MODEL_NAME}"}} 0\n'
             )
+            if self.prefix_block:
+                text += (
+                    f"# TYPE vllm:prefix_cache_queries_total counter\n"
+                    f'vllm:prefix_cache_queries_total{{model_name="{MODEL_NAME}"}} '
+                    f"{self.prefix_queries}\n"
+                    f"# TYPE vllm:prefix_cache_hits_total counter\n"
+                    f'vllm:prefix_cache_hits_total{{model_name="{MODEL_NAME}"}} '
+                    f"{self.prefix_hits}\n"
+                )
             conn.respond(200, text.encode(), content_type="text/plain")
         else:
             conn.respond(404, {"error": {"message": f"no route {method} {path}"}})
+
+    def _prefix_lookup(self, prompt: list[Any]) -> None:
+        """Count a prompt's lookup: every token is queried, the leading full blocks already
+        seen are hits; then all its full blocks are cached (keys: the whole prefix's hash)."""
+        b = self.prefix_block
+        keys = [hash(tuple(prompt[:end])) for end in range(b, len(prompt) + 1, b)]
+        hit = 0
+        while hit < len(keys) and keys[hit] in self.prefix_seen:
+            hit += 1
+        self.prefix_queries += len(prompt)
+        self.prefix_hits += hit * b
+        self.prefix_seen.update(keys)
 
     def _loop_time(self, perf_ns: int) -> float:
         return perf_ns / 1e9 + self._loop_offset_s
@@ -434,6 +464,12 @@ def main(argv: list[str] | None = None) -> None:
         default=0.5,
         help="token sends due within one tick share one timer callback (0: one timer each)",
     )
+    parser.add_argument(
+        "--prefix-cache-block",
+        type=int,
+        default=0,
+        help="count prefix-cache hits of token-ID prompts in blocks of N tokens (0: no cache)",
+    )
     args = parser.parse_args(argv)
     try:
         import uvloop
@@ -451,6 +487,7 @@ def main(argv: list[str] | None = None) -> None:
         args.fail_every,
         args.tick_ms,
     )
+    server.prefix_block = max(0, args.prefix_cache_block)
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
     # No collector pauses: a full collection of the truth records stalls sends for milliseconds
     # and then releases them as one burst, which a client 2 cores share with this server then

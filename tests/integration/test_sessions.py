@@ -62,6 +62,22 @@ def test_synthetic_sessions_in_order_with_think_time(synthetic, tmp_path):
     assert "prefix-cache hit rate (server)" in p.stdout
 
 
+def test_prefix_cache_hit_rate_from_the_server(synthetic, tmp_path):
+    # the synthetic server's prefix cache (blocks of 16 tokens, vLLM's rule): turn 2 hits on
+    # turn 1's 32 prompt tokens, turn 3 on turn 2's 80 (the answer stand-ins are new tokens)
+    server = synthetic("--prefix-cache-block", "16", ttft_ms=5.0, itl_ms=1.0, tokens=16)
+    out = tmp_path / "p.json"
+    result = _run(server.url, out, "-c", "2", "-n", "12", "--turns", "3", "--think-time",
+                  "0.3", "--input-len", "32", "--output-len", "16", "--warmup", "none")
+    pc = result["sessions"]["prefix_cache"]
+    assert pc["reason"] is None
+    assert pc["hits"] == 4 * (32 + 80)
+    # every prompt token is queried: 4 x (32 + 80 + 128), less any first turns sent before
+    # the window's first scrape (at most one per stream)
+    assert 4 * 240 - 2 * 32 <= pc["queries"] <= 4 * 240
+    assert pc["hit_rate"] == pytest.approx(pc["hits"] / pc["queries"])
+
+
 def test_sharegpt_sessions(synthetic, tmp_path):
     server = synthetic(ttft_ms=5.0, itl_ms=1.0, tokens=8)
     out = tmp_path / "g.json"
