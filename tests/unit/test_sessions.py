@@ -214,3 +214,20 @@ def test_hashed_prompts_share_blocks(maker: TextPromptMaker, tok: Tokenizer) -> 
     ia, ib = tok.encode(ta).ids, tok.encode(tb).ids
     assert (len(ia), len(ib)) == (1100, 600)
     assert ia[:500] == ib[:500]  # the shared block's tokens
+
+
+def test_compare_tells_session_settings_apart() -> None:
+    from infer_prof.results_io import config_fields, differing_fields
+
+    def result(sessions: dict | None) -> dict:
+        return {"config": {"model": "m", "sessions": sessions}, "model": {"name": "m"}}
+
+    plain = result(None)
+    assert "sessions" not in config_fields(plain)  # older fingerprints stay the same
+    a = result({"turns": 3, "think_time_s": 0.0, "source": "synthetic", "sessions": 4,
+                "prompt": "token-ids", "dataset": None})
+    b = result({**a["config"]["sessions"], "think_time_s": 1.0})
+    c = result({**a["config"]["sessions"], "sessions": 9})  # how many is not the setting
+    assert list(differing_fields([a, b])) == ["sessions"]
+    assert differing_fields([a, c]) == {}
+    assert "sessions" in differing_fields([a, plain])
