@@ -10,8 +10,9 @@ Conversations:
   length (the client does not keep the streamed text; the server generates exactly
   ``max_tokens`` tokens, ``ignore_eos``), then ``input_len_k`` new tokens. As token IDs (the
   default) every length is exact: ``input_k = sum(user_0..k) + sum(answer_0..k-1)``. As text
-  (``--prompt text``): ``User: <words>\\nAssistant:`` for a user turn and `` <words>\\n`` for an
-  answer, each built so the whole prompt's token count is exact: turn ``k`` has
+  (``--prompt text``): ``User: <words>\\nAssistant:`` for a user turn (words alone when the
+  turn is too short for the markers) and `` <words>\\n`` for an answer, each built so the whole
+  prompt's token count is exact: turn ``k`` has
   ``count(history) + user_k`` tokens (turn 0: ``user_0``, BOS included), the answer exactly
   ``answer_k`` tokens more than the prompt before it.
 - ShareGPT (``--dataset FILE --turns K``): each conversation's (human, gpt) pairs, up to ``K``,
@@ -98,8 +99,11 @@ def synthetic_turns(
     history = ""
     for k, (user, answer) in enumerate(zip(users, answers, strict=True)):
         target = (text.count(history) if history else 0) + user
-        prompt = _exact_text(text, target, f"{seed}/session/{s}/turn/{k}/user",
-                             history + USER, ASSISTANT)
+        where = f"{seed}/session/{s}/turn/{k}/user"
+        try:
+            prompt = _exact_text(text, target, where, history + USER, ASSISTANT)
+        except ValueError:  # a user turn too short for the role markers: words alone
+            prompt = text.make(target, random.Random(where), history)
         n = text.count(prompt)
         out.append((prompt, n, answer))
         history = text.make(n + answer, random.Random(f"{seed}/session/{s}/turn/{k}/answer"),

@@ -231,3 +231,25 @@ def test_compare_tells_session_settings_apart() -> None:
     assert list(differing_fields([a, b])) == ["sessions"]
     assert differing_fields([a, c]) == {}
     assert "sessions" in differing_fields([a, plain])
+
+
+def test_text_turns_exact_with_a_bos_tokenizer() -> None:
+    # a tokenizer that adds a BOS and knows no ':' (the role markers cost many tokens): turns
+    # too short for the markers are words alone, every length still exact, every turn a prefix
+    from .test_text_prompts import _bos_metaspace_tokenizer
+
+    tok = _bos_metaspace_tokenizer()
+    maker = TextPromptMaker.from_tokenizer(tok)
+    plain = 0
+    for s in range(20):
+        turns = synthetic_turns(s, 4, Uniform(2, 120), Uniform(1, 40), 2, POOL, maker)
+        for k, (prompt, n_in, _) in enumerate(turns):
+            assert isinstance(prompt, str)
+            ids = tok.encode(prompt).ids
+            assert len(ids) == n_in and ids[0] == tok.token_to_id("<s>")
+            plain += not prompt.endswith("Assistant:")
+            if k:
+                prev = turns[k - 1][0]
+                assert isinstance(prev, str)
+                assert ids[:len(tok.encode(prev).ids)] == tok.encode(prev).ids
+    assert plain > 0
