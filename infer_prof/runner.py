@@ -616,7 +616,8 @@ def build_result(
             "output_len": wl.output_len.support()[1] if wl.output_len.kind == "fixed" else None,
             "num_requests": wl.num_requests,
             "warmup_requests": wl.warmup_requests,
-            "prompt": prompt_mode(cfg, sess.dataset),
+            "prompt": sess.sessions.settings.prompt if sess.sessions
+            else prompt_mode(cfg, sess.dataset),
             "dataset": sess.dataset.to_dict() if sess.dataset else None,
             "trace": sess.trace.to_dict() if sess.trace else None,
             "sessions": sess.sessions.to_dict() if sess.sessions else None,

@@ -85,6 +85,7 @@ def test_sharegpt_sessions(synthetic, tmp_path):
                   str(DATA / "sharegpt.json"), "--output-len", "6", "--warmup", "none")
     cfg = result["config"]["sessions"]
     assert cfg["source"] == "sharegpt" and cfg["prompt"] == "text"
+    assert result["config"]["prompt"] == "text"
     ds = cfg["dataset"]
     # a1 has 2 turns, a3 and a4 one each; a2 and a5 have no human/gpt pair
     assert ds["conversations"] == 3 and ds["turns"] == 4 and ds["skipped"]["no_pair"] == 2
