@@ -141,6 +141,7 @@ class ShareGptSessions:
     skipped: dict[str, int] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
+        """For ``config.sessions.dataset``: path, sha256, sample, conversations, turns, skipped."""
         return {"path": self.path, "sha256": self.sha256, "format": "sharegpt",
                 "sample": self.sample, "conversations": len(self.conversations),
                 "turns": sum(len(c) for c in self.conversations),
