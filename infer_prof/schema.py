@@ -109,6 +109,8 @@ def public_result(result: dict[str, Any]) -> dict[str, Any]:
         "reason": None if roof.get("available") else roof.get("reason"),
     }
     out["warmup"] = result.get("warmup")
+    if result.get("sessions"):  # multi-turn runs: per-turn figures and the prefix-cache hit rate
+        out["sessions"] = result["sessions"]
     out["valid"] = (result.get("validity") or {}).get("valid")
     out["complete"] = result.get("complete")
     return out

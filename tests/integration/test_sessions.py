@@ -60,6 +60,10 @@ def test_synthetic_sessions_in_order_with_think_time(synthetic, tmp_path):
             "-n", "2", "--turns", "2", "--input-len", "10", "--output-len", "4")
     assert p.returncode == 0 and "turn 2: TTFT p50 / p99" in p.stdout
     assert "prefix-cache hit rate (server)" in p.stdout
+    p = cli(*BASE, "--endpoint", server.url, "--output", str(tmp_path / "j.json"), "-c", "1",
+            "-n", "2", "--turns", "2", "--input-len", "10", "--output-len", "4", "--json")
+    assert p.returncode == 0
+    assert [t["turn"] for t in json.loads(p.stdout)["sessions"]["by_turn"]] == [1, 2]
 
 
 def test_prefix_cache_hit_rate_from_the_server(synthetic, tmp_path):
