@@ -90,8 +90,8 @@ def run_many(cfg: RunConfig, targets: list[EndpointTarget], json_output: bool) -
         out.print(endpoints_table(outcome.rows))
     for run in outcome.runs:
         for _, path in run.results:
-            err.print(f"result: {path}")
-    err.print(f"table: {outcome.json_path} {outcome.csv_path}")
+            err.print(f"result: {path}", soft_wrap=True)
+    err.print(f"table: {outcome.json_path} {outcome.csv_path}", soft_wrap=True)
     for e in outcome.history_errors or []:
         err.print(f"warning: not recorded in the history: {e}")
     if outcome.interrupted:
@@ -140,17 +140,30 @@ def endpoints_table(rows: list[dict[str, Any]]) -> Table:
             if key == "gpu" and v and (row.get("gpu_count") or 1) > 1:
                 v = f"{row['gpu_count']} x {v}"
             text = escape(fmt_value(v, digits) if digits is not None else str(v or "n/a"))
-            if key == "status" and text != "ok":
-                text = f"[bold red]{text}[/bold red]"
+            if key == "status" and v != "ok":
+                text = f"[bold red]{escape(short_status(str(v)))}[/bold red]"
             if (key == "usd_per_1m_output" and row.get("cheapest_output")) or (
                 key == "usd_per_1m_total" and row.get("cheapest_total")
             ):
                 text = f"[bold green]{text} *[/bold green]"
             cells.append(text)
         t.add_row(*cells)
-    if any(r.get("cost_reason") for r in rows if r["status"] == "ok"):
-        reasons = {r["endpoint"]: r["cost_reason"] for r in rows if r.get("cost_reason")}
-        t.caption = str(t.caption) + "".join(
-            f"\nno price for {escape(str(k))}: {escape(str(v))}" for k, v in reasons.items()
-        )
+    notes = [f"{r['endpoint']} {r['load'] or ''}: {r['status']}".replace(" :", ":")
+             for r in rows if r["status"] != "ok"]
+    notes += [f"no price for {r['endpoint']}: {r['cost_reason']}"
+              for r in rows if r["status"] == "ok" and r.get("cost_reason")]
+    if notes:
+        t.caption = str(t.caption) + "".join(f"\n{escape(n)}" for n in notes)
     return t
+
+
+def short_status(status: str) -> str:
+    """The status for the table's column: ``failed``, ``incomplete: <why>`` or ``invalid:
+    <rule names>`` (the whole text is in the caption, the JSON and the CSV)."""
+    kind, _, rest = status.partition(": ")
+    if kind == "failed":
+        return "failed"
+    if kind == "invalid":
+        names = [part.split(":")[0].strip() for part in rest.split("; ")]
+        return f"invalid: {', '.join(names)}"
+    return status if len(status) <= 40 else status[:39] + "~"
