@@ -233,6 +233,7 @@ class MultiOutcome:
     csv_path: Path
     interrupted: bool = False
     history_errors: list[str] | None = None
+    sweep_paths: list[Path] | None = None  # each endpoint's sweep summary (several points)
 
     @property
     def succeeded(self) -> int:
@@ -254,12 +255,13 @@ def run_endpoints(
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     runs: list[EndpointRun] = []
     history_errors: list[str] = []
+    sweep_paths: list[Path] = []
     interrupted = False
     for i, t in enumerate(targets):
         run = EndpointRun(str(t.label), t.url, t.gpu, t.gpu_count or 1)
         runs.append(run)
         if interrupted:
-            run.error = "not run: interrupted"
+            run.skipped = "interrupted"
             continue
         announce(i, t)
         try:
@@ -273,11 +275,13 @@ def run_endpoints(
             continue
         run.results = [(p.result, str(p.result_path)) for p in outcome.points]
         history_errors += outcome.history_errors
+        if outcome.sweep_path:
+            sweep_paths.append(outcome.sweep_path)
         if any(p.result.get("incomplete_reason") == "interrupted" for p in outcome.points):
             interrupted = True
     rows = endpoint_rows(runs)
     json_path, csv_path = write_table(rows, Path(cfg.results_dir), stamp)
-    return MultiOutcome(runs, rows, json_path, csv_path, interrupted, history_errors)
+    return MultiOutcome(runs, rows, json_path, csv_path, interrupted, history_errors, sweep_paths)
 
 
 def _one_line(exc: BaseException) -> str:

@@ -347,8 +347,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     sweep, sweep_path = None, None
     if len(outcomes) > 1 or cfg.find_max:
         sweep = sweep_summary(outcomes, search)
-        tag = f"{cfg.run_tag}-" if cfg.run_tag else ""
-        sweep_path = results_dir / f"{stamp}-{tag}{safe_name(model.name)}.sweep.json"
+        tag = f"-{cfg.run_tag}" if cfg.run_tag else ""
+        sweep_path = results_dir / f"{stamp}-{safe_name(model.name)}{tag}.sweep.json"
         write_result(sweep_path, sweep)
     return SweepOutcome(outcomes, sweep, sweep_path)
 

@@ -91,6 +91,8 @@ def run_many(cfg: RunConfig, targets: list[EndpointTarget], json_output: bool) -
     for run in outcome.runs:
         for _, path in run.results:
             err.print(f"result: {path}", soft_wrap=True)
+    for sweep in outcome.sweep_paths or []:
+        err.print(f"sweep: {sweep}", soft_wrap=True)
     err.print(f"table: {outcome.json_path} {outcome.csv_path}", soft_wrap=True)
     for e in outcome.history_errors or []:
         err.print(f"warning: not recorded in the history: {e}")
@@ -161,8 +163,8 @@ def short_status(status: str) -> str:
     """The status for the table's column: ``failed``, ``incomplete: <why>`` or ``invalid:
     <rule names>`` (the whole text is in the caption, the JSON and the CSV)."""
     kind, _, rest = status.partition(": ")
-    if kind == "failed":
-        return "failed"
+    if kind in ("failed", "not run"):
+        return kind
     if kind == "invalid":
         names = [part.split(":")[0].strip() for part in rest.split("; ")]
         return f"invalid: {', '.join(names)}"

@@ -10,7 +10,7 @@ endpoint, url           the endpoint's label and URL                     -
 gpu, gpu_count          result ``gpu.key`` / ``gpu.count`` (as named)    -
 load                    ``c<N>`` (closed loop) or ``r<rate>`` (open)     -
 status                  ``ok``, ``failed: <why>``, ``incomplete: <why>``,
-                        ``invalid: <reasons>``                           -
+                        ``invalid: <reasons>``, ``not run: <why>``       -
 request_throughput      summary.request_throughput                       requests/s
 output_throughput       summary.output_throughput                        output tokens/s
 ttft/tpot/itl/e2e       summary.<x>_ms.p50 / .p99                        ms
@@ -82,6 +82,7 @@ class EndpointRun:
     gpu_count: int = 1
     results: list[tuple[dict[str, Any], str]] = field(default_factory=list)
     error: str | None = None
+    skipped: str | None = None  # why it was not run at all (e.g. interrupted before its turn)
 
 
 def _get(doc: Mapping[str, Any], path: str) -> Any:
@@ -131,7 +132,9 @@ def endpoint_rows(runs: Sequence[EndpointRun]) -> list[dict[str, Any]]:
                 url=run.url,
                 gpu=run.gpu,
                 gpu_count=run.gpu_count,
-                status=f"failed: {run.error or 'no result'}",
+                status=f"not run: {run.skipped}"
+                if run.skipped
+                else f"failed: {run.error or 'no result'}",
                 cheapest_output=False,
                 cheapest_total=False,
             )

@@ -3,6 +3,7 @@ marked, a dead endpoint reported while the others run, ordinary result files."""
 
 import csv
 import json
+import signal
 import socket
 import time
 
@@ -142,3 +143,20 @@ def test_server_dying_mid_run_is_its_row_and_the_next_endpoint_runs(synthetic, t
     # one priced row that holds: nothing to be cheaper than
     assert not any(r["cheapest_output"] for r in rows.values())
     assert load_result(rows["doomed"]["result_file"])["complete"] is False
+
+
+def test_ctrl_c_keeps_the_run_so_far_and_skips_the_rest(synthetic, tmp_path):
+    a = synthetic(ttft_ms=10.0, itl_ms=20.0, tokens=10)
+    b = synthetic(ttft_ms=10.0, itl_ms=20.0, tokens=10)
+    proc = cli_background(
+        "run", *LOAD, "-c", "4", "-n", "2000", "--output-len", "10", "--endpoint", a.url,
+        "--endpoint", b.url, "--results-dir", str(tmp_path), "--json",
+    )
+    time.sleep(4.0)
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3, err
+    rows = json.loads(out)["rows"]
+    assert [r["status"] for r in rows] == ["incomplete: interrupted", "not run: interrupted"]
+    assert rows[0]["request_throughput"] is not None
+    assert len(list(tmp_path.glob("*-c4.json"))) == 1

@@ -252,3 +252,9 @@ def test_cli_two_gpus_for_one_endpoint():
                          "--gpu", "A100-80GB-SXM"])
     assert r.exit_code == 2
     assert "--gpu is given 2 times for one endpoint" in one_error_line(r)
+
+
+def test_an_endpoint_not_run_says_why():
+    rows = endpoint_rows([run("a", result(1000.0, 3.6)),
+                          EndpointRun("b", "http://b", skipped="interrupted")])
+    assert rows[1]["status"] == "not run: interrupted" and rows[1]["gpu"] is None
