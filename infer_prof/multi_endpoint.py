@@ -11,6 +11,8 @@ FILE``)::
     price_per_hour = 1.89      # optional: USD per GPU-hour, overrides the catalog
     label = "a100-spot"        # optional: names the row and the result files
     served_model_name = "m"    # optional: default read from /v1/models
+    api_key_env = "RUNPOD_KEY" # optional: the environment variable holding its key
+                               # (default: --api-key / OPENAI_API_KEY); never written anywhere
 
 Each endpoint's run is an ordinary run (:func:`infer_prof.runner.execute`): its result files
 carry the endpoint's label in their name (``<stamp>-<model>-<label>-<load>.json``) and in the
@@ -25,6 +27,7 @@ from __future__ import annotations
 import csv
 import datetime as dt
 import io
+import os
 import re
 import tomllib
 from collections.abc import Callable, Sequence
@@ -41,13 +44,22 @@ from infer_prof.core.endpoint_table import (
 from infer_prof.run_config import ConfigError, RunConfig
 from infer_prof.store import write_file, write_result
 
-TOML_KEYS = ("url", "gpu", "gpu_count", "price_per_hour", "label", "served_model_name")
+TOML_KEYS = (
+    "url",
+    "gpu",
+    "gpu_count",
+    "price_per_hour",
+    "label",
+    "served_model_name",
+    "api_key_env",
+)
 
 
 @dataclass(frozen=True)
 class EndpointTarget:
     """One endpoint to profile: URL, the GPU it runs on (catalog key, for cost and roofline),
-    how many, the USD per GPU-hour (None: the price catalog's), its label, the model name."""
+    how many, the USD per GPU-hour (None: the price catalog's), its label, the model name, and
+    the name of the environment variable that holds its API key (None: the shared key)."""
 
     url: str
     gpu: str | None = None
@@ -55,6 +67,7 @@ class EndpointTarget:
     price_per_hour: float | None = None
     label: str | None = None
     served_model_name: str | None = None
+    api_key_env: str | None = None
 
 
 def pair_targets(
@@ -123,7 +136,7 @@ def parse_endpoints_toml(text: str, source: str = "endpoints file") -> list[Endp
         url = entry.get("url")
         if not isinstance(url, str) or not url.strip():
             raise ConfigError(f"{where} has no url; add url = \"http://host:port\"")
-        for key in ("gpu", "label", "served_model_name"):
+        for key in ("gpu", "label", "served_model_name", "api_key_env"):
             if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
                 raise ConfigError(f"{where}: {key} must be a non-empty string")
         count = entry.get("gpu_count")
@@ -146,6 +159,7 @@ def parse_endpoints_toml(text: str, source: str = "endpoints file") -> list[Endp
                 price_per_hour=float(price) if price is not None else None,
                 label=entry.get("label"),
                 served_model_name=entry.get("served_model_name"),
+                api_key_env=entry.get("api_key_env"),
             )
         )
     return with_labels(out, source)
@@ -187,8 +201,17 @@ def with_labels(
 
 def target_config(cfg: RunConfig, t: EndpointTarget) -> RunConfig:
     """The run configuration of one endpoint: the shared one with the endpoint's URL, GPU,
-    count, price, model name and label (``labels.endpoint``; the run id carries it too)."""
+    count, price, model name, API key and label (``labels.endpoint``; the run id carries it
+    too). Raises ConfigError when the endpoint's ``api_key_env`` is not set."""
     label = t.label or t.url
+    api_key = cfg.api_key
+    if t.api_key_env:
+        api_key = os.environ.get(t.api_key_env)
+        if not api_key:
+            raise ConfigError(
+                f"endpoint {label}: api_key_env names {t.api_key_env}, which is not set; "
+                f"export {t.api_key_env}=<key>"
+            )
     return replace(
         cfg,
         endpoint=t.url,
@@ -196,6 +219,7 @@ def target_config(cfg: RunConfig, t: EndpointTarget) -> RunConfig:
         gpus=t.gpu_count,
         price_per_hour=t.price_per_hour if t.price_per_hour is not None else cfg.price_per_hour,
         served_model_name=t.served_model_name or cfg.served_model_name,
+        api_key=api_key,
         labels={**cfg.labels, "endpoint": label},
         run_tag=re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:40],
         output=None,
@@ -213,13 +237,16 @@ def check_targets(cfg: RunConfig, targets: Sequence[EndpointTarget]) -> None:
             "endpoint's files carry its label)"
         )
     for t in targets:
-        one = target_config(cfg, t)
         try:
+            one = target_config(cfg, t)
             validate(one)
             if t.gpu:
                 resolve_gpu(one)
         except ConfigError as exc:
-            raise ConfigError(f"endpoint {t.label}: {exc}") from None
+            text = str(exc)
+            raise ConfigError(
+                text if text.startswith("endpoint ") else f"endpoint {t.label}: {text}"
+            ) from None
 
 
 @dataclass

@@ -126,6 +126,7 @@ HEADERS = (
     ("usd_per_hour", "$/h", 2),
     ("usd_per_1m_output", "$/1M out", 3),
     ("usd_per_1m_total", "$/1M total", 3),
+    ("price_source", "price from", None),
 )
 
 
@@ -142,6 +143,8 @@ def endpoints_table(rows: list[dict[str, Any]]) -> Table:
             if key == "gpu" and v and (row.get("gpu_count") or 1) > 1:
                 v = f"{row['gpu_count']} x {v}"
             text = escape(fmt_value(v, digits) if digits is not None else str(v or "n/a"))
+            if key == "price_source" and v is None:
+                text = ""
             if key == "status" and v != "ok":
                 text = f"[bold red]{escape(short_status(str(v)))}[/bold red]"
             if (key == "usd_per_1m_output" and row.get("cheapest_output")) or (

@@ -17,6 +17,8 @@ ttft/tpot/itl/e2e       summary.<x>_ms.p50 / .p99                        ms
 usd_per_hour            cost.usd_per_hour (all the endpoint's GPUs)       $
 usd_per_1m_output       cost.usd_per_million_output_tokens               $ per 1e6 output tok
 usd_per_1m_total        cost.usd_per_million_total_tokens                $ per 1e6 prompt+output
+price_source            cost.price: ``user`` (--price-per-hour / the
+                        file) or ``<provider> <on-demand|spot>``         -
 cost_reason             cost.reason when no price applied                -
 ======================  ===============================================  =====================
 
@@ -65,6 +67,7 @@ COLUMNS: tuple[str, ...] = (
     *(k for k, _ in METRICS),
     "cheapest_output",
     "cheapest_total",
+    "price_source",
     "cost_reason",
     "result_file",
 )
@@ -154,12 +157,23 @@ def endpoint_rows(runs: Sequence[EndpointRun]) -> list[dict[str, Any]]:
             row.update({key: _get(result, path) for key, path in METRICS})
             row["cheapest_output"] = False
             row["cheapest_total"] = False
+            row["price_source"] = price_source(cost.get("price"))
             row["cost_reason"] = None if cost.get("available") else cost.get("reason")
             row["result_file"] = path
             rows.append(row)
     _mark_cheapest(rows, "usd_per_1m_output", "cheapest_output")
     _mark_cheapest(rows, "usd_per_1m_total", "cheapest_total")
     return rows
+
+
+def price_source(price: Any) -> str | None:
+    """Where a run's price came from: ``user`` (given by hand) or ``<provider> <kind>`` from the
+    catalog; None without a price."""
+    if not isinstance(price, Mapping) or not price.get("kind"):
+        return None
+    if price["kind"] == "user":
+        return "user"
+    return f"{price.get('provider') or '?'} {price['kind']}"
 
 
 def _mark_cheapest(rows: list[dict[str, Any]], key: str, flag: str) -> None:

@@ -258,3 +258,23 @@ def test_an_endpoint_not_run_says_why():
     rows = endpoint_rows([run("a", result(1000.0, 3.6)),
                           EndpointRun("b", "http://b", skipped="interrupted")])
     assert rows[1]["status"] == "not run: interrupted" and rows[1]["gpu"] is None
+
+
+def test_price_source():
+    r = result(1000.0, 3.6)
+    r["cost"]["price"] = {"kind": "user", "provider": "user"}
+    r2 = result(500.0, 1.2)
+    r2["cost"]["price"] = {"kind": "on-demand", "provider": "lambda"}
+    rows = endpoint_rows([run("a", r), run("b", r2), run("c", result(500.0, None))])
+    assert [x["price_source"] for x in rows] == ["user", "lambda on-demand", None]
+
+
+def test_api_key_from_the_endpoints_own_variable(monkeypatch):
+    t = parse_endpoints_toml('[[endpoint]]\nurl = "http://a"\napi_key_env = "PROV_KEY"\n')[0]
+    monkeypatch.setenv("PROV_KEY", "sk-1")
+    assert target_config(RunConfig(api_key="shared"), t).api_key == "sk-1"
+    assert target_config(RunConfig(api_key="shared"), EndpointTarget("http://b")).api_key == (
+        "shared")
+    monkeypatch.delenv("PROV_KEY")
+    with pytest.raises(ConfigError, match="PROV_KEY, which is not set"):
+        target_config(RunConfig(), t)
