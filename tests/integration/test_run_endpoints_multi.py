@@ -6,6 +6,7 @@ import json
 import signal
 import socket
 import time
+import urllib.request
 
 import pytest
 
@@ -26,6 +27,18 @@ def dead_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+def wait_served(url: str, n: int, timeout_s: float = 60.0) -> None:
+    """Wait until the synthetic server has finished ``n`` requests (its ``/truth`` records), so a
+    test acts mid-run however long the client took to start on a busy machine."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{url}/truth", timeout=5) as r:
+            if len(json.load(r)["requests"]) >= n:
+                return
+        time.sleep(0.2)
+    raise AssertionError(f"{url} did not serve {n} requests in {timeout_s} s")
 
 
 def test_two_servers_and_a_dead_one(synthetic, tmp_path):
@@ -131,7 +144,7 @@ def test_server_dying_mid_run_is_its_row_and_the_next_endpoint_runs(synthetic, t
         "run", *LOAD, "-c", "4", "--duration", "6", "--output-len", "10", "--endpoints", str(f),
         "--results-dir", str(tmp_path), "--json",
     )
-    time.sleep(4.0)  # within the first endpoint's 6 s
+    wait_served(doomed.url, 8)  # well within the first endpoint's 6 s
     doomed.proc.kill()
     out, err = proc.communicate(timeout=120)
     assert proc.returncode == 0, err
@@ -152,7 +165,7 @@ def test_ctrl_c_keeps_the_run_so_far_and_skips_the_rest(synthetic, tmp_path):
         "run", *LOAD, "-c", "4", "-n", "2000", "--output-len", "10", "--endpoint", a.url,
         "--endpoint", b.url, "--results-dir", str(tmp_path), "--json",
     )
-    time.sleep(4.0)
+    wait_served(a.url, 8)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
