@@ -276,13 +276,15 @@ def run_endpoints(
     """Profile each endpoint in turn with ``cfg``'s workload (see the module docstring) and
     write the table. An endpoint's failure (any error but Ctrl-C) is its row's reason; Ctrl-C
     during an endpoint ends it as usual (its result kept, marked interrupted) and skips the
-    rest."""
+    rest. Raises ConfigError (no table) when every endpoint was refused with the same bad-input
+    error (e.g. a workload longer than the model's context)."""
     from infer_prof.runner import execute  # not at import: keeps --help fast
 
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     runs: list[EndpointRun] = []
     history_errors: list[str] = []
     sweep_paths: list[Path] = []
+    bad_input: list[str] = []
     interrupted = False
     for i, t in enumerate(targets):
         run = EndpointRun(str(t.label), t.url, t.gpu, t.gpu_count or 1)
@@ -297,6 +299,10 @@ def run_endpoints(
             run.error = "interrupted before any load was sent"
             interrupted = True
             continue
+        except ConfigError as exc:  # bad input found before this endpoint was sent anything
+            run.error = _one_line(exc)
+            bad_input.append(run.error)
+            continue
         except Exception as exc:  # noqa: BLE001 -- any failure is this endpoint's row
             run.error = _one_line(exc)
             continue
@@ -306,6 +312,8 @@ def run_endpoints(
             sweep_paths.append(outcome.sweep_path)
         if any(p.result.get("incomplete_reason") == "interrupted" for p in outcome.points):
             interrupted = True
+    if len(bad_input) == len(runs) and len(set(bad_input)) == 1:
+        raise ConfigError(bad_input[0])  # the same bad input for all: nothing to tabulate
     rows = endpoint_rows(runs)
     json_path, csv_path = write_table(rows, Path(cfg.results_dir), stamp)
     return MultiOutcome(runs, rows, json_path, csv_path, interrupted, history_errors, sweep_paths)

@@ -79,7 +79,10 @@ def run_many(cfg: RunConfig, targets: list[EndpointTarget], json_output: bool) -
         err.print(f"[bold]endpoint {i + 1}/{len(targets)}: {escape(str(t.label))}[/] "
                   f"{escape(t.url)}{escape(gpu)}")
 
-    outcome = run_endpoints(cfg, targets, announce)
+    try:
+        outcome = run_endpoints(cfg, targets, announce)
+    except ConfigError as exc:
+        fail(str(exc))
     if json_output:
         doc: dict[str, Any] = json.loads(outcome.json_path.read_text())
         sys.stdout.write(json.dumps(doc, indent=2) + "\n")
@@ -111,6 +114,7 @@ def run_many(cfg: RunConfig, targets: list[EndpointTarget], json_output: bool) -
 HEADERS = (
     ("endpoint", "endpoint", None),
     ("gpu", "GPU", None),
+    ("workload", "workload", None),
     ("load", "load", None),
     ("status", "status", None),
     ("request_throughput", "req/s", 2),
@@ -134,11 +138,13 @@ def endpoints_table(rows: list[dict[str, Any]]) -> Table:
     """The closing table: latencies in ms, cheapest $/1M marked with ``*``."""
     t = Table(box=box.SIMPLE_HEAVY, caption="latencies in ms; * cheapest per 1M tokens; "
               "n/a: not measured or no price", caption_justify="left")
-    for _key, header, digits in HEADERS:
+    named = any(r.get("workload") not in (None, "custom") for r in rows)  # a suite, a file
+    headers = [h for h in HEADERS if named or h[0] != "workload"]
+    for _key, header, digits in headers:
         t.add_column(header, justify="left" if digits is None else "right", no_wrap=True)
     for row in rows:
         cells = []
-        for key, _, digits in HEADERS:
+        for key, _, digits in headers:
             v = row.get(key)
             if key == "gpu" and v and (row.get("gpu_count") or 1) > 1:
                 v = f"{row['gpu_count']} x {v}"

@@ -8,6 +8,7 @@ row key                 source in the result                             unit
 ======================  ===============================================  =====================
 endpoint, url           the endpoint's label and URL                     -
 gpu, gpu_count          result ``gpu.key`` / ``gpu.count`` (as named)    -
+workload                workload.name (``custom``: the command line's)   -
 load                    ``c<N>`` (closed loop) or ``r<rate>`` (open)     -
 status                  ``ok``, ``failed: <why>``, ``incomplete: <why>``,
                         ``invalid: <reasons>``, ``not run: <why>``       -
@@ -25,10 +26,10 @@ cost_reason             cost.reason when no price applied                -
 $ per 1M output tokens = usd_per_hour / (output tokens/s x 3600) x 1e6 (``core.pricing``); the
 total-token figure counts prompt and output tokens.
 
-``cheapest_output`` / ``cheapest_total`` mark the lowest $/1M among the rows of the same load
-point that are ``ok`` (complete and valid: a run whose numbers do not hold is never cheapest),
-only when at least two such rows have a price; ties are all marked. A value not measured is
-None, never 0.
+``cheapest_output`` / ``cheapest_total`` mark the lowest $/1M among the rows of the same
+workload and load point that are ``ok`` (complete and valid: a run whose numbers do not hold is
+never cheapest), only when at least two such rows have a price; ties are all marked. A value not
+measured is None, never 0.
 """
 
 from __future__ import annotations
@@ -62,6 +63,7 @@ COLUMNS: tuple[str, ...] = (
     "url",
     "gpu",
     "gpu_count",
+    "workload",
     "load",
     "status",
     *(k for k, _ in METRICS),
@@ -151,6 +153,7 @@ def endpoint_rows(runs: Sequence[EndpointRun]) -> list[dict[str, Any]]:
                 "url": run.url,
                 "gpu": gpu.get("key") or run.gpu,
                 "gpu_count": gpu.get("count") or run.gpu_count,
+                "workload": (result.get("workload") or {}).get("name"),
                 "load": load_of(result),
                 "status": status_of(result),
             }
@@ -177,10 +180,10 @@ def price_source(price: Any) -> str | None:
 
 
 def _mark_cheapest(rows: list[dict[str, Any]], key: str, flag: str) -> None:
-    groups: dict[str | None, list[int]] = {}
+    groups: dict[tuple[str | None, str | None], list[int]] = {}
     for i, row in enumerate(rows):
         if row["status"] == "ok" and row.get(key) is not None:
-            groups.setdefault(row["load"], []).append(i)
+            groups.setdefault((row["workload"], row["load"]), []).append(i)
     for idx in groups.values():
         if len(idx) < 2:
             continue
@@ -204,7 +207,7 @@ def table_document(rows: list[dict[str, Any]], schema_version: int) -> dict[str,
         "rows": rows,
         "cheapest": cheapest(rows),
         "cheapest_rule": "lowest $ per 1M output tokens among complete, valid runs of the same "
-        "load point, marked when at least two have a price",
+        "workload and load point, marked when at least two have a price",
         "units": {
             "request_throughput": "requests/s",
             "output_throughput": "output tokens/s",

@@ -278,3 +278,26 @@ def test_api_key_from_the_endpoints_own_variable(monkeypatch):
     monkeypatch.delenv("PROV_KEY")
     with pytest.raises(ConfigError, match="PROV_KEY, which is not set"):
         target_config(RunConfig(), t)
+
+
+def test_cheapest_is_per_workload_too():
+    a1, b1 = result(1000.0, 3.6), result(500.0, 1.2)
+    a2, b2 = result(1000.0, 1.0), result(500.0, 1.2)
+    for r in (a1, b1):
+        r["workload"] = {"name": "chat"}
+    for r in (a2, b2):
+        r["workload"] = {"name": "rag"}
+    rows = endpoint_rows([run("a", a1, a2), run("b", b1, b2)])
+    assert [(r["endpoint"], r["workload"], r["cheapest_output"]) for r in rows] == [
+        ("a", "chat", False), ("a", "rag", True), ("b", "chat", True), ("b", "rag", False)]
+
+
+def test_cli_same_bad_input_for_every_endpoint_is_exit_2_without_a_table(tmp_path):
+    # the context check comes before any endpoint is contacted: nothing listens on these ports
+    r = cli.invoke(app, ["run", "--no-progress", "--model", "llama-2-7b", "--results-dir",
+                         str(tmp_path), "--input-len", "4096", "--output-len", "8",
+                         "--endpoint", "http://127.0.0.1:9", "--endpoint", "http://127.0.0.1:10"])
+    assert r.exit_code == 2, r.output
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and "exceeds the model's context" in errors[0]
+    assert not list(tmp_path.iterdir())
