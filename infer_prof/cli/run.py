@@ -40,8 +40,8 @@ def run_command(
     endpoints_file: str = typer.Option(
         None,
         "--endpoints",
-        help="TOML file of endpoints to profile in turn: [[endpoint]] url, gpu, gpu_count, "
-        "price_per_hour, label, served_model_name.",
+        help="TOML file of endpoints to profile in turn, one endpoint table each: url, gpu, "
+        "gpu_count, price_per_hour, label, served_model_name, api_key_env (see README).",
     ),
     endpoint_label: list[str] = typer.Option(
         None, "--endpoint-label", help="Name of each --endpoint (its row and result files)."
