@@ -79,7 +79,8 @@ def pair_targets(
 ) -> list[EndpointTarget]:
     """Endpoints from repeated options, paired in order: each of ``--gpu``, ``--gpus``,
     ``--price-per-hour`` and ``--endpoint-label`` is given once per ``--endpoint`` or not at
-    all. Raises ConfigError on a count mismatch."""
+    all; ``--gpu none`` for an endpoint whose GPU is not named (a TOML file leaves any key out).
+    Raises ConfigError on a count mismatch."""
     n = len(urls)
     for flag, values in (
         ("--gpu", gpus),
@@ -96,7 +97,7 @@ def pair_targets(
         [
             EndpointTarget(
                 url=u,
-                gpu=gpus[i] if gpus else None,
+                gpu=gpus[i] if gpus and gpus[i].strip().lower() not in ("none", "-") else None,
                 gpu_count=counts[i] if counts else None,
                 price_per_hour=prices[i] if prices else None,
                 label=labels[i] if labels else None,

@@ -192,6 +192,9 @@ def test_pairing_in_order_and_count_mismatch():
                      [])
     assert [(x.gpu, x.price_per_hour, x.label) for x in t] == [
         ("A100-80GB-SXM", 1.0, "A100-80GB-SXM"), ("H100-SXM", 2.0, "H100-SXM")]
+    assert pair_targets(["http://a:1", "http://b"], ["none", "H100-SXM"], [], [], [])[0].gpu is None
+    assert pair_targets(["http://a:1", "http://b"], ["none", "H100-SXM"], [], [], [])[0].label == (
+        "a_1")
     with pytest.raises(ConfigError, match="3 --gpu for 2 --endpoint"):
         pair_targets(["http://a", "http://b"], ["A", "B", "C"], [], [], [])
 
