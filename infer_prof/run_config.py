@@ -66,6 +66,9 @@ class RunConfig:
     output: str | None = None
     results_dir: str = "results"
     labels: dict[str, str] = field(default_factory=dict)
+    # put in the run id and file names before the load label (several endpoints in one
+    # command: the endpoint's label, see infer_prof.multi_endpoint)
+    run_tag: str | None = None
     progress: bool = True
     telemetry_interval_s: float = 0.5
     metrics_interval_s: float = 0.5
@@ -79,9 +82,6 @@ class RunConfig:
     trace: str | None = None  # replay this trace's arrivals and lengths (infer_prof.loadgen.traces)
     time_scale: float = 1.0  # trace gaps times this (0.5: twice as fast)
     trace_window: str | None = None  # "START:END" seconds of the trace to replay
-    # put in the run id and file names before the load label (several endpoints in one
-    # command: the endpoint's label, see infer_prof.multi_endpoint)
-    run_tag: str | None = None
 
 
 def validate(cfg: RunConfig) -> None:
