@@ -66,6 +66,9 @@ class RunConfig:
     output: str | None = None
     results_dir: str = "results"
     labels: dict[str, str] = field(default_factory=dict)
+    # put in the run id and file names before the load label (several endpoints in one
+    # command: the endpoint's label, see infer_prof.multi_endpoint)
+    run_tag: str | None = None
     progress: bool = True
     telemetry_interval_s: float = 0.5
     metrics_interval_s: float = 0.5

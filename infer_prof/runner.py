@@ -354,7 +354,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     sweep, sweep_path = None, None
     if len(outcomes) > 1 or cfg.find_max:
         sweep = sweep_summary(outcomes, search)
-        sweep_path = results_dir / f"{stamp}-{safe_name(model.name)}.sweep.json"
+        tag = f"-{cfg.run_tag}" if cfg.run_tag else ""
+        sweep_path = results_dir / f"{stamp}-{safe_name(model.name)}{tag}.sweep.json"
         write_result(sweep_path, sweep)
     return SweepOutcome(outcomes, sweep, sweep_path)
 
@@ -443,6 +444,8 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     """Drive one load point against the session's server and write its result."""
     cfg = sess.cfg
     label = point_label(wl) if wl.name == "custom" else f"{wl.name}-{point_label(wl)}"
+    if cfg.run_tag:  # several endpoints in one command: the endpoint's label
+        label = f"{cfg.run_tag}-{label}"
     run_id = make_run_id(_now().strftime("%Y%m%d-%H%M%S"), sess.model.name, label)
     taken = 1
     while (Path(cfg.results_dir) / f"{run_id}.json").exists() and not cfg.output:
