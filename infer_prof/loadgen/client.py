@@ -395,7 +395,7 @@ def chat_messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
     if prompt and all(isinstance(m, dict) for m in prompt):
-        return list(prompt)  # type: ignore[arg-type]
+        return list(prompt)
     raise ValueError("the chat API takes text, not token IDs; use --prompt text")
 
 
