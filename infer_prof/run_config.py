@@ -17,6 +17,8 @@ class RunConfig:
     endpoint: str | None = None
     served_model_name: str | None = None
     api_key: str | None = None
+    # "completions" (/v1/completions) or "chat" (/v1/chat/completions, text prompts only)
+    api: str = "completions"
     workload: str | None = None
     suite: str | None = None  # a suite file (workloads/nightly.toml): many workloads and points
     scale: str | None = None  # one of the suite's [scales.*], e.g. "tiny" for CPU CI
@@ -116,6 +118,11 @@ def validate(cfg: RunConfig) -> None:
     check_client_processes(cfg.client_processes)
     if cfg.prompt is not None and cfg.prompt not in ("text", "token-ids"):
         raise ConfigError(f"--prompt must be text or token-ids, got {cfg.prompt!r}")
+    if cfg.api not in ("completions", "chat"):
+        raise ConfigError(f"--api must be completions or chat, got {cfg.api!r}")
+    if cfg.api == "chat" and cfg.prompt == "token-ids":
+        raise ConfigError("--api chat sends text messages, not token IDs; drop --prompt "
+                          "token-ids (chat uses --prompt text)")
     if cfg.dataset_sample is not None and cfg.dataset_sample < 1:
         raise ConfigError(f"--dataset-sample must be a positive integer, got {cfg.dataset_sample}")
     if cfg.find_max and not cfg.slo and not cfg.workload:

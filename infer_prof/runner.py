@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof import history
+from infer_prof.core.api_tokens import api_block
 from infer_prof.core.gpuspec import GpuSpec
 from infer_prof.core.metrics import (
     RequestRecord,
@@ -58,7 +59,9 @@ from infer_prof.load_points import (
 )
 from infer_prof.loadgen.client import (
     Endpoint,
+    build_chat_request,
     build_completion_request,
+    chat_messages,
     gc_paused,
     loop_lag_probe,
     reader_in_use,
@@ -452,10 +455,18 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
     warm, measured, _ = build_specs(
-        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace
+        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace, cfg.api == "chat"
     )
 
     def build(spec: RequestSpec) -> bytes:
+        if cfg.api == "chat":
+            return build_chat_request(
+                sess.endpoint,
+                sess.served,
+                chat_messages(spec.prompt),
+                spec.max_tokens,
+                request_id=f"{run_id}-{spec.index}",
+            )
         return build_completion_request(
             sess.endpoint,
             sess.served,
@@ -611,6 +622,7 @@ def build_result(
             "trace": sess.trace.to_dict() if sess.trace else None,
         },
         "trace_replay": trace_replay(sess.trace, records) if sess.trace else None,
+        "api": api_block(cfg.api, records),
         "workload": wl.to_dict(),
         "load": {
             "mode": a.mode,

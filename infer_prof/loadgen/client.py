@@ -326,18 +326,21 @@ class Endpoint:
 def build_completion_request(
     endpoint: Endpoint,
     model: str,
-    prompt: list[int] | str,
+    prompt: list[int] | str | list[dict[str, str]],
     max_tokens: int,
     *,
     ignore_eos: bool = True,
     extra: dict[str, Any] | None = None,
     request_id: str | None = None,
 ) -> bytes:
-    """The bytes of one streaming ``POST /v1/completions`` request.
+    """The bytes of one streaming ``POST /v1/completions`` request with a token-ID or text
+    ``prompt`` (chat messages raise ValueError: they need :func:`build_chat_request`).
 
     Asks for per-chunk usage (``continuous_usage_stats``) so that token counts come from the
     server, and ``ignore_eos`` so that outputs have exactly ``max_tokens`` tokens.
     """
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
+        raise ValueError("chat messages need the chat API (--api chat)")
     body: dict[str, Any] = {
         "model": model,
         "prompt": prompt,
@@ -389,13 +392,13 @@ def build_chat_request(
     return _post(endpoint, "/v1/chat/completions", body, request_id)
 
 
-def chat_messages(prompt: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+def chat_messages(prompt: str | list[Any]) -> list[dict[str, Any]]:
     """The ``messages`` for a chat request: a text prompt becomes one user message; a list of
     messages (a dataset's) is sent as it is. Token-ID prompts cannot be sent (ValueError)."""
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
     if prompt and all(isinstance(m, dict) for m in prompt):
-        return list(prompt)
+        return [dict(m) for m in prompt]
     raise ValueError("the chat API takes text, not token IDs; use --prompt text")
 
 
