@@ -481,7 +481,9 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     telemetry: dict[str, Any] = {}
     counters = LiveCounters()
     sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
-    scraper = MetricsScraper(sess.endpoint.url, interval_s=cfg.metrics_interval_s)
+    scraper = MetricsScraper(
+        sess.endpoint.url, interval_s=cfg.metrics_interval_s, api_key=sess.endpoint.api_key
+    )
     processes = client_processes(cfg.client_processes, wl)
     try:
         if processes > 1:

@@ -231,13 +231,16 @@ def metrics_url(url: str) -> str:
     return url
 
 
-def _make_fetch(timeout_s: float) -> Callable[[str], str]:
+def _make_fetch(timeout_s: float, api_key: str | None = None) -> Callable[[str], str]:
     # No proxy: the metrics endpoint is the server the load goes to, reached directly.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    # Ask for the classic text format: OpenMetrics output renames "vllm:x" to "vllm_x".
+    headers = {"Accept": "text/plain; version=0.0.4"}
+    if api_key:  # an endpoint behind a key may guard /metrics with it too
+        headers["Authorization"] = f"Bearer {api_key}"
 
     def fetch(url: str) -> str:
-        # Ask for the classic text format: OpenMetrics output renames "vllm:x" to "vllm_x".
-        req = urllib.request.Request(url, headers={"Accept": "text/plain; version=0.0.4"})
+        req = urllib.request.Request(url, headers=headers)
         with opener.open(req, timeout=timeout_s) as resp:
             data: bytes = resp.read()
             charset = resp.headers.get_content_charset() or "utf-8"
@@ -253,7 +256,8 @@ class MetricsScraper:
     ``mark_window_end()`` around the measured load (each scrapes at once, so the counters are
     read at the window's edges), ``stop()`` for the result. ``fetch(url) -> str`` replaces the
     HTTP GET (urllib, no proxy, ``timeout_s``); ``clock`` returns integer nanoseconds
-    (``time.perf_counter_ns``). A scrape is stamped at the midpoint of its request.
+    (``time.perf_counter_ns``); ``api_key`` is sent as a Bearer token. A scrape is stamped at
+    the midpoint of its request.
     """
 
     def __init__(
@@ -264,12 +268,13 @@ class MetricsScraper:
         clock: Callable[[], int] = time.perf_counter_ns,
         *,
         timeout_s: float = 5.0,
+        api_key: str | None = None,
     ) -> None:
         if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s!r}")
         self.url = metrics_url(url)
         self.interval_s = float(interval_s)
-        self._fetch = fetch if fetch is not None else _make_fetch(timeout_s)
+        self._fetch = fetch if fetch is not None else _make_fetch(timeout_s, api_key)
         self._clock = clock
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
