@@ -13,7 +13,7 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +83,7 @@ from infer_prof.models import ModelError, ResolvedModel, resolve_model
 from infer_prof.preflight import check_duration, device_speed, prepare_weights
 from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results_io import record_result
-from infer_prof.run_config import ConfigError, RunConfig, validate
+from infer_prof.run_config import ConfigError, RunConfig, check_api, resolve_api, validate
 from infer_prof.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
 from infer_prof.servers.http_get import http_get, served_model_names
@@ -195,6 +195,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     else:
         wl = base_workload(cfg)
         points = load_points(cfg, wl)
+    cfg = replace(cfg, api=resolve_api(cfg, [w.api for w in points]))
+    check_api(cfg)
     engine_path = engine_model_path(cfg, model)
     dataset, points = attach_dataset(cfg, model, engine_path, points)
     trace, points = attach_trace(cfg, model, points)
@@ -624,7 +626,7 @@ def build_result(
             "trace": sess.trace.to_dict() if sess.trace else None,
         },
         "trace_replay": trace_replay(sess.trace, records) if sess.trace else None,
-        "api": api_block(cfg.api, records),
+        "api": api_block(cfg.api or "completions", records),
         "workload": wl.to_dict(),
         "load": {
             "mode": a.mode,

@@ -42,10 +42,11 @@ def run_command(
         None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for --endpoint."
     ),
     api: str = typer.Option(
-        "completions",
+        None,
         "--api",
-        help="completions: POST /v1/completions; chat: POST /v1/chat/completions with the "
-        "prompt as one user message (text prompts; a dataset's messages as they are).",
+        help="completions (default, or the workload's api): POST /v1/completions; chat: POST "
+        "/v1/chat/completions with the prompt as one user message (text prompts; a dataset's "
+        "messages as they are).",
     ),
     workload: str = typer.Option(
         None,
