@@ -1,4 +1,4 @@
-"""A streaming OpenAI-completions client whose timestamps come from the kernel.
+"""A streaming OpenAI client (completions and chat) whose timestamps come from the kernel.
 
 Each received TCP segment carries the time the kernel queued it (``SO_TIMESTAMPNS``), read with
 ``recvmsg``. A token's arrival time is therefore when its bytes reached this machine, not when a
@@ -674,7 +674,8 @@ async def _exchange(
         if parser.complete and not done.done():
             record.done_ns = t_ns
             done.set_result(None)
-        return parser.at_chunk_boundary
+        # a stream counted per chunk stays so: the fast path counts by cumulative usage
+        return parser.at_chunk_boundary and record.token_count_source == "usage"
 
     def failed(errno: int) -> None:
         reason = os.strerror(errno) if errno else "receive failed"

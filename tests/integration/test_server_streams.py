@@ -156,3 +156,25 @@ def test_the_fast_path_never_misreads_another_servers_chunk(name):
         assert payload["choices"][0]["finish_reason"] is None
     # only vLLM's per-chunk-usage streams have chunks the fast path may take
     assert (taken > 0) == name.startswith("vllm_") or name == "vllm_chat_error.http"
+
+
+def test_usage_that_starts_mid_stream_is_not_counted_twice():
+    """Content chunks without usage, then vLLM-shaped chunks with cumulative usage (which the
+    fast path would take): once counted per chunk, a stream stays counted per chunk."""
+
+    def ev(n: int, usage: bool) -> bytes:
+        obj = {"id": "c", "object": "text_completion", "model": "m",
+               "choices": [{"index": 0, "text": " t", "logprobs": None, "finish_reason": None}],
+               "usage": {"prompt_tokens": 7, "completion_tokens": n, "total_tokens": 7 + n}
+               if usage else None}
+        data = b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+        return b"%x\r\n%s\r\n" % (len(data), data)
+
+    head = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+            b"transfer-encoding: chunked\r\n\r\n")
+    writes = [head, ev(1, False), ev(2, False), ev(3, True), ev(4, True),
+              b"e\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"]
+    record, _ = asyncio.run(replay([[w] for w in writes]))
+    assert record.ok, record.error_detail
+    assert record.chunk_tokens == [1, 1, 1, 1]
+    assert record.output_tokens == 4 and record.token_count_source == "usage_total"
