@@ -171,3 +171,22 @@ def test_api_key_is_sent_and_written_nowhere(chat_server, tmp_path, how):
         assert key.encode() not in f.read_bytes(), f
     assert key not in p.stdout and key not in p.stderr
     assert load_result(out)["config"]["api_key"] == "***"
+
+
+def test_a_messages_dataset_is_sent_as_its_messages(chat_server, tmp_path):
+    data = Path(__file__).parent.parent / "fixtures" / "datasets" / "messages.jsonl"
+    out = tmp_path / "results" / "ds.json"
+    p = cli("run", "--model", "tiny-llama", "--endpoint", chat_server.url, "--api", "chat",
+            "--dataset", str(data), "-c", "1", "-n", "4", "--warmup", "none", "--no-history",
+            "--results-dir", str(tmp_path / "results"), "--output", str(out))
+    assert p.returncode == 0, p.stderr[-3000:]
+    want = []
+    for line in data.read_text().splitlines():
+        msgs = json.loads(line)["messages"]
+        if len(msgs) > 1 and msgs[-1]["role"] == "assistant":
+            msgs = msgs[:-1]  # the answer gives the output length; it is not sent
+        want.append(msgs)
+    sent = [b["messages"] for path, _, b in chat_server.seen if path == "/v1/chat/completions"]
+    assert sent == want
+    result = load_result(out)
+    assert result["config"]["api"] == "chat" and result["config"]["dataset"]["format"] == "messages"
