@@ -136,3 +136,14 @@ def test_api_block_template_tokens_and_the_run_label():
     comp = api_block("completions", [_rec(0, "chunks", 10)])
     assert comp["chat_template_tokens"] is None and comp["token_count_source"] == "chunks"
     assert api_block("chat", [])["token_count_source"] is None
+
+
+def test_a_chat_result_is_another_configuration_and_completions_fingerprints_stay():
+    from infer_prof.results_io import config_fields, config_fingerprint
+
+    base = {"config": {"model": "m", "concurrency": 4}, "model": {"name": "m"}}
+    old = config_fingerprint(base)
+    comp = {**base, "config": {**base["config"], "api": "completions"}}
+    chat = {**base, "config": {**base["config"], "api": "chat"}}
+    assert config_fingerprint(comp) == old and "api" not in config_fields(comp)
+    assert config_fingerprint(chat) != old and config_fields(chat)["api"] == "chat"
