@@ -219,6 +219,20 @@ def text_maker(
         raise ConfigError(f"--prompt text: {exc}; use --prompt token-ids") from None
 
 
+def check_chat_template(cfg: RunConfig, engine_path: str) -> None:
+    """``--api chat`` on a server infer-prof starts needs a model with a chat template (vLLM
+    refuses chat requests without one): raises ConfigError when the model folder has none and
+    no ``--chat-template`` engine argument gives one. An ``--endpoint`` brings its own."""
+    if cfg.api != "chat" or cfg.endpoint:
+        return
+    if any(a.startswith("--chat-template") for a in cfg.engine_args):
+        return
+    if chat_template_renderer(engine_path) is None:
+        raise ConfigError(f"--api chat: the model at {engine_path} has no chat template "
+                          "(tokenizer_config.json chat_template or chat_template.jinja); give "
+                          "--engine-arg=--chat-template=FILE or use --api completions")
+
+
 def dataset_ids(
     cfg: RunConfig, engine_path: str, dataset: Dataset | None
 ) -> Callable[[str], list[int]] | None:

@@ -45,6 +45,7 @@ from infer_prof.load_points import (
     attach_trace,
     base_workload,
     build_specs,
+    check_chat_template,
     check_context,
     client_processes,
     continuous_warmup,
@@ -203,6 +204,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     longest = (dataset.longest() if dataset else trace.longest() if trace
                else check_context(points, cfg, model))
     text = text_maker(cfg, engine_path, dataset)
+    check_chat_template(cfg, engine_path)
     try:
         slos = parse_slos(cfg.slo) if cfg.slo else slos_from_mapping(wl.slo)
         # (a suite's members keep their own SLOs: see _run_point)

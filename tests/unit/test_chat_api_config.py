@@ -147,3 +147,21 @@ def test_a_chat_result_is_another_configuration_and_completions_fingerprints_sta
     chat = {**base, "config": {**base["config"], "api": "chat"}}
     assert config_fingerprint(comp) == old and "api" not in config_fields(comp)
     assert config_fingerprint(chat) != old and config_fields(chat)["api"] == "chat"
+
+
+def test_chat_on_a_started_server_needs_a_chat_template(tmp_path):
+    from infer_prof.load_points import check_chat_template
+    from infer_prof.tinymodel import ensure_tiny_llama
+
+    tiny = str(ensure_tiny_llama())  # generated without a chat template
+    r = CliRunner().invoke(app, ["run", "--no-progress", "--no-history", "--model", "tiny-llama",
+                                 "--api", "chat", "--results-dir", str(tmp_path)])
+    assert r.exit_code == 2
+    out = (r.stderr or r.output).strip()
+    assert "no chat template" in out and "--chat-template" in out
+    assert len(out.splitlines()) == 1
+    check_chat_template(RunConfig(api="chat", engine_args=["--chat-template=t.jinja"]), tiny)
+    check_chat_template(RunConfig(api="chat", endpoint="http://h:1"), tiny)
+    check_chat_template(RunConfig(api="completions"), tiny)
+    with pytest.raises(ConfigError, match="no chat template"):
+        check_chat_template(RunConfig(api="chat"), tiny)
