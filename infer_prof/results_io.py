@@ -126,8 +126,9 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     output length; workload name; load format; GPU name (``cpu: <model>`` without one) and count;
     the served model name; the dataset's SHA-256 (``dataset_sha256``) only for a result whose
     prompts came from a dataset; the session settings (``sessions``) only for a multi-turn
-    run. Absent fields are None, so a field added to results later does
-    not change the fingerprint of older ones.
+    run; ``api`` only for a chat-API result (the chat template adds prompt tokens, so it is
+    another configuration). Absent fields are None, so a field added to results later does not
+    change the fingerprint of older ones.
     """
     cfg = _as_dict(result.get("config"))
     model = _as_dict(result.get("model"))
@@ -157,6 +158,8 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     dataset = _as_dict(cfg.get("dataset"))
     if dataset:  # only results with a dataset carry the field: older fingerprints stay the same
         fields["dataset_sha256"] = dataset.get("sha256")
+    if cfg.get("api") == "chat":  # likewise: completions results keep their fingerprints
+        fields["api"] = "chat"
     trace = _as_dict(cfg.get("trace"))
     if trace:  # likewise: a replayed trace, its window and time scale
         fields["trace_sha256"] = trace.get("sha256")

@@ -13,11 +13,12 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from infer_prof import history
+from infer_prof.core.api_tokens import api_block
 from infer_prof.core.gpuspec import GpuSpec
 from infer_prof.core.metrics import (
     RequestRecord,
@@ -44,6 +45,7 @@ from infer_prof.load_points import (
     attach_trace,
     base_workload,
     build_specs,
+    check_chat_template,
     check_context,
     client_processes,
     continuous_warmup,
@@ -58,7 +60,9 @@ from infer_prof.load_points import (
 )
 from infer_prof.loadgen.client import (
     Endpoint,
+    build_chat_request,
     build_completion_request,
+    chat_messages,
     gc_paused,
     loop_lag_probe,
     reader_in_use,
@@ -81,7 +85,7 @@ from infer_prof.models import ModelError, ResolvedModel, resolve_model
 from infer_prof.preflight import check_duration, device_speed, prepare_weights
 from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results_io import record_result
-from infer_prof.run_config import ConfigError, RunConfig, validate
+from infer_prof.run_config import ConfigError, RunConfig, check_api, resolve_api, validate
 from infer_prof.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
 from infer_prof.servers.http_get import http_get, served_model_names
@@ -195,6 +199,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     else:
         wl = base_workload(cfg)
         points = load_points(cfg, wl)
+    cfg = replace(cfg, api=resolve_api(cfg, [w.api for w in points]))
+    check_api(cfg)
     engine_path = engine_model_path(cfg, model)
     sessions, points = attach_sessions(cfg, model, engine_path, points)
     dataset, points = (None, points) if sessions else attach_dataset(cfg, model, engine_path,
@@ -204,6 +210,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                else sessions.longest(points[0].input_len, points[0].output_len) if sessions
                else check_context(points, cfg, model))
     text = text_maker(cfg, engine_path, dataset)
+    check_chat_template(cfg, engine_path)
     try:
         slos = parse_slos(cfg.slo) if cfg.slo else slos_from_mapping(wl.slo)
         # (a suite's members keep their own SLOs: see _run_point)
@@ -462,10 +469,18 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
     warm, measured, _ = build_specs(
-        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace
+        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace, cfg.api == "chat"
     )
 
     def build(spec: RequestSpec) -> bytes:
+        if cfg.api == "chat":
+            return build_chat_request(
+                sess.endpoint,
+                sess.served,
+                chat_messages(spec.prompt),
+                spec.max_tokens,
+                request_id=f"{run_id}-{spec.index}",
+            )
         return build_completion_request(
             sess.endpoint,
             sess.served,
@@ -480,7 +495,9 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     telemetry: dict[str, Any] = {}
     counters = LiveCounters()
     sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
-    scraper = MetricsScraper(sess.endpoint.url, interval_s=cfg.metrics_interval_s)
+    scraper = MetricsScraper(
+        sess.endpoint.url, interval_s=cfg.metrics_interval_s, api_key=sess.endpoint.api_key
+    )
     session_run = sess.sessions.start(wl, sess.pool, sess.text) if sess.sessions else None
     state["session_run"] = session_run
     processes = 1 if session_run else client_processes(cfg.client_processes, wl)
@@ -628,6 +645,7 @@ def build_result(
         "sessions": state["session_run"].result(records, scraped)
         if state.get("session_run") else None,
         "trace_replay": trace_replay(sess.trace, records) if sess.trace else None,
+        "api": api_block(cfg.api or "completions", records),
         "workload": wl.to_dict(),
         "load": {
             "mode": a.mode,

@@ -52,6 +52,13 @@ def run_command(
     api_key: str = typer.Option(
         None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for --endpoint."
     ),
+    api: str = typer.Option(
+        None,
+        "--api",
+        help="completions (default, or the workload's api): POST /v1/completions; chat: POST "
+        "/v1/chat/completions with the prompt as one user message (text prompts; a dataset's "
+        "messages as they are).",
+    ),
     workload: str = typer.Option(
         None,
         "--workload",
@@ -314,6 +321,7 @@ def run_command(
         endpoint=one_endpoint,
         served_model_name=served_model_name,
         api_key=api_key,
+        api=api,
         workload=workload,
         suite=suite,
         scale=scale,

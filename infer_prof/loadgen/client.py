@@ -1,4 +1,4 @@
-"""A streaming OpenAI-completions client whose timestamps come from the kernel.
+"""A streaming OpenAI client (completions and chat) whose timestamps come from the kernel.
 
 Each received TCP segment carries the time the kernel queued it (``SO_TIMESTAMPNS``), read with
 ``recvmsg``. A token's arrival time is therefore when its bytes reached this machine, not when a
@@ -326,18 +326,21 @@ class Endpoint:
 def build_completion_request(
     endpoint: Endpoint,
     model: str,
-    prompt: list[int] | str,
+    prompt: list[int] | str | list[dict[str, str]],
     max_tokens: int,
     *,
     ignore_eos: bool = True,
     extra: dict[str, Any] | None = None,
     request_id: str | None = None,
 ) -> bytes:
-    """The bytes of one streaming ``POST /v1/completions`` request.
+    """The bytes of one streaming ``POST /v1/completions`` request with a token-ID or text
+    ``prompt`` (chat messages raise ValueError: they need :func:`build_chat_request`).
 
     Asks for per-chunk usage (``continuous_usage_stats``) so that token counts come from the
     server, and ``ignore_eos`` so that outputs have exactly ``max_tokens`` tokens.
     """
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
+        raise ValueError("chat messages need the chat API (--api chat)")
     body: dict[str, Any] = {
         "model": model,
         "prompt": prompt,
@@ -351,9 +354,60 @@ def build_completion_request(
         body["min_tokens"] = max_tokens
     if extra:
         body.update(extra)
+    return _post(endpoint, "/v1/completions", body, request_id)
+
+
+def build_chat_request(
+    endpoint: Endpoint,
+    model: str,
+    messages: list[dict[str, Any]],
+    max_tokens: int,
+    *,
+    ignore_eos: bool = True,
+    extra: dict[str, Any] | None = None,
+    request_id: str | None = None,
+) -> bytes:
+    """The bytes of one streaming ``POST /v1/chat/completions`` request with ``messages``
+    (OpenAI chat messages, sent as they are).
+
+    The same asks as :func:`build_completion_request`: per-chunk usage, ``ignore_eos`` and
+    ``min_tokens`` so outputs have exactly ``max_tokens`` tokens, greedy sampling. The length
+    is sent both as ``max_completion_tokens`` (the current OpenAI name) and ``max_tokens``
+    (what older servers read); servers take the one they know.
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "max_completion_tokens": max_tokens,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "temperature": 0.0,
+    }
+    if ignore_eos:
+        body["ignore_eos"] = True
+        body["min_tokens"] = max_tokens
+    if extra:
+        body.update(extra)
+    return _post(endpoint, "/v1/chat/completions", body, request_id)
+
+
+def chat_messages(prompt: str | list[Any]) -> list[dict[str, Any]]:
+    """The ``messages`` for a chat request: a text prompt becomes one user message; a list of
+    messages (a dataset's) is sent as it is. Token-ID prompts cannot be sent (ValueError)."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if prompt and all(isinstance(m, dict) for m in prompt):
+        return [dict(m) for m in prompt]
+    raise ValueError("the chat API takes text, not token IDs; use --prompt text")
+
+
+def _post(endpoint: Endpoint, path: str, body: dict[str, Any], request_id: str | None) -> bytes:
+    """A ``POST`` of ``body`` as JSON to ``path`` under the endpoint's prefix, with the
+    headers every streaming request carries (and the API key, when there is one)."""
     payload = _dumps(body)
     head = (
-        f"POST {endpoint.base_path}/v1/completions HTTP/1.1\r\n"
+        f"POST {endpoint.base_path}{path} HTTP/1.1\r\n"
         f"Host: {endpoint.host}:{endpoint.port}\r\n"
         "User-Agent: infer-prof\r\n"
         "Content-Type: application/json\r\n"
@@ -365,6 +419,40 @@ def build_completion_request(
     if endpoint.api_key:
         head += f"Authorization: Bearer {endpoint.api_key}\r\n"
     return (head + "\r\n").encode() + payload
+
+
+def chunk_tokens_of(choice: dict[str, Any]) -> int:
+    """Generated tokens in one stream chunk's choice when the server sends no per-chunk usage:
+    ``len(token_ids)`` where the server gives them, else 1 for a chunk with any generated text
+    (``text``; or in a chat ``delta``: ``content``, ``reasoning_content``/``reasoning``,
+    ``tool_calls``), else 0 (a role-only or empty chunk). One per chunk undercounts a chunk that
+    holds several tokens; the final usage, when sent, corrects the total (not the split)."""
+    ids = choice.get("token_ids")
+    if ids:
+        return len(ids)
+    if choice.get("text"):
+        return 1
+    delta = choice.get("delta")
+    if isinstance(delta, dict) and (
+        delta.get("content")
+        or delta.get("reasoning_content")
+        or delta.get("reasoning")
+        or delta.get("tool_calls")
+    ):
+        return 1
+    return 0
+
+
+def error_message(err: Any) -> str:
+    """The message of an error a stream reported: ``{"message": ...}`` (OpenAI, vLLM, SGLang,
+    llama.cpp, possibly nested under another ``error``), or a plain string (TGI)."""
+    while isinstance(err, dict):
+        if err.get("message") is not None:
+            return str(err["message"])
+        if "error" not in err:
+            return json.dumps(err)[:300]
+        err = err["error"]
+    return str(err)
 
 
 class _Failure(Exception):
@@ -486,7 +574,12 @@ async def _exchange(
     chunk_tokens = record.chunk_tokens
 
     def handle_event(payload: bytes, t_ns: int) -> int:
-        """Account one SSE data payload (the general path); return the tokens it carried."""
+        """Account one SSE data payload (the general path); return the tokens it carried.
+
+        Tokens come from the server's per-chunk usage (``completion_tokens``, cumulative) when
+        its content chunks carry it; else each chunk is counted on its own (:func:`chunk_tokens`)
+        and a final usage, if any, gives the total. A chunk with no generated text (a role-only
+        first chunk, an empty ``choices`` list) carries no token and cannot be the first."""
         if payload == b"[DONE]":
             return 0
         try:
@@ -497,23 +590,25 @@ async def _exchange(
         if not isinstance(obj, dict):
             return 0
         if "error" in obj and not obj.get("choices"):
-            err = obj["error"]
-            msg = err.get("message") if isinstance(err, dict) else err
-            fail("server_error", str(msg)[:300])
+            fail("server_error", error_message(obj["error"])[:300])
             return 0
         usage = obj.get("usage")
+        if not isinstance(usage, dict):
+            usage = None
         choices = obj.get("choices")
         k = 0
-        if choices:
+        if choices and isinstance(choices, list) and isinstance(choices[0], dict):
             choice = choices[0]
-            if usage and usage.get("completion_tokens") is not None:
-                ct = int(usage["completion_tokens"])
-                k = ct - reader.last_ct
-                reader.last_ct = ct
+            ct = usage.get("completion_tokens") if usage else None
+            if ct is not None and record.token_count_source == "usage":
+                k = int(ct) - reader.last_ct
+                reader.last_ct = int(ct)
             else:
-                record.token_count_source = "chunks"
-                ids = choice.get("token_ids")
-                k = len(ids) if ids else (1 if choice.get("text") else 0)
+                # no usage on this content chunk (or earlier ones): count the chunk itself; a
+                # usage here is the final total (below), not this chunk's share
+                k = chunk_tokens_of(choice)
+                if k:
+                    record.token_count_source = "chunks"
             if k > 0:
                 chunk_ns.append(t_ns)
                 chunk_tokens.append(k)
@@ -579,7 +674,8 @@ async def _exchange(
         if parser.complete and not done.done():
             record.done_ns = t_ns
             done.set_result(None)
-        return parser.at_chunk_boundary
+        # a stream counted per chunk stays so: the fast path counts by cumulative usage
+        return parser.at_chunk_boundary and record.token_count_source == "usage"
 
     def failed(errno: int) -> None:
         reason = os.strerror(errno) if errno else "receive failed"
@@ -623,5 +719,7 @@ async def _exchange(
     if record.output_tokens is None and record.chunk_tokens:
         record.output_tokens = sum(record.chunk_tokens)
         record.token_count_source = "chunks"
+    elif record.token_count_source == "chunks" and record.output_tokens is not None:
+        record.token_count_source = "usage_total"  # total from usage, per-chunk split counted
     if not parser.keep_alive:
         conn.close()

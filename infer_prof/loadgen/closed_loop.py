@@ -19,13 +19,17 @@ from infer_prof.loadgen.client import (
 )
 from infer_prof.loadgen.pacing import SendPacer
 
+#: A request's prompt: token IDs, text, or chat messages (a dataset's, for the chat API).
+Prompt = list[int] | str | list[dict[str, str]]
+
 
 @dataclass(frozen=True)
 class RequestSpec:
-    """One request to send: its prompt (token IDs), asked output length, and whether it warms up."""
+    """One request to send: its prompt (token IDs, text or chat messages), asked output length,
+    and whether it warms up."""
 
     index: int
-    prompt: list[int] | str
+    prompt: Prompt
     input_len: int
     max_tokens: int
     warmup: bool = False

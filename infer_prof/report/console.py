@@ -62,6 +62,7 @@ def totals_table(result: dict[str, Any]) -> Table:
         ("output tokens/s", fmt_value(s.get("output_throughput"), 1)),
         ("total tokens/s", fmt_value(s.get("total_throughput"), 1)),
     ]
+    rows += _api_rows(result)
     rows += _client_rows(result)
     rows += _warmup_rows(result)
     rows += _session_rows(result)
@@ -79,6 +80,23 @@ def totals_table(result: dict[str, Any]) -> Table:
     for k, v in rows:
         t.add_row(k, v)
     return t
+
+
+def _api_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The API used, how output tokens were counted, and the chat template's prompt tokens."""
+    api = result.get("api") or {}
+    if not api:
+        return []
+    from infer_prof.core.api_tokens import describe_token_source
+
+    rows = [("API", f"{api.get('name')} ({api.get('path')})"),
+            ("output tokens counted by", describe_token_source(api.get("token_count_source")))]
+    if api.get("name") == "chat":
+        ct = api.get("chat_template_tokens")
+        rows.append(("chat template prompt tokens (mean, min-max)",
+                     f"{fmt_value(ct['mean'], 1)}, {ct['min']}-{ct['max']}" if ct
+                     else f"- ({api.get('chat_template_tokens_reason')})"))
+    return rows
 
 
 def _warmup_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
