@@ -17,6 +17,8 @@ class RunConfig:
     endpoint: str | None = None
     served_model_name: str | None = None
     api_key: str | None = None
+    ca_bundle: str | None = None  # https: PEM file of the CA(s) to trust instead of the system's
+    insecure: bool = False  # https: no certificate verification (warned, recorded)
     workload: str | None = None
     suite: str | None = None  # a suite file (workloads/nightly.toml): many workloads and points
     scale: str | None = None  # one of the suite's [scales.*], e.g. "tiny" for CPU CI
@@ -104,7 +106,7 @@ def validate(cfg: RunConfig) -> None:
         try:
             from infer_prof.loadgen.client import Endpoint  # not at import: keeps --help fast
 
-            Endpoint.from_url(cfg.endpoint)
+            Endpoint.from_url(cfg.endpoint, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     if cfg.timeout_s <= 0:

@@ -32,7 +32,8 @@ def run_command(
     endpoint: str = typer.Option(
         None,
         "--endpoint",
-        help="Profile a server that is already running (http://host:port); nothing is started. "
+        help="Profile a server that is already running (http://host:port or https://host/v1); "
+        "nothing is started. "
         "--model then names whose tokenizer/config builds the prompts.",
     ),
     served_model_name: str = typer.Option(
@@ -40,6 +41,12 @@ def run_command(
     ),
     api_key: str = typer.Option(
         None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for --endpoint."
+    ),
+    ca_bundle: str = typer.Option(
+        None, "--ca-bundle", help="https --endpoint: PEM file of the CA(s) to trust (private CA)."
+    ),
+    insecure: bool = typer.Option(
+        False, "--insecure", help="https --endpoint: do not verify the certificate (recorded)."
     ),
     workload: str = typer.Option(
         None,
@@ -285,6 +292,8 @@ def run_command(
         endpoint=endpoint,
         served_model_name=served_model_name,
         api_key=api_key,
+        ca_bundle=ca_bundle,
+        insecure=insecure,
         workload=workload,
         suite=suite,
         scale=scale,

@@ -170,9 +170,13 @@ def metrics_url(url: str) -> str:
     return url
 
 
-def _make_fetch(timeout_s: float) -> Callable[[str], str]:
+def _make_fetch(timeout_s: float, context: Any = None) -> Callable[[str], str]:
     # No proxy: the metrics endpoint is the server the load goes to, reached directly.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    # ``context``: the endpoint's TLS context (ssl.SSLContext) for an https endpoint.
+    handlers: list[Any] = [urllib.request.ProxyHandler({})]
+    if context is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    opener = urllib.request.build_opener(*handlers)
 
     def fetch(url: str) -> str:
         # Ask for the classic text format: OpenMetrics output renames "vllm:x" to "vllm_x".
@@ -203,12 +207,13 @@ class MetricsScraper:
         clock: Callable[[], int] = time.perf_counter_ns,
         *,
         timeout_s: float = 5.0,
+        context: Any = None,
     ) -> None:
         if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s!r}")
         self.url = metrics_url(url)
         self.interval_s = float(interval_s)
-        self._fetch = fetch if fetch is not None else _make_fetch(timeout_s)
+        self._fetch = fetch if fetch is not None else _make_fetch(timeout_s, context)
         self._clock = clock
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
