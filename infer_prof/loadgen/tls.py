@@ -26,7 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-_READ_MAX = 256 * 1024  # more than the largest TLS record (16 KiB), so one read() per record
+# One TLS record's plaintext at most (2**14 bytes): read() allocates this much before shrinking
+# the result, and a 256 KiB allocation goes through mmap/munmap (~tens of us per read).
+_READ_MAX = 16 * 1024
 HANDSHAKE_TIMEOUT_S = 15.0
 
 
@@ -175,9 +177,9 @@ class TlsSession:
             except ssl.SSLError as exc:
                 fail("tls_error", describe(exc, self.host, self.port))
                 return b""
-            if incoming.pending:  # several records in one read
+            if incoming.pending or obj.pending():  # several records in one read
                 parts = [plain]
-                while incoming.pending:
+                while incoming.pending or obj.pending():
                     try:
                         parts.append(read(_READ_MAX))
                     except (want_read, ssl.SSLZeroReturnError):
