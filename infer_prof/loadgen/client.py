@@ -14,6 +14,10 @@ general parser, and the tests check that they agree.
 Connections are kept alive and reused by the stream that opened them (one connection per stream,
 as a real client pool does); a request that fails on a reused connection before any response byte
 arrives is retried once on a fresh one.
+
+``https://`` endpoints: TLS is done on the same raw socket (:mod:`infer_prof.loadgen.tls`); the
+reader still takes each segment's kernel time and decrypts before the HTTP handling, so a token's
+time is that of the TCP segment completing the TLS record that carries it.
 """
 
 from __future__ import annotations
