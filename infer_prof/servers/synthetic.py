@@ -313,6 +313,8 @@ class _Conn:
         if server.ssl_context is not None:
             self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
             self.tls = server.ssl_context.wrap_bio(self.incoming, self.outgoing, server_side=True)
+            # the C object's write(): no Python-level wrapper call per token sent
+            self._tls_write = getattr(self.tls, "_sslobj", self.tls).write
         server.loop.add_reader(sock.fileno(), self._on_readable)
 
     def _on_readable(self) -> None:
@@ -403,7 +405,7 @@ class _Conn:
         if self.tls is not None:
             if self.sock.fileno() < 0:
                 return False
-            self.tls.write(data)
+            self._tls_write(data)
             data = self.outgoing.read()
         return self._send_wire(data)
 
