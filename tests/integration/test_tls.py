@@ -317,3 +317,33 @@ def test_plain_http_on_the_tls_port_is_a_clear_error(tmp_path):
     assert p.returncode == 2, p.stderr
     line = error_line(p)
     assert "plain HTTP" in line and f"http://127.0.0.1:{port}" in line, line
+
+
+# --- accuracy over TLS --------------------------------------------------------------------------
+
+
+def test_accuracy_over_tls_against_the_servers_truth(certs):
+    """The synthetic server over TLS stamps arrivals and sends as over plain HTTP; the client's
+    numbers must match that truth within the issue's targets (32 streams: light for 2 cores)."""
+    from infer_prof.calibrate import calibrate_point
+
+    server = start_synthetic(50.0, 15.0, 64, tls=certs)
+    try:
+        rep = calibrate_point(server, concurrency=32, num_requests=64, input_len=16, output_len=64)
+    finally:
+        server.stop()
+    assert rep["failed"] == 0 and rep["matched_requests"] == 64
+    assert 49.9 <= rep["ttft"]["p50_truth_ms"] <= 55.0
+    assert abs(rep["ttft"]["p50_error_ms"]) <= 1.0
+    assert abs(rep["ttft"]["p99_error_ms"]) <= 3.0
+    assert abs(rep["itl"]["p50_error_ms"]) <= 0.5
+    assert abs(rep["itl"]["p99_error_ms"]) <= 1.0
+    assert abs(rep["request_throughput"]["error_pct"]) <= 1.0
+
+
+def test_calibrate_tls_makes_its_own_certificate_and_says_https():
+    p = cli("calibrate", "--tls", "-c", "2", "--ttft-ms", "5", "--itl-ms", "2", "--output-len",
+            "6", "--requests-per-stream", "2", "--json", timeout=120)
+    assert p.returncode == 0, p.stderr
+    (level,) = json.loads(p.stdout)
+    assert level["tls"] is True and level["failed"] == 0 and level["matched_requests"] == 4
