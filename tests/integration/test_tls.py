@@ -347,3 +347,41 @@ def test_calibrate_tls_makes_its_own_certificate_and_says_https():
     assert p.returncode == 0, p.stderr
     (level,) = json.loads(p.stdout)
     assert level["tls"] is True and level["failed"] == 0 and level["matched_requests"] == 4
+
+
+@pytest.mark.parametrize("impl", ["c", "python"])
+def test_finished_tls_requests_leave_no_reference_cycles(certs, monkeypatch, impl):
+    """As over plain HTTP (test_stream_client): the decrypter handed to the reader must not
+    tie a request's objects into a cycle that only the paused garbage collector could free."""
+    import gc
+
+    from infer_prof.loadgen.client import ReadStats
+    from infer_prof.loadgen.pacing import SendPacer
+
+    monkeypatch.setenv("INFER_PROF_READER", impl)
+    server = start_synthetic(1.0, 0.2, 8, tls=certs)
+
+    async def requests(n: int) -> None:
+        endpoint = Endpoint.from_url(server.url, ca_bundle=str(certs.ca))
+        family, addr = await resolve(endpoint)
+        conn = StreamConnection(addr, family, endpoint)
+        pacer = SendPacer()
+        request = build_completion_request(endpoint, "synthetic", [1] * 4, 8)
+        for i in range(n):
+            rec = RequestRecord(index=i, input_len=4, max_tokens=8)
+            await stream_request(conn, request, rec, 5.0, None, ReadStats(), pacer)
+            assert rec.ok and rec.output_tokens == 8, rec.error_detail
+        conn.close()
+
+    try:
+        asyncio.run(requests(3))
+        gc.collect()
+        gc.disable()
+        try:
+            asyncio.run(requests(50))
+            unreachable = gc.collect()
+        finally:
+            gc.enable()
+    finally:
+        server.stop()
+    assert unreachable <= 5
