@@ -29,6 +29,7 @@ from infer_prof.loadgen.client import (
     resolve,
     stream_request,
 )
+from infer_prof.loadgen.tls import TlsSettings
 from infer_prof.servers.certs import CertFiles, make_certs
 
 from .conftest import cli
@@ -72,6 +73,9 @@ class ScriptedTlsServer:
                  split: dict[int, float] | None = None) -> None:
         self.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         self.ctx.load_cert_chain(files.cert, files.key)
+        self.sni: list[str | None] = []
+        self.heads: list[bytes] = []
+        self.ctx.sni_callback = lambda _obj, name, _ctx: self.sni.append(name)
         self.writes, self.gap_s, self.split = writes, gap_s, split or {}
         self.lsock = socket.socket()
         self.lsock.bind(("127.0.0.1", 0))
@@ -116,6 +120,7 @@ class ScriptedTlsServer:
                         return
                     inc.write(data)
                 head, _, buf = buf.partition(b"\r\n\r\n")
+                self.heads.append(head)
                 length = int(head.lower().split(b"content-length:")[1].split(b"\r\n")[0])
                 while len(buf) < length:
                     try:
@@ -385,3 +390,28 @@ def test_finished_tls_requests_leave_no_reference_cycles(certs, monkeypatch, imp
     finally:
         server.stop()
     assert unreachable <= 5
+
+
+def test_sni_and_host_header_carry_the_host_name(tmp_path, monkeypatch):
+    """A name (not an IP) is sent as SNI, checked against the certificate, and is the Host
+    header (with the port, as it is not 443)."""
+    files = make_certs(tmp_path / "certs", hosts=["sni.example"])
+    server = ScriptedTlsServer(files, full_stream(3, compact=True))
+
+    async def go() -> RequestRecord:
+        ep = Endpoint("sni.example", server.port, scheme="https", tls=TlsSettings(str(files.ca)))
+        conn = StreamConnection(("127.0.0.1", server.port), socket.AF_INET, ep)
+        rec = RequestRecord(index=0, input_len=7, max_tokens=3)
+        try:
+            await stream_request(conn, build_completion_request(ep, "m", [1] * 7, 3), rec, 5.0)
+        finally:
+            conn.close()
+        return rec
+
+    try:
+        rec = asyncio.run(go())
+    finally:
+        server.close()
+    assert rec.error is None and rec.output_tokens == 3, rec.error_detail
+    assert server.sni == ["sni.example"]
+    assert f"\r\nHost: sni.example:{server.port}\r\n".encode() in server.heads[0]
