@@ -20,6 +20,8 @@ class RunConfig:
     # "completions" (/v1/completions) or "chat" (/v1/chat/completions, text prompts only);
     # None: the workload's ``api``, else completions (see resolve_api)
     api: str | None = None
+    ca_bundle: str | None = None  # https: PEM file of the CA(s) to trust instead of the system's
+    insecure: bool = False  # https: no certificate verification (warned, recorded)
     workload: str | None = None
     suite: str | None = None  # a suite file (workloads/nightly.toml): many workloads and points
     scale: str | None = None  # one of the suite's [scales.*], e.g. "tiny" for CPU CI
@@ -112,7 +114,7 @@ def validate(cfg: RunConfig) -> None:
         try:
             from infer_prof.loadgen.client import Endpoint  # not at import: keeps --help fast
 
-            Endpoint.from_url(cfg.endpoint)
+            Endpoint.from_url(cfg.endpoint, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     if cfg.timeout_s <= 0:

@@ -247,9 +247,12 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             _warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
     try:
         if cfg.endpoint:
-            endpoint = Endpoint.from_url(cfg.endpoint, cfg.api_key)
+            endpoint = Endpoint.from_url(
+                cfg.endpoint, cfg.api_key, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure
+            )
+            tls_info = check_tls(endpoint, progress)  # exit 2 on a certificate error, before load
             try:
-                names = served_model_names(endpoint.url, cfg.api_key)
+                names = served_model_names(endpoint.url, cfg.api_key, endpoint.ssl_context())
             except (OSError, ValueError) as exc:
                 raise ServerStartError(
                     f"endpoint {endpoint.url} did not answer GET /v1/models: {exc}"
@@ -260,6 +263,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 "url": endpoint.url,
                 "served_model_name": served,
                 "models_listed": names,
+                "tls": tls_info,
             }
         else:
             served = cfg.served_model_name or model.name
@@ -496,7 +500,10 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     counters = LiveCounters()
     sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
     scraper = MetricsScraper(
-        sess.endpoint.url, interval_s=cfg.metrics_interval_s, api_key=sess.endpoint.api_key
+        sess.endpoint.url,
+        interval_s=cfg.metrics_interval_s,
+        api_key=sess.endpoint.api_key,
+        context=sess.endpoint.ssl_context(),
     )
     session_run = sess.sessions.start(wl, sess.pool, sess.text) if sess.sessions else None
     state["session_run"] = session_run
@@ -1111,9 +1118,28 @@ class _PoolWatch:
             self.died_at = time.monotonic()
 
 
+def check_tls(endpoint: Endpoint, progress: ProgressLine) -> dict[str, Any] | None:
+    """For an https endpoint: one TLS handshake before any load (raises ConfigError, exit 2,
+    with one line naming the host and the reason); warns when verification is off. Returns
+    what was negotiated (recorded with the server), None for http."""
+    if endpoint.tls is None:
+        return None
+    from infer_prof.loadgen.tls import TlsError, preflight
+
+    if endpoint.tls.insecure:
+        _warn(progress, f"warning: --insecure: the TLS certificate of {endpoint.host} is not "
+                        "verified (recorded in the result)")
+    try:
+        return preflight(endpoint.host, endpoint.port, endpoint.tls)
+    except TlsError as exc:
+        raise ConfigError(str(exc)) from None
+    except ConnectionError as exc:  # not there at all: a start failure, as for http
+        raise ServerStartError(f"endpoint {endpoint.url}: {exc}") from None
+
+
 def _healthy(endpoint: Endpoint) -> bool:
     try:
-        return http_get(f"{endpoint.url}/health", timeout_s=2.0)[0] == 200
+        return http_get(f"{endpoint.url}/health", 2.0, None, endpoint.ssl_context())[0] == 200
     except OSError:
         return False
 

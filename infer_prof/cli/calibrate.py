@@ -47,6 +47,12 @@ def calibrate_command(
         "--processes",
         help="Client worker processes per level: a number, or auto (by expected events/s).",
     ),
+    tls: bool = typer.Option(
+        False,
+        "--tls",
+        help="Over HTTPS: the server gets a throwaway certificate made now, the client verifies "
+        "it; TLS is done on the client's own sockets, so timing stays the kernel's.",
+    ),
     json_output: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
 ) -> None:
     """Check the load generator against a built-in server with known timing; print its errors
@@ -91,13 +97,14 @@ def calibrate_command(
         requests_per_stream=requests_per_stream,
         on_point=progress,
         processes=procs,
+        tls=tls,
     )
     if json_output:
         sys.stdout.write(json.dumps(reports, indent=2) + "\n")
         return
     t = Table(
         title=f"client error vs truth (ms; server: TTFT {ttft_ms:g} ms, ITL {itl_ms:g} ms, "
-        f"{output_len} tokens)",
+        f"{output_len} tokens{', HTTPS' if tls else ''})",
         title_justify="left",
     )
     for col in (

@@ -32,10 +32,10 @@ def run_command(
     endpoint: list[str] = typer.Option(
         None,
         "--endpoint",
-        help="Profile a server that is already running (http://host:port); nothing is started. "
-        "--model then names whose tokenizer/config builds the prompts. Repeat it to profile "
-        "several in turn (one table at the end); --gpu, --gpus, --price-per-hour and "
-        "--endpoint-label then pair with each, in order.",
+        help="Profile a server that is already running (http://host:port or https://host/v1); "
+        "nothing is started. --model then names whose tokenizer/config builds the prompts. "
+        "Repeat it to profile several in turn (one table at the end); --gpu, --gpus, "
+        "--price-per-hour and --endpoint-label then pair with each, in order.",
     ),
     endpoints_file: str = typer.Option(
         None,
@@ -58,6 +58,12 @@ def run_command(
         help="completions (default, or the workload's api): POST /v1/completions; chat: POST "
         "/v1/chat/completions with the prompt as one user message (text prompts; a dataset's "
         "messages as they are).",
+    ),
+    ca_bundle: str = typer.Option(
+        None, "--ca-bundle", help="https --endpoint: PEM file of the CA(s) to trust (private CA)."
+    ),
+    insecure: bool = typer.Option(
+        False, "--insecure", help="https --endpoint: do not verify the certificate (recorded)."
     ),
     workload: str = typer.Option(
         None,
@@ -322,6 +328,8 @@ def run_command(
         served_model_name=served_model_name,
         api_key=api_key,
         api=api,
+        ca_bundle=ca_bundle,
+        insecure=insecure,
         workload=workload,
         suite=suite,
         scale=scale,

@@ -14,6 +14,10 @@ general parser, and the tests check that they agree.
 Connections are kept alive and reused by the stream that opened them (one connection per stream,
 as a real client pool does); a request that fails on a reused connection before any response byte
 arrives is retried once on a fresh one.
+
+``https://`` endpoints: TLS is done on the same raw socket (:mod:`infer_prof.loadgen.tls`); the
+reader still takes each segment's kernel time and decrypts before the HTTP handling, so a token's
+time is that of the TCP segment completing the TLS record that carries it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -36,6 +41,13 @@ from urllib.parse import urlsplit
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
 from infer_prof.loadgen.pacing import SendPacer
+from infer_prof.loadgen.tls import (
+    TlsError,
+    TlsSession,
+    TlsSettings,
+    check_ca_bundle,
+    client_context,
+)
 
 try:
     import orjson
@@ -102,6 +114,11 @@ class PyStampedReader:
     ``general(data, t_ns) -> bool`` (``data`` is ``b""`` at end of stream), whose result is the
     new ``fast``. A receive error calls ``failed(errno)``.
 
+    With ``decrypt`` (TLS, see :mod:`infer_prof.loadgen.tls`) the bytes read are ciphertext:
+    ``decrypt(data)`` gives the plaintext they complete, which is then handled as above with the
+    read's kernel time (the time of the segment that completed the TLS record); a read that
+    completes no application data (``b""``) ends there.
+
     The pure-Python twin of the C ``_stamped.StampedReader`` (used where that was not built).
     """
 
@@ -115,11 +132,13 @@ class PyStampedReader:
         failed: Callable[[int], None],
         on_token: Callable[[int], None] | None,
         report_every: int = 16,
+        decrypt: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.fast = 0
         self.last_ct = 0
         self.reported = 0
         self._recv = sock.recvmsg_into
+        self._decrypt = decrypt
         self._args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, report_every)
 
     def close(self) -> None:
@@ -127,6 +146,7 @@ class PyStampedReader:
         this reader, a reference cycle per request that only the (paused) garbage collector
         could free."""
         self._args = None  # type: ignore[assignment]
+        self._decrypt = None
 
     def __call__(self) -> None:
         # The hot path: one call per received segment, 68k/s at 1024 streams on a machine
@@ -153,6 +173,10 @@ class PyStampedReader:
                     t_ns = now
         lags.append(now - t_ns)
         data = rbuf[:nbytes].tobytes()
+        if nbytes and self._decrypt is not None:
+            data = self._decrypt(data)
+            if not data:
+                return
         if nbytes and self.fast:
             ct = match_token_chunk_py(data)
             if ct >= 0:
@@ -195,14 +219,18 @@ def make_reader(
     failed: Callable[[int], None],
     on_token: Callable[[int], None] | None,
     implementation: str | None = None,
+    decrypt: Callable[[bytes], bytes] | None = None,
 ) -> Any:
     """A reader for one stream socket (see ``PyStampedReader``): the C one where it was built,
-    unless ``implementation`` (or ``INFER_PROF_READER``) says ``python``."""
+    unless ``implementation`` (or ``INFER_PROF_READER``) says ``python``. ``decrypt``: the
+    TLS session's decrypter for an https stream (None for plain HTTP)."""
     which = implementation or reader_in_use()
     args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, _REPORT_EVERY)
     if which == "c" and _CStampedReader is not None:
-        return _CStampedReader(sock.fileno(), *args)
-    return PyStampedReader(sock, *args)
+        if decrypt is None:
+            return _CStampedReader(sock.fileno(), *args)
+        return _CStampedReader(sock.fileno(), *args, decrypt=decrypt)
+    return PyStampedReader(sock, *args, decrypt=decrypt)
 
 
 def kernel_arrival_ns(ancdata: list[tuple[int, int, bytes]]) -> int | None:
@@ -293,34 +321,67 @@ class ReadStats:
         return len(self.read_lag_ns)
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go: ``http://host:port`` plus the API path prefix and auth."""
+    """Where requests go: ``http(s)://host:port`` plus the API path prefix and auth; ``tls``
+    (how the certificate is checked) is set for ``https``."""
 
     host: str
     port: int
     base_path: str = ""
     api_key: str | None = None
+    scheme: str = "http"
+    tls: TlsSettings | None = None
 
     @classmethod
-    def from_url(cls, url: str, api_key: str | None = None) -> Endpoint:
-        """Parse ``http://host:port[/prefix]``; a trailing ``/v1`` is dropped (paths add it)."""
+    def from_url(
+        cls,
+        url: str,
+        api_key: str | None = None,
+        *,
+        ca_bundle: str | None = None,
+        insecure: bool = False,
+    ) -> Endpoint:
+        """Parse ``http(s)://host[:port][/prefix]`` (default port 80 or 443); a trailing ``/v1``
+        is dropped (paths add it). ``ca_bundle``/``insecure`` apply to https only."""
         parts = urlsplit(url if "://" in url else f"http://{url}")
-        if parts.scheme != "http":
+        if parts.scheme not in _DEFAULT_PORTS:
             raise ValueError(
-                f"endpoint {url!r}: only http:// is supported for timed streams "
-                "(put a TLS-terminating tunnel in front, e.g. ssh -L, and use http://localhost)"
+                f"endpoint {url!r}: give an http:// or https:// URL, e.g. https://host/v1"
             )
         if not parts.hostname:
             raise ValueError(f"endpoint {url!r} has no host; give e.g. http://127.0.0.1:8000")
+        try:
+            port = parts.port or _DEFAULT_PORTS[parts.scheme]
+        except ValueError as exc:
+            raise ValueError(f"endpoint {url!r}: {exc}") from None
         path = parts.path.rstrip("/")
         if path.endswith("/v1"):
             path = path[:-3]
-        return cls(parts.hostname, parts.port or 80, path, api_key)
+        tls = None
+        if parts.scheme == "https":
+            check_ca_bundle(ca_bundle)
+            tls = TlsSettings(ca_bundle, insecure)
+        return cls(parts.hostname, port, path, api_key, parts.scheme, tls)
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}{self.base_path}"
+        return f"{self.scheme}://{self.host}:{self.port}{self.base_path}"
+
+    @property
+    def host_header(self) -> str:
+        """The ``Host`` header: the host, with the port unless it is the scheme's default."""
+        if self.port == _DEFAULT_PORTS.get(self.scheme):
+            return self.host
+        return f"{self.host}:{self.port}"
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context for control-plane requests (models, health, metrics); None for
+        http."""
+        return client_context(self.tls) if self.tls is not None else None
 
 
 def build_completion_request(
@@ -408,7 +469,7 @@ def _post(endpoint: Endpoint, path: str, body: dict[str, Any], request_id: str |
     payload = _dumps(body)
     head = (
         f"POST {endpoint.base_path}{path} HTTP/1.1\r\n"
-        f"Host: {endpoint.host}:{endpoint.port}\r\n"
+        f"Host: {endpoint.host_header}\r\n"
         "User-Agent: infer-prof\r\n"
         "Content-Type: application/json\r\n"
         "Accept: text/event-stream\r\n"
@@ -465,13 +526,17 @@ class _Failure(Exception):
 
 @dataclass
 class StreamConnection:
-    """One kept-alive TCP connection with kernel receive timestamps enabled."""
+    """One kept-alive TCP connection with kernel receive timestamps enabled; with ``tls``
+    (an https endpoint) a TLS session is set up on it when it opens (see
+    :mod:`infer_prof.loadgen.tls`)."""
 
     addr: tuple[Any, ...]
     family: int
+    endpoint: Endpoint | None = None  # where it connects; its ``tls`` makes it an https one
     sock: socket.socket | None = None
     uses: int = 0
     timestamps: str = "kernel"
+    session: TlsSession | None = None
     _closed_cbs: list[Callable[[], None]] = field(default_factory=list)
 
     async def ensure_open(self) -> None:
@@ -491,10 +556,20 @@ class StreamConnection:
         except OSError as exc:
             sock.close()
             raise _Failure("connect_failed", f"{type(exc).__name__}: {exc}") from None
+        ep = self.endpoint
+        if ep is not None and ep.tls is not None:
+            session = TlsSession(client_context(ep.tls), sock, ep.host, ep.port)
+            try:
+                await session.handshake()
+            except TlsError as exc:
+                sock.close()
+                raise _Failure("tls_error", str(exc)) from None
+            self.session = session
         self.sock = sock
         self.uses = 0
 
     def close(self) -> None:
+        self.session = None
         if self.sock is not None:
             self.sock.close()
             self.sock = None
@@ -682,7 +757,13 @@ async def _exchange(
         fail("connection_error", f"{reason} (errno {errno})")
 
     lags = stats.read_lag_ns if stats is not None else []
-    reader = make_reader(sock, chunk_ns, chunk_tokens, lags, general, failed, on_token)
+    decrypt = None
+    if conn.session is not None:  # https: the reader decrypts, the request goes out encrypted
+        decrypt = conn.session.decrypter(fail)
+        request = conn.session.encrypt(request)
+    reader = make_reader(
+        sock, chunk_ns, chunk_tokens, lags, general, failed, on_token, decrypt=decrypt
+    )
     loop.add_reader(fd, reader)
     timer = loop.call_later(
         timeout_s, fail, "timeout", f"no complete response within {timeout_s:g} s"

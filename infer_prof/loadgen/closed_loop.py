@@ -278,7 +278,7 @@ async def run_closed_loop(
     client's own dispatch delay, reported as queue time.
     """
     family, addr = await resolve(endpoint)
-    conns = [StreamConnection(addr, family) for _ in range(plan.concurrency)]
+    conns = [StreamConnection(addr, family, endpoint) for _ in range(plan.concurrency)]
     pacer = SendPacer()
 
     async def worker(wid: int, specs: Iterator[RequestSpec], deadline_ns: int | None) -> None:

@@ -328,7 +328,7 @@ class SessionRun:
         ``scheduled_ns`` is when it was due: its stream free (turn 1) or its think time over.
         """
         family, addr = await resolve(endpoint)
-        conns = [StreamConnection(addr, family) for _ in range(plan.concurrency)]
+        conns = [StreamConnection(addr, family, endpoint) for _ in range(plan.concurrency)]
         pacer = SendPacer()
         warm_list = list(warm) if isinstance(warm, Sequence) else list(
             islice(warm, plan.concurrency))

@@ -19,6 +19,11 @@ With ``--tick-ms 0`` every token gets its own timer.
 
 Run it as ``python -m infer_prof.servers.synthetic --port 0 --ttft-ms 50 --itl-ms 15``; it prints
 ``LISTENING <port>`` on stdout once it accepts connections.
+
+With ``--tls-cert FILE --tls-key FILE`` it speaks HTTPS, with TLS done over the same raw sockets
+(``ssl.SSLObject`` on ``MemoryBIO``s): a request's arrival is still the kernel's receive time, of
+the segment that completed the TLS record holding its first byte, and a token's send time is
+taken after its encrypted record was handed to ``send``.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import gc
 import json
 import signal
 import socket
+import ssl
 import sys
 import time
 from dataclasses import dataclass, field
@@ -91,7 +97,9 @@ class SyntheticServer:
         hang_every: int = 0,
         fail_every: int = 0,
         tick_ms: float = 0.5,
+        ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        self.ssl_context = ssl_context  # HTTPS when set
         self.hang_every = hang_every  # every n-th request stalls after 3 tokens (fault tests)
         self.fail_every = fail_every  # every n-th request is answered HTTP 500 (fault tests)
         self.ttft_ns = int(ttft_ms * 1e6)
@@ -330,6 +338,13 @@ class _Conn:
         self.arrival_ns: int | None = None
         self.active: _Stream | None = None
         self.pending = bytearray()
+        self.tls: ssl.SSLObject | None = None
+        self.handshaken = False
+        if server.ssl_context is not None:
+            self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+            self.tls = server.ssl_context.wrap_bio(self.incoming, self.outgoing, server_side=True)
+            # the C object's write(): no Python-level wrapper call per token sent
+            self._tls_write = getattr(self.tls, "_sslobj", self.tls).write
         server.loop.add_reader(sock.fileno(), self._on_readable)
 
     def _on_readable(self) -> None:
@@ -343,6 +358,10 @@ class _Conn:
         if not data:
             self.close()
             return
+        if self.tls is not None:
+            data = self._decrypt(data)
+            if not data:
+                return
         if not self.buf:
             self.arrival_ns = kernel_arrival_ns(anc) or time.perf_counter_ns()
         self.buf += data
@@ -373,12 +392,54 @@ class _Conn:
         self.arrival_ns = time.perf_counter_ns() if self.buf else None
         self.server.handle(self, method, path, body, arrival, request_id)
 
+    def _decrypt(self, data: bytes) -> bytes:
+        """TLS: feed ciphertext, advance the handshake, return the plaintext it completes."""
+        assert self.tls is not None
+        self.incoming.write(data)
+        if not self.handshaken:
+            try:
+                self.tls.do_handshake()
+                self.handshaken = True
+            except ssl.SSLWantReadError:
+                pass
+            except (ssl.SSLError, OSError):  # not TLS, or the client refused our certificate
+                self._send_wire(self.outgoing.read())
+                self.close()
+                return b""
+            if self.outgoing.pending:
+                self._send_wire(self.outgoing.read())
+            if not self.handshaken:
+                return b""
+        parts = []
+        while True:
+            try:
+                parts.append(self.tls.read(65536))
+            except ssl.SSLWantReadError:
+                break
+            except ssl.SSLZeroReturnError:
+                break
+            except ssl.SSLError:
+                self.close()
+                return b""
+            if not self.incoming.pending and not self.tls.pending():
+                break
+        return b"".join(parts)
+
     def request_done(self) -> None:
         if self.buf:
             self._try_parse()
 
     def send_raw(self, data: bytes) -> bool:
-        """Send now; what the socket cannot take yet is queued and flushed when writable."""
+        """Send now (encrypted first over TLS); what the socket cannot take yet is queued and
+        flushed when writable."""
+        if self.tls is not None:
+            if self.sock.fileno() < 0:
+                return False
+            self._tls_write(data)
+            data = self.outgoing.read()
+        return self._send_wire(data)
+
+    def _send_wire(self, data: bytes) -> bool:
         if self.pending:
             self.pending += data
             return True
@@ -470,7 +531,14 @@ def main(argv: list[str] | None = None) -> None:
         default=0,
         help="count prefix-cache hits of token-ID prompts in blocks of N tokens (0: no cache)",
     )
+    parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = parser.parse_args(argv)
+    ctx = None
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        ctx.set_alpn_protocols(["http/1.1"])
     try:
         import uvloop
 
@@ -486,6 +554,7 @@ def main(argv: list[str] | None = None) -> None:
         args.hang_every,
         args.fail_every,
         args.tick_ms,
+        ctx,
     )
     server.prefix_block = max(0, args.prefix_cache_block)
     loop.add_signal_handler(signal.SIGTERM, loop.stop)

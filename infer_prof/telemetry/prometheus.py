@@ -236,9 +236,15 @@ def metrics_url(url: str) -> str:
     return url
 
 
-def _make_fetch(timeout_s: float, api_key: str | None = None) -> Callable[[str], str]:
+def _make_fetch(
+    timeout_s: float, api_key: str | None = None, context: Any = None
+) -> Callable[[str], str]:
     # No proxy: the metrics endpoint is the server the load goes to, reached directly.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    # ``context``: the endpoint's TLS context (ssl.SSLContext) for an https endpoint.
+    handlers: list[Any] = [urllib.request.ProxyHandler({})]
+    if context is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    opener = urllib.request.build_opener(*handlers)
     # Ask for the classic text format: OpenMetrics output renames "vllm:x" to "vllm_x".
     headers = {"Accept": "text/plain; version=0.0.4"}
     if api_key:  # an endpoint behind a key may guard /metrics with it too
@@ -274,12 +280,13 @@ class MetricsScraper:
         *,
         timeout_s: float = 5.0,
         api_key: str | None = None,
+        context: Any = None,
     ) -> None:
         if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s!r}")
         self.url = metrics_url(url)
         self.interval_s = float(interval_s)
-        self._fetch = fetch if fetch is not None else _make_fetch(timeout_s, api_key)
+        self._fetch = fetch if fetch is not None else _make_fetch(timeout_s, api_key, context)
         self._clock = clock
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
