@@ -150,11 +150,20 @@ def test_a_chat_result_is_another_configuration_and_completions_fingerprints_sta
 
 
 def test_chat_on_a_started_server_needs_a_chat_template(tmp_path):
+    import json
+    import shutil
+
     from infer_prof.load_points import check_chat_template
     from infer_prof.tinymodel import ensure_tiny_llama
 
-    tiny = str(ensure_tiny_llama())  # generated without a chat template
-    r = CliRunner().invoke(app, ["run", "--no-progress", "--no-history", "--model", "tiny-llama",
+    folder = tmp_path / "no-template"  # tiny-llama without its chat template
+    shutil.copytree(ensure_tiny_llama(), folder)
+    cfg = json.loads((folder / "tokenizer_config.json").read_text())
+    cfg.pop("chat_template", None)
+    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
+    (folder / "chat_template.jinja").unlink(missing_ok=True)
+    tiny = str(folder)
+    r = CliRunner().invoke(app, ["run", "--no-progress", "--no-history", "--model", tiny,
                                  "--api", "chat", "--results-dir", str(tmp_path)])
     assert r.exit_code == 2
     out = (r.stderr or r.output).strip()
@@ -163,5 +172,6 @@ def test_chat_on_a_started_server_needs_a_chat_template(tmp_path):
     check_chat_template(RunConfig(api="chat", engine_args=["--chat-template=t.jinja"]), tiny)
     check_chat_template(RunConfig(api="chat", endpoint="http://h:1"), tiny)
     check_chat_template(RunConfig(api="completions"), tiny)
+    check_chat_template(RunConfig(api="chat"), str(ensure_tiny_llama()))  # it has one
     with pytest.raises(ConfigError, match="no chat template"):
         check_chat_template(RunConfig(api="chat"), tiny)
