@@ -17,6 +17,12 @@ the same ``tick_ms`` (0.5 ms) are made by one timer callback, at the tick's end 
 each event's bytes come from a precomputed template (``bytes %`` formatting, no JSON encoder).
 With ``--tick-ms 0`` every token gets its own timer.
 
+A real server costs CPU on the host it shares with the client (vLLM's API server detokenizes and
+serialises every chunk). ``--cost-us N`` makes this one burn N us of its own CPU time per streamed
+token (a busy-wait on ``time.thread_time_ns``, before the token's send), so the client can be
+judged beside a server that takes its share of the cores: at 1024 streams and 15 ms between
+tokens, 15 us per token is about one core.
+
 Run it as ``python -m infer_prof.servers.synthetic --port 0 --ttft-ms 50 --itl-ms 15``; it prints
 ``LISTENING <port>`` on stdout once it accepts connections.
 """
@@ -63,6 +69,35 @@ _LAST_EVENT = (
 )
 
 
+def burn_cpu(ns: int) -> None:
+    """Busy-wait until this thread has used ``ns`` more nanoseconds of CPU time
+    (``CLOCK_THREAD_CPUTIME_ID``): time spent descheduled does not count, so the server really
+    takes that much CPU from the cores it shares, as a real server's per-token work does.
+    It spins on the cheap wall clock and checks the thread's CPU clock (a ~1 us system call
+    here) only when the wall says the time is up, so it overshoots by about one such call
+    (:func:`cpu_clock_call_ns`, which the server takes off what it asks for)."""
+    cpu = time.thread_time_ns
+    wall = time.perf_counter_ns
+    end = cpu() + ns
+    left = ns
+    while left > 0:
+        until = wall() + left
+        while wall() < until:
+            pass
+        left = end - cpu()
+
+
+def cpu_clock_call_ns(samples: int = 200) -> int:
+    """The median cost of one ``burn_cpu(0)`` (a thread-CPU clock read and the call), ns."""
+    costs = []
+    for _ in range(samples):
+        t0 = time.thread_time_ns()
+        burn_cpu(0)
+        costs.append(time.thread_time_ns() - t0)
+    costs.sort()
+    return costs[len(costs) // 2]
+
+
 @dataclass
 class _Stream:
     conn: _Conn
@@ -91,7 +126,13 @@ class SyntheticServer:
         hang_every: int = 0,
         fail_every: int = 0,
         tick_ms: float = 0.5,
+        cost_us: float = 0.0,
     ) -> None:
+        if cost_us < 0:
+            raise ValueError(f"cost_us must be >= 0, got {cost_us}")
+        self.cost_ns = int(cost_us * 1000)  # CPU burnt per streamed token (see burn_cpu)
+        # what to ask burn_cpu for, so that the burn, overshoot included, is cost_ns
+        self._burn_ns = max(1, self.cost_ns - cpu_clock_call_ns()) if self.cost_ns else 0
         self.hang_every = hang_every  # every n-th request stalls after 3 tokens (fault tests)
         self.fail_every = fail_every  # every n-th request is answered HTTP 500 (fault tests)
         self.ttft_ns = int(ttft_ms * 1e6)
@@ -179,7 +220,13 @@ class SyntheticServer:
             conn.respond(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model"}]})
         elif path == "/truth":
             conn.respond(
-                200, {"ttft_ns": self.ttft_ns, "itl_ns": self.itl_ns, "requests": self.truth}
+                200,
+                {
+                    "ttft_ns": self.ttft_ns,
+                    "itl_ns": self.itl_ns,
+                    "cost_ns_per_token": self.cost_ns,
+                    "requests": self.truth,
+                },
             )
         elif path == "/truth/reset":
             self.truth = []
@@ -223,6 +270,7 @@ class SyntheticServer:
         buckets = self.buckets
         tick = self.tick_ns
         ttft, itl = self.ttft_ns, self.itl_ns
+        cost = self._burn_ns
         for s in bucket:
             if s.cancelled:
                 continue
@@ -230,6 +278,8 @@ class SyntheticServer:
             if n >= s.max_tokens or self.hang_every:
                 self._send_token(s)  # the last token, or fault injection: the general path
                 continue
+            if cost:
+                burn_cpu(cost)
             s.sent = n
             data = s.prefix + _EVENT_TAIL % (n, s.prompt_tokens + n)
             if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data)):
@@ -250,6 +300,8 @@ class SyntheticServer:
         self._send_token(s)
 
     def _send_token(self, s: _Stream) -> None:
+        if self._burn_ns:
+            burn_cpu(self._burn_ns)
         s.sent += 1
         n = s.sent
         last = n >= s.max_tokens
@@ -434,7 +486,16 @@ def main(argv: list[str] | None = None) -> None:
         default=0.5,
         help="token sends due within one tick share one timer callback (0: one timer each)",
     )
+    parser.add_argument(
+        "--cost-us",
+        type=float,
+        default=0.0,
+        help="CPU time (us) the server burns per streamed token, like a real server's per-chunk "
+        "work (0: as lean as it can be)",
+    )
     args = parser.parse_args(argv)
+    if args.cost_us < 0:
+        parser.error("--cost-us must be >= 0")
     try:
         import uvloop
 
@@ -450,6 +511,7 @@ def main(argv: list[str] | None = None) -> None:
         args.hang_every,
         args.fail_every,
         args.tick_ms,
+        args.cost_us,
     )
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
     # No collector pauses: a full collection of the truth records stalls sends for milliseconds
