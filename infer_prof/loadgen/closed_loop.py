@@ -17,7 +17,7 @@ from infer_prof.loadgen.client import (
     resolve,
     stream_request,
 )
-from infer_prof.loadgen.pacing import SendPacer
+from infer_prof.loadgen.pacing import SENDS_PER_TURN, TURN_BUDGET_S, SendPacer
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,7 @@ async def run_closed_loop(
     """
     family, addr = await resolve(endpoint)
     conns = [StreamConnection(addr, family) for _ in range(plan.concurrency)]
-    pacer = SendPacer()
+    pacer = SendPacer(SENDS_PER_TURN, TURN_BUDGET_S)
 
     async def worker(wid: int, specs: Iterator[RequestSpec], deadline_ns: int | None) -> None:
         conn = conns[wid]

@@ -17,26 +17,46 @@ and the streams end together too: at 1024 streams the client measured a 33 ms st
 enough to merge the first two tokens of the requests just sent. The stream client therefore also
 passes a response's final read through :meth:`SendPacer.run` (its time was taken when it
 arrived; only the parsing waits).
+
+A count alone binds too early where sends are cheap and too late where they are dear: at 256
+streams on a 2-core machine shared with other work, 8 per turn held requests for 100-300 ms at
+every wave's end. The closed loop's pacer therefore also has a time budget: it measures what a
+paced caller costs (wall time between turns over the callers that passed, an upper bound since
+the reads in between count too; a moving average) and lets ``turn_budget_s / cost`` callers
+through per turn when that is more than ``per_turn`` (:data:`TURN_BUDGET_S`, 2 ms: a read delayed
+that long keeps its kernel time, and merges with the next token only where tokens come less than
+2 ms apart).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections import deque
 from collections.abc import Callable
 
 #: Sends (or request endings) per event-loop turn: at ~100 us each, 8 keep a turn under ~1 ms.
 SENDS_PER_TURN = 8
+#: Wall time a turn's paced work may take before later callers wait for the next turn (s).
+TURN_BUDGET_S = 0.002
 
 
 class SendPacer:
-    """At most ``per_turn`` callers of :meth:`turn` pass per event-loop turn; the rest wait, in
-    arrival order, for later turns (between which the loop reads every ready socket)."""
+    """At most ``per_turn`` callers of :meth:`turn` pass per event-loop turn, or more while the
+    turn's paced work has taken less than ``turn_budget_s`` (0: no time budget, the count
+    alone); the rest wait, in arrival order, for later turns (between which the loop reads
+    every ready socket)."""
 
-    def __init__(self, per_turn: int = SENDS_PER_TURN) -> None:
+    def __init__(self, per_turn: int = SENDS_PER_TURN, turn_budget_s: float = 0.0) -> None:
         if per_turn < 1:
             raise ValueError(f"per_turn must be >= 1, got {per_turn}")
+        if turn_budget_s < 0:
+            raise ValueError(f"turn_budget_s must be >= 0, got {turn_budget_s}")
         self.per_turn = per_turn
+        self.budget_ns = int(turn_budget_s * 1e9)
+        self.cost_ns = 0  # moving average of one paced caller's cost (0: not measured yet)
+        self.allowance = per_turn  # callers per turn now
+        self._last_turn_ns = 0  # when the previous turn's releases were done (0: none running)
         self.used = 0
         self.waiters: deque[asyncio.Future[None] | Callable[[], None]] = deque()
         self._turn_scheduled = False
@@ -48,11 +68,26 @@ class SendPacer:
         if not self._turn_scheduled:
             self._turn_scheduled = True
             loop.call_soon(self._next_turn, loop)
-        if self.used < self.per_turn and not self.waiters:
+        if not self.waiters and self._room():
             self.used += 1
             return True
         self.waited += 1
         return False
+
+    def _room(self) -> bool:
+        """Whether one more caller may pass in this turn (``used`` already passed)."""
+        return self.used < self.allowance
+
+    def _measure(self, now_ns: int) -> None:
+        """Update the cost per caller from the turn that just ended: its wall time (from the
+        previous turn's releases to now) over the callers that passed in it."""
+        if not self.budget_ns:
+            return
+        if self._last_turn_ns and self.used:
+            c = (now_ns - self._last_turn_ns) // self.used
+            self.cost_ns = c if not self.cost_ns else (3 * self.cost_ns + c) // 4
+        if self.cost_ns:
+            self.allowance = max(self.per_turn, self.budget_ns // max(1, self.cost_ns))
 
     async def turn(self) -> None:
         """Return when this caller may send."""
@@ -78,8 +113,9 @@ class SendPacer:
 
     def _next_turn(self, loop: asyncio.AbstractEventLoop) -> None:
         # runs once per loop turn, after the loop has polled the sockets
+        self._measure(time.perf_counter_ns())
         self.used = 0
-        while self.waiters and self.used < self.per_turn:
+        while self.waiters and self._room():
             w = self.waiters.popleft()
             if isinstance(w, asyncio.Future):
                 if not w.done():
@@ -94,6 +130,8 @@ class SendPacer:
                         {"message": "paced callback failed", "exception": exc}
                     )
         if self.waiters or self.used:
+            self._last_turn_ns = time.perf_counter_ns() if self.budget_ns else 0
             loop.call_soon(self._next_turn, loop)
         else:
+            self._last_turn_ns = 0  # idle: the next turn's wall time is not the callers' cost
             self._turn_scheduled = False
