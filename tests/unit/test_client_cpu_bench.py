@@ -70,9 +70,15 @@ def test_window_is_the_last_n_requests_and_their_tokens():
         {"arrival_ns": 110, "send_ns": [150, 180], "aborted": False},
         {"arrival_ns": 120, "send_ns": [130], "aborted": True},  # cut off: not counted
     ]
-    assert bench.measured_window(truth, 2) == (100, 180, 5)
+    assert bench.measured_window(truth, 2) == (100, 180, 6)  # the cut-off one's token at 130
     with pytest.raises(ValueError, match="expected 4"):
         bench.measured_window(truth, 4)
+
+
+def test_reads_are_scaled_to_the_window():
+    assert bench.reads_in_window(1200, 900, 1000) == 1080
+    assert bench.reads_in_window(None, 900, 1000) is None
+    assert bench.reads_in_window(10, 0, 0) is None
 
 
 def test_report_prints_each_client_and_the_ratio():
