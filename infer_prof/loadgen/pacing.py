@@ -39,6 +39,8 @@ from collections.abc import Callable
 SENDS_PER_TURN = 8
 #: Wall time a turn's paced work may take before later callers wait for the next turn (s).
 TURN_BUDGET_S = 0.002
+#: The most callers one turn lets through however cheap they measure.
+MAX_PER_TURN = 64
 
 
 class SendPacer:
@@ -80,14 +82,17 @@ class SendPacer:
 
     def _measure(self, now_ns: int) -> None:
         """Update the cost per caller from the turn that just ended: its wall time (from the
-        previous turn's releases to now) over the callers that passed in it."""
+        start of the previous turn's releases, whose deferred calls run inline, to now) over
+        the callers that passed in it; allow ``budget / cost`` callers per turn, at least
+        ``per_turn`` and at most :data:`MAX_PER_TURN`."""
         if not self.budget_ns:
             return
         if self._last_turn_ns and self.used:
             c = (now_ns - self._last_turn_ns) // self.used
             self.cost_ns = c if not self.cost_ns else (3 * self.cost_ns + c) // 4
         if self.cost_ns:
-            self.allowance = max(self.per_turn, self.budget_ns // max(1, self.cost_ns))
+            fit = self.budget_ns // max(1, self.cost_ns)
+            self.allowance = max(self.per_turn, min(MAX_PER_TURN, fit))
 
     async def turn(self) -> None:
         """Return when this caller may send."""
@@ -113,7 +118,9 @@ class SendPacer:
 
     def _next_turn(self, loop: asyncio.AbstractEventLoop) -> None:
         # runs once per loop turn, after the loop has polled the sockets
-        self._measure(time.perf_counter_ns())
+        now = time.perf_counter_ns() if self.budget_ns else 0
+        self._measure(now)
+        self._last_turn_ns = now
         self.used = 0
         while self.waiters and self._room():
             w = self.waiters.popleft()
@@ -130,7 +137,6 @@ class SendPacer:
                         {"message": "paced callback failed", "exception": exc}
                     )
         if self.waiters or self.used:
-            self._last_turn_ns = time.perf_counter_ns() if self.budget_ns else 0
             loop.call_soon(self._next_turn, loop)
         else:
             self._last_turn_ns = 0  # idle: the next turn's wall time is not the callers' cost
