@@ -70,16 +70,6 @@ def _recv_buffer() -> memoryview:
 _TIMESPEC = struct.Struct("qq")
 _CHUNKED_END = b"\r\n0\r\n\r\n"  # how a chunked HTTP response ends
 _SOL_SOCKET = socket.SOL_SOCKET
-_IPPROTO_TCP = socket.IPPROTO_TCP
-# Delayed ACKs for response data (TCP_QUICKACK 0, set after each request's send: the kernel
-# leaves that mode again on its own). A receive-only stream otherwise ACKs every small segment
-# as soon as it is read, and on one host the ACK's processing (the server socket's side
-# included) runs inside the client's recvmsg: ~20 % of the client's CPU per read at 128 streams.
-# ACKs then go out every second segment or after the delayed-ACK timer; token times are
-# unaffected (kernel receive times), and the server's window never fills with a few KB unacked.
-# INFER_PROF_QUICKACK=1 keeps the kernel's default (for comparisons).
-_TCP_QUICKACK = getattr(socket, "TCP_QUICKACK", 12)
-_QUICKACK_OFF = os.environ.get("INFER_PROF_QUICKACK", "0") != "1"
 _REPORT_EVERY = 16  # tokens between on_token calls (progress display) on the fast path
 # One whole HTTP chunk holding one SSE event that carries generated tokens and per-chunk usage,
 # as vLLM streams them (compact JSON, choices before usage, no finish reason yet): the steady
@@ -607,8 +597,6 @@ async def _exchange(
             sent = sock.send(request)
             if sent < len(request):
                 await loop.sock_sendall(sock, request[sent:])
-            if _QUICKACK_OFF:
-                sock.setsockopt(_IPPROTO_TCP, _TCP_QUICKACK, 0)
         except OSError as exc:
             raise _Failure(
                 "connection_error", f"send failed: {exc}", before_response=True

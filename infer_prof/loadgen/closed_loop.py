@@ -17,7 +17,7 @@ from infer_prof.loadgen.client import (
     resolve,
     stream_request,
 )
-from infer_prof.loadgen.pacing import SENDS_PER_TURN, TURN_BUDGET_S, SendPacer
+from infer_prof.loadgen.pacing import SendPacer, per_turn_for
 
 
 @dataclass(frozen=True)
@@ -275,7 +275,7 @@ async def run_closed_loop(
     """
     family, addr = await resolve(endpoint)
     conns = [StreamConnection(addr, family) for _ in range(plan.concurrency)]
-    pacer = SendPacer(SENDS_PER_TURN, TURN_BUDGET_S)
+    pacer = SendPacer(per_turn_for(plan.concurrency))  # no waits at <= 256 streams
 
     async def worker(wid: int, specs: Iterator[RequestSpec], deadline_ns: int | None) -> None:
         conn = conns[wid]
