@@ -11,11 +11,14 @@ import asyncio
 import contextlib
 import json
 import os
+import ssl
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from infer_prof.core.accuracy import (
@@ -49,10 +52,17 @@ class SyntheticProcess:
 
     proc: subprocess.Popen[str]
     port: int
+    ca_bundle: str | None = None  # HTTPS: the CA that signed its certificate
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        scheme = "https" if self.ca_bundle else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
+
+    @property
+    def context(self) -> ssl.SSLContext | None:
+        """The TLS context that trusts its certificate (None over plain HTTP)."""
+        return ssl.create_default_context(cafile=self.ca_bundle) if self.ca_bundle else None
 
     def stop(self) -> None:
         if self.proc.poll() is None:
@@ -70,8 +80,12 @@ def start_synthetic(
     output_tokens: int = 128,
     timeout_s: float = 30.0,
     extra_args: tuple[str, ...] = (),
+    tls: Any = None,
 ) -> SyntheticProcess:
-    """Start the synthetic server on a free port and wait until it answers /health."""
+    """Start the synthetic server on a free port and wait until it answers /health.
+    ``tls`` (:class:`infer_prof.servers.certs.CertFiles`): serve HTTPS with that certificate."""
+    if tls is not None:
+        extra_args = (*extra_args, "--tls-cert", str(tls.cert), "--tls-key", str(tls.key))
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -96,11 +110,16 @@ def start_synthetic(
     if not line.startswith("LISTENING"):
         proc.kill()
         raise RuntimeError(f"synthetic server did not start: {line!r}")
-    server = SyntheticProcess(proc, int(line.split()[1]))
+    server = SyntheticProcess(proc, int(line.split()[1]), str(tls.ca) if tls else None)
     deadline = time.monotonic() + timeout_s
+    context = None
+    if tls is not None:  # is it up? (whatever its certificate: tests give it bad ones on purpose)
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
     while time.monotonic() < deadline:
         with contextlib.suppress(OSError):
-            if http_get(f"{server.url}/health", 1.0)[0] == 200:
+            if http_get(f"{server.url}/health", 1.0, None, context)[0] == 200:
                 return server
         time.sleep(0.05)
     server.stop()
@@ -118,14 +137,16 @@ def drive(
     warmup: int = 0,
     processes: int = 1,
     health: dict[str, Any] | None = None,
+    ca_bundle: str | None = None,
 ) -> list[RequestRecord]:
     """Run the closed-loop driver against ``url`` and return its records.
 
     ``processes > 1`` spreads the streams over that many worker processes
     (:mod:`infer_prof.loadgen.workers`); ``health``, when given, receives the client's own
-    health (processes, CPU, event-loop lag, read lag).
+    health (processes, CPU, event-loop lag, read lag). ``ca_bundle``: the CA to trust for an
+    https ``url``.
     """
-    endpoint = Endpoint.from_url(url)
+    endpoint = Endpoint.from_url(url, ca_bundle=ca_bundle)
 
     def specs() -> Iterator[RequestSpec]:
         for i in range(num_requests):
@@ -262,7 +283,8 @@ def calibrate_point(
     """One concurrency level: drive, fetch the truth, compare against ``mode``'s targets
     (:data:`~infer_prof.core.accuracy.TARGETS_BY_MODE`); ``server`` records the server
     process's own CPU over the level (``cpu_s``) and per token it streamed."""
-    get_json(f"{server.url}/truth/reset")
+    context = server.context
+    get_json(f"{server.url}/truth/reset", context=context)
     prefix = f"cal-c{concurrency}-"
     health: dict[str, Any] = {}
     ticks = cpu_ticks()
@@ -277,9 +299,10 @@ def calibrate_point(
         warmup=min(concurrency, 64),
         processes=processes,
         health=health,
+        ca_bundle=server.ca_bundle,
     )
     server_cpu1 = process_cpu_s(server.proc.pid)
-    full_truth = get_json(f"{server.url}/truth", timeout_s=60)
+    full_truth = get_json(f"{server.url}/truth", timeout_s=60, context=context)
     truth = full_truth["requests"]
     report = compare_to_truth(records, truth, prefix)
     report["mode"] = mode
@@ -316,17 +339,26 @@ def run_calibration(
     requests_per_stream: int = 4,
     on_point: Callable[[dict[str, Any]], None] | None = None,
     processes: int | None = None,
+    tls: bool = False,
     server_cost_us: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Calibrate at each concurrency; ``requests_per_stream`` x concurrency requests each.
 
     ``processes``: client worker processes per point; None chooses per concurrency
-    (:func:`auto_processes`). ``server_cost_us``: CPU the built-in server burns per streamed
-    token (``--cost-us`` of :mod:`infer_prof.servers.synthetic`); above 0 the points are judged
-    against the ``server_cost`` targets."""
+    (:func:`auto_processes`). ``tls``: over HTTPS, with a throwaway CA and server certificate
+    made now (:mod:`infer_prof.servers.certs`), verified by the client as a real endpoint's.
+    ``server_cost_us``: CPU the built-in server burns per streamed token (``--cost-us`` of
+    :mod:`infer_prof.servers.synthetic`); above 0 the points are judged against the
+    ``server_cost`` targets."""
     mode = calibration_mode(server_cost_us)
     extra = ("--cost-us", str(server_cost_us)) if server_cost_us > 0 else ()
-    server = start_synthetic(ttft_ms, itl_ms, output_len, extra_args=extra)
+    certs = None
+    tmp = tempfile.TemporaryDirectory(prefix="infer-prof-tls-") if tls else None
+    if tmp is not None:
+        from infer_prof.servers.certs import make_certs
+
+        certs = make_certs(Path(tmp.name))
+    server = start_synthetic(ttft_ms, itl_ms, output_len, extra_args=extra, tls=certs)
     reports = []
     try:
         for c in concurrencies:
@@ -340,11 +372,14 @@ def run_calibration(
                 "output_len": output_len,
                 "server_cost_us": server_cost_us,
             }
+            rep["tls"] = tls
             reports.append(rep)
             if on_point:
                 on_point(rep)
     finally:
         server.stop()
+        if tmp is not None:
+            tmp.cleanup()
     return reports
 
 

@@ -17,6 +17,7 @@ from infer_prof.core.workload import (
     sample_requests,
 )
 from infer_prof.loadgen.closed_loop import (
+    Prompt,
     RequestSpec,
 )
 from infer_prof.loadgen.datasets import (
@@ -197,8 +198,9 @@ def continuous_warmup(wl: Workload) -> bool:
 
 
 def prompt_mode(cfg: RunConfig, dataset: Dataset | None) -> str:
-    """What prompts are sent as: ``--prompt``, else a dataset's text, else token IDs."""
-    return cfg.prompt or ("text" if dataset is not None else "token-ids")
+    """What prompts are sent as: ``--prompt``, else text for the chat API or a dataset, else
+    token IDs."""
+    return cfg.prompt or ("text" if dataset is not None or cfg.api == "chat" else "token-ids")
 
 
 def text_maker(
@@ -206,12 +208,29 @@ def text_maker(
 ) -> TextPromptMaker | None:
     """The exact-length text prompt builder for ``--prompt text`` without a dataset (None
     otherwise); raises ConfigError when the model has no ``tokenizer.json``."""
-    if cfg.prompt != "text" or dataset is not None:
+    if prompt_mode(cfg, dataset) != "text" or dataset is not None:
         return None
     try:
         return TextPromptMaker.from_tokenizer_dir(engine_path)
     except (OSError, ValueError) as exc:
+        if cfg.api == "chat":
+            raise ConfigError(f"--api chat needs text prompts: {exc}; give a --model with a "
+                              "tokenizer, or use --api completions") from None
         raise ConfigError(f"--prompt text: {exc}; use --prompt token-ids") from None
+
+
+def check_chat_template(cfg: RunConfig, engine_path: str) -> None:
+    """``--api chat`` on a server infer-prof starts needs a model with a chat template (vLLM
+    refuses chat requests without one): raises ConfigError when the model folder has none and
+    no ``--chat-template`` engine argument gives one. An ``--endpoint`` brings its own."""
+    if cfg.api != "chat" or cfg.endpoint:
+        return
+    if any(a.startswith("--chat-template") for a in cfg.engine_args):
+        return
+    if chat_template_renderer(engine_path) is None:
+        raise ConfigError(f"--api chat: the model at {engine_path} has no chat template "
+                          "(tokenizer_config.json chat_template or chat_template.jinja); give "
+                          "--engine-arg=--chat-template=FILE or use --api completions")
 
 
 def dataset_ids(
@@ -298,6 +317,8 @@ def attach_trace(
         n = cfg.num_requests
         trace.offsets, trace.input_lens = trace.offsets[:n], trace.input_lens[:n]
         trace.output_lens = trace.output_lens[:n]
+        if trace.hash_ids is not None:
+            trace.hash_ids = trace.hash_ids[:n]
     rate = trace.scheduled_rate() or 1.0
     warm = 0 if cfg.warmup is None and cfg.warmup_requests is None else None
     try:
@@ -324,6 +345,7 @@ def build_specs(
     dataset: Dataset | None = None,
     as_ids: Callable[[str], list[int]] | None = None,
     trace: Trace | None = None,
+    chat: bool = False,
 ) -> tuple[Iterator[RequestSpec] | list[RequestSpec], Iterator[RequestSpec], int | None]:
     """Warm-up specs (a list for a counted warm-up, a lazy iterator for a continuous one, see
     :func:`continuous_warmup`), a lazy iterator of measured specs, and how many measured there
@@ -331,12 +353,12 @@ def build_specs(
     are token IDs of exactly the drawn length (or, with ``text``, text of exactly that many
     tokens), with a group's shared prefix where asked. With a ``dataset``, request ``k``
     (warm-up first) is entry ``k mod entries``: its text (or ``as_ids(text)``, token IDs) and
-    lengths. With a ``trace``, the measured requests are its entries in order (exact lengths),
-    a warm-up cycles through its first ones."""
+    lengths (``chat``: a messages entry's messages). With a ``trace``, the measured requests
+    are its entries in order (exact lengths), a warm-up cycles through its first ones."""
     n_measured = wl.num_requests
     n_warm = warmup_pool_size(wl)
     if dataset is not None:
-        return _dataset_specs(wl, dataset, n_warm, as_ids)
+        return _dataset_specs(wl, dataset, n_warm, as_ids, chat)
     if trace is not None:
         pairs = list(zip(trace.input_lens, trace.output_lens, strict=True))
         order = [pairs[k % len(pairs)] for k in range(n_warm)] + pairs
@@ -370,22 +392,75 @@ def build_specs(
         for i, (inp, out, grp) in enumerate(shapes[:n_warm]):
             yield RequestSpec(-1 - i, prompt(-1 - i, inp, grp), inp, out, warmup=True)
 
+    hashed = trace.hash_ids if trace is not None else None
+    blocks: dict[int, Any] = {}
+
     def measured() -> Iterator[RequestSpec]:
         for i, (inp, out, grp) in enumerate(shapes[n_warm:]):
-            yield RequestSpec(i, prompt(i, inp, grp), inp, out)
+            ids = hashed[i] if hashed is not None else None
+            p = (hashed_prompt(ids, inp, wl.seed, i, pool, text, trace.block_tokens, blocks)
+                 if ids and trace is not None else prompt(i, inp, grp))
+            yield RequestSpec(i, p, inp, out)
 
     warm = warm_specs() if continuous_warmup(wl) else list(warm_specs())
     return warm, measured(), n_measured
 
 
+def hashed_prompt(
+    hash_ids: tuple[int, ...],
+    length: int,
+    seed: int,
+    index: int,
+    pool: TokenPool,
+    text: TextPromptMaker | None,
+    block_tokens: int,
+    cache: dict[int, Any] | None = None,
+) -> list[int] | str:
+    """A Mooncake request's prompt of exactly ``length`` tokens: the fixed block of each hash
+    id (``block_tokens`` tokens drawn with ``"<seed>/hash/<id>"``; the same id, the same block
+    in every request), cut at ``length``, then fresh tokens (``"<seed>/prompt/<index>"``). As
+    text, the blocks are ``block_tokens``-token texts joined by spaces, as many whole blocks as
+    fit, then words up to the exact length. ``cache`` keeps the blocks made (by hash id)."""
+    rng = random.Random(f"{seed}/prompt/{index}")
+    cache = {} if cache is None else cache
+
+    def block(h: int) -> Any:
+        if h not in cache:
+            r = random.Random(f"{seed}/hash/{h}")
+            cache[h] = (make_prompt(pool, block_tokens, r) if text is None
+                        else text.make(block_tokens, r))
+        return cache[h]
+
+    if text is None:
+        head: list[int] = []
+        for h in hash_ids:
+            if len(head) >= length:
+                break
+            head += block(h)
+        return make_prompt(pool, length, rng, head[:length])
+    prefix = ""
+    for h in hash_ids:
+        longer = f"{prefix} {block(h)}" if prefix else str(block(h))
+        if text.count(longer) > length - 1:
+            break
+        prefix = longer
+    return text.make(length, rng, prefix)
+
+
 def _dataset_specs(
-    wl: Workload, ds: Dataset, n_warm: int, as_ids: Callable[[str], list[int]] | None
+    wl: Workload,
+    ds: Dataset,
+    n_warm: int,
+    as_ids: Callable[[str], list[int]] | None,
+    chat: bool = False,
 ) -> tuple[Iterator[RequestSpec] | list[RequestSpec], Iterator[RequestSpec], int | None]:
     entries = ds.entries
 
     def spec(k: int, index: int, warmup: bool) -> RequestSpec:
         e = entries[k % len(entries)]
-        prompt: list[int] | str = as_ids(e.text) if as_ids is not None else e.text
+        prompt: Prompt = as_ids(e.text) if as_ids is not None else e.text
+        if chat and e.messages is not None:
+            prompt = e.messages  # the chat API takes the messages as they are
         return RequestSpec(index, prompt, e.input_len, e.output_len, warmup=warmup)
 
     def warm_specs() -> Iterator[RequestSpec]:

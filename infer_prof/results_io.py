@@ -125,8 +125,10 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     (:func:`precision_of`), quantization and dtype; concurrency and request rate; input and
     output length; workload name; load format; GPU name (``cpu: <model>`` without one) and count;
     the served model name; the dataset's SHA-256 (``dataset_sha256``) only for a result whose
-    prompts came from a dataset. Absent fields are None, so a field added to results later does
-    not change the fingerprint of older ones.
+    prompts came from a dataset; the session settings (``sessions``) only for a multi-turn
+    run; ``api`` only for a chat-API result (the chat template adds prompt tokens, so it is
+    another configuration). Absent fields are None, so a field added to results later does not
+    change the fingerprint of older ones.
     """
     cfg = _as_dict(result.get("config"))
     model = _as_dict(result.get("model"))
@@ -156,11 +158,19 @@ def config_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     dataset = _as_dict(cfg.get("dataset"))
     if dataset:  # only results with a dataset carry the field: older fingerprints stay the same
         fields["dataset_sha256"] = dataset.get("sha256")
+    if cfg.get("api") == "chat":  # likewise: completions results keep their fingerprints
+        fields["api"] = "chat"
     trace = _as_dict(cfg.get("trace"))
     if trace:  # likewise: a replayed trace, its window and time scale
         fields["trace_sha256"] = trace.get("sha256")
         fields["trace_window"] = trace.get("window_s")
         fields["trace_time_scale"] = trace.get("time_scale")
+    sessions = _as_dict(cfg.get("sessions"))
+    if sessions:  # likewise: multi-turn sessions (turns, think time, source, prompt, dataset)
+        ds = _as_dict(sessions.get("dataset"))
+        kept = {k: sessions.get(k) for k in ("turns", "think_time_s", "source", "prompt")}
+        kept["dataset_sha256"] = ds.get("sha256") if ds else None
+        fields["sessions"] = kept
     return fields
 
 

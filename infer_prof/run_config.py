@@ -17,6 +17,11 @@ class RunConfig:
     endpoint: str | None = None
     served_model_name: str | None = None
     api_key: str | None = None
+    # "completions" (/v1/completions) or "chat" (/v1/chat/completions, text prompts only);
+    # None: the workload's ``api``, else completions (see resolve_api)
+    api: str | None = None
+    ca_bundle: str | None = None  # https: PEM file of the CA(s) to trust instead of the system's
+    insecure: bool = False  # https: no certificate verification (warned, recorded)
     workload: str | None = None
     suite: str | None = None  # a suite file (workloads/nightly.toml): many workloads and points
     scale: str | None = None  # one of the suite's [scales.*], e.g. "tiny" for CPU CI
@@ -66,6 +71,9 @@ class RunConfig:
     output: str | None = None
     results_dir: str = "results"
     labels: dict[str, str] = field(default_factory=dict)
+    # put in the run id and file names before the load label (several endpoints in one
+    # command: the endpoint's label, see infer_prof.multi_endpoint)
+    run_tag: str | None = None
     progress: bool = True
     telemetry_interval_s: float = 0.5
     metrics_interval_s: float = 0.5
@@ -79,6 +87,8 @@ class RunConfig:
     trace: str | None = None  # replay this trace's arrivals and lengths (infer_prof.loadgen.traces)
     time_scale: float = 1.0  # trace gaps times this (0.5: twice as fast)
     trace_window: str | None = None  # "START:END" seconds of the trace to replay
+    turns: int | None = None  # multi-turn sessions of this many turns (infer_prof.loadgen.sessions)
+    think_time_s: float = 0.0  # seconds between a turn's answer and the next turn
 
 
 def validate(cfg: RunConfig) -> None:
@@ -104,7 +114,7 @@ def validate(cfg: RunConfig) -> None:
         try:
             from infer_prof.loadgen.client import Endpoint  # not at import: keeps --help fast
 
-            Endpoint.from_url(cfg.endpoint)
+            Endpoint.from_url(cfg.endpoint, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure)
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
     if cfg.timeout_s <= 0:
@@ -116,10 +126,36 @@ def validate(cfg: RunConfig) -> None:
     check_client_processes(cfg.client_processes)
     if cfg.prompt is not None and cfg.prompt not in ("text", "token-ids"):
         raise ConfigError(f"--prompt must be text or token-ids, got {cfg.prompt!r}")
+    if cfg.api is not None and cfg.api not in ("completions", "chat"):
+        raise ConfigError(f"--api must be completions or chat, got {cfg.api!r}")
+    check_api(cfg)
     if cfg.dataset_sample is not None and cfg.dataset_sample < 1:
         raise ConfigError(f"--dataset-sample must be a positive integer, got {cfg.dataset_sample}")
+    if cfg.turns is not None and cfg.turns < 1:
+        raise ConfigError(f"--turns must be a positive integer, got {cfg.turns}")
+    if not cfg.think_time_s >= 0:
+        raise ConfigError(f"--think-time must be 0 or more seconds, got {cfg.think_time_s}")
     if cfg.find_max and not cfg.slo and not cfg.workload:
         raise ConfigError("--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...")
+
+
+def check_api(cfg: RunConfig) -> None:
+    """The chat API takes text: refuse ``--prompt token-ids`` with it (raises ConfigError)."""
+    if cfg.api == "chat" and cfg.prompt == "token-ids":
+        raise ConfigError("--api chat sends text messages, not token IDs; drop --prompt "
+                          "token-ids (chat uses --prompt text)")
+
+
+def resolve_api(cfg: RunConfig, workload_apis: list[str | None]) -> str:
+    """The API a run speaks: ``--api``, else its workloads' ``api`` (all the same), else
+    ``completions``. Raises ConfigError when a suite's workloads ask for different ones."""
+    if cfg.api is not None:
+        return cfg.api
+    asked = {a for a in workload_apis if a is not None}
+    if len(asked) > 1:
+        raise ConfigError(f"the workloads ask for different APIs ({', '.join(sorted(asked))}); "
+                          "give --api to run them all with one")
+    return asked.pop() if asked else "completions"
 
 
 def check_client_processes(value: str | int) -> None:

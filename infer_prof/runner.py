@@ -13,11 +13,12 @@ import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from infer_prof import history
+from infer_prof.core.api_tokens import api_block
 from infer_prof.core.gpuspec import GpuSpec
 from infer_prof.core.metrics import (
     RequestRecord,
@@ -44,6 +45,7 @@ from infer_prof.load_points import (
     attach_trace,
     base_workload,
     build_specs,
+    check_chat_template,
     check_context,
     client_processes,
     continuous_warmup,
@@ -58,7 +60,9 @@ from infer_prof.load_points import (
 )
 from infer_prof.loadgen.client import (
     Endpoint,
+    build_chat_request,
     build_completion_request,
+    chat_messages,
     gc_paused,
     loop_lag_probe,
     reader_in_use,
@@ -73,6 +77,7 @@ from infer_prof.loadgen.closed_loop import (
 from infer_prof.loadgen.datasets import Dataset
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
 from infer_prof.loadgen.prompts import TokenPool
+from infer_prof.loadgen.sessions import SessionPlan, SessionRun
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
@@ -80,12 +85,13 @@ from infer_prof.models import ModelError, ResolvedModel, resolve_model
 from infer_prof.preflight import check_duration, device_speed, prepare_weights
 from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results_io import record_result
-from infer_prof.run_config import ConfigError, RunConfig, validate
+from infer_prof.run_config import ConfigError, RunConfig, check_api, resolve_api, validate
 from infer_prof.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
 from infer_prof.servers.http_get import http_get, served_model_names
 from infer_prof.servers.vllm_log import root_cause
 from infer_prof.servers.vllm_server import ServerStartError, VllmServer, log_tail, read_log_end
+from infer_prof.session_setup import attach_sessions
 from infer_prof.store import make_run_id, result_paths, safe_name, write_requests, write_result
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper, mark_not_counted
@@ -164,6 +170,7 @@ class _Session:
     dataset: Dataset | None = None  # --dataset: the prompts come from it
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
     trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
+    sessions: SessionPlan | None = None  # --turns: multi-turn sessions
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
@@ -192,12 +199,18 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     else:
         wl = base_workload(cfg)
         points = load_points(cfg, wl)
+    cfg = replace(cfg, api=resolve_api(cfg, [w.api for w in points]))
+    check_api(cfg)
     engine_path = engine_model_path(cfg, model)
-    dataset, points = attach_dataset(cfg, model, engine_path, points)
+    sessions, points = attach_sessions(cfg, model, engine_path, points)
+    dataset, points = (None, points) if sessions else attach_dataset(cfg, model, engine_path,
+                                                                     points)
     trace, points = attach_trace(cfg, model, points)
     longest = (dataset.longest() if dataset else trace.longest() if trace
+               else sessions.longest(points[0].input_len, points[0].output_len) if sessions
                else check_context(points, cfg, model))
     text = text_maker(cfg, engine_path, dataset)
+    check_chat_template(cfg, engine_path)
     try:
         slos = parse_slos(cfg.slo) if cfg.slo else slos_from_mapping(wl.slo)
         # (a suite's members keep their own SLOs: see _run_point)
@@ -234,9 +247,12 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             _warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
     try:
         if cfg.endpoint:
-            endpoint = Endpoint.from_url(cfg.endpoint, cfg.api_key)
+            endpoint = Endpoint.from_url(
+                cfg.endpoint, cfg.api_key, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure
+            )
+            tls_info = check_tls(endpoint, progress)  # exit 2 on a certificate error, before load
             try:
-                names = served_model_names(endpoint.url, cfg.api_key)
+                names = served_model_names(endpoint.url, cfg.api_key, endpoint.ssl_context())
             except (OSError, ValueError) as exc:
                 raise ServerStartError(
                     f"endpoint {endpoint.url} did not answer GET /v1/models: {exc}"
@@ -247,6 +263,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 "url": endpoint.url,
                 "served_model_name": served,
                 "models_listed": names,
+                "tls": tls_info,
             }
         else:
             served = cfg.served_model_name or model.name
@@ -328,6 +345,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             dataset=dataset,
             as_ids=dataset_ids(cfg, engine_path, dataset),
             trace=trace,
+            sessions=sessions,
         )
         search: dict[str, Any] | None = None
         if cfg.find_max:
@@ -347,7 +365,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     sweep, sweep_path = None, None
     if len(outcomes) > 1 or cfg.find_max:
         sweep = sweep_summary(outcomes, search)
-        sweep_path = results_dir / f"{stamp}-{safe_name(model.name)}.sweep.json"
+        tag = f"-{cfg.run_tag}" if cfg.run_tag else ""
+        sweep_path = results_dir / f"{stamp}-{safe_name(model.name)}{tag}.sweep.json"
         write_result(sweep_path, sweep)
     return SweepOutcome(outcomes, sweep, sweep_path)
 
@@ -436,6 +455,8 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     """Drive one load point against the session's server and write its result."""
     cfg = sess.cfg
     label = point_label(wl) if wl.name == "custom" else f"{wl.name}-{point_label(wl)}"
+    if cfg.run_tag:  # several endpoints in one command: the endpoint's label
+        label = f"{cfg.run_tag}-{label}"
     run_id = make_run_id(_now().strftime("%Y%m%d-%H%M%S"), sess.model.name, label)
     taken = 1
     while (Path(cfg.results_dir) / f"{run_id}.json").exists() and not cfg.output:
@@ -452,10 +473,18 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
     warm, measured, _ = build_specs(
-        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace
+        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace, cfg.api == "chat"
     )
 
     def build(spec: RequestSpec) -> bytes:
+        if cfg.api == "chat":
+            return build_chat_request(
+                sess.endpoint,
+                sess.served,
+                chat_messages(spec.prompt),
+                spec.max_tokens,
+                request_id=f"{run_id}-{spec.index}",
+            )
         return build_completion_request(
             sess.endpoint,
             sess.served,
@@ -470,8 +499,15 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     telemetry: dict[str, Any] = {}
     counters = LiveCounters()
     sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
-    scraper = MetricsScraper(sess.endpoint.url, interval_s=cfg.metrics_interval_s)
-    processes = client_processes(cfg.client_processes, wl)
+    scraper = MetricsScraper(
+        sess.endpoint.url,
+        interval_s=cfg.metrics_interval_s,
+        api_key=sess.endpoint.api_key,
+        context=sess.endpoint.ssl_context(),
+    )
+    session_run = sess.sessions.start(wl, sess.pool, sess.text) if sess.sessions else None
+    state["session_run"] = session_run
+    processes = 1 if session_run else client_processes(cfg.client_processes, wl)
     try:
         if processes > 1:
             # forks the workers before this process starts the telemetry threads
@@ -497,6 +533,7 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
                 client,
                 sampler,
                 scraper,
+                session_run,
             )
     finally:
         telemetry["gpu"] = sampler.stop()
@@ -606,11 +643,16 @@ def build_result(
             "output_len": wl.output_len.support()[1] if wl.output_len.kind == "fixed" else None,
             "num_requests": wl.num_requests,
             "warmup_requests": wl.warmup_requests,
-            "prompt": prompt_mode(cfg, sess.dataset),
+            "prompt": sess.sessions.settings.prompt if sess.sessions
+            else prompt_mode(cfg, sess.dataset),
             "dataset": sess.dataset.to_dict() if sess.dataset else None,
             "trace": sess.trace.to_dict() if sess.trace else None,
+            "sessions": sess.sessions.to_dict() if sess.sessions else None,
         },
+        "sessions": state["session_run"].result(records, scraped)
+        if state.get("session_run") else None,
         "trace_replay": trace_replay(sess.trace, records) if sess.trace else None,
+        "api": api_block(cfg.api or "completions", records),
         "workload": wl.to_dict(),
         "load": {
             "mode": a.mode,
@@ -692,6 +734,7 @@ def _drive(
     client: dict[str, Any],
     sampler: NvmlSampler,
     scraper: MetricsScraper,
+    session_run: SessionRun | None = None,
 ) -> None:
     """Run one point's load in an event loop with a server watchdog, a lag probe, progress,
     and Ctrl-C handling (first Ctrl-C stops sending and cancels streams in flight)."""
@@ -708,10 +751,16 @@ def _drive(
     cpu = _ThreadCpu()  # the event loop's thread: the telemetry threads are not the client's
     a = wl.arrival
     gate = (WarmupGate(a.concurrency or 1, warmup_seconds(wl.warmup))
-            if continuous_warmup(wl) else None)
+            if continuous_warmup(wl) and session_run is None else None)
 
     async def main() -> None:
-        if a.mode == "closed":
+        if session_run is not None:
+            coro = session_run.drive(
+                endpoint, build, warm,
+                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s),
+                counters, stop, records,
+            )
+        elif a.mode == "closed":
             coro = run_closed_loop(
                 endpoint,
                 build,
@@ -1069,9 +1118,28 @@ class _PoolWatch:
             self.died_at = time.monotonic()
 
 
+def check_tls(endpoint: Endpoint, progress: ProgressLine) -> dict[str, Any] | None:
+    """For an https endpoint: one TLS handshake before any load (raises ConfigError, exit 2,
+    with one line naming the host and the reason); warns when verification is off. Returns
+    what was negotiated (recorded with the server), None for http."""
+    if endpoint.tls is None:
+        return None
+    from infer_prof.loadgen.tls import TlsError, preflight
+
+    if endpoint.tls.insecure:
+        _warn(progress, f"warning: --insecure: the TLS certificate of {endpoint.host} is not "
+                        "verified (recorded in the result)")
+    try:
+        return preflight(endpoint.host, endpoint.port, endpoint.tls)
+    except TlsError as exc:
+        raise ConfigError(str(exc)) from None
+    except ConnectionError as exc:  # not there at all: a start failure, as for http
+        raise ServerStartError(f"endpoint {endpoint.url}: {exc}") from None
+
+
 def _healthy(endpoint: Endpoint) -> bool:
     try:
-        return http_get(f"{endpoint.url}/health", timeout_s=2.0)[0] == 200
+        return http_get(f"{endpoint.url}/health", 2.0, None, endpoint.ssl_context())[0] == 200
     except OSError:
         return False
 

@@ -18,6 +18,9 @@ Top-level fields (schema_version 1):
 - ``client``: the load generator's own health (timestamp source, dispatch delay, read and
   event-loop lag, CPU, ``processes``; with more than one process, pooled figures and each
   worker's own under ``workers``)
+- ``api``: the API used (``name`` completions/chat, ``path``), ``token_count_source`` (how
+  output tokens were counted: usage, usage_total, chunks, mixed) and, for chat,
+  ``chat_template_tokens`` (see :mod:`infer_prof.core.api_tokens`; absent in older results)
 - ``plan``, ``cost``, ``telemetry``, ``roofline``: present when those parts ran; null otherwise
 - ``duration_estimate``: the run's wall time estimated before it started
   (:mod:`infer_prof.core.duration`); null for ``--endpoint`` runs
@@ -109,6 +112,8 @@ def public_result(result: dict[str, Any]) -> dict[str, Any]:
         "reason": None if roof.get("available") else roof.get("reason"),
     }
     out["warmup"] = result.get("warmup")
+    if result.get("sessions"):  # multi-turn runs: per-turn figures and the prefix-cache hit rate
+        out["sessions"] = result["sessions"]
     out["valid"] = (result.get("validity") or {}).get("valid")
     out["complete"] = result.get("complete")
     return out

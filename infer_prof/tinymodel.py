@@ -5,6 +5,8 @@ Generated locally on first use (no hub access needed) and cached under
 thousand tokens/s, and real enough that the whole path (tokenizer, engine, streaming) is exercised.
 Shape: hidden 256, 4 attention heads of dim 64 (CPU attention needs head_dim >= 64), 2 KV heads,
 2 layers, intermediate 688, byte-level BPE vocabulary of 512 trained on a few lines of text.
+It has a chat template (:data:`CHAT_TEMPLATE`, Zephyr-like role markers), so the chat API
+(``--api chat``) runs on it end to end.
 """
 
 from __future__ import annotations
@@ -17,8 +19,14 @@ from pathlib import Path
 
 from infer_prof.models import TINY_LLAMA, cache_dir
 
-TINY_VERSION = 1
+TINY_VERSION = 2  # 2: a chat template in tokenizer_config.json
 VOCAB_SIZE = 512
+#: The tiny model's chat template: a BOS, then ``<|role|>content`` per message, one a line, and
+#: ``<|assistant|>`` where a reply is asked for.
+CHAT_TEMPLATE = (
+    "{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n"
+    "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
 _CORPUS = """\
 The quick brown fox jumps over the lazy dog while the profiler measures every token.
 Large language models generate text one token at a time, reading all of their weights each step.
@@ -92,6 +100,7 @@ def _generate(target: Path, seed: int) -> None:
         tokenizer_object=tok, unk_token="<unk>", bos_token="<s>", eos_token="</s>"
     )
     fast.model_max_length = 2048
+    fast.chat_template = CHAT_TEMPLATE
     fast.save_pretrained(target)
 
     config = LlamaConfig(

@@ -47,6 +47,12 @@ def calibrate_command(
         "--processes",
         help="Client worker processes per level: a number, or auto (by expected events/s).",
     ),
+    tls: bool = typer.Option(
+        False,
+        "--tls",
+        help="Over HTTPS: the server gets a throwaway certificate made now, the client verifies "
+        "it; TLS is done on the client's own sockets, so timing stays the kernel's.",
+    ),
     server_cost_us: float = typer.Option(
         0.0,
         "--server-cost-us",
@@ -108,6 +114,7 @@ def calibrate_command(
         requests_per_stream=requests_per_stream,
         on_point=progress,
         processes=procs,
+        tls=tls,
         server_cost_us=server_cost_us,
     )
     if json_output:
@@ -115,7 +122,7 @@ def calibrate_command(
         return
     t = Table(
         title=f"client error vs truth (ms; server: TTFT {ttft_ms:g} ms, ITL {itl_ms:g} ms, "
-        f"{output_len} tokens"
+        f"{output_len} tokens{', HTTPS' if tls else ''}"
         + (f", {server_cost_us:g} us CPU per token" if server_cost_us > 0 else "")
         + ")",
         title_justify="left",

@@ -29,17 +29,41 @@ def run_command(
         "local model directory, or a hub id (org/name). Default: tiny-llama without a GPU; "
         "on a GPU llama-2-7b with random weights at 128 streams when it fits.",
     ),
-    endpoint: str = typer.Option(
+    endpoint: list[str] = typer.Option(
         None,
         "--endpoint",
-        help="Profile a server that is already running (http://host:port); nothing is started. "
-        "--model then names whose tokenizer/config builds the prompts.",
+        help="Profile a server that is already running (http://host:port or https://host/v1); "
+        "nothing is started. --model then names whose tokenizer/config builds the prompts. "
+        "Repeat it to profile several in turn (one table at the end); --gpu, --gpus, "
+        "--price-per-hour and --endpoint-label then pair with each, in order.",
+    ),
+    endpoints_file: str = typer.Option(
+        None,
+        "--endpoints",
+        help="TOML file of endpoints to profile in turn, one endpoint table each: url, gpu, "
+        "gpu_count, price_per_hour, label, served_model_name, api_key_env (see README).",
+    ),
+    endpoint_label: list[str] = typer.Option(
+        None, "--endpoint-label", help="Name of each --endpoint (its row and result files)."
     ),
     served_model_name: str = typer.Option(
         None, "--served-model-name", help="Model name to send; default: read from /v1/models."
     ),
     api_key: str = typer.Option(
         None, "--api-key", envvar="OPENAI_API_KEY", help="Bearer token for --endpoint."
+    ),
+    api: str = typer.Option(
+        None,
+        "--api",
+        help="completions (default, or the workload's api): POST /v1/completions; chat: POST "
+        "/v1/chat/completions with the prompt as one user message (text prompts; a dataset's "
+        "messages as they are).",
+    ),
+    ca_bundle: str = typer.Option(
+        None, "--ca-bundle", help="https --endpoint: PEM file of the CA(s) to trust (private CA)."
+    ),
+    insecure: bool = typer.Option(
+        False, "--insecure", help="https --endpoint: do not verify the certificate (recorded)."
     ),
     workload: str = typer.Option(
         None,
@@ -151,6 +175,16 @@ def run_command(
     trace_window: str = typer.Option(
         None, "--trace-window", help="START:END seconds of the trace to replay (e.g. 60:120)."
     ),
+    turns: int = typer.Option(
+        None,
+        "--turns",
+        help="Multi-turn sessions of K turns: each turn resends the conversation so far (prefix "
+        "cache hits); --concurrency is the concurrent sessions, --num-requests counts turns "
+        "(rounded up to whole sessions). Synthetic, or a ShareGPT --dataset's conversations.",
+    ),
+    think_time: float = typer.Option(
+        0.0, "--think-time", help="Seconds a session waits between an answer and its next turn."
+    ),
     client_processes: str = typer.Option(
         "auto",
         "--client-processes",
@@ -207,14 +241,16 @@ def run_command(
         help="Memory the engine may use (e.g. 512MiB, 24GiB): plans precision and KV cache for "
         "it, on CPU or GPU.",
     ),
-    gpu: str = typer.Option(
+    gpu: list[str] = typer.Option(
         None,
         "--gpu",
         help="GPU to plan and price for (catalog key, e.g. H100-SXM); default: the detected one. "
         "Give it for --endpoint runs on a remote GPU.",
     ),
-    gpus: int = typer.Option(None, "--gpus", help="Number of GPUs (default: detected, or --tp)."),
-    price_per_hour: float = typer.Option(
+    gpus: list[int] = typer.Option(
+        None, "--gpus", help="Number of GPUs (default: detected, or --tp)."
+    ),
+    price_per_hour: list[float] = typer.Option(
         None, "--price-per-hour", help="USD per GPU-hour; overrides the price catalog."
     ),
     provider: str = typer.Option(
@@ -268,9 +304,15 @@ def run_command(
     no_progress: bool = typer.Option(False, "--no-progress", help="No live progress display."),
 ) -> None:
     """Profile a model: start vLLM, drive concurrent streams, report latency, throughput."""
+    from infer_prof.cli.run_endpoints import endpoint_targets, run_many
+
+    targets = endpoint_targets(
+        endpoint, gpu, gpus, price_per_hour, endpoint_label, endpoints_file
+    )
+    one_endpoint = targets[0].url if targets else endpoint[0] if endpoint else None
     if model is None:
         model, concurrency, load_format = _default_model(
-            endpoint, concurrency, load_format, rate is None and workload is None and not suite
+            one_endpoint, concurrency, load_format, rate is None and workload is None and not suite
         )
     engine_args: list[str] = []
     for a in engine_arg or []:
@@ -282,9 +324,12 @@ def run_command(
         warmup_mode, warmup_count = "requests", warmup_requests
     cfg = RunConfig(
         model=model,
-        endpoint=endpoint,
+        endpoint=one_endpoint,
         served_model_name=served_model_name,
         api_key=api_key,
+        api=api,
+        ca_bundle=ca_bundle,
+        insecure=insecure,
         workload=workload,
         suite=suite,
         scale=scale,
@@ -310,6 +355,8 @@ def run_command(
         trace=trace,
         time_scale=time_scale,
         trace_window=trace_window,
+        turns=turns,
+        think_time_s=think_time,
         client_processes=client_processes,
         dtype=dtype,
         max_model_len=max_model_len,
@@ -325,9 +372,9 @@ def run_command(
         else None,
         memory_budget_bytes=parse_size(memory_budget, "--memory-budget") if memory_budget else None,
         kv_cache_dtype=kv_cache_dtype,
-        gpu=gpu,
-        gpus=gpus,
-        price_per_hour=price_per_hour,
+        gpu=(gpu or [None])[0],
+        gpus=(gpus or [None])[0],
+        price_per_hour=(price_per_hour or [None])[0],
         provider=provider,
         prices_file=prices,
         spot=spot,
@@ -343,6 +390,9 @@ def run_command(
         labels=parse_labels(label),
         progress=not no_progress,
     )
+    if targets:
+        run_many(cfg, targets, json_output)
+        return
     # imported here, not at the top: `infer-prof --help` must not pay for the engine side
     from infer_prof.runner import execute
     from infer_prof.servers.vllm_server import ServerStartError

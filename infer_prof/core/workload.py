@@ -23,6 +23,7 @@ files lives in ``infer_prof.workloads``. The file format is documented field by 
     length = 0                          # prefix tokens (part of input_len, not added to it)
     groups = 1                          # how many distinct prefixes those requests spread over
     dataset = "data/chat.jsonl"         # optional: prompts from this file (relative to this one)
+    api = "chat"                        # optional: completions (default) or chat
     [slo]                               # optional, milliseconds
     ttft_p99 = 2000
     tpot_p99 = 200
@@ -60,7 +61,7 @@ SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
 
 WORKLOAD_FIELDS = ("kind", "name", "description", "input_len", "output_len", "num_requests",
                    "duration_s", "warmup", "warmup_requests", "arrival", "shared_prefix", "seed",
-                   "slo", "min_requests", "min_duration_s", "dataset")
+                   "slo", "min_requests", "min_duration_s", "dataset", "api")
 ARRIVAL_FIELDS = ("mode", "concurrency", "rate", "burstiness", "process", "max_concurrency")
 _OPEN_ONLY = ("rate", "burstiness", "process", "max_concurrency")
 PREFIX_FIELDS = ("fraction", "length", "groups")
@@ -264,6 +265,7 @@ class Workload:
     min_requests: int | None = None
     min_duration_s: float | None = None
     dataset: str | None = None  # a dataset file the prompts come from (see loadgen.datasets)
+    api: str | None = None  # "completions" or "chat" (None: completions, or --api)
     source: str = field(default="<code>", compare=False)
 
     def __post_init__(self) -> None:
@@ -304,6 +306,8 @@ class Workload:
             out["min_duration_s"] = self.min_duration_s
         if self.dataset is not None:
             out["dataset"] = self.dataset
+        if self.api is not None:
+            out["api"] = self.api
         return out
 
     # -- changing -----------------------------------------------------------------------------
@@ -437,15 +441,20 @@ def _parse_workload(d: Any, source: str, default_name: str | None) -> dict[str, 
     dataset = r.string(t["dataset"], "dataset") if "dataset" in t else None
     if dataset is not None and not dataset.strip():
         raise r.err("dataset", "must be a file path (relative to the workload file), got ''")
+    api = r.string(t["api"], "api") if "api" in t else None
+    if api is not None and api not in API_KINDS:
+        raise r.err("api", f"must be one of {', '.join(API_KINDS)}, got {api!r}")
     return {"name": name, "input_len": input_len, "output_len": output_len,
             "description": description, "num_requests": num_requests, "duration_s": duration_s,
             "warmup_requests": warmup, "warmup": warmup_mode, "arrival": arrival,
             "shared_prefix": prefix, "seed": seed,
             "slo": slo, "min_requests": min_requests, "min_duration_s": min_duration,
-            "dataset": dataset, "source": source}
+            "dataset": dataset, "api": api, "source": source}
 
 
 WARMUP_MODES = ("steady", "requests")
+#: The APIs a workload may ask for (``api``): ``/v1/completions`` or ``/v1/chat/completions``.
+API_KINDS = ("completions", "chat")
 _WARMUP_SECONDS_RE = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
 

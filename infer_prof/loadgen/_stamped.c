@@ -16,6 +16,9 @@
  *     every report_every tokens.
  *   - otherwise general(data, t_ns) -> bool is called (data b"" at end of stream); its result
  *     is the new `fast`. A receive error calls failed(errno).
+ *   - with decrypt (keyword; TLS, see loadgen/tls.py) the bytes read are ciphertext:
+ *     decrypt(data) -> the plaintext they complete, handled as above with the read's kernel
+ *     time (that of the segment completing the TLS record); b"" (no application data) ends it.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -121,6 +124,7 @@ typedef struct {
     PyObject *general;
     PyObject *failed;
     PyObject *on_token;
+    PyObject *decrypt; /* NULL or None: plain HTTP */
 } Reader;
 
 static int Reader_traverse(Reader *self, visitproc visit, void *arg)
@@ -131,6 +135,7 @@ static int Reader_traverse(Reader *self, visitproc visit, void *arg)
     Py_VISIT(self->general);
     Py_VISIT(self->failed);
     Py_VISIT(self->on_token);
+    Py_VISIT(self->decrypt);
     return 0;
 }
 
@@ -142,6 +147,7 @@ static int Reader_clear(Reader *self)
     Py_CLEAR(self->general);
     Py_CLEAR(self->failed);
     Py_CLEAR(self->on_token);
+    Py_CLEAR(self->decrypt);
     return 0;
 }
 
@@ -155,17 +161,19 @@ static void Reader_dealloc(Reader *self)
 static int Reader_init(Reader *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"fd", "chunk_ns", "chunk_tokens", "lags", "general", "failed",
-                             "on_token", "report_every", NULL};
+                             "on_token", "report_every", "decrypt", NULL};
     int fd;
     PyObject *chunk_ns, *chunk_tokens, *lags, *general, *failed, *on_token;
+    PyObject *decrypt = Py_None;
     long long report_every = 16;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iO!O!O!OOO|L", kwlist, &fd, &PyList_Type,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "iO!O!O!OOO|LO", kwlist, &fd, &PyList_Type,
                                      &chunk_ns, &PyList_Type, &chunk_tokens, &PyList_Type, &lags,
-                                     &general, &failed, &on_token, &report_every))
+                                     &general, &failed, &on_token, &report_every, &decrypt))
         return -1;
     if (!PyCallable_Check(general) || !PyCallable_Check(failed) ||
-        (on_token != Py_None && !PyCallable_Check(on_token))) {
-        PyErr_SetString(PyExc_TypeError, "general, failed and on_token must be callables");
+        (on_token != Py_None && !PyCallable_Check(on_token)) ||
+        (decrypt != Py_None && !PyCallable_Check(decrypt))) {
+        PyErr_SetString(PyExc_TypeError, "general, failed, on_token and decrypt must be callables");
         return -1;
     }
     self->fd = fd;
@@ -185,6 +193,12 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds)
     Py_XSETREF(self->failed, failed);
     Py_INCREF(on_token);
     Py_XSETREF(self->on_token, on_token);
+    if (decrypt == Py_None) {
+        Py_CLEAR(self->decrypt);
+    } else {
+        Py_INCREF(decrypt);
+        Py_XSETREF(self->decrypt, decrypt);
+    }
     return 0;
 }
 
@@ -246,9 +260,30 @@ static PyObject *Reader_call(Reader *self, PyObject *args, PyObject *kwds)
     if (append_ll(self->lags, now - t) < 0)
         return NULL;
 
-    if (n > 0 && self->fast) {
-        long long ct = match_token_chunk(recv_buf, n);
+    const char *data = recv_buf;
+    Py_ssize_t len = (Py_ssize_t)n;
+    PyObject *plain = NULL; /* TLS: the decrypted bytes (owned) */
+    if (n > 0 && self->decrypt != NULL) {
+        plain = PyObject_CallFunction(self->decrypt, "y#", recv_buf, (Py_ssize_t)n);
+        if (plain == NULL)
+            return NULL;
+        if (!PyBytes_Check(plain)) {
+            Py_DECREF(plain);
+            PyErr_SetString(PyExc_TypeError, "decrypt must return bytes");
+            return NULL;
+        }
+        len = PyBytes_GET_SIZE(plain);
+        if (len == 0) {
+            Py_DECREF(plain);
+            Py_RETURN_NONE;
+        }
+        data = PyBytes_AS_STRING(plain);
+    }
+
+    if (len > 0 && self->fast) {
+        long long ct = match_token_chunk(data, len);
         if (ct >= 0) {
+            Py_XDECREF(plain);
             if (ct > self->last_ct) {
                 if (append_ll(self->chunk_ns, t) < 0 ||
                     append_ll(self->chunk_tokens, ct - self->last_ct) < 0)
@@ -265,7 +300,10 @@ static PyObject *Reader_call(Reader *self, PyObject *args, PyObject *kwds)
             Py_RETURN_NONE;
         }
     }
-    PyObject *r = PyObject_CallFunction(self->general, "y#L", recv_buf, (Py_ssize_t)n, t);
+    PyObject *r = plain != NULL
+                      ? PyObject_CallFunction(self->general, "OL", plain, t)
+                      : PyObject_CallFunction(self->general, "y#L", recv_buf, len, t);
+    Py_XDECREF(plain);
     if (r == NULL)
         return NULL;
     int fast = PyObject_IsTrue(r);
@@ -283,6 +321,7 @@ static PyObject *Reader_close(Reader *self, PyObject *Py_UNUSED(ignored))
     Py_CLEAR(self->general);
     Py_CLEAR(self->failed);
     Py_CLEAR(self->on_token);
+    Py_CLEAR(self->decrypt);
     Py_RETURN_NONE;
 }
 

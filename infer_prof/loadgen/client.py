@@ -1,4 +1,4 @@
-"""A streaming OpenAI-completions client whose timestamps come from the kernel.
+"""A streaming OpenAI client (completions and chat) whose timestamps come from the kernel.
 
 Each received TCP segment carries the time the kernel queued it (``SO_TIMESTAMPNS``), read with
 ``recvmsg``. A token's arrival time is therefore when its bytes reached this machine, not when a
@@ -14,6 +14,10 @@ general parser, and the tests check that they agree.
 Connections are kept alive and reused by the stream that opened them (one connection per stream,
 as a real client pool does); a request that fails on a reused connection before any response byte
 arrives is retried once on a fresh one.
+
+``https://`` endpoints: TLS is done on the same raw socket (:mod:`infer_prof.loadgen.tls`); the
+reader still takes each segment's kernel time and decrypts before the HTTP handling, so a token's
+time is that of the TCP segment completing the TLS record that carries it.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ import json
 import os
 import re
 import socket
+import ssl
 import struct
 import threading
 import time
@@ -36,6 +41,13 @@ from urllib.parse import urlsplit
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
 from infer_prof.loadgen.pacing import SendPacer
+from infer_prof.loadgen.tls import (
+    TlsError,
+    TlsSession,
+    TlsSettings,
+    check_ca_bundle,
+    client_context,
+)
 
 try:
     import orjson
@@ -102,6 +114,11 @@ class PyStampedReader:
     ``general(data, t_ns) -> bool`` (``data`` is ``b""`` at end of stream), whose result is the
     new ``fast``. A receive error calls ``failed(errno)``.
 
+    With ``decrypt`` (TLS, see :mod:`infer_prof.loadgen.tls`) the bytes read are ciphertext:
+    ``decrypt(data)`` gives the plaintext they complete, which is then handled as above with the
+    read's kernel time (the time of the segment that completed the TLS record); a read that
+    completes no application data (``b""``) ends there.
+
     The pure-Python twin of the C ``_stamped.StampedReader`` (used where that was not built).
     """
 
@@ -115,11 +132,13 @@ class PyStampedReader:
         failed: Callable[[int], None],
         on_token: Callable[[int], None] | None,
         report_every: int = 16,
+        decrypt: Callable[[bytes], bytes] | None = None,
     ) -> None:
         self.fast = 0
         self.last_ct = 0
         self.reported = 0
         self._recv = sock.recvmsg_into
+        self._decrypt = decrypt
         self._args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, report_every)
 
     def close(self) -> None:
@@ -127,6 +146,7 @@ class PyStampedReader:
         this reader, a reference cycle per request that only the (paused) garbage collector
         could free."""
         self._args = None  # type: ignore[assignment]
+        self._decrypt = None
 
     def __call__(self) -> None:
         # The hot path: one call per received segment, 68k/s at 1024 streams on a machine
@@ -153,6 +173,10 @@ class PyStampedReader:
                     t_ns = now
         lags.append(now - t_ns)
         data = rbuf[:nbytes].tobytes()
+        if nbytes and self._decrypt is not None:
+            data = self._decrypt(data)
+            if not data:
+                return
         if nbytes and self.fast:
             ct = match_token_chunk_py(data)
             if ct >= 0:
@@ -195,14 +219,18 @@ def make_reader(
     failed: Callable[[int], None],
     on_token: Callable[[int], None] | None,
     implementation: str | None = None,
+    decrypt: Callable[[bytes], bytes] | None = None,
 ) -> Any:
     """A reader for one stream socket (see ``PyStampedReader``): the C one where it was built,
-    unless ``implementation`` (or ``INFER_PROF_READER``) says ``python``."""
+    unless ``implementation`` (or ``INFER_PROF_READER``) says ``python``. ``decrypt``: the
+    TLS session's decrypter for an https stream (None for plain HTTP)."""
     which = implementation or reader_in_use()
     args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, _REPORT_EVERY)
     if which == "c" and _CStampedReader is not None:
-        return _CStampedReader(sock.fileno(), *args)
-    return PyStampedReader(sock, *args)
+        if decrypt is None:
+            return _CStampedReader(sock.fileno(), *args)
+        return _CStampedReader(sock.fileno(), *args, decrypt=decrypt)
+    return PyStampedReader(sock, *args, decrypt=decrypt)
 
 
 def kernel_arrival_ns(ancdata: list[tuple[int, int, bytes]]) -> int | None:
@@ -293,51 +321,87 @@ class ReadStats:
         return len(self.read_lag_ns)
 
 
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """Where requests go: ``http://host:port`` plus the API path prefix and auth."""
+    """Where requests go: ``http(s)://host:port`` plus the API path prefix and auth; ``tls``
+    (how the certificate is checked) is set for ``https``."""
 
     host: str
     port: int
     base_path: str = ""
     api_key: str | None = None
+    scheme: str = "http"
+    tls: TlsSettings | None = None
 
     @classmethod
-    def from_url(cls, url: str, api_key: str | None = None) -> Endpoint:
-        """Parse ``http://host:port[/prefix]``; a trailing ``/v1`` is dropped (paths add it)."""
+    def from_url(
+        cls,
+        url: str,
+        api_key: str | None = None,
+        *,
+        ca_bundle: str | None = None,
+        insecure: bool = False,
+    ) -> Endpoint:
+        """Parse ``http(s)://host[:port][/prefix]`` (default port 80 or 443); a trailing ``/v1``
+        is dropped (paths add it). ``ca_bundle``/``insecure`` apply to https only."""
         parts = urlsplit(url if "://" in url else f"http://{url}")
-        if parts.scheme != "http":
+        if parts.scheme not in _DEFAULT_PORTS:
             raise ValueError(
-                f"endpoint {url!r}: only http:// is supported for timed streams "
-                "(put a TLS-terminating tunnel in front, e.g. ssh -L, and use http://localhost)"
+                f"endpoint {url!r}: give an http:// or https:// URL, e.g. https://host/v1"
             )
         if not parts.hostname:
             raise ValueError(f"endpoint {url!r} has no host; give e.g. http://127.0.0.1:8000")
+        try:
+            port = parts.port or _DEFAULT_PORTS[parts.scheme]
+        except ValueError as exc:
+            raise ValueError(f"endpoint {url!r}: {exc}") from None
         path = parts.path.rstrip("/")
         if path.endswith("/v1"):
             path = path[:-3]
-        return cls(parts.hostname, parts.port or 80, path, api_key)
+        tls = None
+        if parts.scheme == "https":
+            check_ca_bundle(ca_bundle)
+            tls = TlsSettings(ca_bundle, insecure)
+        return cls(parts.hostname, port, path, api_key, parts.scheme, tls)
 
     @property
     def url(self) -> str:
-        return f"http://{self.host}:{self.port}{self.base_path}"
+        return f"{self.scheme}://{self.host}:{self.port}{self.base_path}"
+
+    @property
+    def host_header(self) -> str:
+        """The ``Host`` header: the host, with the port unless it is the scheme's default."""
+        if self.port == _DEFAULT_PORTS.get(self.scheme):
+            return self.host
+        return f"{self.host}:{self.port}"
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context for control-plane requests (models, health, metrics); None for
+        http."""
+        return client_context(self.tls) if self.tls is not None else None
 
 
 def build_completion_request(
     endpoint: Endpoint,
     model: str,
-    prompt: list[int] | str,
+    prompt: list[int] | str | list[dict[str, str]],
     max_tokens: int,
     *,
     ignore_eos: bool = True,
     extra: dict[str, Any] | None = None,
     request_id: str | None = None,
 ) -> bytes:
-    """The bytes of one streaming ``POST /v1/completions`` request.
+    """The bytes of one streaming ``POST /v1/completions`` request with a token-ID or text
+    ``prompt`` (chat messages raise ValueError: they need :func:`build_chat_request`).
 
     Asks for per-chunk usage (``continuous_usage_stats``) so that token counts come from the
     server, and ``ignore_eos`` so that outputs have exactly ``max_tokens`` tokens.
     """
+    if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
+        raise ValueError("chat messages need the chat API (--api chat)")
     body: dict[str, Any] = {
         "model": model,
         "prompt": prompt,
@@ -351,10 +415,61 @@ def build_completion_request(
         body["min_tokens"] = max_tokens
     if extra:
         body.update(extra)
+    return _post(endpoint, "/v1/completions", body, request_id)
+
+
+def build_chat_request(
+    endpoint: Endpoint,
+    model: str,
+    messages: list[dict[str, Any]],
+    max_tokens: int,
+    *,
+    ignore_eos: bool = True,
+    extra: dict[str, Any] | None = None,
+    request_id: str | None = None,
+) -> bytes:
+    """The bytes of one streaming ``POST /v1/chat/completions`` request with ``messages``
+    (OpenAI chat messages, sent as they are).
+
+    The same asks as :func:`build_completion_request`: per-chunk usage, ``ignore_eos`` and
+    ``min_tokens`` so outputs have exactly ``max_tokens`` tokens, greedy sampling. The length
+    is sent both as ``max_completion_tokens`` (the current OpenAI name) and ``max_tokens``
+    (what older servers read); servers take the one they know.
+    """
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": messages,
+        "max_completion_tokens": max_tokens,
+        "max_tokens": max_tokens,
+        "stream": True,
+        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        "temperature": 0.0,
+    }
+    if ignore_eos:
+        body["ignore_eos"] = True
+        body["min_tokens"] = max_tokens
+    if extra:
+        body.update(extra)
+    return _post(endpoint, "/v1/chat/completions", body, request_id)
+
+
+def chat_messages(prompt: str | list[Any]) -> list[dict[str, Any]]:
+    """The ``messages`` for a chat request: a text prompt becomes one user message; a list of
+    messages (a dataset's) is sent as it is. Token-ID prompts cannot be sent (ValueError)."""
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    if prompt and all(isinstance(m, dict) for m in prompt):
+        return [dict(m) for m in prompt]
+    raise ValueError("the chat API takes text, not token IDs; use --prompt text")
+
+
+def _post(endpoint: Endpoint, path: str, body: dict[str, Any], request_id: str | None) -> bytes:
+    """A ``POST`` of ``body`` as JSON to ``path`` under the endpoint's prefix, with the
+    headers every streaming request carries (and the API key, when there is one)."""
     payload = _dumps(body)
     head = (
-        f"POST {endpoint.base_path}/v1/completions HTTP/1.1\r\n"
-        f"Host: {endpoint.host}:{endpoint.port}\r\n"
+        f"POST {endpoint.base_path}{path} HTTP/1.1\r\n"
+        f"Host: {endpoint.host_header}\r\n"
         "User-Agent: infer-prof\r\n"
         "Content-Type: application/json\r\n"
         "Accept: text/event-stream\r\n"
@@ -367,6 +482,40 @@ def build_completion_request(
     return (head + "\r\n").encode() + payload
 
 
+def chunk_tokens_of(choice: dict[str, Any]) -> int:
+    """Generated tokens in one stream chunk's choice when the server sends no per-chunk usage:
+    ``len(token_ids)`` where the server gives them, else 1 for a chunk with any generated text
+    (``text``; or in a chat ``delta``: ``content``, ``reasoning_content``/``reasoning``,
+    ``tool_calls``), else 0 (a role-only or empty chunk). One per chunk undercounts a chunk that
+    holds several tokens; the final usage, when sent, corrects the total (not the split)."""
+    ids = choice.get("token_ids")
+    if ids:
+        return len(ids)
+    if choice.get("text"):
+        return 1
+    delta = choice.get("delta")
+    if isinstance(delta, dict) and (
+        delta.get("content")
+        or delta.get("reasoning_content")
+        or delta.get("reasoning")
+        or delta.get("tool_calls")
+    ):
+        return 1
+    return 0
+
+
+def error_message(err: Any) -> str:
+    """The message of an error a stream reported: ``{"message": ...}`` (OpenAI, vLLM, SGLang,
+    llama.cpp, possibly nested under another ``error``), or a plain string (TGI)."""
+    while isinstance(err, dict):
+        if err.get("message") is not None:
+            return str(err["message"])
+        if "error" not in err:
+            return json.dumps(err)[:300]
+        err = err["error"]
+    return str(err)
+
+
 class _Failure(Exception):
     def __init__(self, kind: str, detail: str, *, before_response: bool = False) -> None:
         super().__init__(detail)
@@ -377,13 +526,17 @@ class _Failure(Exception):
 
 @dataclass
 class StreamConnection:
-    """One kept-alive TCP connection with kernel receive timestamps enabled."""
+    """One kept-alive TCP connection with kernel receive timestamps enabled; with ``tls``
+    (an https endpoint) a TLS session is set up on it when it opens (see
+    :mod:`infer_prof.loadgen.tls`)."""
 
     addr: tuple[Any, ...]
     family: int
+    endpoint: Endpoint | None = None  # where it connects; its ``tls`` makes it an https one
     sock: socket.socket | None = None
     uses: int = 0
     timestamps: str = "kernel"
+    session: TlsSession | None = None
     _closed_cbs: list[Callable[[], None]] = field(default_factory=list)
 
     async def ensure_open(self) -> None:
@@ -403,10 +556,20 @@ class StreamConnection:
         except OSError as exc:
             sock.close()
             raise _Failure("connect_failed", f"{type(exc).__name__}: {exc}") from None
+        ep = self.endpoint
+        if ep is not None and ep.tls is not None:
+            session = TlsSession(client_context(ep.tls), sock, ep.host, ep.port)
+            try:
+                await session.handshake()
+            except TlsError as exc:
+                sock.close()
+                raise _Failure("tls_error", str(exc)) from None
+            self.session = session
         self.sock = sock
         self.uses = 0
 
     def close(self) -> None:
+        self.session = None
         if self.sock is not None:
             self.sock.close()
             self.sock = None
@@ -486,7 +649,12 @@ async def _exchange(
     chunk_tokens = record.chunk_tokens
 
     def handle_event(payload: bytes, t_ns: int) -> int:
-        """Account one SSE data payload (the general path); return the tokens it carried."""
+        """Account one SSE data payload (the general path); return the tokens it carried.
+
+        Tokens come from the server's per-chunk usage (``completion_tokens``, cumulative) when
+        its content chunks carry it; else each chunk is counted on its own (:func:`chunk_tokens`)
+        and a final usage, if any, gives the total. A chunk with no generated text (a role-only
+        first chunk, an empty ``choices`` list) carries no token and cannot be the first."""
         if payload == b"[DONE]":
             return 0
         try:
@@ -497,23 +665,25 @@ async def _exchange(
         if not isinstance(obj, dict):
             return 0
         if "error" in obj and not obj.get("choices"):
-            err = obj["error"]
-            msg = err.get("message") if isinstance(err, dict) else err
-            fail("server_error", str(msg)[:300])
+            fail("server_error", error_message(obj["error"])[:300])
             return 0
         usage = obj.get("usage")
+        if not isinstance(usage, dict):
+            usage = None
         choices = obj.get("choices")
         k = 0
-        if choices:
+        if choices and isinstance(choices, list) and isinstance(choices[0], dict):
             choice = choices[0]
-            if usage and usage.get("completion_tokens") is not None:
-                ct = int(usage["completion_tokens"])
-                k = ct - reader.last_ct
-                reader.last_ct = ct
+            ct = usage.get("completion_tokens") if usage else None
+            if ct is not None and record.token_count_source == "usage":
+                k = int(ct) - reader.last_ct
+                reader.last_ct = int(ct)
             else:
-                record.token_count_source = "chunks"
-                ids = choice.get("token_ids")
-                k = len(ids) if ids else (1 if choice.get("text") else 0)
+                # no usage on this content chunk (or earlier ones): count the chunk itself; a
+                # usage here is the final total (below), not this chunk's share
+                k = chunk_tokens_of(choice)
+                if k:
+                    record.token_count_source = "chunks"
             if k > 0:
                 chunk_ns.append(t_ns)
                 chunk_tokens.append(k)
@@ -579,14 +749,21 @@ async def _exchange(
         if parser.complete and not done.done():
             record.done_ns = t_ns
             done.set_result(None)
-        return parser.at_chunk_boundary
+        # a stream counted per chunk stays so: the fast path counts by cumulative usage
+        return parser.at_chunk_boundary and record.token_count_source == "usage"
 
     def failed(errno: int) -> None:
         reason = os.strerror(errno) if errno else "receive failed"
         fail("connection_error", f"{reason} (errno {errno})")
 
     lags = stats.read_lag_ns if stats is not None else []
-    reader = make_reader(sock, chunk_ns, chunk_tokens, lags, general, failed, on_token)
+    decrypt = None
+    if conn.session is not None:  # https: the reader decrypts, the request goes out encrypted
+        decrypt = conn.session.decrypter(fail)
+        request = conn.session.encrypt(request)
+    reader = make_reader(
+        sock, chunk_ns, chunk_tokens, lags, general, failed, on_token, decrypt=decrypt
+    )
     loop.add_reader(fd, reader)
     timer = loop.call_later(
         timeout_s, fail, "timeout", f"no complete response within {timeout_s:g} s"
@@ -623,5 +800,7 @@ async def _exchange(
     if record.output_tokens is None and record.chunk_tokens:
         record.output_tokens = sum(record.chunk_tokens)
         record.token_count_source = "chunks"
+    elif record.token_count_source == "chunks" and record.output_tokens is not None:
+        record.token_count_source = "usage_total"  # total from usage, per-chunk split counted
     if not parser.keep_alive:
         conn.close()

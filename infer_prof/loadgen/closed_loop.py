@@ -19,13 +19,17 @@ from infer_prof.loadgen.client import (
 )
 from infer_prof.loadgen.pacing import SendPacer, per_turn_for
 
+#: A request's prompt: token IDs, text, or chat messages (a dataset's, for the chat API).
+Prompt = list[int] | str | list[dict[str, str]]
+
 
 @dataclass(frozen=True)
 class RequestSpec:
-    """One request to send: its prompt (token IDs), asked output length, and whether it warms up."""
+    """One request to send: its prompt (token IDs, text or chat messages), asked output length,
+    and whether it warms up."""
 
     index: int
-    prompt: list[int] | str
+    prompt: Prompt
     input_len: int
     max_tokens: int
     warmup: bool = False
@@ -274,7 +278,7 @@ async def run_closed_loop(
     client's own dispatch delay, reported as queue time.
     """
     family, addr = await resolve(endpoint)
-    conns = [StreamConnection(addr, family) for _ in range(plan.concurrency)]
+    conns = [StreamConnection(addr, family, endpoint) for _ in range(plan.concurrency)]
     pacer = SendPacer(per_turn_for(plan.concurrency))  # no waits at <= 256 streams
 
     async def worker(wid: int, specs: Iterator[RequestSpec], deadline_ns: int | None) -> None:

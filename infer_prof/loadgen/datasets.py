@@ -9,7 +9,8 @@ Formats (detected from the content):
   not sent. The rest is rendered to text for the completions API with the tokenizer's chat
   template (``chat_template`` in ``tokenizer_config.json``, or ``chat_template.jinja``; rendered
   with ``add_generation_prompt=True``) when it has one, else joined as ``role: content`` lines
-  and a final ``assistant:`` line; the result says which (``rendering``).
+  and a final ``assistant:`` line; the result says which (``rendering``). The chat API
+  (``--api chat``) is sent the messages themselves; the input length is still the rendering's.
 - ``sharegpt`` JSON: a list of ``{"conversations": [{"from": "human"|"gpt", "value": ...}]}``;
   the first human turn is the prompt, the gpt turn right after it the answer. A conversation
   without that pair is skipped (counted as ``no_prompt``).
@@ -50,6 +51,9 @@ class DatasetEntry:
     text: str
     input_len: int
     output_len: int
+    # a messages-format entry's messages (without the answer), sent as they are to the chat
+    # API (``text`` is their rendering, for the completions API and the input length)
+    messages: list[dict[str, str]] | None = None
 
 
 @dataclass
@@ -86,6 +90,7 @@ class _Raw:
     text: str
     answer: str | None
     output_len: int | None
+    messages: list[dict[str, str]] | None = None
 
 
 def file_sha256(path: str | Path) -> str:
@@ -150,7 +155,7 @@ def load_dataset(
         if context is not None and n_in + n_out > context:
             too_long += 1
             continue
-        entries.append(DatasetEntry(r.text, n_in, n_out))
+        entries.append(DatasetEntry(r.text, n_in, n_out, r.messages))
     if not entries:
         raise DatasetError(f"{path}: no usable entry ({len(raws)} read, {too_long} longer than "
                            f"the context of {context} tokens, {no_prompt} without a prompt)")
@@ -208,7 +213,7 @@ def _read_jsonl(path: str, text: str, chat: Callable[[list[dict[str, str]]], str
                 answer = msgs[-1]["content"]
                 msgs = msgs[:-1]
             rendered = chat(msgs) if chat is not None else _join_messages(msgs)
-            out.append(_Raw(where, rendered, answer, out_len))
+            out.append(_Raw(where, rendered, answer, out_len, msgs))
     if fmt is None:
         raise DatasetError(f"{path}: the file holds no entries")
     return fmt, out

@@ -7,6 +7,7 @@ headers, ``Transfer-Encoding: chunked``, ``Content-Length`` and read-until-close
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 
 _MAX_HEAD = 64 * 1024
@@ -183,6 +184,11 @@ class SseResponseParser:
         del buf[:pos]
 
     def _split_events(self, out: list[tuple[bytes, int]], t_ns: int) -> None:
+        """Cut whole SSE events (blank-line separated; CRLF or LF line ends) off the body.
+        Comment lines (``: keep-alive``) and fields other than ``data`` are skipped; ``data:``
+        may be followed by a space or not. An event that reports an error without a JSON
+        ``error`` object (llama.cpp's ``error: {...}`` field, an ``event: error`` with text
+        data) is handed back as ``{"error": <its data>}`` so the caller sees the failure."""
         sse = self._sse
         if not sse:
             return
@@ -195,9 +201,37 @@ class SseResponseParser:
                 break
             block = bytes(sse[start:end])
             start = end + 2
-            data_lines = [
-                line[5:].lstrip(b" ") for line in block.split(b"\n") if line.startswith(b"data:")
-            ]
-            if data_lines:
+            data_lines = []
+            error_lines = []
+            is_error = False
+            for line in block.split(b"\n"):
+                if line.startswith(b"data:"):
+                    data_lines.append(_field_value(line, 5))
+                elif line.startswith(b"error:"):
+                    error_lines.append(_field_value(line, 6))
+                elif line.startswith(b"event:") and _field_value(line, 6).strip() == b"error":
+                    is_error = True
+            if error_lines or (is_error and data_lines):
+                out.append((_as_error(b"\n".join(error_lines or data_lines)), t_ns))
+            elif data_lines:
                 out.append((b"\n".join(data_lines), t_ns))
         del sse[:start]
+
+
+def _field_value(line: bytes, skip: int) -> bytes:
+    """An SSE field's value: after the colon, less one leading space (if there is one)."""
+    value = line[skip:]
+    return value[1:] if value.startswith(b" ") else value
+
+
+def _as_error(value: bytes) -> bytes:
+    """An error event's payload as a JSON object with an ``error`` key."""
+    text = value.strip()
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        obj = None
+    if isinstance(obj, dict) and "error" in obj:
+        return text
+    return json.dumps({"error": obj if obj is not None else text.decode("utf-8", "replace")},
+                      separators=(",", ":")).encode()

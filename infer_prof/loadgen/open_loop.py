@@ -105,7 +105,7 @@ async def run_open_loop(
     sem = asyncio.Semaphore(cap) if cap else None
 
     async def one(spec: RequestSpec, rec: RequestRecord, free_ns: int | None) -> None:
-        conn = idle.pop() if idle else StreamConnection(addr, family)
+        conn = idle.pop() if idle else StreamConnection(addr, family, endpoint)
         try:
             await stream_request(
                 conn, build(spec), rec, plan.timeout_s, counters.add_tokens, counters.reads
@@ -139,7 +139,7 @@ async def run_open_loop(
                 async with wsem:
                     if stop.is_set():
                         return
-                    conn = idle.pop() if idle else StreamConnection(addr, family)
+                    conn = idle.pop() if idle else StreamConnection(addr, family, endpoint)
                     rec = RequestRecord(
                         index=spec.index,
                         input_len=spec.input_len,
@@ -160,7 +160,7 @@ async def run_open_loop(
             await asyncio.gather(*(warm(s) for s in warmup))
         want = plan.preconnect if plan.preconnect is not None else (cap or 0)
         if want > len(idle) and not stop.is_set():
-            extra = [StreamConnection(addr, family) for _ in range(want - len(idle))]
+            extra = [StreamConnection(addr, family, endpoint) for _ in range(want - len(idle))]
             opened = await asyncio.gather(*(c.ensure_open() for c in extra), return_exceptions=True)
             idle.extend(c for c, r in zip(extra, opened, strict=True) if r is None)
         if stop.is_set():

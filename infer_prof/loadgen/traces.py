@@ -5,8 +5,13 @@ Formats (detected from the content):
 - ``azure`` CSV, the Azure LLM inference trace: a header naming ``TIMESTAMP``,
   ``ContextTokens`` and ``GeneratedTokens``; ``TIMESTAMP`` is a date-time
   (``2023-11-16 18:15:46.6805900``, fractions beyond microseconds dropped) or a number of seconds.
-- ``mooncake`` JSONL: one ``{"timestamp": ms, "input_length": n, "output_length": m}`` per line
-  (``hash_ids``, for shared prefixes, is read past: prompts do not share prefixes here).
+- ``mooncake`` JSONL: one ``{"timestamp": ms, "input_length": n, "output_length": m}`` per line,
+  optionally ``"hash_ids": [h0, h1, ...]``: the request's prompt in blocks of
+  :data:`MOONCAKE_BLOCK_TOKENS` tokens, block ``j`` being the content named ``h_j``. Requests
+  that share hash ids share those blocks: the prompt is built as each id's fixed block (drawn
+  from the seed and the id alone, so the same id is the same tokens in every request), then,
+  past the blocks, fresh tokens up to ``input_length``; blocks beyond ``input_length`` are cut.
+  A server's prefix cache then sees the trace's sharing.
 
 Requests are sorted by time. ``--trace-window START:END`` keeps the requests whose time since the
 trace's first request is in ``[START, END)`` seconds (either side may be left out). Send offsets
@@ -31,6 +36,11 @@ from pathlib import Path
 from typing import Any
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
+#: Tokens per ``hash_ids`` block (the Mooncake trace's convention).
+MOONCAKE_BLOCK_TOKENS = 512
+
+#: A parsed request: time (s), input and output tokens, hash ids (None: none given).
+_Row = tuple[float, int, int, "tuple[int, ...] | None"]
 
 
 class TraceError(ValueError):
@@ -50,6 +60,8 @@ class Trace:
     window: tuple[float | None, float | None]
     time_scale: float
     skipped: dict[str, int] = field(default_factory=dict)
+    hash_ids: list[tuple[int, ...] | None] | None = None  # Mooncake: per request, or None
+    block_tokens: int = MOONCAKE_BLOCK_TOKENS
 
     def scheduled_rate(self) -> float | None:
         """Requests/s of the schedule: ``(n - 1) / (last offset - first offset)``."""
@@ -66,7 +78,9 @@ class Trace:
         return {"path": self.path, "sha256": self.sha256, "format": self.format,
                 "window_s": [start, end], "time_scale": self.time_scale,
                 "requests": len(self.offsets), "skipped": dict(self.skipped),
-                "scheduled_rate": self.scheduled_rate()}
+                "scheduled_rate": self.scheduled_rate(),
+                "hash_ids": self.hash_ids is not None,
+                "block_tokens": self.block_tokens if self.hash_ids is not None else None}
 
 
 def parse_window(text: str | None) -> tuple[float | None, float | None]:
@@ -119,8 +133,8 @@ def load_trace(
     kept = [r for r in rows
             if (start is None or r[0] - t0 >= start) and (end is None or r[0] - t0 < end)]
     too_long = empty = no_output = 0
-    chosen = []
-    for t, n_in, n_out in kept:
+    chosen: list[_Row] = []
+    for t, n_in, n_out, hashes in kept:
         if n_in < 1:
             empty += 1
         elif n_out < 1:  # a server takes max_tokens >= 1: such a request cannot be replayed
@@ -128,16 +142,18 @@ def load_trace(
         elif context is not None and n_in + n_out > context:
             too_long += 1
         else:
-            chosen.append((t, n_in, n_out))
+            chosen.append((t, n_in, n_out, hashes))
     if not chosen:
         raise TraceError(f"{path}: no usable request in the window ({len(kept)} in it, "
                          f"{too_long} longer than the context of {context} tokens, {empty} with "
                          f"no input, {no_output} with no output)")
     first = chosen[0][0]
-    return Trace([(t - first) * time_scale for t, _, _ in chosen],
-                 [n for _, n, _ in chosen], [m for _, _, m in chosen], str(path),
+    blocks = [c[3] for c in chosen]
+    return Trace([(c[0] - first) * time_scale for c in chosen],
+                 [c[1] for c in chosen], [c[2] for c in chosen], str(path),
                  hashlib.sha256(raw).hexdigest(), fmt, window, time_scale,
-                 {"too_long": too_long, "no_input": empty, "no_output": no_output})
+                 {"too_long": too_long, "no_input": empty, "no_output": no_output},
+                 blocks if any(h is not None for h in blocks) else None)
 
 
 def _length(value: Any, where: str, name: str) -> int:
@@ -151,8 +167,8 @@ def _length(value: Any, where: str, name: str) -> int:
     return value
 
 
-def _read_mooncake(path: str, text: str) -> list[tuple[float, int, int]]:
-    rows = []
+def _read_mooncake(path: str, text: str) -> list[_Row]:
+    rows: list[_Row] = []
     for lineno, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -171,11 +187,22 @@ def _read_mooncake(path: str, text: str) -> list[tuple[float, int, int]]:
         if not isinstance(ts, (int, float)) or isinstance(ts, bool) or not math.isfinite(ts):
             raise TraceError(f"{where}: timestamp: must be a number of milliseconds, got {ts!r}")
         rows.append((ts / 1000.0, _length(obj["input_length"], where, "input_length"),
-                     _length(obj["output_length"], where, "output_length")))
+                     _length(obj["output_length"], where, "output_length"),
+                     _hash_ids(obj.get("hash_ids"), where)))
     return rows
 
 
-def _read_azure(path: str, text: str) -> list[tuple[float, int, int]]:
+def _hash_ids(value: Any, where: str) -> tuple[int, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(
+            isinstance(h, int) and not isinstance(h, bool) and h >= 0 for h in value):
+        raise TraceError(f"{where}: hash_ids: must be a list of whole numbers >= 0, got "
+                         f"{str(value)[:60]}")
+    return tuple(value)
+
+
+def _read_azure(path: str, text: str) -> list[_Row]:
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:
@@ -186,7 +213,7 @@ def _read_azure(path: str, text: str) -> list[tuple[float, int, int]]:
         raise TraceError(f"{path}:1: {missing[0]}: missing column; an Azure trace needs a "
                          f"header with {','.join(AZURE_COLUMNS)} (or give Mooncake JSONL)")
     idx = [names.index(c) for c in AZURE_COLUMNS]
-    rows = []
+    rows: list[_Row] = []
     for lineno, row in enumerate(reader, 2):
         if not row or not any(cell.strip() for cell in row):
             continue
@@ -195,7 +222,7 @@ def _read_azure(path: str, text: str) -> list[tuple[float, int, int]]:
             raise TraceError(f"{where}: {len(row)} columns, the header has {len(names)}")
         ts = _azure_time(row[idx[0]].strip(), where)
         rows.append((ts, _length(row[idx[1]].strip(), where, "ContextTokens"),
-                     _length(row[idx[2]].strip(), where, "GeneratedTokens")))
+                     _length(row[idx[2]].strip(), where, "GeneratedTokens"), None))
     return rows
 
 

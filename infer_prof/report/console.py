@@ -62,8 +62,10 @@ def totals_table(result: dict[str, Any]) -> Table:
         ("output tokens/s", fmt_value(s.get("output_throughput"), 1)),
         ("total tokens/s", fmt_value(s.get("total_throughput"), 1)),
     ]
+    rows += _api_rows(result)
     rows += _client_rows(result)
     rows += _warmup_rows(result)
+    rows += _session_rows(result)
     rows += _derived_rows(result)
     slo = result.get("slo")
     if slo:
@@ -78,6 +80,23 @@ def totals_table(result: dict[str, Any]) -> Table:
     for k, v in rows:
         t.add_row(k, v)
     return t
+
+
+def _api_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The API used, how output tokens were counted, and the chat template's prompt tokens."""
+    api = result.get("api") or {}
+    if not api:
+        return []
+    from infer_prof.core.api_tokens import describe_token_source
+
+    rows = [("API", f"{api.get('name')} ({api.get('path')})"),
+            ("output tokens counted by", describe_token_source(api.get("token_count_source")))]
+    if api.get("name") == "chat":
+        ct = api.get("chat_template_tokens")
+        rows.append(("chat template prompt tokens (mean, min-max)",
+                     f"{fmt_value(ct['mean'], 1)}, {ct['min']}-{ct['max']}" if ct
+                     else f"- ({api.get('chat_template_tokens_reason')})"))
+    return rows
 
 
 def _warmup_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -101,6 +120,29 @@ def _warmup_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("TTFT mean: first wave / rest (ms)",
                      f"{fmt_value(a.get('mean'), 1)} / {fmt_value(b.get('mean'), 1)} "
                      f"({fw.get('requests')} of the measured requests in the first wave)"))
+    return rows
+
+
+def _session_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """Multi-turn sessions: sessions run, TTFT p50/p99 and mean input by turn, and the
+    server's prefix-cache hit rate over the measured window (or why it is unknown)."""
+    ses = result.get("sessions") or {}
+    if not ses:
+        return []
+    rows = [("sessions", f"{ses.get('sessions_completed')} of {ses.get('sessions_started')} "
+                         f"completed, {ses.get('turns')} turns, think time "
+                         f"{ses.get('think_time_s')} s ({ses.get('source')})")]
+    for t in ses.get("by_turn") or []:
+        ttft = t.get("ttft_ms") or {}
+        inp = t.get("input_tokens") or {}
+        rows.append((f"turn {t['turn']}: TTFT p50 / p99 (ms)",
+                     f"{fmt_value(ttft.get('p50'), 1)} / {fmt_value(ttft.get('p99'), 1)}, "
+                     f"input {fmt_value(inp.get('mean'), 0)} tokens, {t.get('requests')} req"))
+    pc = ses.get("prefix_cache") or {}
+    rate = pc.get("hit_rate")
+    rows.append(("prefix-cache hit rate (server)",
+                 f"{rate:.1%} ({pc.get('hits'):,.0f} of {pc.get('queries'):,.0f} tokens)"
+                 if rate is not None else f"n/a ({pc.get('reason')})"))
     return rows
 
 

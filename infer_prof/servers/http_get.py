@@ -3,32 +3,46 @@
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.request
 from typing import Any
 
 
-def http_get(url: str, timeout_s: float = 5.0, api_key: str | None = None) -> tuple[int, bytes]:
-    """GET ``url``: (status, body). Raises OSError when no HTTP answer came at all."""
+def http_get(
+    url: str,
+    timeout_s: float = 5.0,
+    api_key: str | None = None,
+    context: ssl.SSLContext | None = None,
+) -> tuple[int, bytes]:
+    """GET ``url``: (status, body). Raises OSError when no HTTP answer came at all.
+    ``context``: the TLS context for an https URL (the endpoint's; default: the system's)."""
     req = urllib.request.Request(url, headers={"User-Agent": "infer-prof"})
     if api_key:
         req.add_header("Authorization", f"Bearer {api_key}")
     try:
-        with urllib.request.urlopen(req, timeout=timeout_s) as resp:
+        with urllib.request.urlopen(req, timeout=timeout_s, context=context) as resp:
             return resp.status, resp.read()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read()
 
 
-def get_json(url: str, timeout_s: float = 5.0, api_key: str | None = None) -> Any:
+def get_json(
+    url: str,
+    timeout_s: float = 5.0,
+    api_key: str | None = None,
+    context: ssl.SSLContext | None = None,
+) -> Any:
     """GET ``url`` and decode JSON; raises OSError/ValueError on failure."""
-    status, body = http_get(url, timeout_s, api_key)
+    status, body = http_get(url, timeout_s, api_key, context)
     if status != 200:
         raise OSError(f"GET {url} answered HTTP {status}: {body[:200]!r}")
     return json.loads(body)
 
 
-def served_model_names(base_url: str, api_key: str | None = None) -> list[str]:
+def served_model_names(
+    base_url: str, api_key: str | None = None, context: ssl.SSLContext | None = None
+) -> list[str]:
     """The model ids an OpenAI-compatible server lists at ``/v1/models``."""
-    data = get_json(f"{base_url}/v1/models", api_key=api_key)
+    data = get_json(f"{base_url}/v1/models", api_key=api_key, context=context)
     return [str(m["id"]) for m in data.get("data", [])]

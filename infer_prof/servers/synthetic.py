@@ -25,6 +25,11 @@ tokens, 15 us per token is about one core.
 
 Run it as ``python -m infer_prof.servers.synthetic --port 0 --ttft-ms 50 --itl-ms 15``; it prints
 ``LISTENING <port>`` on stdout once it accepts connections.
+
+With ``--tls-cert FILE --tls-key FILE`` it speaks HTTPS, with TLS done over the same raw sockets
+(``ssl.SSLObject`` on ``MemoryBIO``s): a request's arrival is still the kernel's receive time, of
+the segment that completed the TLS record holding its first byte, and a token's send time is
+taken after its encrypted record was handed to ``send``.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import gc
 import json
 import signal
 import socket
+import ssl
 import sys
 import time
 from dataclasses import dataclass, field
@@ -126,8 +132,10 @@ class SyntheticServer:
         hang_every: int = 0,
         fail_every: int = 0,
         tick_ms: float = 0.5,
+        ssl_context: ssl.SSLContext | None = None,
         cost_us: float = 0.0,
     ) -> None:
+        self.ssl_context = ssl_context  # HTTPS when set
         if cost_us < 0:
             raise ValueError(f"cost_us must be >= 0, got {cost_us}")
         self.cost_ns = int(cost_us * 1000)  # CPU burnt per streamed token (see burn_cpu)
@@ -144,6 +152,13 @@ class SyntheticServer:
         self.conns: set[_Conn] = set()
         self.tick_ns = int(tick_ms * 1e6)
         self.buckets: dict[int, list[_Stream]] = {}
+        # --prefix-cache-block B: a prefix cache over token-ID prompts in blocks of B tokens
+        # (vLLM's rule: a request hits on its leading full blocks seen before), counted as
+        # vllm:prefix_cache_{queries,hits}_total; 0: none, and no such counters
+        self.prefix_block = 0
+        self.prefix_seen: set[int] = set()
+        self.prefix_queries = 0
+        self.prefix_hits = 0
         # perf_counter -> loop.time() offset (both CLOCK_MONOTONIC on Linux; measured anyway)
         self._loop_offset_s = self.loop.time() - time.perf_counter()
 
@@ -192,6 +207,8 @@ class SyntheticServer:
             prompt = req.get("prompt", "")
             if isinstance(prompt, list):
                 prompt_tokens = len(prompt)
+                if self.prefix_block:
+                    self._prefix_lookup(prompt)
             else:
                 prompt_tokens = max(1, len(str(prompt).split()))
             max_tokens = int(req.get("max_tokens") or self.default_tokens)
@@ -239,9 +256,30 @@ class SyntheticServer:
                 f"# TYPE vllm:num_requests_waiting gauge\n"
                 f'vllm:num_requests_waiting{{model_name="{MODEL_NAME}"}} 0\n'
             )
+            if self.prefix_block:
+                text += (
+                    f"# TYPE vllm:prefix_cache_queries_total counter\n"
+                    f'vllm:prefix_cache_queries_total{{model_name="{MODEL_NAME}"}} '
+                    f"{self.prefix_queries}\n"
+                    f"# TYPE vllm:prefix_cache_hits_total counter\n"
+                    f'vllm:prefix_cache_hits_total{{model_name="{MODEL_NAME}"}} '
+                    f"{self.prefix_hits}\n"
+                )
             conn.respond(200, text.encode(), content_type="text/plain")
         else:
             conn.respond(404, {"error": {"message": f"no route {method} {path}"}})
+
+    def _prefix_lookup(self, prompt: list[Any]) -> None:
+        """Count a prompt's lookup: every token is queried, the leading full blocks already
+        seen are hits; then all its full blocks are cached (keys: the whole prefix's hash)."""
+        b = self.prefix_block
+        keys = [hash(tuple(prompt[:end])) for end in range(b, len(prompt) + 1, b)]
+        hit = 0
+        while hit < len(keys) and keys[hit] in self.prefix_seen:
+            hit += 1
+        self.prefix_queries += len(prompt)
+        self.prefix_hits += hit * b
+        self.prefix_seen.update(keys)
 
     def _loop_time(self, perf_ns: int) -> float:
         return perf_ns / 1e9 + self._loop_offset_s
@@ -352,6 +390,13 @@ class _Conn:
         self.arrival_ns: int | None = None
         self.active: _Stream | None = None
         self.pending = bytearray()
+        self.tls: ssl.SSLObject | None = None
+        self.handshaken = False
+        if server.ssl_context is not None:
+            self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+            self.tls = server.ssl_context.wrap_bio(self.incoming, self.outgoing, server_side=True)
+            # the C object's write(): no Python-level wrapper call per token sent
+            self._tls_write = getattr(self.tls, "_sslobj", self.tls).write
         server.loop.add_reader(sock.fileno(), self._on_readable)
 
     def _on_readable(self) -> None:
@@ -365,6 +410,10 @@ class _Conn:
         if not data:
             self.close()
             return
+        if self.tls is not None:
+            data = self._decrypt(data)
+            if not data:
+                return
         if not self.buf:
             self.arrival_ns = kernel_arrival_ns(anc) or time.perf_counter_ns()
         self.buf += data
@@ -395,12 +444,54 @@ class _Conn:
         self.arrival_ns = time.perf_counter_ns() if self.buf else None
         self.server.handle(self, method, path, body, arrival, request_id)
 
+    def _decrypt(self, data: bytes) -> bytes:
+        """TLS: feed ciphertext, advance the handshake, return the plaintext it completes."""
+        assert self.tls is not None
+        self.incoming.write(data)
+        if not self.handshaken:
+            try:
+                self.tls.do_handshake()
+                self.handshaken = True
+            except ssl.SSLWantReadError:
+                pass
+            except (ssl.SSLError, OSError):  # not TLS, or the client refused our certificate
+                self._send_wire(self.outgoing.read())
+                self.close()
+                return b""
+            if self.outgoing.pending:
+                self._send_wire(self.outgoing.read())
+            if not self.handshaken:
+                return b""
+        parts = []
+        while True:
+            try:
+                parts.append(self.tls.read(65536))
+            except ssl.SSLWantReadError:
+                break
+            except ssl.SSLZeroReturnError:
+                break
+            except ssl.SSLError:
+                self.close()
+                return b""
+            if not self.incoming.pending and not self.tls.pending():
+                break
+        return b"".join(parts)
+
     def request_done(self) -> None:
         if self.buf:
             self._try_parse()
 
     def send_raw(self, data: bytes) -> bool:
-        """Send now; what the socket cannot take yet is queued and flushed when writable."""
+        """Send now (encrypted first over TLS); what the socket cannot take yet is queued and
+        flushed when writable."""
+        if self.tls is not None:
+            if self.sock.fileno() < 0:
+                return False
+            self._tls_write(data)
+            data = self.outgoing.read()
+        return self._send_wire(data)
+
+    def _send_wire(self, data: bytes) -> bool:
         if self.pending:
             self.pending += data
             return True
@@ -493,9 +584,22 @@ def main(argv: list[str] | None = None) -> None:
         help="CPU time (us) the server burns per streamed token, like a real server's per-chunk "
         "work (0: as lean as it can be)",
     )
+    parser.add_argument(
+        "--prefix-cache-block",
+        type=int,
+        default=0,
+        help="count prefix-cache hits of token-ID prompts in blocks of N tokens (0: no cache)",
+    )
+    parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
+    parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = parser.parse_args(argv)
     if args.cost_us < 0:
         parser.error("--cost-us must be >= 0")
+    ctx = None
+    if args.tls_cert:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(args.tls_cert, args.tls_key)
+        ctx.set_alpn_protocols(["http/1.1"])
     try:
         import uvloop
 
@@ -511,8 +615,10 @@ def main(argv: list[str] | None = None) -> None:
         args.hang_every,
         args.fail_every,
         args.tick_ms,
+        ctx,
         args.cost_us,
     )
+    server.prefix_block = max(0, args.prefix_cache_block)
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
     # No collector pauses: a full collection of the truth records stalls sends for milliseconds
     # and then releases them as one burst, which a client 2 cores share with this server then

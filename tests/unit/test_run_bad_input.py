@@ -69,10 +69,15 @@ def test_bad_label_and_size():
     assert run("--kv-cache-memory", "lots").exit_code == 2
 
 
-def test_https_endpoint_is_refused_with_the_fix():
-    r = run("--model", "llama-2-7b", "--endpoint", "https://example.invalid")
+def test_other_schemes_and_a_missing_ca_bundle_are_refused_with_the_fix():
+    # (https:// itself is supported since the TLS work: tests/integration/test_tls.py)
+    r = run("--model", "llama-2-7b", "--endpoint", "ftp://example.invalid")
     assert r.exit_code == 2
-    assert "ssh -L" in one_error_line(r)
+    assert "https://" in one_error_line(r)
+    r = run("--model", "llama-2-7b", "--endpoint", "https://example.invalid",
+            "--ca-bundle", "/nonexistent/ca.pem")
+    assert r.exit_code == 2
+    assert "--ca-bundle /nonexistent/ca.pem" in one_error_line(r)
 
 
 def test_unreachable_endpoint_is_a_start_failure_not_bad_input():

@@ -1,0 +1,411 @@
+"""Multi-turn sessions (``--turns K``): conversations whose every turn resends the conversation so
+far, run by closed-loop streams (each stream runs one session's turns in order, then the next
+session), with a think time between turns.
+
+Conversations:
+
+- synthetic: per session ``s``, user input lengths and answer lengths drawn (seeded
+  ``"<seed>/session/<s>/..."``) from the workload's ``input_len`` and ``output_len``. Turn ``k``'s
+  prompt is turn ``k - 1``'s prompt, then a stand-in for its answer of exactly the answer's
+  length (the client does not keep the streamed text; the server generates exactly
+  ``max_tokens`` tokens, ``ignore_eos``), then ``input_len_k`` new tokens. As token IDs (the
+  default) every length is exact: ``input_k = sum(user_0..k) + sum(answer_0..k-1)``. As text
+  (``--prompt text``): ``User: <words>\\nAssistant:`` for a user turn (words alone when the
+  turn is too short for the markers) and `` <words>\\n`` for an answer, each built so the whole
+  prompt's token count is exact: turn ``k`` has
+  ``count(history) + user_k`` tokens (turn 0: ``user_0``, BOS included), the answer exactly
+  ``answer_k`` tokens more than the prompt before it.
+- ShareGPT (``--dataset FILE --turns K``): each conversation's (human, gpt) pairs, up to ``K``,
+  in order; turn ``k``'s prompt is the text ``User: <human>\\nAssistant: <gpt>\\n`` of the earlier
+  pairs then ``User: <human_k>\\nAssistant:``; the history holds the data's answers, the output
+  length is the gpt answer's token count (or ``--output-len``). A conversation is cut at the
+  first turn longer than the model's context; one without a usable turn is skipped (counted).
+
+The run ends after ``ceil(num_requests / turns)`` whole sessions (synthetic; for a dataset the
+whole conversations that reach ``num_requests`` turns), or at ``duration_s`` (sessions are then
+cut where they stand). Everything runs in one client process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import islice
+from pathlib import Path
+from typing import Any
+
+from infer_prof.core.distributions import LengthDistribution
+from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.sessions import SessionSettings, by_turn, prefix_cache
+from infer_prof.loadgen.client import Endpoint, StreamConnection, resolve
+from infer_prof.loadgen.closed_loop import (
+    ClosedLoopPlan,
+    LiveCounters,
+    RequestBuilder,
+    RequestSpec,
+    _stream_one,
+)
+from infer_prof.loadgen.datasets import DatasetError, file_sha256
+from infer_prof.loadgen.pacing import SendPacer
+from infer_prof.loadgen.prompts import TokenPool, make_prompt
+from infer_prof.loadgen.text_prompts import TextPromptMaker
+
+#: A turn before it gets its request index: (prompt, input tokens, output tokens).
+Turn = tuple[list[int] | str, int, int]
+
+USER = "User:"
+ASSISTANT = "\nAssistant:"
+
+
+@dataclass
+class Conversation:
+    """One session's turns, in order (request indices already given)."""
+
+    session: int
+    turns: list[RequestSpec]
+
+
+# ------------------------------------------------------------------------- synthetic sessions
+
+
+def synthetic_turns(
+    s: int,
+    turns: int,
+    input_len: LengthDistribution,
+    output_len: LengthDistribution,
+    seed: int,
+    pool: TokenPool,
+    text: TextPromptMaker | None = None,
+) -> list[Turn]:
+    """Session ``s``'s turns (see the module docstring): prompts as token IDs from ``pool``, or
+    text from ``text`` when given. Same arguments, same turns."""
+    users = input_len.sample(random.Random(f"{seed}/session/{s}/input_len"), turns)
+    answers = output_len.sample(random.Random(f"{seed}/session/{s}/output_len"), turns)
+    out: list[Turn] = []
+    if text is None:
+        hist: list[int] = []
+        rng = random.Random(f"{seed}/session/{s}/prompt")
+        for user, answer in zip(users, answers, strict=True):
+            ids = hist + make_prompt(pool, user, rng)
+            out.append((ids, len(ids), answer))
+            hist = ids + make_prompt(pool, answer, rng)
+        return out
+    history = ""
+    for k, (user, answer) in enumerate(zip(users, answers, strict=True)):
+        target = (text.count(history) if history else 0) + user
+        where = f"{seed}/session/{s}/turn/{k}/user"
+        try:
+            prompt = _exact_text(text, target, where, history + USER, ASSISTANT)
+        except ValueError:  # a user turn too short for the role markers: words alone
+            prompt = text.make(target, random.Random(where), history)
+        n = text.count(prompt)
+        out.append((prompt, n, answer))
+        history = text.make(n + answer, random.Random(f"{seed}/session/{s}/turn/{k}/answer"),
+                            prompt) + "\n"
+    return out
+
+
+def _exact_text(text: TextPromptMaker, target: int, seed: str, prefix: str, suffix: str) -> str:
+    """``prefix`` + words + ``suffix`` of exactly ``target`` tokens (retried with the same
+    seeded words at a corrected length when the suffix's tokens merge differently)."""
+    want = target - (text.count(prefix + " a" + suffix) - text.count(prefix + " a"))
+    for _ in range(20):
+        if want <= text.count(prefix):
+            break
+        body = text.make(want, random.Random(seed), prefix) + suffix
+        c = text.count(body)
+        if c == target:
+            return body
+        want += target - c
+    raise ValueError(f"a user turn of {target} tokens cannot be built after a history of "
+                     f"{text.count(prefix)} tokens; use longer input lengths")
+
+
+# ------------------------------------------------------------------------- ShareGPT sessions
+
+
+@dataclass
+class ShareGptSessions:
+    """The conversations of a ShareGPT file as text turns (see the module docstring)."""
+
+    conversations: list[list[tuple[str, int, int]]]
+    path: str
+    sha256: str
+    sample: int | None
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """For ``config.sessions.dataset``: path, sha256, sample, conversations, turns, skipped."""
+        return {"path": self.path, "sha256": self.sha256, "format": "sharegpt",
+                "sample": self.sample, "conversations": len(self.conversations),
+                "turns": sum(len(c) for c in self.conversations),
+                "skipped": dict(self.skipped)}
+
+
+def load_sharegpt_sessions(
+    path: str | Path,
+    count: Callable[[str], int],
+    *,
+    turns: int,
+    context: int | None,
+    output_len: int | None,
+    sample: int | None,
+    seed: int,
+) -> ShareGptSessions:
+    """Read a ShareGPT JSON file into conversations of up to ``turns`` (prompt text, input
+    tokens, output tokens) turns. ``count(text)``: the server's prompt-token count. Raises
+    :class:`~infer_prof.loadgen.datasets.DatasetError` (one line: file, entry, field)."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise DatasetError(f"{path}: cannot read the dataset: {exc.strerror or exc}") from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise DatasetError(f"{path}: not valid JSON ({exc}); --turns with --dataset needs a "
+                           "ShareGPT JSON file") from None
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: --turns with --dataset needs a ShareGPT file: a JSON list "
+                           "of {\"conversations\": [...]} objects")
+    overhead = count("")
+    convs: list[list[tuple[str, int, int]]] = []
+    no_pair = cut = 0
+    for i, item in enumerate(data):
+        where = f"{path}: entry {i}"
+        msgs = item.get("conversations") if isinstance(item, dict) else None
+        if not isinstance(msgs, list):
+            raise DatasetError(f"{where}: conversations: missing or not a list")
+        for j, t in enumerate(msgs):
+            if (not isinstance(t, dict) or not isinstance(t.get("from"), str)
+                    or not isinstance(t.get("value"), str)):
+                raise DatasetError(f"{where}: conversations[{j}]: must be an object with "
+                                   "string fields \"from\" and \"value\"")
+        pairs = [(msgs[j]["value"], msgs[j + 1]["value"]) for j in range(len(msgs) - 1)
+                 if msgs[j]["from"] == "human" and msgs[j + 1]["from"] == "gpt"
+                 and msgs[j]["value"]]
+        history = ""
+        conv: list[tuple[str, int, int]] = []
+        for human, gpt in pairs[:turns]:
+            prompt = f"{history}{USER} {human}{ASSISTANT}"
+            n_in = count(prompt)
+            n_out = output_len if output_len is not None else max(1, count(gpt) - overhead)
+            if context is not None and n_in + n_out > context:
+                cut += 1
+                break
+            conv.append((prompt, n_in, n_out))
+            history = f"{prompt} {gpt}\n"
+        if conv:
+            convs.append(conv)
+        elif not pairs:
+            no_pair += 1
+    if not convs:
+        raise DatasetError(f"{path}: no usable conversation ({len(data)} read, {no_pair} without "
+                           f"a human/gpt pair, {cut} cut at the context of {context} tokens)")
+    if sample is not None:
+        if not 1 <= sample <= len(convs):
+            raise DatasetError(f"{path}: --dataset-sample {sample} must be between 1 and the "
+                               f"{len(convs)} usable conversations")
+        convs = random.Random(f"{seed}/dataset/sample").sample(convs, sample)
+    return ShareGptSessions(convs, str(path), file_sha256(path), sample,
+                            {"no_pair": no_pair, "cut_at_context": cut})
+
+
+# ------------------------------------------------------------------------- the plan and the run
+
+
+@dataclass
+class SessionPlan:
+    """What every load point of a session run shares: the settings and, for a dataset, its
+    conversations."""
+
+    settings: SessionSettings
+    dataset: ShareGptSessions | None = None
+    as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
+
+    def start(self, wl: Any, pool: TokenPool, text: TextPromptMaker | None) -> SessionRun:
+        """The run of load point ``wl`` (a :class:`~infer_prof.core.workload.Workload` whose
+        ``num_requests`` is whole sessions' turns): its sessions, built lazily."""
+        n = self.sessions_for(wl.num_requests)
+        return SessionRun(self.settings, self.conversations(
+            n, wl.input_len, wl.output_len, wl.seed, pool, text, self.as_ids))
+
+    def to_dict(self) -> dict[str, Any]:
+        """For ``config.sessions`` in a result: the settings and the dataset (path, sha256)."""
+        return {**self.settings.to_dict(),
+                "dataset": self.dataset.to_dict() if self.dataset else None}
+
+    def sessions_for(self, num_requests: int | None) -> int | None:
+        """Whole sessions whose turns reach ``num_requests`` (None: bound by duration)."""
+        if num_requests is None:
+            return None
+        if self.dataset is None:
+            return math.ceil(num_requests / self.settings.turns)
+        convs, n, total = self.dataset.conversations, 0, 0
+        while total < num_requests:
+            total += len(convs[n % len(convs)])
+            n += 1
+        return n
+
+    def turns_for(self, sessions: int) -> int:
+        """The requests ``sessions`` whole sessions make."""
+        if self.dataset is None:
+            return sessions * self.settings.turns
+        convs = self.dataset.conversations
+        return sum(len(convs[i % len(convs)]) for i in range(sessions))
+
+    def longest(self, input_len: LengthDistribution, output_len: LengthDistribution) -> int:
+        """The longest last turn's input + output (tokens), at worst."""
+        if self.dataset is not None:
+            return max(c[-1][1] + c[-1][2] for c in self.dataset.conversations)
+        k = self.settings.turns
+        return k * input_len.support()[1] + k * output_len.support()[1]
+
+    def conversations(
+        self,
+        sessions: int | None,
+        input_len: LengthDistribution,
+        output_len: LengthDistribution,
+        seed: int,
+        pool: TokenPool,
+        text: TextPromptMaker | None,
+        as_ids: Callable[[str], list[int]] | None,
+    ) -> Iterator[Conversation]:
+        """The measured sessions in order, request indices numbered from 0 over all turns."""
+        index = 0
+        s = 0
+        while sessions is None or s < sessions:
+            if self.dataset is None:
+                turns = synthetic_turns(s, self.settings.turns, input_len, output_len, seed,
+                                        pool, text)
+            else:
+                convs = self.dataset.conversations
+                turns = [(as_ids(p) if as_ids is not None else p, i, o)
+                         for p, i, o in convs[s % len(convs)]]
+            specs = [RequestSpec(index + k, p, i, o) for k, (p, i, o) in enumerate(turns)]
+            index += len(specs)
+            yield Conversation(s, specs)
+            s += 1
+
+
+class SessionRun:
+    """One load point's sessions: the driver and the per-turn result."""
+
+    def __init__(self, settings: SessionSettings, conversations: Iterator[Conversation]) -> None:
+        self.settings = settings
+        self._convs = conversations
+        self.turn_of: dict[int, int] = {}  # request index -> 1-based turn
+        self.session_of: dict[int, int] = {}
+        self.started = 0
+
+    def _next(self) -> Conversation | None:
+        conv = next(self._convs, None)
+        if conv is not None:
+            self.started += 1
+            for k, spec in enumerate(conv.turns):
+                self.turn_of[spec.index] = k + 1
+                self.session_of[spec.index] = conv.session
+        return conv
+
+    async def drive(
+        self,
+        endpoint: Endpoint,
+        build: RequestBuilder,
+        warm: Sequence[RequestSpec] | Iterator[RequestSpec],
+        plan: ClosedLoopPlan,
+        counters: LiveCounters,
+        stop: asyncio.Event,
+        records: list[RequestRecord],
+    ) -> None:
+        """Warm-up, then ``plan.concurrency`` streams each running whole sessions, until the
+        sessions run out, ``plan.duration_s`` has passed since measuring began, or ``stop``.
+
+        The warm-up is the given single requests (a continuous warm-up's lazy pool is cut to one
+        request per stream), all finished before the sessions start. A turn's
+        ``scheduled_ns`` is when it was due: its stream free (turn 1) or its think time over.
+        """
+        family, addr = await resolve(endpoint)
+        conns = [StreamConnection(addr, family, endpoint) for _ in range(plan.concurrency)]
+        pacer = SendPacer()
+        warm_list = list(warm) if isinstance(warm, Sequence) else list(
+            islice(warm, plan.concurrency))
+        warm_it = iter(warm_list)
+        think = self.settings.think_time_s
+
+        async def warm_worker(wid: int) -> None:
+            free = time.perf_counter_ns()
+            while not stop.is_set():
+                spec = next(warm_it, None)
+                if spec is None:
+                    return
+                await pacer.turn()
+                _, free = await _stream_one(conns[wid], spec, wid, free, build, plan.timeout_s,
+                                            counters, records, pacer)
+
+        async def worker(wid: int, deadline: int | None) -> None:
+            free = time.perf_counter_ns()
+            while not stop.is_set():
+                conv = self._next()
+                if conv is None:
+                    return
+                for k, spec in enumerate(conv.turns):
+                    if k and think > 0:
+                        with contextlib.suppress(asyncio.TimeoutError):
+                            await asyncio.wait_for(stop.wait(), think)
+                        free = time.perf_counter_ns()
+                    if stop.is_set() or (deadline is not None
+                                         and time.perf_counter_ns() >= deadline):
+                        return
+                    await pacer.turn()
+                    rec, free = await _stream_one(conns[wid], spec, wid, free, build,
+                                                  plan.timeout_s, counters, records, pacer)
+                    if rec.error == "connect_failed":
+                        await asyncio.sleep(0.5)  # as the closed loop: the watchdog decides
+
+        tasks: list[asyncio.Task[None]] = []
+        try:
+            if warm_list:
+                counters.phase = "warm-up"
+                tasks = [asyncio.create_task(warm_worker(i))
+                         for i in range(min(plan.concurrency, len(warm_list)))]
+                await asyncio.gather(*tasks)
+            if stop.is_set():
+                return
+            for c in conns:
+                with contextlib.suppress(Exception):
+                    await c.ensure_open()
+            counters.phase = "measuring"
+            deadline = (time.perf_counter_ns() + int(plan.duration_s * 1e9)
+                        if plan.duration_s else None)
+            tasks = [asyncio.create_task(worker(i, deadline)) for i in range(plan.concurrency)]
+            await asyncio.gather(*tasks)
+            counters.phase = "done"
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            for c in conns:
+                c.close()
+
+    def result(self, records: Sequence[RequestRecord],
+               server_metrics: dict[str, Any] | None) -> dict[str, Any]:
+        """The result's ``sessions`` section: settings, sessions started and completed (every
+        turn answered), per-turn figures and the server's prefix-cache hit rate."""
+        done: dict[int, list[bool]] = {}
+        for r in records:
+            if not r.warmup and r.index in self.session_of:
+                done.setdefault(self.session_of[r.index], []).append(r.ok)
+        sizes: dict[int, int] = {}
+        for s in self.session_of.values():
+            sizes[s] = sizes.get(s, 0) + 1
+        complete = sum(1 for s, oks in done.items() if len(oks) == sizes[s] and all(oks))
+        return {
+            **self.settings.to_dict(),
+            "sessions_started": self.started,
+            "sessions_completed": complete,
+            "by_turn": by_turn(records, self.turn_of),
+            "prefix_cache": prefix_cache(server_metrics),
+        }
