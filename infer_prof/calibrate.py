@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import os
 import ssl
 import subprocess
 import sys
@@ -20,7 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.accuracy import compare_to_truth, misses
+from infer_prof.core.accuracy import (
+    TARGETS_BY_MODE,
+    calibration_mode,
+    compare_to_truth,
+    misses,
+)
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summarize
 from infer_prof.loadgen.client import (
@@ -230,6 +236,23 @@ def steal_pct(before: tuple[int, int] | None, after: tuple[int, int] | None) -> 
     return 100.0 * (after[0] - before[0]) / (after[1] - before[1])
 
 
+def process_cpu_s(pid: int) -> float | None:
+    """CPU time (user + system, s) process ``pid`` has used so far, all its threads, from
+    ``/proc/<pid>/stat``; None where it cannot be read (gone, not Linux)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            text = f.read()
+    except OSError:
+        return None
+    # the command name (field 2) may hold spaces and parentheses: split after its last ')'
+    fields = text[text.rfind(")") + 2 :].split()
+    try:
+        utime, stime = int(fields[11]), int(fields[12])  # fields 14 and 15 of proc(5)
+    except (IndexError, ValueError):
+        return None
+    return (utime + stime) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_pressure() -> float | None:
     """Share of the last 10 s in which some runnable task waited for a CPU (Linux PSI
     ``/proc/pressure/cpu`` "some avg10", percent); None where the kernel does not report it.
@@ -255,13 +278,17 @@ def calibrate_point(
     input_len: int,
     output_len: int,
     processes: int = 1,
+    mode: str = "lean",
 ) -> dict[str, Any]:
-    """One concurrency level: drive, fetch the truth, compare."""
+    """One concurrency level: drive, fetch the truth, compare against ``mode``'s targets
+    (:data:`~infer_prof.core.accuracy.TARGETS_BY_MODE`); ``server`` records the server
+    process's own CPU over the level (``cpu_s``) and per token it streamed."""
     context = server.context
     get_json(f"{server.url}/truth/reset", context=context)
     prefix = f"cal-c{concurrency}-"
     health: dict[str, Any] = {}
     ticks = cpu_ticks()
+    server_cpu0 = process_cpu_s(server.proc.pid)
     records = drive(
         server.url,
         concurrency,
@@ -274,9 +301,25 @@ def calibrate_point(
         health=health,
         ca_bundle=server.ca_bundle,
     )
-    truth = get_json(f"{server.url}/truth", timeout_s=60, context=context)["requests"]
+    server_cpu1 = process_cpu_s(server.proc.pid)
+    full_truth = get_json(f"{server.url}/truth", timeout_s=60, context=context)
+    truth = full_truth["requests"]
     report = compare_to_truth(records, truth, prefix)
-    report["misses"] = misses(report)
+    report["mode"] = mode
+    report["targets"] = TARGETS_BY_MODE[mode]
+    report["misses"] = misses(report, TARGETS_BY_MODE[mode])
+    tokens = sum(len(t["send_ns"]) for t in truth)
+    server_cpu = (
+        server_cpu1 - server_cpu0 if server_cpu0 is not None and server_cpu1 is not None else None
+    )
+    report["server"] = {
+        "cost_us_per_token": full_truth.get("cost_ns_per_token", 0) / 1000,
+        "tokens": tokens,
+        "cpu_s": server_cpu,
+        "cpu_us_per_token": server_cpu / tokens * 1e6
+        if server_cpu is not None and tokens
+        else None,
+    }
     report["concurrency"] = concurrency
     report["processes"] = processes
     report["client"] = health
@@ -297,25 +340,38 @@ def run_calibration(
     on_point: Callable[[dict[str, Any]], None] | None = None,
     processes: int | None = None,
     tls: bool = False,
+    server_cost_us: float = 0.0,
 ) -> list[dict[str, Any]]:
     """Calibrate at each concurrency; ``requests_per_stream`` x concurrency requests each.
 
     ``processes``: client worker processes per point; None chooses per concurrency
     (:func:`auto_processes`). ``tls``: over HTTPS, with a throwaway CA and server certificate
-    made now (:mod:`infer_prof.servers.certs`), verified by the client as a real endpoint's."""
+    made now (:mod:`infer_prof.servers.certs`), verified by the client as a real endpoint's.
+    ``server_cost_us``: CPU the built-in server burns per streamed token (``--cost-us`` of
+    :mod:`infer_prof.servers.synthetic`); above 0 the points are judged against the
+    ``server_cost`` targets."""
+    mode = calibration_mode(server_cost_us)
+    extra = ("--cost-us", str(server_cost_us)) if server_cost_us > 0 else ()
     certs = None
     tmp = tempfile.TemporaryDirectory(prefix="infer-prof-tls-") if tls else None
     if tmp is not None:
         from infer_prof.servers.certs import make_certs
 
         certs = make_certs(Path(tmp.name))
-    server = start_synthetic(ttft_ms, itl_ms, output_len, tls=certs)
+    server = start_synthetic(ttft_ms, itl_ms, output_len, extra_args=extra, tls=certs)
     reports = []
     try:
         for c in concurrencies:
             procs = processes or auto_processes(c, itl_ms)
-            rep = calibrate_point(server, c, c * requests_per_stream, input_len, output_len, procs)
-            rep["nominal"] = {"ttft_ms": ttft_ms, "itl_ms": itl_ms, "output_len": output_len}
+            rep = calibrate_point(
+                server, c, c * requests_per_stream, input_len, output_len, procs, mode
+            )
+            rep["nominal"] = {
+                "ttft_ms": ttft_ms,
+                "itl_ms": itl_ms,
+                "output_len": output_len,
+                "server_cost_us": server_cost_us,
+            }
             rep["tls"] = tls
             reports.append(rep)
             if on_point:

@@ -100,6 +100,21 @@ DEFAULT_TARGETS: dict[str, float] = {
 }
 
 
+#: Targets by calibration mode: ``lean`` (the built-in server as cheap as it can be) and
+#: ``server_cost`` (the built-in server burning CPU per token, ``calibrate --server-cost-us``, like
+#: a real API server on the client's host; issue 14 asks the same accuracy there).
+TARGETS_BY_MODE: dict[str, dict[str, float]] = {
+    "lean": DEFAULT_TARGETS,
+    "server_cost": dict(DEFAULT_TARGETS),
+}
+
+
+def calibration_mode(server_cost_us: float) -> str:
+    """The calibration mode (a key of :data:`TARGETS_BY_MODE`) for a server costing
+    ``server_cost_us`` us of CPU per streamed token: ``lean`` at 0, else ``server_cost``."""
+    return "server_cost" if server_cost_us > 0 else "lean"
+
+
 def misses(report: dict[str, Any], targets: dict[str, float] | None = None) -> list[str]:
     """The targets one :func:`compare_to_truth` report misses (empty: it is within all).
 

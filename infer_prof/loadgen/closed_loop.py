@@ -17,7 +17,7 @@ from infer_prof.loadgen.client import (
     resolve,
     stream_request,
 )
-from infer_prof.loadgen.pacing import SendPacer
+from infer_prof.loadgen.pacing import SendPacer, per_turn_for
 
 #: A request's prompt: token IDs, text, or chat messages (a dataset's, for the chat API).
 Prompt = list[int] | str | list[dict[str, str]]
@@ -279,7 +279,7 @@ async def run_closed_loop(
     """
     family, addr = await resolve(endpoint)
     conns = [StreamConnection(addr, family, endpoint) for _ in range(plan.concurrency)]
-    pacer = SendPacer()
+    pacer = SendPacer(per_turn_for(plan.concurrency))  # no waits at <= 256 streams
 
     async def worker(wid: int, specs: Iterator[RequestSpec], deadline_ns: int | None) -> None:
         conn = conns[wid]

@@ -17,6 +17,12 @@ the same ``tick_ms`` (0.5 ms) are made by one timer callback, at the tick's end 
 each event's bytes come from a precomputed template (``bytes %`` formatting, no JSON encoder).
 With ``--tick-ms 0`` every token gets its own timer.
 
+A real server costs CPU on the host it shares with the client (vLLM's API server detokenizes and
+serialises every chunk). ``--cost-us N`` makes this one burn N us of its own CPU time per streamed
+token (a busy-wait on ``time.thread_time_ns``, before the token's send), so the client can be
+judged beside a server that takes its share of the cores: at 1024 streams and 15 ms between
+tokens, 15 us per token is about one core.
+
 Run it as ``python -m infer_prof.servers.synthetic --port 0 --ttft-ms 50 --itl-ms 15``; it prints
 ``LISTENING <port>`` on stdout once it accepts connections.
 
@@ -69,6 +75,35 @@ _LAST_EVENT = (
 )
 
 
+def burn_cpu(ns: int) -> None:
+    """Busy-wait until this thread has used ``ns`` more nanoseconds of CPU time
+    (``CLOCK_THREAD_CPUTIME_ID``): time spent descheduled does not count, so the server really
+    takes that much CPU from the cores it shares, as a real server's per-token work does.
+    It spins on the cheap wall clock and checks the thread's CPU clock (a ~1 us system call
+    here) only when the wall says the time is up, so it overshoots by about one such call
+    (:func:`cpu_clock_call_ns`, which the server takes off what it asks for)."""
+    cpu = time.thread_time_ns
+    wall = time.perf_counter_ns
+    end = cpu() + ns
+    left = ns
+    while left > 0:
+        until = wall() + left
+        while wall() < until:
+            pass
+        left = end - cpu()
+
+
+def cpu_clock_call_ns(samples: int = 200) -> int:
+    """The median cost of one ``burn_cpu(0)`` (a thread-CPU clock read and the call), ns."""
+    costs = []
+    for _ in range(samples):
+        t0 = time.thread_time_ns()
+        burn_cpu(0)
+        costs.append(time.thread_time_ns() - t0)
+    costs.sort()
+    return costs[len(costs) // 2]
+
+
 @dataclass
 class _Stream:
     conn: _Conn
@@ -98,8 +133,14 @@ class SyntheticServer:
         fail_every: int = 0,
         tick_ms: float = 0.5,
         ssl_context: ssl.SSLContext | None = None,
+        cost_us: float = 0.0,
     ) -> None:
         self.ssl_context = ssl_context  # HTTPS when set
+        if cost_us < 0:
+            raise ValueError(f"cost_us must be >= 0, got {cost_us}")
+        self.cost_ns = int(cost_us * 1000)  # CPU burnt per streamed token (see burn_cpu)
+        # what to ask burn_cpu for, so that the burn, overshoot included, is cost_ns
+        self._burn_ns = max(1, self.cost_ns - cpu_clock_call_ns()) if self.cost_ns else 0
         self.hang_every = hang_every  # every n-th request stalls after 3 tokens (fault tests)
         self.fail_every = fail_every  # every n-th request is answered HTTP 500 (fault tests)
         self.ttft_ns = int(ttft_ms * 1e6)
@@ -196,7 +237,13 @@ class SyntheticServer:
             conn.respond(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model"}]})
         elif path == "/truth":
             conn.respond(
-                200, {"ttft_ns": self.ttft_ns, "itl_ns": self.itl_ns, "requests": self.truth}
+                200,
+                {
+                    "ttft_ns": self.ttft_ns,
+                    "itl_ns": self.itl_ns,
+                    "cost_ns_per_token": self.cost_ns,
+                    "requests": self.truth,
+                },
             )
         elif path == "/truth/reset":
             self.truth = []
@@ -261,6 +308,7 @@ class SyntheticServer:
         buckets = self.buckets
         tick = self.tick_ns
         ttft, itl = self.ttft_ns, self.itl_ns
+        cost = self._burn_ns
         for s in bucket:
             if s.cancelled:
                 continue
@@ -268,6 +316,8 @@ class SyntheticServer:
             if n >= s.max_tokens or self.hang_every:
                 self._send_token(s)  # the last token, or fault injection: the general path
                 continue
+            if cost:
+                burn_cpu(cost)
             s.sent = n
             data = s.prefix + _EVENT_TAIL % (n, s.prompt_tokens + n)
             if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data)):
@@ -288,6 +338,8 @@ class SyntheticServer:
         self._send_token(s)
 
     def _send_token(self, s: _Stream) -> None:
+        if self._burn_ns:
+            burn_cpu(self._burn_ns)
         s.sent += 1
         n = s.sent
         last = n >= s.max_tokens
@@ -526,6 +578,13 @@ def main(argv: list[str] | None = None) -> None:
         help="token sends due within one tick share one timer callback (0: one timer each)",
     )
     parser.add_argument(
+        "--cost-us",
+        type=float,
+        default=0.0,
+        help="CPU time (us) the server burns per streamed token, like a real server's per-chunk "
+        "work (0: as lean as it can be)",
+    )
+    parser.add_argument(
         "--prefix-cache-block",
         type=int,
         default=0,
@@ -534,6 +593,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = parser.parse_args(argv)
+    if args.cost_us < 0:
+        parser.error("--cost-us must be >= 0")
     ctx = None
     if args.tls_cert:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
@@ -555,6 +616,7 @@ def main(argv: list[str] | None = None) -> None:
         args.fail_every,
         args.tick_ms,
         ctx,
+        args.cost_us,
     )
     server.prefix_block = max(0, args.prefix_cache_block)
     loop.add_signal_handler(signal.SIGTERM, loop.stop)

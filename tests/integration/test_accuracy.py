@@ -67,3 +67,51 @@ def test_calibrate_command_prints_the_verdict_and_json_names_the_misses():
         assert isinstance(lv["misses"], list)
         if (lv["cpu_steal_pct"] or 0.0) <= FAIR_STEAL_PCT:
             assert lv["misses"] == [], lv
+
+
+def test_server_cost_knob_really_burns_the_servers_cpu(synthetic):
+    """`--cost-us` makes the built-in server use that much of its own CPU per streamed token:
+    its process CPU over a level (from /proc) is at least half of tokens x cost, well above
+    what the lean server needs for the same tokens (a few us each)."""
+    cost_us = 1000.0
+    server = synthetic("--cost-us", str(cost_us), ttft_ms=5.0, itl_ms=10.0, tokens=40)
+    rep = calibrate_point(server, concurrency=4, num_requests=8, input_len=8, output_len=40,
+                          mode="server_cost")
+    srv = rep["server"]
+    assert rep["failed"] == 0
+    assert srv["cost_us_per_token"] == cost_us
+    assert srv["tokens"] >= 8 * 40
+    assert srv["cpu_s"] is not None
+    assert srv["cpu_s"] > 0.5 * srv["tokens"] * cost_us / 1e6
+    assert rep["mode"] == "server_cost" and rep["targets"]["itl_p50_ms"] == 0.5
+
+
+def test_calibrate_server_cost_is_recorded_and_named_in_the_verdict():
+    import json
+    import subprocess
+    import sys
+
+    # 2 ms per token: the ~30 tokens' burn (~60 ms) is well above /proc's 10 ms CPU ticks
+    args = [sys.executable, "-m", "infer_prof", "calibrate", "-c", "2", "--ttft-ms", "5",
+            "--itl-ms", "10", "--output-len", "6", "--requests-per-stream", "2",
+            "--server-cost-us", "2000"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "targets (server costing 2000 us/token): |error| <= 2 / 5 ms TTFT" in out.stdout
+    assert "asked 2000" in out.stderr
+    js = subprocess.run([*args, "--json"], capture_output=True, text=True, timeout=120)
+    rep = json.loads(js.stdout)[0]
+    assert rep["nominal"]["server_cost_us"] == 2000
+    assert rep["mode"] == "server_cost"
+    assert rep["server"]["cost_us_per_token"] == 2000
+    assert rep["server"]["cpu_us_per_token"] > 1000
+
+
+def test_a_negative_server_cost_is_refused():
+    import subprocess
+    import sys
+
+    args = [sys.executable, "-m", "infer_prof", "calibrate", "--server-cost-us", "-1"]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert "--server-cost-us" in out.stderr

@@ -59,3 +59,13 @@ def test_steal_share_between_two_readings():
     assert steal_pct(None, (10, 1000)) is None
     now = cpu_ticks()  # Linux: real counters from /proc/stat
     assert now is not None and 0 <= now[0] <= now[1]
+
+
+def test_calibration_mode_picks_the_server_cost_targets():
+    from infer_prof.core.accuracy import TARGETS_BY_MODE, calibration_mode
+
+    assert calibration_mode(0.0) == "lean"
+    assert calibration_mode(15.0) == "server_cost"
+    t = TARGETS_BY_MODE["server_cost"]
+    assert (t["ttft_p50_ms"], t["ttft_p99_ms"], t["itl_p50_ms"], t["itl_p99_ms"]) == (2, 5, 0.5, 2)
+    assert t["request_throughput_pct"] == 2

@@ -135,3 +135,11 @@ def test_a_failing_deferred_call_does_not_stop_the_pacer():
         return errors + ran
 
     assert asyncio.run(main()) == ["paced callback failed", "after"]
+
+
+def test_closed_loops_of_up_to_256_streams_are_not_paced():
+    from infer_prof.loadgen.pacing import PACE_ABOVE_STREAMS, SENDS_PER_TURN, per_turn_for
+
+    assert PACE_ABOVE_STREAMS == 256
+    assert per_turn_for(1) == 2 and per_turn_for(256) == 512  # all ends and sends in one turn
+    assert per_turn_for(257) == SENDS_PER_TURN
