@@ -29,7 +29,11 @@ from infer_prof.loadgen.datasets import (
 from infer_prof.loadgen.prompts import TokenPool, make_prompt
 from infer_prof.loadgen.text_prompts import TextPromptMaker, load_tokenizer, server_token_counter
 from infer_prof.loadgen.traces import Trace, TraceError, load_trace, parse_window
-from infer_prof.loadgen.workers import choose_processes, expected_events_per_s
+from infer_prof.loadgen.workers import (
+    TLS_READ_COST_FACTOR,
+    choose_processes,
+    expected_events_per_s,
+)
 from infer_prof.models import ResolvedModel
 from infer_prof.run_config import ConfigError, RunConfig
 from infer_prof.workloads import WorkloadNotFoundError, expand_suite, load_workload
@@ -125,15 +129,18 @@ def point_concurrency(w: Workload) -> int:
     return (a.concurrency or 1) if a.mode == "closed" else (a.max_concurrency or 64)
 
 
-def client_processes(setting: str | int, w: Workload, cores: int | None = None) -> int:
+def client_processes(
+    setting: str | int, w: Workload, cores: int | None = None, tls: bool = False
+) -> int:
     """Client processes for load point ``w``: ``setting`` is ``--client-processes`` (a positive
-    integer, or "auto").
+    integer, or "auto"); ``tls``: the endpoint is https.
 
     auto: :func:`~infer_prof.loadgen.workers.choose_processes` on the point's expected token
     events/s (:func:`~infer_prof.loadgen.workers.expected_events_per_s`: closed loop
     concurrency / 10 ms; open loop rate x mean output tokens, or max_concurrency / 10 ms at an
     infinite rate), one process per ``EVENTS_PER_PROCESS`` events/s (80k with the C reader,
-    40k with the Python one), at most ``cores``. Either way, never more
+    40k with the Python one; over TLS each event counts ``TLS_READ_COST_FACTOR`` times), at most
+    ``cores``. Either way, never more
     processes than the point can have streams: its concurrency (closed loop), its
     max_concurrency, else its request count (open loop).
     """
@@ -147,6 +154,8 @@ def client_processes(setting: str | int, w: Workload, cores: int | None = None) 
     events = expected_events_per_s(
         a.mode, a.concurrency, a.rate, w.output_len.mean(), a.max_concurrency
     )
+    if tls:
+        events *= TLS_READ_COST_FACTOR
     return choose_processes(streams, events, cores)
 
 

@@ -507,7 +507,9 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
     )
     session_run = sess.sessions.start(wl, sess.pool, sess.text) if sess.sessions else None
     state["session_run"] = session_run
-    processes = 1 if session_run else client_processes(cfg.client_processes, wl)
+    processes = 1 if session_run else client_processes(
+        cfg.client_processes, wl, tls=sess.endpoint.tls is not None
+    )
     try:
         if processes > 1:
             # forks the workers before this process starts the telemetry threads

@@ -70,6 +70,10 @@ START_LEAD_S = 0.05
 #: every target where two did not.
 EVENTS_PER_PROCESS_BY_READER = {"c": 80_000, "python": 40_000}
 EVENTS_PER_PROCESS = EVENTS_PER_PROCESS_BY_READER[reader_in_use()]
+#: How much more a read costs over TLS (decryption, OpenSSL state per connection): measured
+#: 33-46 us per read against 16-20 us for plain HTTP at 128 streams (benchmarks/tls_cost.py,
+#: `calibrate --tls`), so an https stream counts twice when processes are chosen.
+TLS_READ_COST_FACTOR = 2.0
 #: The inter-token gap :func:`expected_events_per_s` assumes for a stream whose pace is not
 #: known: 10 ms, a fast GPU decode step, so the busiest plausible stream.
 ASSUMED_ITL_S = 0.010

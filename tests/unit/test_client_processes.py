@@ -71,6 +71,10 @@ def test_auto_processes_for_points():
     assert client_processes("auto", _point(rates=[1000.0]), cores=16) == want(128_000, 16)
     assert client_processes("auto", _point(rates=[1000.0], max_concurrency=2), cores=16) == 1
     assert client_processes("auto", _point(rates=[math.inf]), cores=16) == 1
+    # an https endpoint: each read costs about twice as much, so it counts twice
+    assert client_processes("auto", _point(concurrency=[1024]), cores=16,
+                            tls=True) == want(2 * 102_400, 16)
+    assert client_processes("auto", _point(concurrency=[16]), cores=16, tls=True) == 1
     assert client_processes("auto", _point(rates=[math.inf], max_concurrency=2048),
                             cores=16) == choose_processes(2048, 204_800, 16) == want(204_800, 16)
 
