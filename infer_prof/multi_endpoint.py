@@ -13,6 +13,8 @@ FILE``)::
     served_model_name = "m"    # optional: default read from /v1/models
     api_key_env = "RUNPOD_KEY" # optional: the environment variable holding its key
                                # (default: --api-key / OPENAI_API_KEY); never written anywhere
+    ca_bundle = "ca.pem"       # optional, https: PEM file of a private CA (default --ca-bundle)
+    insecure = false           # optional, https: skip certificate checks (default --insecure)
 
 Each endpoint's run is an ordinary run (:func:`infer_prof.runner.execute`): its result files
 carry the endpoint's label in their name (``<stamp>-<model>-<label>-<load>.json``) and in the
@@ -52,6 +54,8 @@ TOML_KEYS = (
     "label",
     "served_model_name",
     "api_key_env",
+    "ca_bundle",
+    "insecure",
 )
 
 
@@ -68,6 +72,8 @@ class EndpointTarget:
     label: str | None = None
     served_model_name: str | None = None
     api_key_env: str | None = None
+    ca_bundle: str | None = None  # https: this endpoint's private CA (None: --ca-bundle)
+    insecure: bool | None = None  # https: skip verification (None: --insecure)
 
 
 def pair_targets(
@@ -137,9 +143,12 @@ def parse_endpoints_toml(text: str, source: str = "endpoints file") -> list[Endp
         url = entry.get("url")
         if not isinstance(url, str) or not url.strip():
             raise ConfigError(f"{where} has no url; add url = \"http://host:port\"")
-        for key in ("gpu", "label", "served_model_name", "api_key_env"):
+        for key in ("gpu", "label", "served_model_name", "api_key_env", "ca_bundle"):
             if key in entry and (not isinstance(entry[key], str) or not entry[key].strip()):
                 raise ConfigError(f"{where}: {key} must be a non-empty string")
+        insecure = entry.get("insecure")
+        if insecure is not None and not isinstance(insecure, bool):
+            raise ConfigError(f"{where}: insecure must be true or false, got {insecure!r}")
         count = entry.get("gpu_count")
         if count is not None and (
             isinstance(count, bool) or not isinstance(count, int) or count < 1
@@ -161,6 +170,8 @@ def parse_endpoints_toml(text: str, source: str = "endpoints file") -> list[Endp
                 label=entry.get("label"),
                 served_model_name=entry.get("served_model_name"),
                 api_key_env=entry.get("api_key_env"),
+                ca_bundle=entry.get("ca_bundle"),
+                insecure=insecure,
             )
         )
     return with_labels(out, source)
@@ -221,6 +232,8 @@ def target_config(cfg: RunConfig, t: EndpointTarget) -> RunConfig:
         price_per_hour=t.price_per_hour if t.price_per_hour is not None else cfg.price_per_hour,
         served_model_name=t.served_model_name or cfg.served_model_name,
         api_key=api_key,
+        ca_bundle=t.ca_bundle or cfg.ca_bundle,
+        insecure=cfg.insecure if t.insecure is None else t.insecure,
         labels={**cfg.labels, "endpoint": label},
         run_tag=re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:40],
         output=None,

@@ -178,6 +178,8 @@ def test_toml_file():
          "label = \"x\"\n", "label 'x' is given twice"),
         ("[endpoint]\nurl = \"http://a\"\n", "no endpoints"),
         ("[[endpoints]]\nurl = \"http://a\"\n", "unknown top-level key 'endpoints'"),
+        ("[[endpoint]]\nurl = \"https://a\"\ninsecure = \"yes\"\n", "insecure must be true"),
+        ("[[endpoint]]\nurl = \"https://a\"\nca_bundle = \"\"\n", "ca_bundle must be a non"),
     ],
 )
 def test_toml_errors_name_the_problem(text, expected):
@@ -197,6 +199,19 @@ def test_pairing_in_order_and_count_mismatch():
         "a_1")
     with pytest.raises(ConfigError, match="3 --gpu for 2 --endpoint"):
         pair_targets(["http://a", "http://b"], ["A", "B", "C"], [], [], [])
+
+
+def test_tls_settings_per_endpoint_or_shared():
+    targets = parse_endpoints_toml(
+        '[[endpoint]]\nurl = "https://a/v1"\nca_bundle = "a-ca.pem"\n'
+        '[[endpoint]]\nurl = "https://b/v1"\ninsecure = true\n'
+        '[[endpoint]]\nurl = "https://c/v1"\n')
+    cfg = RunConfig(ca_bundle="shared.pem")
+    a, b, c = (target_config(cfg, t) for t in targets)
+    assert (a.ca_bundle, a.insecure) == ("a-ca.pem", False)
+    assert (b.ca_bundle, b.insecure) == ("shared.pem", True)
+    assert (c.ca_bundle, c.insecure) == ("shared.pem", False)
+    assert target_config(RunConfig(insecure=True), targets[2]).insecure is True
 
 
 def test_target_config_puts_the_label_in_the_run():
