@@ -24,6 +24,7 @@ from infer_prof.core.metrics import (
     RequestRecord,
     busy_concurrency,
     in_flight_mean,
+    send_bunching,
     summarize_run,
 )
 from infer_prof.core.planner import Plan
@@ -664,6 +665,8 @@ def build_result(
             "max_concurrency": a.max_concurrency if a.mode == "open" else None,
             # time-weighted mean of requests in flight over the measured window (client side)
             "in_flight_mean": _round(in_flight_mean(records), 3),
+            # share of send gaps < 1 ms, beside independent sends' share: streams in lock-step
+            "send_bunching": send_bunching(records),
         },
         "warmup": warmup_block(wl.warmup, wl.warmup_requests, records, state.get("warmup"),
                                a.concurrency if a.mode == "closed" else None),

@@ -21,6 +21,7 @@ Definitions:
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -228,6 +229,31 @@ def in_flight_mean(records: Iterable[RequestRecord]) -> float | None:
             continue
         area += max(0, min(end, hi) - max(r.send_ns, lo))
     return area / (hi - lo)
+
+
+def send_bunching(
+    records: Iterable[RequestRecord], within_ns: int = 1_000_000
+) -> dict[str, Any] | None:
+    """How bunched the measured requests' sends are: whether the streams run in lock-step.
+
+    ``share``: of the gaps between consecutive sends (all streams, sorted by time), the share
+    shorter than ``within_ns``. ``independent_share``: the same for sends at the same mean rate
+    arriving independently (Poisson): ``1 - exp(-rate * within)``, ``rate = (n - 1) / (last send
+    - first send)``. A closed loop whose requests all have the same lengths tends to lock its
+    streams into waves (they end in the same decode step and resend together), so every wave's
+    prefills queue at once and TTFT reads higher than for the same streams out of phase; a share
+    far above the independent one shows it. None with fewer than 3 sends or no time between them.
+    """
+    sends = sorted(r.send_ns for r in records if not r.warmup and r.send_ns is not None)
+    if len(sends) < 3 or sends[-1] <= sends[0]:
+        return None
+    gaps = [b - a for a, b in zip(sends[:-1], sends[1:], strict=True)]
+    rate = len(gaps) / (sends[-1] - sends[0])  # sends per ns
+    return {
+        "within_ms": within_ns / 1e6,
+        "share": sum(g < within_ns for g in gaps) / len(gaps),
+        "independent_share": 1.0 - math.exp(-rate * within_ns),
+    }
 
 
 def busy_concurrency(records: Iterable[RequestRecord]) -> float | None:

@@ -168,6 +168,15 @@ def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     if mean is not None and asked:
         rows.append(("in flight (time-weighted mean)", f"{mean:.2f} of {asked} asked "
                                                         f"({mean / asked:.0%})"))
+    bunch = load.get("send_bunching") or {}
+    if load.get("mode") == "closed" and bunch and (asked or 0) > 1:
+        share, indep = bunch["share"], bunch["independent_share"]
+        text = (f"{share:.0%} of send gaps < {bunch['within_ms']:g} ms (independent sends: "
+                f"{indep:.0%})")
+        if share > 0.2 and share > 3 * indep:
+            text += ("; streams in lock-step waves, so each wave's prefills queue together "
+                     "(equal lengths keep them in phase; an output-length distribution breaks it)")
+        rows.append(("sends bunched", text))
     tr = result.get("trace_replay") or {}
     if tr.get("achieved_rate") is not None and tr.get("scheduled_rate"):
         lag = (tr.get("send_lag_ms") or {}).get("p99")

@@ -9,6 +9,7 @@ from infer_prof.core.metrics import (
     itl_ns,
     measured_window_ns,
     queue_ns,
+    send_bunching,
     summarize_run,
     tpot_ns,
     ttft_ns,
@@ -128,3 +129,23 @@ def test_busy_concurrency_is_in_flight_while_any_is():
     # busy 0-150 ms (150 ms); integral 50 x 1 + 50 x 2 + 50 x 1 = 200 -> 200 / 150
     assert busy_concurrency(two) == pytest.approx(4 / 3, rel=1e-12)
     assert busy_concurrency([]) is None
+
+
+def test_send_bunching_tells_lock_step_waves_from_independent_sends():
+    import math
+
+    # 4 streams in lock-step: waves of 4 sends 0.2 ms apart, a wave every 100 ms
+    waves = [rec(i, (i // 4) * 100 * MS + (i % 4) * MS // 5, [(i // 4) * 100 * MS + 90 * MS])
+             for i in range(40)]
+    b = send_bunching(waves)
+    assert b is not None and b["within_ms"] == 1.0
+    assert b["share"] == pytest.approx(30 / 39)  # 3 short gaps per wave of 4, 10 waves
+    span = 9 * 100 * MS + 3 * MS // 5
+    assert b["independent_share"] == pytest.approx(1 - math.exp(-39 / span * MS))
+    assert b["share"] > 10 * b["independent_share"]
+    # the same number of sends spread evenly: no gap under 1 ms
+    even = [rec(i, i * 25 * MS, [i * 25 * MS + 20 * MS]) for i in range(40)]
+    assert send_bunching(even)["share"] == 0.0
+    # warm-ups do not count; too few sends: None
+    assert send_bunching([rec(0, 0, [MS]), rec(1, 0, [MS], warmup=True), rec(2, MS, [2 * MS])]) \
+        is None
