@@ -37,15 +37,9 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from client_cpu import VLLM_BENCH  # noqa: E402  (`vllm bench serve` without its console script)
 
-VLLM_BENCH = (
-    "import sys\n"
-    "from vllm.benchmarks.serve import add_cli_args, main\n"
-    "from vllm.utils.argparse_utils import FlexibleArgumentParser\n"
-    "p = FlexibleArgumentParser(prog='vllm bench serve')\n"
-    "add_cli_args(p)\n"
-    "main(p.parse_args(sys.argv[1:]))\n"
-)
 ROWS = [
     ("requests/s", "request_throughput", ("summary", "request_throughput")),
     ("output tok/s", "output_throughput", ("summary", "output_throughput")),

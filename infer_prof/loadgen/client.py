@@ -402,19 +402,8 @@ def build_completion_request(
     """
     if isinstance(prompt, list) and prompt and isinstance(prompt[0], dict):
         raise ValueError("chat messages need the chat API (--api chat)")
-    body: dict[str, Any] = {
-        "model": model,
-        "prompt": prompt,
-        "max_tokens": max_tokens,
-        "stream": True,
-        "stream_options": {"include_usage": True, "continuous_usage_stats": True},
-        "temperature": 0.0,
-    }
-    if ignore_eos:
-        body["ignore_eos"] = True
-        body["min_tokens"] = max_tokens
-    if extra:
-        body.update(extra)
+    body = _stream_body(model, max_tokens, ignore_eos, extra, prompt=prompt,
+                        max_tokens=max_tokens)
     return _post(endpoint, "/v1/completions", body, request_id)
 
 
@@ -436,21 +425,30 @@ def build_chat_request(
     is sent both as ``max_completion_tokens`` (the current OpenAI name) and ``max_tokens``
     (what older servers read); servers take the one they know.
     """
+    body = _stream_body(model, max_tokens, ignore_eos, extra, messages=messages,
+                        max_completion_tokens=max_tokens, max_tokens=max_tokens)
+    return _post(endpoint, "/v1/chat/completions", body, request_id)
+
+
+def _stream_body(
+    model: str, length: int, ignore_eos: bool, extra: dict[str, Any] | None, **fields: Any
+) -> dict[str, Any]:
+    """The JSON body both APIs share: ``model``, the API's own ``fields`` (prompt or messages,
+    length), streaming with per-chunk usage, greedy sampling, ``ignore_eos``/``min_tokens`` so
+    outputs have exactly ``length`` tokens, then ``extra`` over all of it."""
     body: dict[str, Any] = {
         "model": model,
-        "messages": messages,
-        "max_completion_tokens": max_tokens,
-        "max_tokens": max_tokens,
+        **fields,
         "stream": True,
         "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         "temperature": 0.0,
     }
     if ignore_eos:
         body["ignore_eos"] = True
-        body["min_tokens"] = max_tokens
+        body["min_tokens"] = length
     if extra:
         body.update(extra)
-    return _post(endpoint, "/v1/chat/completions", body, request_id)
+    return body
 
 
 def chat_messages(prompt: str | list[Any]) -> list[dict[str, Any]]:

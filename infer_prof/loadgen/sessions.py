@@ -49,6 +49,7 @@ from infer_prof.loadgen.closed_loop import (
     LiveCounters,
     RequestBuilder,
     RequestSpec,
+    _open_quietly,
     _stream_one,
 )
 from infer_prof.loadgen.datasets import DatasetError, file_sha256
@@ -374,9 +375,8 @@ class SessionRun:
                 await asyncio.gather(*tasks)
             if stop.is_set():
                 return
-            for c in conns:
-                with contextlib.suppress(Exception):
-                    await c.ensure_open()
+            # every stream's connection open before the clock starts, as the closed loop does
+            await asyncio.gather(*(_open_quietly(c) for c in conns))
             counters.phase = "measuring"
             deadline = (time.perf_counter_ns() + int(plan.duration_s * 1e9)
                         if plan.duration_s else None)
