@@ -64,6 +64,21 @@ USER = "User:"
 ASSISTANT = "\nAssistant:"
 
 
+async def _think(done_ns: int, think_s: float, stop: asyncio.Event) -> int:
+    """Wait out a user's think time: until ``done_ns + think_s`` on ``perf_counter_ns`` (the
+    previous answer's last byte, as the kernel stamped it), or ``stop``. Returns when the next
+    turn was due: the think time's end, so a late timer shows as client delay. The event loop's
+    timers may fire up to a millisecond early (uvloop keeps its clock in whole milliseconds), so
+    the wait is re-armed until the clock has really reached the end."""
+    end = done_ns + int(think_s * 1e9)
+    now = time.perf_counter_ns()
+    while now < end and not stop.is_set():
+        with contextlib.suppress(asyncio.TimeoutError):
+            await asyncio.wait_for(stop.wait(), max((end - now) / 1e9, 0.0005))
+        now = time.perf_counter_ns()
+    return min(now, end)
+
+
 @dataclass
 class Conversation:
     """One session's turns, in order (request indices already given)."""
@@ -352,17 +367,17 @@ class SessionRun:
                 conv = self._next()
                 if conv is None:
                     return
+                last_done: int | None = None
                 for k, spec in enumerate(conv.turns):
                     if k and think > 0:
-                        with contextlib.suppress(asyncio.TimeoutError):
-                            await asyncio.wait_for(stop.wait(), think)
-                        free = time.perf_counter_ns()
+                        free = await _think(last_done or free, think, stop)
                     if stop.is_set() or (deadline is not None
                                          and time.perf_counter_ns() >= deadline):
                         return
                     await pacer.turn()
                     rec, free = await _stream_one(conns[wid], spec, wid, free, build,
                                                   plan.timeout_s, counters, records, pacer)
+                    last_done = rec.done_ns
                     if rec.error == "connect_failed":
                         await asyncio.sleep(0.5)  # as the closed loop: the watchdog decides
 

@@ -253,3 +253,49 @@ def test_text_turns_exact_with_a_bos_tokenizer() -> None:
                 assert isinstance(prev, str)
                 assert ids[:len(tok.encode(prev).ids)] == tok.encode(prev).ids
     assert plain > 0
+
+
+def test_think_time_never_ends_early_under_uvloop():
+    """uvloop's timers run on a whole-millisecond clock and can fire just before their time; a
+    think time still lasts at least what was asked, counted from the answer's last byte."""
+    import asyncio
+    import time
+
+    import uvloop
+
+    from infer_prof.loadgen.sessions import _think
+
+    async def go() -> list[tuple[int, int, int]]:
+        stop = asyncio.Event()
+        out = []
+        for i in range(40):
+            done = time.perf_counter_ns() - (i % 7) * 300_000  # answer ended a little ago
+            due = await _think(done, 0.003 + (i % 3) * 0.0007, stop)
+            out.append((done, due, time.perf_counter_ns()))
+        return out
+
+    loop = uvloop.new_event_loop()
+    try:
+        waits = loop.run_until_complete(go())
+    finally:
+        loop.close()
+    for i, (done, due, woke) in enumerate(waits):
+        think_ns = int((0.003 + (i % 3) * 0.0007) * 1e9)
+        assert due == done + think_ns  # the next turn is due exactly at the think time's end
+        assert woke >= due  # and is not sent before it
+
+
+def test_think_time_ends_at_stop():
+    import asyncio
+    import time
+
+    from infer_prof.loadgen.sessions import _think
+
+    async def go() -> float:
+        stop = asyncio.Event()
+        asyncio.get_running_loop().call_later(0.01, stop.set)
+        t0 = time.perf_counter()
+        await _think(time.perf_counter_ns(), 30.0, stop)
+        return time.perf_counter() - t0
+
+    assert asyncio.run(go()) < 5.0
