@@ -288,10 +288,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> None:
     a = parse_args(argv)
     if a.tokenizer is None:
-        from infer_prof.models import resolve_model
+        from infer_prof.catalog.models import resolve_model
 
         a.tokenizer = str(resolve_model("tiny-llama").path)
-    from infer_prof.calibrate import start_synthetic
+    from infer_prof.run.calibrate import start_synthetic
 
     extra = ("--cost-us", str(a.server_cost_us)) if a.server_cost_us > 0 else ()
     rows = []

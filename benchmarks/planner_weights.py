@@ -71,8 +71,8 @@ def main() -> None:
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
     from vllm import LLM
 
+    from infer_prof.catalog.models import resolve_model
     from infer_prof.core.planner import weight_bytes
-    from infer_prof.models import resolve_model
 
     model = resolve_model(args.model)
     assert model.spec is not None

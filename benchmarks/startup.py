@@ -19,7 +19,7 @@ import sys
 import tempfile
 import time
 
-from infer_prof.calibrate import start_synthetic
+from infer_prof.run.calibrate import start_synthetic
 from infer_prof.servers.http_get import get_json
 
 
@@ -57,7 +57,7 @@ def main() -> None:
     args = ap.parse_args()
     model = args.model
     if model is None:
-        from infer_prof.models import resolve_model
+        from infer_prof.catalog.models import resolve_model
 
         model = resolve_model("tiny-llama").path
     helps = [help_seconds() for _ in range(args.repeat)]

@@ -21,9 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from infer_prof.calibrate import drive, start_synthetic
 from infer_prof.loadgen.client import Endpoint, StreamConnection, resolve
 from infer_prof.loadgen.tls import TlsSession, TlsSettings, client_context
+from infer_prof.run.calibrate import drive, start_synthetic
 from infer_prof.servers.certs import CertFiles, make_certs
 
 

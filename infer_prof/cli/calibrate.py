@@ -104,7 +104,7 @@ def calibrate_command(
         )
 
     # imported here, not at the top: `infer-prof --help` must not pay for the engine side
-    from infer_prof.calibrate import run_calibration
+    from infer_prof.run.calibrate import run_calibration
 
     reports = run_calibration(
         levels,

@@ -17,8 +17,8 @@ from rich.table import Table
 from infer_prof.cli.common import fail
 from infer_prof.core.comparison import COLUMNS, comparison_table, format_value
 from infer_prof.report.markdown import compare_markdown
-from infer_prof.results_io import PLACEMENT_FIELDS, differing_fields, load_results
-from infer_prof.schema import ResultFileError
+from infer_prof.results.loading import PLACEMENT_FIELDS, differing_fields, load_results
+from infer_prof.results.schema import ResultFileError
 
 FORMATS = ("table", "markdown", "csv", "json")
 

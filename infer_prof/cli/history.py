@@ -13,13 +13,13 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from infer_prof import history
 from infer_prof.cli.common import fail
 from infer_prof.core.changepoint import ChangePoint, detect_changepoints
 from infer_prof.core.regression import direction_for
 from infer_prof.report.console import fmt_value
-from infer_prof.results_io import config_fingerprint, expand_paths, export_run, record_result
-from infer_prof.schema import ResultFileError, load_result
+from infer_prof.results import history
+from infer_prof.results.loading import config_fingerprint, expand_paths, export_run, record_result
+from infer_prof.results.schema import ResultFileError, load_result
 
 DEFAULT_DB = history.DEFAULT_LOCATION
 HISTORY_HELP = (

@@ -10,8 +10,8 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from infer_prof.core.modelspec import ModelSpec
-from infer_prof.models import TINY_LLAMA, registry
+from infer_prof.catalog.models import TINY_LLAMA, registry
+from infer_prof.core.models import ModelSpec
 
 
 def models_command(

@@ -17,10 +17,10 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from infer_prof.core.gpuspec import GIB, GpuSpec
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.catalog.gpus import DetectedGpu, catalog, detect_gpus, find_gpu
+from infer_prof.core.gpus import GIB, GpuSpec
+from infer_prof.core.models import ModelSpec
 from infer_prof.core.planner import PRECISION_LABELS, Plan, PlanError, plan
-from infer_prof.gpus import DetectedGpu, catalog, detect_gpus, find_gpu
 
 _UNITS = {
     "": 1, "b": 1,
@@ -51,7 +51,7 @@ def _gib(n: int | None) -> str:
 
 
 def _resolve_spec(model: str) -> ModelSpec:
-    from infer_prof.models import ModelError, resolve_model
+    from infer_prof.catalog.models import ModelError, resolve_model
 
     try:
         resolved = resolve_model(model)
@@ -184,7 +184,7 @@ def plan_command(
             _fail(f"--memory-budget: {exc}")
     spec = _resolve_spec(model)
     gpu_spec, count, found, how = _resolve_gpu(gpu, gpus, budget)
-    from infer_prof.engine_setup import device_memory, engine_capabilities  # --help stays fast
+    from infer_prof.run.engine_setup import device_memory, engine_capabilities  # --help stays fast
 
     memory, source = device_memory(gpu_spec, found)
     try:

@@ -10,7 +10,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from infer_prof.prices import (
+from infer_prof.catalog.prices import (
     CANONICAL_GPU_KEYS,
     PriceCatalog,
     PriceRow,

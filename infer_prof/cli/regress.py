@@ -13,10 +13,12 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from infer_prof import history
 from infer_prof.cli.common import fail
 from infer_prof.core.regression import DEFAULT_THRESHOLD_PCT, MetricComparison
-from infer_prof.gate import (
+from infer_prof.report.junit import junit_xml
+from infer_prof.report.markdown import regress_markdown
+from infer_prof.results import history
+from infer_prof.results.gate import (
     DEFAULT_MAX_SAMPLES,
     RunData,
     evaluate,
@@ -24,10 +26,8 @@ from infer_prof.gate import (
     run_from_result,
     verdict,
 )
-from infer_prof.report.junit import junit_xml
-from infer_prof.report.markdown import regress_markdown
-from infer_prof.results_io import differing_fields, load_results
-from infer_prof.schema import ResultFileError
+from infer_prof.results.loading import differing_fields, load_results
+from infer_prof.results.schema import ResultFileError
 
 DEFAULT_HISTORY = history.DEFAULT_LOCATION
 RULES = ("ci", "mwu", "both", "either")

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from infer_prof import history
 from infer_prof.cli.common import fail
-from infer_prof.results_io import expand_paths, history_result
-from infer_prof.schema import ResultFileError
+from infer_prof.results import history
+from infer_prof.results.loading import expand_paths, history_result
+from infer_prof.results.schema import ResultFileError
 
 if TYPE_CHECKING:  # the report modules are imported by the command: --help stays fast
     from infer_prof.report.html import RunData

@@ -10,14 +10,14 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from infer_prof.catalog.gpus import detect_gpus
+from infer_prof.catalog.models import TINY_LLAMA
 from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
-from infer_prof.default_model import choose_default
-from infer_prof.gpus import detect_gpus
-from infer_prof.models import TINY_LLAMA
 from infer_prof.report.console import print_summary, print_sweep
-from infer_prof.run_config import ConfigError, RunConfig
-from infer_prof.schema import public_result
+from infer_prof.results.schema import public_result
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.default_model import choose_default
 
 
 def run_command(
@@ -394,7 +394,7 @@ def run_command(
         run_many(cfg, targets, json_output)
         return
     # imported here, not at the top: `infer-prof --help` must not pay for the engine side
-    from infer_prof.runner import execute
+    from infer_prof.run.runner import execute
     from infer_prof.servers.vllm_server import ServerStartError
 
     try:
@@ -440,7 +440,7 @@ def _default_model(
     endpoint: str | None, concurrency: str | None, load_format: str | None, may_set_load: bool
 ) -> tuple[str, str | None, str | None]:
     """No --model: tiny-llama, or on a GPU where it fits llama-2-7b with random weights at 128
-    streams (:func:`infer_prof.default_model.choose_default`); says which and why."""
+    streams (:func:`infer_prof.run.default_model.choose_default`); says which and why."""
     if endpoint:
         return TINY_LLAMA, concurrency, load_format  # only names the tokenizer/config
     choice = choose_default(detect_gpus())

@@ -19,15 +19,15 @@ from rich.markup import escape
 from rich.table import Table
 
 from infer_prof.cli.common import fail
-from infer_prof.multi_endpoint import (
+from infer_prof.report.console import fmt_value
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.multi_endpoint import (
     EndpointTarget,
     check_targets,
     load_endpoints_file,
     pair_targets,
     run_endpoints,
 )
-from infer_prof.report.console import fmt_value
-from infer_prof.run_config import ConfigError, RunConfig
 
 
 def endpoint_targets(

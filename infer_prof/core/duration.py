@@ -1,6 +1,6 @@
 """How long a run will take, estimated before it starts, from a roofline of the device.
 
-Pure: a :class:`~infer_prof.core.modelspec.ModelSpec`, the weight and KV bytes, a
+Pure: a :class:`~infer_prof.core.models.ModelSpec`, the weight and KV bytes, a
 :class:`DeviceSpeed` and the load points in; seconds out. Used to refuse, in seconds, a run that
 would go on for hours (a 7B model on a 2-core CPU).
 
@@ -45,7 +45,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.models import ModelSpec
 from infer_prof.core.roofline import (
     causal_mean_context,
     decode_bytes_per_step,

@@ -23,7 +23,7 @@ price_source            cost.price: ``user`` (--price-per-hour / the
 cost_reason             cost.reason when no price applied                -
 ======================  ===============================================  =====================
 
-$ per 1M output tokens = usd_per_hour / (output tokens/s x 3600) x 1e6 (``core.pricing``); the
+$ per 1M output tokens = usd_per_hour / (output tokens/s x 3600) x 1e6 (``core.prices``); the
 total-token figure counts prompt and output tokens.
 
 ``cheapest_output`` / ``cheapest_total`` mark the lowest $/1M among the rows of the same

@@ -55,8 +55,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from infer_prof.core.gpuspec import GIB, GpuSpec
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.gpus import GIB, GpuSpec
+from infer_prof.core.models import ModelSpec
 
 MIB = 1 << 20
 

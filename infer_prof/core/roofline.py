@@ -50,7 +50,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.models import ModelSpec
 
 
 def _require_positive(name: str, value: float) -> None:

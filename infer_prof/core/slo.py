@@ -4,7 +4,7 @@ Pure. An SLO is ``<metric>_<stat> = <milliseconds>``: metric one of ``ttft``, ``
 ``e2e`` (as :mod:`infer_prof.core.metrics` defines them) and stat ``pNN`` (0 < NN < 100, e.g.
 ``p99`` or ``p99.9``), ``mean`` or ``max``. On the command line: ``ttft_p99=2000,tpot_p99=200``;
 in a workload file: an ``[slo]`` table of the same keys (the same grammar as
-:mod:`infer_prof.core.workload`).
+:mod:`infer_prof.core.workloads`).
 
 Two checks, deliberately different:
 

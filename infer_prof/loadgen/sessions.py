@@ -243,7 +243,7 @@ class SessionPlan:
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
 
     def start(self, wl: Any, pool: TokenPool, text: TextPromptMaker | None) -> SessionRun:
-        """The run of load point ``wl`` (a :class:`~infer_prof.core.workload.Workload` whose
+        """The run of load point ``wl`` (a :class:`~infer_prof.core.workloads.Workload` whose
         ``num_requests`` is whole sessions' turns): its sessions, built lazily."""
         n = self.sessions_for(wl.num_requests)
         return SessionRun(self.settings, self.conversations(

@@ -8,7 +8,7 @@ Sections, each from what the results hold and "not measured" where they hold not
    written by the run; nothing is recomputed.
 2. Latency distributions: the empirical CDF of TTFT, TPOT, ITL and E2E per run, from the
    per-request records beside each result (measured, completed requests; warm-up excluded).
-3. Sweeps: runs of one configuration (:func:`infer_prof.results_io.config_fields` less
+3. Sweeps: runs of one configuration (:func:`infer_prof.results.loading.config_fields` less
    concurrency and request rate) at two or more load levels: throughput and latency against load.
 4. Cost per 1M output tokens by GPU: a bar per run.
 5. Telemetry over time, per run: NVML series per GPU, and the server's /metrics gauges, on a
@@ -40,8 +40,8 @@ from infer_prof.report.plots import (
     line_chart,
     safe_name,
 )
-from infer_prof.results_io import config_fields, load_request_records, requests_path
-from infer_prof.schema import load_result
+from infer_prof.results.loading import config_fields, load_request_records, requests_path
+from infer_prof.results.schema import load_result
 
 NOT_MEASURED = "not measured"
 GIB = 2**30

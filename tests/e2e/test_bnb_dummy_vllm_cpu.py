@@ -13,7 +13,7 @@ import sys
 
 import pytest
 
-from infer_prof.models import resolve_model
+from infer_prof.catalog.models import resolve_model
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("vllm", reason="the engine is installed by `make setup`")

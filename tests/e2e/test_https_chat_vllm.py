@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.schema import load_result
+from infer_prof.catalog.tinymodel import ensure_tiny_llama
+from infer_prof.results.schema import load_result
+from infer_prof.results.store import read_requests
 from infer_prof.servers.certs import CertFiles, make_certs
 from infer_prof.servers.vllm_server import VllmServer
-from infer_prof.store import read_requests
-from infer_prof.tinymodel import ensure_tiny_llama
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

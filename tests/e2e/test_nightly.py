@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.schema import load_result
+from infer_prof.results.schema import load_result
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.schema import load_result
-from infer_prof.store import read_requests
+from infer_prof.results.schema import load_result
+from infer_prof.results.store import read_requests
 
 pytestmark = pytest.mark.e2e
 GENERATING = re.compile(r"Avg generation throughput: [1-9]")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.calibrate import start_synthetic
+from infer_prof.run.calibrate import start_synthetic
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from infer_prof.results_io import record_result
+from infer_prof.results.loading import record_result
 
 CONFIGS = 4  # results cycle through 4 configurations (concurrency 1, 2, 3, 4)
 

@@ -8,7 +8,7 @@ measured, a few microseconds, so they do not flake).
 
 import pytest
 
-from infer_prof.calibrate import calibrate_point
+from infer_prof.run.calibrate import calibrate_point
 
 pytestmark = pytest.mark.integration
 

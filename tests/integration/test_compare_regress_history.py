@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from infer_prof.calibrate import start_synthetic
-from infer_prof.results_io import config_fingerprint, record_result
-from infer_prof.store import write_result
+from infer_prof.results.loading import config_fingerprint, record_result
+from infer_prof.results.store import write_result
+from infer_prof.run.calibrate import start_synthetic
 from tests.integration.conftest import cli
 
 

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 from sqlalchemy import create_engine, insert, inspect
 
-from infer_prof import history as h
-from infer_prof.results_io import config_fingerprint
+from infer_prof.results import history as h
+from infer_prof.results.loading import config_fingerprint
 from tests import postgres
 from tests.integration import history_writer as writer
 
@@ -301,7 +301,7 @@ def _run(server_url: str, folder: Path, *extra: str, env: dict[str, str] | None 
 def test_a_fleet_records_into_postgres_and_the_gate_reads_it_after_the_runners_are_gone(
     pg_url: str, tmp_path: Path
 ) -> None:
-    from infer_prof.calibrate import start_synthetic
+    from infer_prof.run.calibrate import start_synthetic
 
     server = start_synthetic(20.0, 20.0, 16)
     try:  # two "runners": one names the database with --history, one in the environment
@@ -355,7 +355,7 @@ def test_a_fleet_records_into_postgres_and_the_gate_reads_it_after_the_runners_a
 
 
 def test_a_run_whose_history_is_unreachable_still_writes_its_result(tmp_path: Path) -> None:
-    from infer_prof.calibrate import start_synthetic
+    from infer_prof.run.calibrate import start_synthetic
 
     down = f"postgresql://{postgres.USER}:{postgres.PASSWORD}@127.0.0.1:{postgres.free_port()}/perf"
     server = start_synthetic(20.0, 20.0, 16)

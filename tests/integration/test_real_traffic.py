@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
+from infer_prof.catalog.tinymodel import ensure_tiny_llama
 from infer_prof.loadgen.text_prompts import TextPromptMaker
-from infer_prof.schema import load_result
-from infer_prof.store import read_requests
-from infer_prof.tinymodel import ensure_tiny_llama
+from infer_prof.results.schema import load_result
+from infer_prof.results.store import read_requests
 
 from .conftest import cli
 

@@ -33,9 +33,9 @@ from typing import Any
 import pytest
 
 from infer_prof.core.metrics import summarize_run
-from infer_prof.core.pricing import cost_report
+from infer_prof.core.prices import cost_report
 from infer_prof.report.plots import CHROMIUM_FLAGS, chromium_devtools, open_page
-from infer_prof.store import read_requests, write_requests
+from infer_prof.results.store import read_requests, write_requests
 
 from .conftest import cli
 
@@ -298,7 +298,7 @@ def _dress_as_gpu(result_path: Path, out_dir: Path) -> None:
 
 @pytest.fixture(scope="module")
 def results_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from infer_prof.calibrate import start_synthetic
+    from infer_prof.run.calibrate import start_synthetic
 
     out = tmp_path_factory.mktemp("results")
     server = start_synthetic(20.0, 5.0, 16)
@@ -415,7 +415,7 @@ def test_report_marks_an_invalid_run_with_its_reason(
     --min-requests asks for 50; both accept a window of 0.1 s). The report must show an
     "invalid" badge with the reason on that run's row, visible and in its title (hover), and
     none on the valid one."""
-    from infer_prof.calibrate import start_synthetic
+    from infer_prof.run.calibrate import start_synthetic
 
     out = tmp_path / "results"
     server = start_synthetic(20.0, 5.0, 16)

@@ -10,7 +10,7 @@ import urllib.request
 
 import pytest
 
-from infer_prof.schema import load_result
+from infer_prof.results.schema import load_result
 
 from .conftest import cli, cli_background
 

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from infer_prof.schema import load_result
-from infer_prof.store import read_requests
+from infer_prof.results.schema import load_result
+from infer_prof.results.store import read_requests
 
 from .conftest import cli, load_single_result, long_run
 

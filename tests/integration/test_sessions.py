@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.schema import load_result
-from infer_prof.store import read_requests
+from infer_prof.results.schema import load_result
+from infer_prof.results.store import read_requests
 
 from .conftest import cli
 

@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.calibrate import start_synthetic
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen import client
 from infer_prof.loadgen.client import (
@@ -30,6 +29,7 @@ from infer_prof.loadgen.client import (
     stream_request,
 )
 from infer_prof.loadgen.tls import TlsSettings
+from infer_prof.run.calibrate import start_synthetic
 from infer_prof.servers.certs import CertFiles, make_certs
 
 from .conftest import cli
@@ -330,7 +330,7 @@ def test_plain_http_on_the_tls_port_is_a_clear_error(tmp_path):
 def test_accuracy_over_tls_against_the_servers_truth(certs):
     """The synthetic server over TLS stamps arrivals and sends as over plain HTTP; the client's
     numbers must match that truth within the issue's targets (32 streams: light for 2 cores)."""
-    from infer_prof.calibrate import calibrate_point
+    from infer_prof.run.calibrate import calibrate_point
 
     server = start_synthetic(50.0, 15.0, 64, tls=certs)
     try:

@@ -7,7 +7,7 @@ in flight; a counted warm-up (``--warmup 16``) drains first, so nothing is in fl
 
 import pytest
 
-from infer_prof.store import read_requests
+from infer_prof.results.store import read_requests
 
 from .conftest import cli, load_single_result
 

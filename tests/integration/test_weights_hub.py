@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.models import registry, resolve_model
-from infer_prof.weights import cached_folders, choose_weights, folder_weights, probe_hub
+from infer_prof.catalog.models import registry, resolve_model
+from infer_prof.catalog.weights import cached_folders, choose_weights, folder_weights, probe_hub
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

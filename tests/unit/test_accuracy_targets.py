@@ -52,7 +52,7 @@ def test_trusted_up_to_stops_at_the_first_level_that_misses():
 
 
 def test_steal_share_between_two_readings():
-    from infer_prof.calibrate import cpu_ticks, steal_pct
+    from infer_prof.run.calibrate import cpu_ticks, steal_pct
 
     assert steal_pct((10, 1000), (60, 2000)) == 5.0  # 50 of 1000 ticks stolen
     assert steal_pct((10, 1000), (10, 1000)) is None  # no time passed

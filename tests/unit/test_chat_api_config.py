@@ -11,8 +11,7 @@ from typer.testing import CliRunner
 from infer_prof.cli import app
 from infer_prof.core.api_tokens import api_block
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.workload import Workload, WorkloadError
-from infer_prof.load_points import prompt_mode
+from infer_prof.core.workloads import Workload, WorkloadError
 from infer_prof.loadgen.client import (
     Endpoint,
     build_chat_request,
@@ -22,7 +21,8 @@ from infer_prof.loadgen.client import (
     error_message,
 )
 from infer_prof.loadgen.http_stream import SseResponseParser
-from infer_prof.run_config import ConfigError, RunConfig, resolve_api
+from infer_prof.run.config import ConfigError, RunConfig, resolve_api
+from infer_prof.run.load_points import prompt_mode
 
 
 def _body(req: bytes) -> tuple[str, dict]:
@@ -139,7 +139,7 @@ def test_api_block_template_tokens_and_the_run_label():
 
 
 def test_a_chat_result_is_another_configuration_and_completions_fingerprints_stay():
-    from infer_prof.results_io import config_fields, config_fingerprint
+    from infer_prof.results.loading import config_fields, config_fingerprint
 
     base = {"config": {"model": "m", "concurrency": 4}, "model": {"name": "m"}}
     old = config_fingerprint(base)
@@ -153,8 +153,8 @@ def test_chat_on_a_started_server_needs_a_chat_template(tmp_path):
     import json
     import shutil
 
-    from infer_prof.load_points import check_chat_template
-    from infer_prof.tinymodel import ensure_tiny_llama
+    from infer_prof.catalog.tinymodel import ensure_tiny_llama
+    from infer_prof.run.load_points import check_chat_template
 
     folder = tmp_path / "no-template"  # tiny-llama without its chat template
     shutil.copytree(ensure_tiny_llama(), folder)

@@ -6,7 +6,6 @@ import pytest
 from typer.testing import CliRunner
 
 from infer_prof.cli import app
-from infer_prof.load_points import base_workload, client_processes, load_points
 from infer_prof.loadgen.workers import (
     ASSUMED_ITL_S,
     EVENTS_PER_PROCESS,
@@ -15,7 +14,8 @@ from infer_prof.loadgen.workers import (
     expected_events_per_s,
 )
 from infer_prof.report.console import totals_table
-from infer_prof.run_config import ConfigError, RunConfig, check_client_processes, validate
+from infer_prof.run.config import ConfigError, RunConfig, check_client_processes, validate
+from infer_prof.run.load_points import base_workload, client_processes, load_points
 
 
 def _point(**cfg):

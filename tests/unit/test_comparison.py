@@ -15,7 +15,7 @@ from infer_prof.core.comparison import (
     labels_text,
     row_for,
 )
-from infer_prof.results_io import (
+from infer_prof.results.loading import (
     PLACEMENT_FIELDS,
     config_fields,
     config_fingerprint,

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from infer_prof.catalog.tinymodel import ensure_tiny_llama
 from infer_prof.loadgen.datasets import DatasetError, chat_template_renderer, load_dataset
 from infer_prof.loadgen.text_prompts import load_tokenizer, server_token_counter
-from infer_prof.results_io import config_fingerprint, differing_fields
-from infer_prof.tinymodel import ensure_tiny_llama
+from infer_prof.results.loading import config_fingerprint, differing_fields
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "datasets"
 TOK = load_tokenizer(ensure_tiny_llama())
@@ -137,7 +137,7 @@ def test_compare_refuses_to_mix_datasets() -> None:
 
 
 def test_workload_file_names_a_dataset_relative_to_itself(tmp_path: Path) -> None:
-    from infer_prof.workloads import load_workload
+    from infer_prof.catalog.workloads import load_workload
 
     (tmp_path / "sub").mkdir()
     f = tmp_path / "sub" / "w.toml"

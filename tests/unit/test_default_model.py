@@ -8,11 +8,11 @@ import pytest
 from typer.testing import CliRunner
 
 import infer_prof.cli.run as run_cli
+from infer_prof.catalog.gpus import DetectedGpu, find_gpu
 from infer_prof.cli import app
-from infer_prof.default_model import choose_default
-from infer_prof.environment import has_nvidia_gpu
-from infer_prof.gpus import DetectedGpu, find_gpu
-from infer_prof.run_config import ConfigError
+from infer_prof.run.config import ConfigError
+from infer_prof.run.default_model import choose_default
+from infer_prof.run.environment import has_nvidia_gpu
 
 H100 = DetectedGpu("NVIDIA H100 80GB HBM3", find_gpu("H100-SXM"), 85_520_809_984)
 RTX3090 = DetectedGpu("NVIDIA GeForce RTX 3090", find_gpu("RTX-3090"), 25_769_803_776)
@@ -54,7 +54,7 @@ def test_cli_without_model_says_which_and_why(monkeypatch, gpus, model, concurre
         raise ConfigError("stopped by the test")
 
     monkeypatch.setattr(run_cli, "detect_gpus", lambda: gpus)
-    monkeypatch.setattr("infer_prof.runner.execute", fake_execute)  # imported when run starts
+    monkeypatch.setattr("infer_prof.run.runner.execute", fake_execute)  # imported when run starts
     r = CliRunner().invoke(app, ["run", "--no-progress"])
     assert r.exit_code == 2
     lines = r.stderr.splitlines()

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from infer_prof.catalog.gpus import find_gpu
+from infer_prof.catalog.models import registry, resolve_model
 from infer_prof.core.duration import (
     DeviceSpeed,
     PointLoad,
@@ -19,13 +21,11 @@ from infer_prof.core.duration import (
     human_duration,
     step_time_s,
 )
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.models import ModelSpec
 from infer_prof.core.roofline import decode_flops_per_token, prefill_flops_per_token
-from infer_prof.gpus import find_gpu
-from infer_prof.load_points import base_workload, load_points
-from infer_prof.models import registry, resolve_model
-from infer_prof.preflight import check_duration
-from infer_prof.run_config import ConfigError, RunConfig
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.load_points import base_workload, load_points
+from infer_prof.run.preflight import check_duration
 
 WEIGHTS = 13_476_831_232
 KV = 524_288
@@ -158,7 +158,7 @@ def test_tiny_llama_is_never_refused():
 
 
 def test_warm_up_counts_as_its_requests_or_its_seconds():
-    from infer_prof.preflight import point_loads
+    from infer_prof.run.preflight import point_loads
 
     def loads(**kw):
         cfg = RunConfig(concurrency=[8], num_requests=100, **kw)

@@ -12,13 +12,13 @@ from infer_prof.core.endpoint_table import (
     endpoint_rows,
     table_csv_rows,
 )
-from infer_prof.multi_endpoint import (
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.multi_endpoint import (
     EndpointTarget,
     pair_targets,
     parse_endpoints_toml,
     target_config,
 )
-from infer_prof.run_config import ConfigError, RunConfig
 
 
 def result(out_tps, usd_per_hour, *, conc=4, complete=True, valid=True, gpus=1, key="H100-SXM"):

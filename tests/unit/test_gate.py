@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 import typer
 
-from infer_prof import history
 from infer_prof.cli.regress import parse_thresholds
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import percentile
-from infer_prof.gate import (
+from infer_prof.report.junit import junit_xml
+from infer_prof.report.markdown import regress_markdown
+from infer_prof.results import history
+from infer_prof.results.gate import (
     RunData,
     evaluate,
     samples_from_records,
@@ -23,9 +25,7 @@ from infer_prof.gate import (
     too_few_beyond,
     verdict,
 )
-from infer_prof.report.junit import junit_xml
-from infer_prof.report.markdown import regress_markdown
-from infer_prof.results_io import config_fingerprint, record_result
+from infer_prof.results.loading import config_fingerprint, record_result
 
 MS = 1_000_000
 

@@ -8,8 +8,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from infer_prof.core.gpuspec import GIB, SPEC_FIGURES, GpuSpec, normalize_gpu_name
-from infer_prof.gpus import (
+from infer_prof.catalog.gpus import (
     CANONICAL_GPU_KEYS,
     DetectedGpu,
     catalog,
@@ -18,6 +17,7 @@ from infer_prof.gpus import (
     find_gpu,
     match_gpu_name,
 )
+from infer_prof.core.gpus import GIB, SPEC_FIGURES, GpuSpec, normalize_gpu_name
 
 SEED_FILE = re.compile(r"\b(\d{3}_[0-9a-f]{16}\.txt)\b")
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from infer_prof import history as h
+from infer_prof.results import history as h
 
 
 def summary(ttft_p99: float | None = 40.0, tput: float = 1000.0) -> dict[str, Any]:

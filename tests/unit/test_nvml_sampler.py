@@ -16,8 +16,8 @@ from typing import Any
 import pynvml
 import pytest
 
-from infer_prof.economics import energy_block
 from infer_prof.report.console import totals_table
+from infer_prof.run.economics import energy_block
 from infer_prof.telemetry.nvml import NvmlSampler, decode_clock_event_reasons
 
 GIB = 1024**3

@@ -26,8 +26,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from infer_prof.catalog.gpus import DetectedGpu, catalog, find_gpu
+from infer_prof.catalog.models import resolve_model
 from infer_prof.cli.plan import parse_bytes, plan_command
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.models import ModelSpec
 from infer_prof.core.planner import (
     MemoryBreakdown,
     Plan,
@@ -37,8 +39,6 @@ from infer_prof.core.planner import (
     plan,
     weight_bytes,
 )
-from infer_prof.gpus import DetectedGpu, catalog, find_gpu
-from infer_prof.models import resolve_model
 
 GIB = 2**30
 MIB = 2**20
@@ -509,7 +509,7 @@ def test_cli_uses_detected_gpus_and_the_memory_cuda_reports(monkeypatch):
     h100 = find_gpu("H100-SXM")
     found = [DetectedGpu("NVIDIA H100 80GB HBM3", h100, 85_520_809_984)] * 2
     monkeypatch.setattr("infer_prof.cli.plan.detect_gpus", lambda: found)
-    monkeypatch.setattr("infer_prof.engine_setup.cuda_total_memory", lambda i: 85_017_755_648)
+    monkeypatch.setattr("infer_prof.run.engine_setup.cuda_total_memory", lambda i: 85_017_755_648)
     r = _run(["--model", "llama-2-70b", "--concurrency", "64", "--json"])
     assert r.exit_code == 0, r.output
     d = json.loads(r.stdout)
@@ -518,7 +518,7 @@ def test_cli_uses_detected_gpus_and_the_memory_cuda_reports(monkeypatch):
     assert d["budget_per_gpu_bytes"] == round(0.9 * 85_017_755_648)
     assert d["memory_source"].startswith("CUDA total of the detected NVIDIA H100 80GB HBM3")
     # without libcuda: NVML's total less the 0.47 GiB NVML-CUDA gap measured on the H100
-    monkeypatch.setattr("infer_prof.engine_setup.cuda_total_memory", lambda i: None)
+    monkeypatch.setattr("infer_prof.run.engine_setup.cuda_total_memory", lambda i: None)
     d = json.loads(_run(["--model", "llama-2-70b", "--concurrency", "64", "--json"]).stdout)
     assert d["memory_per_gpu_bytes"] == 85_520_809_984 - round((79.65 - 79.18) * GIB)
     assert d["memory_per_gpu_bytes"] == 85_016_151_327

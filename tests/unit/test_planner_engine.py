@@ -12,8 +12,10 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
+from infer_prof.catalog.gpus import DetectedGpu, catalog, find_gpu
+from infer_prof.catalog.models import resolve_model
 from infer_prof.cli.plan import plan_command
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.models import ModelSpec
 from infer_prof.core.planner import (
     BNB_DUMMY_NOTE,
     EngineCaps,
@@ -23,15 +25,13 @@ from infer_prof.core.planner import (
     plan,
     why_not,
 )
-from infer_prof.engine_setup import (
+from infer_prof.run.config import RunConfig
+from infer_prof.run.engine_setup import (
     NVML_CUDA_GAP_BYTES,
     device_memory,
     engine_arguments,
     engine_capabilities,
 )
-from infer_prof.gpus import DetectedGpu, catalog, find_gpu
-from infer_prof.models import resolve_model
-from infer_prof.run_config import RunConfig
 
 GIB = 2**30
 GPU_026 = EngineCaps(build="cuda", vllm_version=(0, 26, 0), checked=True)
@@ -181,7 +181,7 @@ def test_device_memory_one_function_for_plan_and_run():
 
 
 def test_run_plans_with_the_same_memory(monkeypatch):
-    from infer_prof import engine_setup
+    from infer_prof.run import engine_setup
 
     found = [DetectedGpu("NVIDIA H100 80GB HBM3", H100, 85_520_809_984)]
     monkeypatch.setattr(engine_setup, "detect_gpus", lambda: found)
@@ -335,8 +335,8 @@ def test_cli_plan_load_format_dummy_issue_case(monkeypatch):
 
 
 def test_run_refuses_bitsandbytes_with_dummy_weights_before_starting_vllm():
-    from infer_prof.engine_setup import make_plan
-    from infer_prof.run_config import ConfigError
+    from infer_prof.run.config import ConfigError
+    from infer_prof.run.engine_setup import make_plan
 
     cfg = RunConfig(model="tiny-llama", load_format="dummy", quantization="bitsandbytes")
     with pytest.raises(ConfigError, match="cannot run with --load-format dummy"):
@@ -372,7 +372,7 @@ def test_cuda_total_memory_reads_the_driver_library(tmp_path, monkeypatch):
     import shutil
     import subprocess
 
-    from infer_prof.engine_setup import cuda_total_memory
+    from infer_prof.run.engine_setup import cuda_total_memory
 
     if shutil.which("cc") is None:
         pytest.skip("no C compiler to build the stand-in libcuda")

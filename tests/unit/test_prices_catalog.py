@@ -10,8 +10,7 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from infer_prof.cli.prices import prices_command
-from infer_prof.prices import (
+from infer_prof.catalog.prices import (
     CANONICAL_GPU_KEYS,
     PriceError,
     canonical_gpu_key,
@@ -20,6 +19,7 @@ from infer_prof.prices import (
     select_price,
     select_purchase,
 )
+from infer_prof.cli.prices import prices_command
 
 HEADER = "provider,gpu,gpu_count,on_demand_usd_per_hour,spot_usd_per_hour,purchase_usd,source,date"
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 
 from infer_prof.cli import app
 from infer_prof.core.metrics import RequestRecord, summarize_run
-from infer_prof.core.pricing import cost_report
+from infer_prof.core.prices import cost_report
 from infer_prof.report.html import (
     NOT_MEASURED,
     RunData,
@@ -37,8 +37,8 @@ from infer_prof.report.plots import (
     log_ticks,
     nice_ticks,
 )
-from infer_prof.schema import RESULT_KIND, SCHEMA_VERSION
-from infer_prof.store import write_requests
+from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
+from infer_prof.results.store import write_requests
 
 MS = 1_000_000
 

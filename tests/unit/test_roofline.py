@@ -1,6 +1,6 @@
 """Roofline arithmetic against hand-computed cases (infer_prof.core.roofline).
 
-llama-2-7b (config in infer_prof/data/models.json): 32 layers, hidden 4096, 32 heads = 32 KV
+llama-2-7b (config in infer_prof/catalog/data/models.json): 32 layers, hidden 4096, 32 heads = 32 KV
 heads, head_dim 128, intermediate 11008, vocab 32000, untied embeddings.
   params        = 32 x (4 x 4096^2 + 3 x 4096 x 11008 + 2 x 4096) + 2 x 32000 x 4096 + 4096
                 = 6,738,415,616  -> fp16 weights 13,476,831,232 bytes (~13.48e9 B)
@@ -15,8 +15,10 @@ import json
 
 import pytest
 
+from infer_prof.catalog.gpus import catalog
+from infer_prof.catalog.models import registry
 from infer_prof.core import timeseries as ts
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.models import ModelSpec
 from infer_prof.core.planner import kv_bytes_per_token, weight_bytes
 from infer_prof.core.roofline import (
     MBU_DEFINITIONS,
@@ -30,9 +32,7 @@ from infer_prof.core.roofline import (
     prefill_flops_per_token,
     roofline_report,
 )
-from infer_prof.economics import decode_batch, roofline_block
-from infer_prof.gpus import catalog
-from infer_prof.models import registry
+from infer_prof.run.economics import decode_batch, roofline_block
 
 BW = 3.35e12
 PEAK = 989e12

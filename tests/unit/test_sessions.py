@@ -8,16 +8,16 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer
 
+from infer_prof.catalog.tinymodel import ensure_tiny_llama
 from infer_prof.core.distributions import Fixed, Uniform
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.sessions import SessionSettings, by_turn, prefix_cache
-from infer_prof.load_points import hashed_prompt
 from infer_prof.loadgen.datasets import DatasetError
 from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.loadgen.sessions import SessionPlan, load_sharegpt_sessions, synthetic_turns
 from infer_prof.loadgen.text_prompts import TextPromptMaker, server_token_counter
 from infer_prof.loadgen.traces import TraceError, load_trace
-from infer_prof.tinymodel import ensure_tiny_llama
+from infer_prof.run.load_points import hashed_prompt
 
 POOL = TokenPool.from_vocab_size(32000)
 
@@ -217,7 +217,7 @@ def test_hashed_prompts_share_blocks(maker: TextPromptMaker, tok: Tokenizer) -> 
 
 
 def test_compare_tells_session_settings_apart() -> None:
-    from infer_prof.results_io import config_fields, differing_fields
+    from infer_prof.results.loading import config_fields, differing_fields
 
     def result(sessions: dict | None) -> dict:
         return {"config": {"model": "m", "sessions": sessions}, "model": {"name": "m"}}

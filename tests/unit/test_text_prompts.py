@@ -14,8 +14,8 @@ from tokenizers import (
     trainers,
 )
 
+from infer_prof.catalog.tinymodel import ensure_tiny_llama
 from infer_prof.loadgen.text_prompts import TextPromptMaker
-from infer_prof.tinymodel import ensure_tiny_llama
 
 LENGTHS = (2, 3, 7, 16, 64, 128, 300, 511, 1000, 2048)
 CORPUS = ("It was the best of times, it was the worst of times, it was the age of wisdom, it "

@@ -2,7 +2,7 @@
 
 import pytest
 
-from infer_prof.core.weight_choice import (
+from infer_prof.core.weights import (
     HubStatus,
     WeightFacts,
     decide,

@@ -9,16 +9,7 @@ from typing import Any
 
 import pytest
 
-from infer_prof.core.distributions import Fixed, LogNormal, Uniform
-from infer_prof.core.workload import (
-    Arrival,
-    SharedPrefix,
-    Workload,
-    WorkloadError,
-    sample_requests,
-    send_offsets,
-)
-from infer_prof.workloads import (
+from infer_prof.catalog.workloads import (
     WorkloadNotFoundError,
     expand_suite,
     list_workloads,
@@ -26,10 +17,19 @@ from infer_prof.workloads import (
     load_workload,
     repo_workloads_dir,
 )
+from infer_prof.core.distributions import Fixed, LogNormal, Uniform
+from infer_prof.core.workloads import (
+    Arrival,
+    SharedPrefix,
+    Workload,
+    WorkloadError,
+    sample_requests,
+    send_offsets,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 CANON = REPO / "workloads"
-SHIPPED = REPO / "infer_prof" / "data" / "workloads"
+SHIPPED = REPO / "infer_prof" / "catalog" / "data" / "workloads"
 WORKLOADS = ["chat", "codegen", "fixed-512-128", "rag"]
 
 BASE = """
@@ -62,7 +62,7 @@ def test_shipped_copies_match_canonical_files():
     assert canon == sorted(p.name for p in SHIPPED.glob("*.toml"))
     for name in canon:
         assert (CANON / name).read_bytes() == (SHIPPED / name).read_bytes(), (
-            f"{name} differs: run python -m infer_prof.workloads --sync")
+            f"{name} differs: run python -m infer_prof.catalog.workloads --sync")
 
 
 def test_repo_dir_found():

@@ -1,23 +1,22 @@
 """Resolve ``--model``: a known alias, a local model directory, or a hub id.
 
-The registry of aliases ships in ``infer_prof/data/models.json`` (the config.json of each model),
-so the tool can reason about a model, and profile its real shapes with random weights, without
-downloading anything.
+The registry of aliases ships in ``infer_prof/catalog/data/models.json`` (the config.json of each
+model), so the tool can reason about a model, and profile its real shapes with random weights,
+without downloading anything.
 """
 
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.modelspec import ModelSpec
-
-TINY_LLAMA = "tiny-llama"
+from infer_prof.catalog.cache import cache_dir
+from infer_prof.catalog.tinymodel import TINY_LLAMA, ensure_tiny_llama
+from infer_prof.core.models import ModelSpec
 
 
 class ModelError(ValueError):
@@ -44,21 +43,13 @@ class ResolvedModel:
 @cache
 def registry() -> dict[str, dict[str, Any]]:
     """The shipped aliases: ``{alias: {"hub_id": ..., "config": {...config.json...}}}``."""
-    text = resources.files("infer_prof.data").joinpath("models.json").read_text()
+    text = resources.files("infer_prof.catalog.data").joinpath("models.json").read_text()
     return dict(json.loads(text)["models"])
 
 
 def known_aliases() -> list[str]:
     """All aliases ``--model`` accepts, tiny-llama first."""
     return [TINY_LLAMA, *sorted(registry())]
-
-
-def cache_dir() -> Path:
-    """Where generated models and dummy-weight configs are cached (``$INFER_PROF_CACHE``)."""
-    base = os.environ.get("INFER_PROF_CACHE") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "infer-prof"
-    )
-    return Path(base)
 
 
 def alias_config_dir(alias: str) -> Path:
@@ -85,8 +76,6 @@ def resolve_model(value: str, *, create_tiny: bool = True) -> ResolvedModel:
     :class:`ModelError` with a one-line explanation otherwise.
     """
     if value == TINY_LLAMA:
-        from infer_prof.tinymodel import ensure_tiny_llama
-
         folder = ensure_tiny_llama() if create_tiny else cache_dir() / "models" / TINY_LLAMA
         config = json.loads((folder / "config.json").read_text()) if folder.exists() else None
         spec = ModelSpec.from_config(config, name=value) if config else None

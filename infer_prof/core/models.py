@@ -1,6 +1,7 @@
 """Model architecture facts (the config.json numbers) and the arithmetic that follows from them.
 
-Pure: no I/O. Loading configs from disk or the shipped registry lives in ``infer_prof.models``.
+Pure: no I/O. Loading configs from disk or the shipped registry lives in
+``infer_prof.catalog.models``.
 """
 
 from __future__ import annotations

@@ -50,7 +50,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infer_prof import history
 from infer_prof.core.metrics import NS_PER_MS, RequestRecord, e2e_ns, itl_ns, tpot_ns, ttft_ns
 from infer_prof.core.regression import (
     DEFAULT_THRESHOLD_PCT,
@@ -61,14 +60,15 @@ from infer_prof.core.regression import (
     threshold_for,
 )
 from infer_prof.core.stats import percentile
-from infer_prof.history import flatten_summary
-from infer_prof.results_io import (
+from infer_prof.results import history
+from infer_prof.results.history import flatten_summary
+from infer_prof.results.loading import (
     config_fingerprint,
     history_result,
     history_summary,
     load_request_records,
 )
-from infer_prof.schema import ResultFileError, load_result
+from infer_prof.results.schema import ResultFileError, load_result
 
 AGGREGATE_METRICS = (
     "request_throughput",

@@ -1,6 +1,6 @@
 """GPU facts (one catalog entry) and the few derived numbers the planner and roofline need.
 
-Pure: no I/O. Loading the shipped catalog and asking NVML live in ``infer_prof.gpus``.
+Pure: no I/O. Loading the shipped catalog and asking NVML live in ``infer_prof.catalog.gpus``.
 """
 
 from __future__ import annotations

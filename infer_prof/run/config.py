@@ -72,13 +72,13 @@ class RunConfig:
     results_dir: str = "results"
     labels: dict[str, str] = field(default_factory=dict)
     # put in the run id and file names before the load label (several endpoints in one
-    # command: the endpoint's label, see infer_prof.multi_endpoint)
+    # command: the endpoint's label, see infer_prof.run.multi_endpoint)
     run_tag: str | None = None
     progress: bool = True
     telemetry_interval_s: float = 0.5
     metrics_interval_s: float = 0.5
     # load-generator processes: a positive integer, or "auto" (by the point's expected token
-    # events/s; see infer_prof.load_points.client_processes)
+    # events/s; see infer_prof.run.load_points.client_processes)
     client_processes: str = "auto"
     # prompts: "token-ids" | "text" (None: token IDs, or the dataset's text with --dataset)
     prompt: str | None = None

@@ -9,8 +9,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from infer_prof.catalog.models import ResolvedModel
+from infer_prof.catalog.workloads import WorkloadNotFoundError, expand_suite, load_workload
 from infer_prof.core.distributions import Empirical, Fixed
-from infer_prof.core.workload import (
+from infer_prof.core.workloads import (
     Arrival,
     Workload,
     WorkloadError,
@@ -34,9 +36,7 @@ from infer_prof.loadgen.workers import (
     choose_processes,
     expected_events_per_s,
 )
-from infer_prof.models import ResolvedModel
-from infer_prof.run_config import ConfigError, RunConfig
-from infer_prof.workloads import WorkloadNotFoundError, expand_suite, load_workload
+from infer_prof.run.config import ConfigError, RunConfig
 
 
 def _shape_overrides(cfg: RunConfig) -> dict[str, Any]:

@@ -17,9 +17,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from infer_prof import history
+from infer_prof.catalog.models import ModelError, ResolvedModel, resolve_model
 from infer_prof.core.api_tokens import api_block
-from infer_prof.core.gpuspec import GpuSpec
+from infer_prof.core.gpus import GpuSpec
 from infer_prof.core.metrics import (
     RequestRecord,
     busy_concurrency,
@@ -33,31 +33,10 @@ from infer_prof.core.stats import summary_dict
 from infer_prof.core.sweep import find_knee, find_max_float, find_max_int
 from infer_prof.core.validity import ValidityRules, check_validity, client_figures
 from infer_prof.core.warmup import warmup_block
-from infer_prof.core.workload import (
+from infer_prof.core.workloads import (
     Workload,
     send_offsets,
     warmup_seconds,
-)
-from infer_prof.economics import CostOptions, cost_block, decode_batch, energy_block, roofline_block
-from infer_prof.engine_setup import engine_arguments, engine_model_path, make_plan, resolve_gpu
-from infer_prof.environment import fingerprint, has_nvidia_gpu
-from infer_prof.load_points import (
-    attach_dataset,
-    attach_trace,
-    base_workload,
-    build_specs,
-    check_chat_template,
-    check_context,
-    client_processes,
-    continuous_warmup,
-    dataset_ids,
-    load_points,
-    point_concurrency,
-    point_label,
-    prompt_mode,
-    suite_points,
-    text_maker,
-    token_pool,
 )
 from infer_prof.loadgen.client import (
     Endpoint,
@@ -82,18 +61,51 @@ from infer_prof.loadgen.sessions import SessionPlan, SessionRun
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
-from infer_prof.models import ModelError, ResolvedModel, resolve_model
-from infer_prof.preflight import check_duration, device_speed, prepare_weights
 from infer_prof.report.progress import ProgressLine, StartupLine
-from infer_prof.results_io import record_result
-from infer_prof.run_config import ConfigError, RunConfig, check_api, resolve_api, validate
-from infer_prof.schema import RESULT_KIND, SCHEMA_VERSION
+from infer_prof.results import history
+from infer_prof.results.loading import record_result
+from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
+from infer_prof.results.store import (
+    make_run_id,
+    result_paths,
+    safe_name,
+    write_requests,
+    write_result,
+)
+from infer_prof.run.config import ConfigError, RunConfig, check_api, resolve_api, validate
+from infer_prof.run.economics import (
+    CostOptions,
+    cost_block,
+    decode_batch,
+    energy_block,
+    roofline_block,
+)
+from infer_prof.run.engine_setup import engine_arguments, engine_model_path, make_plan, resolve_gpu
+from infer_prof.run.environment import fingerprint, has_nvidia_gpu
+from infer_prof.run.load_points import (
+    attach_dataset,
+    attach_trace,
+    base_workload,
+    build_specs,
+    check_chat_template,
+    check_context,
+    client_processes,
+    continuous_warmup,
+    dataset_ids,
+    load_points,
+    point_concurrency,
+    point_label,
+    prompt_mode,
+    suite_points,
+    text_maker,
+    token_pool,
+)
+from infer_prof.run.preflight import check_duration, device_speed, prepare_weights
+from infer_prof.run.session_setup import attach_sessions
 from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
 from infer_prof.servers.http_get import http_get, served_model_names
 from infer_prof.servers.vllm_log import root_cause
 from infer_prof.servers.vllm_server import ServerStartError, VllmServer, log_tail, read_log_end
-from infer_prof.session_setup import attach_sessions
-from infer_prof.store import make_run_id, result_paths, safe_name, write_requests, write_result
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper, mark_not_counted
 
@@ -589,7 +601,7 @@ def build_result(
     server_info: dict[str, Any],
     requests_file: str,
 ) -> dict[str, Any]:
-    """The result document of one load point (see :mod:`infer_prof.schema`)."""
+    """The result document of one load point (see :mod:`infer_prof.results.schema`)."""
     cfg, model, gpu = sess.cfg, sess.model, sess.gpu
     summary = summarize_run(records)
     sdict = summary.to_dict()

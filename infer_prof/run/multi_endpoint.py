@@ -16,7 +16,7 @@ FILE``)::
     ca_bundle = "ca.pem"       # optional, https: PEM file of a private CA (default --ca-bundle)
     insecure = false           # optional, https: skip certificate checks (default --insecure)
 
-Each endpoint's run is an ordinary run (:func:`infer_prof.runner.execute`): its result files
+Each endpoint's run is an ordinary run (:func:`infer_prof.run.runner.execute`): its result files
 carry the endpoint's label in their name (``<stamp>-<model>-<label>-<load>.json``) and in the
 result's labels (``endpoint=<label>``), so ``compare``, ``report`` and ``history`` read them as
 usual. An endpoint that fails (does not answer, bad answer, dies mid-run) is a row with its
@@ -43,8 +43,8 @@ from infer_prof.core.endpoint_table import (
     table_csv_rows,
     table_document,
 )
-from infer_prof.run_config import ConfigError, RunConfig
-from infer_prof.store import write_file, write_result
+from infer_prof.results.store import write_file, write_result
+from infer_prof.run.config import ConfigError, RunConfig
 
 TOML_KEYS = (
     "url",
@@ -242,8 +242,8 @@ def target_config(cfg: RunConfig, t: EndpointTarget) -> RunConfig:
 
 def check_targets(cfg: RunConfig, targets: Sequence[EndpointTarget]) -> None:
     """Every endpoint's URL and GPU checked before any load is sent (raises ConfigError)."""
-    from infer_prof.engine_setup import resolve_gpu  # not at import: keeps --help fast
-    from infer_prof.run_config import validate
+    from infer_prof.run.config import validate
+    from infer_prof.run.engine_setup import resolve_gpu  # not at import: keeps --help fast
 
     if cfg.output:
         raise ConfigError(
@@ -292,7 +292,7 @@ def run_endpoints(
     during an endpoint ends it as usual (its result kept, marked interrupted) and skips the
     rest. Raises ConfigError (no table) when every endpoint was refused with the same bad-input
     error (e.g. a workload longer than the model's context)."""
-    from infer_prof.runner import execute  # not at import: keeps --help fast
+    from infer_prof.run.runner import execute  # not at import: keeps --help fast
 
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     runs: list[EndpointRun] = []
@@ -340,7 +340,7 @@ def _one_line(exc: BaseException) -> str:
 
 def write_table(rows: list[dict[str, Any]], folder: Path, stamp: str) -> tuple[Path, Path]:
     """Write the table as ``<stamp>-endpoints.json`` and ``.csv`` in ``folder``."""
-    from infer_prof.schema import SCHEMA_VERSION
+    from infer_prof.results.schema import SCHEMA_VERSION
 
     json_path = folder / f"{stamp}-endpoints.json"
     csv_path = folder / f"{stamp}-endpoints.csv"

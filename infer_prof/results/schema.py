@@ -13,7 +13,7 @@ Top-level fields (schema_version 1):
   (``{total_s, phases: [{name, start_s, duration_s}], source}``: the start-up phases read from
   the server log, see :mod:`infer_prof.servers.vllm_startup`; absent in older results); when the
   server died during the run, ``log_tail`` and ``root_cause`` (lines, or null)
-- ``environment``: versions, GPU/CPU model, host (see :mod:`infer_prof.environment`)
+- ``environment``: versions, GPU/CPU model, host (see :mod:`infer_prof.run.environment`)
 - ``summary``: the run's numbers (see :class:`infer_prof.core.metrics.RunSummary`)
 - ``client``: the load generator's own health (timestamp source, dispatch delay, read and
   event-loop lag, CPU, ``processes``; with more than one process, pooled figures and each

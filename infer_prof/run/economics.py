@@ -1,7 +1,7 @@
 """What a run's numbers mean in money, energy and hardware limits.
 
 Joins a finished run's summary with the price catalog, the NVML energy reading and the GPU
-catalog's bandwidth and FLOP/s figures. The arithmetic lives in ``core.pricing`` and
+catalog's bandwidth and FLOP/s figures. The arithmetic lives in ``core.prices`` and
 ``core.roofline``; this module only chooses the inputs and records where each came from.
 """
 
@@ -10,10 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infer_prof.core.gpuspec import GpuSpec
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.catalog.prices import PriceError, load_prices, select_price
+from infer_prof.core.gpus import GpuSpec
+from infer_prof.core.models import ModelSpec
 from infer_prof.core.planner import kv_bytes_per_token, weight_bytes
-from infer_prof.core.pricing import (
+from infer_prof.core.prices import (
     break_even_hours,
     cost_per_million_output_tokens,
     cost_report,
@@ -21,7 +22,6 @@ from infer_prof.core.pricing import (
 )
 from infer_prof.core.roofline import roofline_report
 from infer_prof.core.timeseries import joules_per_token
-from infer_prof.prices import PriceError, load_prices, select_price
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Where a model's weights can come from: a local folder, the Hugging Face cache, the hub.
 
-The I/O half of the weights decision (the decision itself is :mod:`infer_prof.core.weight_choice`):
+The I/O half of the weights decision (the decision itself is :mod:`infer_prof.core.weights`):
 list a folder's weight files, look up the Hugging Face cache without the network
 (``huggingface_hub.try_to_load_from_cache``; the cache folder is ``$HF_HUB_CACHE``, else
 ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), and ask the hub (``$HF_ENDPOINT``, default
@@ -21,7 +21,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.weight_choice import (
+from infer_prof.catalog.models import ResolvedModel
+from infer_prof.core.weights import (
     HubStatus,
     WeightDecision,
     WeightFacts,
@@ -29,7 +30,6 @@ from infer_prof.core.weight_choice import (
     missing_shards,
     weight_files,
 )
-from infer_prof.models import ResolvedModel
 
 HUB_TIMEOUT_S = 3.0
 """The longest the hub is waited for (connection, DNS and answer together), seconds."""
@@ -210,5 +210,5 @@ def gather_facts(
 def choose_weights(
     model: ResolvedModel, load_format: str | None, require_weights: bool = False
 ) -> WeightDecision:
-    """The weights decision for ``model`` (see :func:`infer_prof.core.weight_choice.decide`)."""
+    """The weights decision for ``model`` (see :func:`infer_prof.core.weights.decide`)."""
     return decide(gather_facts(model, load_format, require_weights))

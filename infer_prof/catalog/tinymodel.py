@@ -17,7 +17,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from infer_prof.models import TINY_LLAMA, cache_dir
+from infer_prof.catalog.cache import cache_dir
+
+TINY_LLAMA = "tiny-llama"
 
 TINY_VERSION = 2  # 2: a chat template in tokenizer_config.json
 VOCAB_SIZE = 512

@@ -6,11 +6,11 @@ A *path* (anything ending in ``.toml``, holding a path separator, or starting wi
 1. the folders in ``$INFER_PROF_WORKLOADS`` (``os.pathsep``-separated), if set;
 2. ``./workloads`` in the current directory (a user's own and edited workloads);
 3. the ``workloads/`` folder of the source checkout this package runs from, if any;
-4. the copies shipped inside the package, ``infer_prof/data/workloads/``.
+4. the copies shipped inside the package, ``infer_prof/catalog/data/workloads/``.
 
 The first hit wins, so a user's file shadows a shipped one of the same name. The canonical files
 are ``workloads/*.toml`` at the repository root; the shipped copies are generated from them with
-``python -m infer_prof.workloads --sync`` and a unit test fails when they drift apart.
+``python -m infer_prof.catalog.workloads --sync`` and a unit test fails when they drift apart.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.workload import Suite, SuiteRun, Workload, WorkloadError
+from infer_prof.core.workloads import Suite, SuiteRun, Workload, WorkloadError
 
 ENV_VAR = "INFER_PROF_WORKLOADS"
 _SHIPPED_SUBDIR = "workloads"
@@ -49,13 +49,13 @@ class WorkloadInfo:
 
 def repo_workloads_dir() -> Path | None:
     """``workloads/`` of the source checkout this package was imported from, if it exists."""
-    candidate = Path(__file__).resolve().parent.parent / "workloads"
+    candidate = Path(__file__).resolve().parents[2] / "workloads"
     return candidate if candidate.is_dir() else None
 
 
 def shipped_workloads_dir() -> Traversable:
-    """The copies shipped in the package: ``infer_prof/data/workloads/``."""
-    return resources.files("infer_prof.data").joinpath(_SHIPPED_SUBDIR)
+    """The copies shipped in the package: ``infer_prof/catalog/data/workloads/``."""
+    return resources.files("infer_prof.catalog.data").joinpath(_SHIPPED_SUBDIR)
 
 
 def search_dirs() -> list[tuple[str, Traversable]]:
@@ -217,7 +217,7 @@ def list_workloads() -> list[WorkloadInfo]:
 def sync_shipped_copies(src: Path | None = None, dst: Path | None = None) -> list[str]:
     """Copy ``workloads/*.toml`` of the checkout over the package's shipped copies (and remove
     shipped copies with no source). Returns the names of the files changed. For maintainers:
-    ``python -m infer_prof.workloads --sync``."""
+    ``python -m infer_prof.catalog.workloads --sync``."""
     src = src or repo_workloads_dir()
     if src is None:
         raise FileNotFoundError("no workloads/ folder next to the package: run this from a "

@@ -11,7 +11,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.gpuspec import GIB, GpuSpec
+from infer_prof.catalog.gpus import DetectedGpu, detect_gpus, find_gpu
+from infer_prof.catalog.gpus import catalog as gpu_catalog
+from infer_prof.catalog.models import ResolvedModel, alias_config_dir
+from infer_prof.core.gpus import GIB, GpuSpec
 from infer_prof.core.planner import (
     BNB_DUMMY_NOTE,
     FP8_KV_CPU_NOTE,
@@ -21,11 +24,8 @@ from infer_prof.core.planner import (
     normalize_precision,
     plan,
 )
-from infer_prof.environment import installed_vllm_version
-from infer_prof.gpus import DetectedGpu, detect_gpus, find_gpu
-from infer_prof.gpus import catalog as gpu_catalog
-from infer_prof.models import ResolvedModel, alias_config_dir
-from infer_prof.run_config import ConfigError, RunConfig
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.environment import installed_vllm_version
 
 CPU_DEFAULT_KV_CACHE_BYTES = 512 * 1024 * 1024
 

@@ -1,7 +1,7 @@
 """Workloads: what traffic a run sends (lengths, how many, when) and what it must meet (SLOs).
 
 Pure: this module validates mappings (a parsed workload file) and draws requests from them; reading
-files lives in ``infer_prof.workloads``. The file format is documented field by field in
+files lives in ``infer_prof.catalog.workloads``. The file format is documented field by field in
 ``workloads/README.md``; in short::
 
     name = "chat"                       # defaults to the file's stem

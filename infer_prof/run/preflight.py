@@ -1,7 +1,7 @@
 """Checks made before vLLM starts: which weights it loads, and whether the run can end.
 
 Both print their verdict as one line on stderr and raise
-:class:`~infer_prof.run_config.ConfigError` (exit 2, one line) when the run must not start.
+:class:`~infer_prof.run.config.ConfigError` (exit 2, one line) when the run must not start.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from infer_prof.catalog.models import ResolvedModel
+from infer_prof.catalog.weights import choose_weights
 from infer_prof.core.duration import (
     LIMIT_S,
     DeviceSpeed,
@@ -23,16 +25,14 @@ from infer_prof.core.duration import (
     gpu_speed,
     human_duration,
 )
-from infer_prof.core.gpuspec import GpuSpec
-from infer_prof.core.modelspec import ModelSpec
+from infer_prof.core.gpus import GpuSpec
+from infer_prof.core.models import ModelSpec
 from infer_prof.core.planner import Plan
-from infer_prof.core.weight_choice import WeightDecision
-from infer_prof.core.workload import Workload, warmup_seconds
-from infer_prof.load_points import OPEN_LOOP_STEADY_WARMUP
-from infer_prof.models import ResolvedModel
-from infer_prof.run_config import ConfigError, RunConfig
+from infer_prof.core.weights import WeightDecision
+from infer_prof.core.workloads import Workload, warmup_seconds
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.load_points import OPEN_LOOP_STEADY_WARMUP
 from infer_prof.servers.cpu_split import allowed_cpus, plan_cpu_split
-from infer_prof.weights import choose_weights
 
 
 def say(line: str) -> None:
@@ -43,9 +43,9 @@ def say(line: str) -> None:
 def prepare_weights(
     cfg: RunConfig, model: ResolvedModel
 ) -> tuple[RunConfig, ResolvedModel, WeightDecision]:
-    """Decide the weights (:func:`infer_prof.weights.choose_weights`), say what was chosen, and
-    return the config (``load_format`` = ``dummy`` when random weights were chosen) and the model
-    (pointing at a cache snapshot, or a cached config for a hub id) the run goes on with."""
+    """Decide the weights (:func:`infer_prof.catalog.weights.choose_weights`), say what was chosen,
+    and return the config (``load_format`` = ``dummy`` when random weights were chosen) and the
+    model (pointing at a cache snapshot, or a cached config for a hub id) the run goes on with."""
     decision = choose_weights(model, cfg.load_format, cfg.require_weights)
     if decision.error:
         raise ConfigError(decision.error)

@@ -1,4 +1,4 @@
-"""The shipped GPU catalog (``infer_prof/data/gpus.json``) and the GPUs of this machine.
+"""The shipped GPU catalog (``infer_prof/catalog/data/gpus.json``) and the GPUs of this machine.
 
 ``find_gpu`` turns a ``--gpu`` value (catalog key, alias or NVML name, matched case-insensitively
 ignoring spaces, dashes and underscores) into a :class:`GpuSpec`; ``detect_gpus`` asks NVML which
@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, NamedTuple
 
-from infer_prof.core.gpuspec import GpuSpec, normalize_gpu_name
+from infer_prof.core.gpus import GpuSpec, normalize_gpu_name
 
 CANONICAL_GPU_KEYS: tuple[str, ...] = (
     "RTX-4090", "RTX-3090", "RTX-5090", "A4000", "A5000", "A6000", "RTX-6000-Ada", "L40", "L40S",
@@ -34,7 +34,7 @@ class DetectedGpu(NamedTuple):
 @cache
 def catalog_document() -> dict[str, Any]:
     """The parsed ``gpus.json`` (with its ``_units``, ``_seeds`` and ``gpus`` sections)."""
-    text = resources.files("infer_prof.data").joinpath("gpus.json").read_text(encoding="utf-8")
+    text = resources.files("infer_prof.catalog.data").joinpath("gpus.json").read_text("utf-8")
     return dict(json.loads(text))
 
 

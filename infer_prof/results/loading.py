@@ -20,10 +20,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from infer_prof import history
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.schema import RESULT_KIND, ResultFileError, load_result
-from infer_prof.store import parse_requests, read_requests, write_file
+from infer_prof.results import history
+from infer_prof.results.schema import RESULT_KIND, ResultFileError, load_result
+from infer_prof.results.store import parse_requests, read_requests, write_file
 
 FINGERPRINT_VERSION = 2
 FINGERPRINT_LENGTH = 16
@@ -362,13 +362,13 @@ def record_result(
     result_path: str | Path | None,
 ) -> str:
     """Record one result in the history at ``db_path`` (a path or URL, see
-    :func:`infer_prof.history.parse_location`); returns its fingerprint.
+    :func:`infer_prof.results.history.parse_location`); returns its fingerprint.
 
     Stores the run id, start time, :func:`config_fingerprint`, :func:`history_summary`, model,
     GPU (:func:`gpu_name`), precision, concurrency, workload, labels, the git revision from the
     environment, the result path, whether the run completed, and the result file with its
     per-request records (:func:`run_files_of`). Recording the same run id again replaces it.
-    Raises :class:`infer_prof.history.HistoryError` when the history cannot be written.
+    Raises :class:`infer_prof.results.history.HistoryError` when the history cannot be written.
     """
     cfg = _as_dict(result.get("config"))
     env = _as_dict(result.get("environment"))

@@ -1,7 +1,8 @@
 """The price catalog: GPU rental and purchase prices, and choosing the price a run is costed at.
 
-The catalog is a CSV file. The one shipped in ``infer_prof/data/prices.csv`` is seeded from the
-GPU comparison articles the project grew from; users edit it or pass their own (``--prices FILE``).
+The catalog is a CSV file. The one shipped in ``infer_prof/catalog/data/prices.csv`` is seeded from
+the GPU comparison articles the project grew from; users edit it or pass their own
+(``--prices FILE``).
 Columns (a header row names them; their order is free; extra columns are ignored)::
 
     provider                 who sells it: runpod, lambda, street (a purchase price), ...
@@ -17,7 +18,7 @@ Columns (a header row names them; their order is free; extra columns are ignored
 
 A row needs at least one of the three prices. Prices in a :class:`PriceQuote` are for ONE GPU
 (the listing's price divided by its ``gpu_count``); the cost arithmetic multiplies by the GPUs a
-run uses (``infer_prof.core.pricing``).
+run uses (``infer_prof.core.prices``).
 """
 
 from __future__ import annotations
@@ -184,8 +185,9 @@ def load_prices(path: str | Path | None = None) -> PriceCatalog:
     file that cannot be read.
     """
     if path is None:
-        text = resources.files("infer_prof.data").joinpath(SHIPPED_PRICES).read_text("utf-8")
-        return parse_prices_csv(text, origin=f"infer_prof/data/{SHIPPED_PRICES}")
+        data = resources.files("infer_prof.catalog.data")
+        text = data.joinpath(SHIPPED_PRICES).read_text("utf-8")
+        return parse_prices_csv(text, origin=f"infer_prof/catalog/data/{SHIPPED_PRICES}")
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8-sig")

@@ -1,7 +1,7 @@
 """Cost arithmetic: what a million tokens cost at a price, and what owning the GPU costs per hour.
 
-Pure: plain numbers in, plain numbers out; no catalog access (``infer_prof.prices`` chooses the
-price). Units: USD, hours, tokens per second, watts/kilowatts, joules, seconds.
+Pure: plain numbers in, plain numbers out; no catalog access (``infer_prof.catalog.prices``
+chooses the price). Units: USD, hours, tokens per second, watts/kilowatts, joules, seconds.
 
 A quantity that cannot be computed (throughput 0 or unknown, a price of 0) is None, never 0 or
 infinity.

@@ -2,7 +2,7 @@
 weights (vLLM ``--load-format dummy``), decided before anything starts.
 
 Pure: the facts (what a local folder holds, what the Hugging Face cache holds, what the hub
-answered) come in as plain values, gathered by :mod:`infer_prof.weights`; the decision comes
+answered) come in as plain values, gathered by :mod:`infer_prof.catalog.weights`; the decision comes
 out. The order for an alias or a hub id is: real weights in the Hugging Face cache, then real
 weights from the hub (reachable, not ``HF_HUB_OFFLINE``, and the repository open to the user's
 token), then random weights of the architecture. Random weights give the same speed as real ones

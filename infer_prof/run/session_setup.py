@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from infer_prof.catalog.models import ResolvedModel
 from infer_prof.core.distributions import Empirical
 from infer_prof.core.sessions import SessionSettings
-from infer_prof.core.workload import Workload, WorkloadError
+from infer_prof.core.workloads import Workload, WorkloadError
 from infer_prof.loadgen.datasets import DatasetError
 from infer_prof.loadgen.sessions import SessionPlan, load_sharegpt_sessions
 from infer_prof.loadgen.text_prompts import load_tokenizer, server_token_counter
-from infer_prof.models import ResolvedModel
-from infer_prof.run_config import ConfigError, RunConfig
+from infer_prof.run.config import ConfigError, RunConfig
 
 
 def attach_sessions(

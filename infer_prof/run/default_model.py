@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from infer_prof.catalog.gpus import DetectedGpu, catalog
+from infer_prof.catalog.models import TINY_LLAMA, registry
 from infer_prof.core.planner import PlanError, plan
-from infer_prof.gpus import DetectedGpu, catalog
-from infer_prof.models import TINY_LLAMA, registry
 
 GPU_DEFAULT_MODEL = "llama-2-7b"
 GPU_DEFAULT_CONCURRENCY = 128
 DEFAULT_INPUT_LEN = 128
 DEFAULT_OUTPUT_LEN = 128
-"""The built-in workload's lengths (see :func:`infer_prof.load_points.base_workload`)."""
+"""The built-in workload's lengths (see :func:`infer_prof.run.load_points.base_workload`)."""
 
 DUMMY_PRECISIONS = ("bf16", "fp16", "fp8")
 """Precisions vLLM applies to random weights from a config-only folder (bitsandbytes makes GPU
@@ -43,7 +43,7 @@ def choose_default(
     """The default model for a machine whose GPUs are ``detected`` (``gpus.detect_gpus()``),
     planned as ``run`` plans it: the same per-GPU memory (``engine_setup.device_memory``;
     ``cuda_total`` is injectable for tests), GPU vLLM's capabilities, random weights."""
-    from infer_prof.engine_setup import device_memory, engine_capabilities
+    from infer_prof.run.engine_setup import device_memory, engine_capabilities
 
     if not detected:
         return DefaultChoice(
@@ -64,7 +64,7 @@ def choose_default(
             fallback + "this GPU is not in the catalog, so the planner cannot say whether "
             f"{GPU_DEFAULT_MODEL} fits; give --model and --gpu to choose",
         )
-    from infer_prof.core.modelspec import ModelSpec
+    from infer_prof.core.models import ModelSpec
 
     entry = registry()[GPU_DEFAULT_MODEL]
     spec = ModelSpec.from_config(entry["config"], name=GPU_DEFAULT_MODEL, hub_id=entry["hub_id"])

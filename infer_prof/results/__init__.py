@@ -1,0 +1,1 @@
+"""What a run leaves behind: the result schema, its files, the run history, the regression gate."""

@@ -1,0 +1,1 @@
+"""One profiling run: configuration, load points, engine start, the runner by phase, calibration."""
