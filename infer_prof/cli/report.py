@@ -68,7 +68,7 @@ def report_command(
     latency CDFs, throughput/latency against load for sweeps, cost per 1M tokens by GPU, and
     telemetry over time. Runs appear ordered by GPU, model and load."""
     from infer_prof.report.html import build_report, load_run, run_order
-    from infer_prof.report.plots import PngError, render_pngs
+    from infer_prof.report.chromium import PngError, render_pngs
 
     from_history = [r for r in results if r.startswith("history:")]
     files = [r for r in results if not r.startswith("history:")]

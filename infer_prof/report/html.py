@@ -29,17 +29,8 @@ from typing import Any
 
 from infer_prof import __version__
 from infer_prof.core.metrics import NS_PER_MS, RequestRecord, e2e_ns, itl_ns, tpot_ns, ttft_ns
-from infer_prof.report.plots import (
-    PALETTE,
-    Axis,
-    Plot,
-    Series,
-    bar_chart,
-    cdf_points,
-    fmt_number,
-    line_chart,
-    safe_name,
-)
+from infer_prof.report.plots import bar_chart, cdf_points, line_chart
+from infer_prof.report.svg import PALETTE, Axis, Plot, Series, fmt_number, safe_name
 from infer_prof.results.loading import config_fields, load_request_records, requests_path
 from infer_prof.results.schema import load_result
 

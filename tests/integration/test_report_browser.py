@@ -7,7 +7,7 @@ section of the report has something to draw; the copy's records are the real one
 gap halved, and its summary is recomputed from them.
 
 The page is served by a real ``http.server`` on 127.0.0.1 and driven through the DevTools
-protocol (the stdlib WebSocket client in ``infer_prof.report.plots``): console errors,
+protocol (the stdlib WebSocket client in ``infer_prof.report.chromium``): console errors,
 uncaught exceptions, failed or foreign network requests are collected and must be none;
 every plot must have a rendered box and drawn marks; a full-page screenshot must be a
 non-blank PNG. A control page with planted errors proves the collector catches them.
@@ -34,7 +34,7 @@ import pytest
 
 from infer_prof.core.metrics import summarize_run
 from infer_prof.core.prices import cost_report
-from infer_prof.report.plots import CHROMIUM_FLAGS, chromium_devtools, open_page
+from infer_prof.report.chromium import CHROMIUM_FLAGS, chromium_devtools, open_page
 from infer_prof.results.store import read_requests, write_requests
 
 from .conftest import cli

@@ -27,16 +27,8 @@ from infer_prof.report.html import (
     samples_ms,
     sweep_groups,
 )
-from infer_prof.report.plots import (
-    Axis,
-    Series,
-    bar_chart,
-    cdf_points,
-    fmt_number,
-    line_chart,
-    log_ticks,
-    nice_ticks,
-)
+from infer_prof.report.plots import bar_chart, cdf_points, line_chart
+from infer_prof.report.svg import Axis, Series, fmt_number, log_ticks, nice_ticks
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.results.store import write_requests
 
@@ -479,14 +471,14 @@ def test_report_command_bad_input_exits_2(tmp_path: Path):
 
 
 def test_png_without_chromium_names_the_install_command(tmp_path: Path, monkeypatch):
-    import infer_prof.report.plots as plots
+    import infer_prof.report.chromium as chromium
 
-    monkeypatch.setattr(plots, "find_chromium", lambda: None)
+    monkeypatch.setattr(chromium, "find_chromium", lambda: None)
     plot = line_chart("p", "P", [Series("a", [1, 2], [1, 2])], Axis("x"), Axis("y"))
-    with pytest.raises(plots.PngError, match="apt-get install -y chromium"):
-        plots.render_pngs([plot], tmp_path)
-    with pytest.raises(plots.PngError, match="cannot start Chromium"):
-        plots.render_pngs([plot], tmp_path, chromium=str(tmp_path / "no-such-browser"))
+    with pytest.raises(chromium.PngError, match="apt-get install -y chromium"):
+        chromium.render_pngs([plot], tmp_path)
+    with pytest.raises(chromium.PngError, match="cannot start Chromium"):
+        chromium.render_pngs([plot], tmp_path, chromium=str(tmp_path / "no-such-browser"))
 
     results = tmp_path / "r"
     results.mkdir()
