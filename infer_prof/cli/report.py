@@ -13,12 +13,12 @@ from infer_prof.results.loading import expand_paths, history_result
 from infer_prof.results.schema import ResultFileError
 
 if TYPE_CHECKING:  # the report modules are imported by the command: --help stays fast
-    from infer_prof.report.html import RunData
+    from infer_prof.report.run_data import RunData
 
 
 def _from_history(spec: str, db: str | Path) -> list[RunData]:
     """``history:RUN_ID`` (that run) or ``history:N`` (the newest N runs) from the history."""
-    from infer_prof.report.html import RunData
+    from infer_prof.report.run_data import RunData
 
     sel = spec.split(":", 1)[1].strip()
     if not sel:
@@ -67,8 +67,9 @@ def report_command(
     """Write one self-contained HTML report (no network needed to view it): summary table,
     latency CDFs, throughput/latency against load for sweeps, cost per 1M tokens by GPU, and
     telemetry over time. Runs appear ordered by GPU, model and load."""
-    from infer_prof.report.html import build_report, load_run, run_order
     from infer_prof.report.chromium import PngError, render_pngs
+    from infer_prof.report.html import build_report
+    from infer_prof.report.run_data import load_run, run_order
 
     from_history = [r for r in results if r.startswith("history:")]
     files = [r for r in results if not r.startswith("history:")]

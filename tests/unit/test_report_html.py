@@ -16,10 +16,11 @@ from typer.testing import CliRunner
 from infer_prof.cli import app
 from infer_prof.core.metrics import RequestRecord, summarize_run
 from infer_prof.core.prices import cost_report
-from infer_prof.report.html import (
+from infer_prof.report.html import build_report
+from infer_prof.report.plots import bar_chart, cdf_points, line_chart
+from infer_prof.report.run_data import (
     NOT_MEASURED,
     RunData,
-    build_report,
     cost_per_million,
     gpu_label,
     joules_per_token,
@@ -27,7 +28,6 @@ from infer_prof.report.html import (
     samples_ms,
     sweep_groups,
 )
-from infer_prof.report.plots import bar_chart, cdf_points, line_chart
 from infer_prof.report.svg import Axis, Series, fmt_number, log_ticks, nice_ticks
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.results.store import write_requests
