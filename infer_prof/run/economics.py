@@ -108,7 +108,7 @@ def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) 
 
     Also the clock state: ``power_capped`` (the clocks sat at the board's power limit, normal
     under full load) and ``throttled`` / ``throttle_reasons`` (thermal or hardware slowdowns: a
-    warning); see ``telemetry.nvml.summarize_gpu``.
+    warning); see ``core.nvml.summarize_gpu``.
     """
     total = (telemetry_gpu or {}).get("total") or {}
     energy = total.get("energy_j")

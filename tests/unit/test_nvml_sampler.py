@@ -16,9 +16,10 @@ from typing import Any
 import pynvml
 import pytest
 
+from infer_prof.core.nvml import decode_clock_event_reasons
 from infer_prof.report.console import totals_table
 from infer_prof.run.economics import energy_block
-from infer_prof.telemetry.nvml import NvmlSampler, decode_clock_event_reasons
+from infer_prof.telemetry.nvml import NvmlSampler
 
 GIB = 1024**3
 HOUR = 3600.0
