@@ -27,9 +27,10 @@ Run it as ``python -m infer_prof.servers.synthetic --port 0 --ttft-ms 50 --itl-m
 ``LISTENING <port>`` on stdout once it accepts connections.
 
 With ``--tls-cert FILE --tls-key FILE`` it speaks HTTPS, with TLS done over the same raw sockets
-(``ssl.SSLObject`` on ``MemoryBIO``s): a request's arrival is still the kernel's receive time, of
-the segment that completed the TLS record holding its first byte, and a token's send time is
-taken after its encrypted record was handed to ``send``.
+(``ssl.SSLObject`` on ``MemoryBIO``s, in :mod:`infer_prof.servers.synthetic_conn`): a request's
+arrival is still the kernel's receive time, of the segment that completed the TLS record holding
+its first byte, and a token's send time is taken after its encrypted record was handed to
+``send``.
 """
 
 from __future__ import annotations
@@ -46,7 +47,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from infer_prof.loadgen.client import _CMSG_SPACE, SO_TIMESTAMPNS, kernel_arrival_ns, no_pacing
+from infer_prof.loadgen.client import SO_TIMESTAMPNS, no_pacing
+from infer_prof.servers.synthetic_conn import Conn
 
 MODEL_NAME = "synthetic"
 
@@ -105,8 +107,11 @@ def cpu_clock_call_ns(samples: int = 200) -> int:
 
 
 @dataclass
-class _Stream:
-    conn: _Conn
+class Stream:
+    """One streamed completion: the request's arrival (perf_counter ns), its token counts, the
+    send time of every token sent so far, and its place in the send schedule."""
+
+    conn: Conn
     index: int
     arrival_ns: int
     prompt_tokens: int
@@ -149,9 +154,9 @@ class SyntheticServer:
         self.truth: list[dict[str, Any]] = []
         self.next_index = 0
         self.loop = asyncio.get_event_loop()
-        self.conns: set[_Conn] = set()
+        self.conns: set[Conn] = set()
         self.tick_ns = int(tick_ms * 1e6)
-        self.buckets: dict[int, list[_Stream]] = {}
+        self.buckets: dict[int, list[Stream]] = {}
         # --prefix-cache-block B: a prefix cache over token-ID prompts in blocks of B tokens
         # (vLLM's rule: a request hits on its leading full blocks seen before), counted as
         # vllm:prefix_cache_{queries,hits}_total; 0: none, and no such counters
@@ -186,12 +191,12 @@ class SyntheticServer:
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             sock.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-            self.conns.add(_Conn(self, sock))
+            self.conns.add(Conn(self, sock))
 
     # --- request handling -------------------------------------------------------------
     def handle(
         self,
-        conn: _Conn,
+        conn: Conn,
         method: str,
         path: str,
         body: bytes,
@@ -220,7 +225,7 @@ class SyntheticServer:
                 self.next_index += 1
                 conn.respond(500, {"error": {"message": "synthetic failure"}})
                 return
-            stream = _Stream(
+            stream = Stream(
                 conn, self.next_index, arrival_ns, prompt_tokens, max_tokens, request_id
             )
             stream.prefix = _EVENT_PREFIX % (stream.index, prompt_tokens)
@@ -284,7 +289,7 @@ class SyntheticServer:
     def _loop_time(self, perf_ns: int) -> float:
         return perf_ns / 1e9 + self._loop_offset_s
 
-    def _schedule(self, s: _Stream, due_ns: int) -> None:
+    def _schedule(self, s: Stream, due_ns: int) -> None:
         """Send ``s``'s next token at ``due_ns`` (perf_counter ns), batched per tick."""
         s.due_ns = due_ns
         if self.tick_ns <= 0:
@@ -333,11 +338,11 @@ class SyntheticServer:
             else:
                 nxt.append(s)
 
-    def _send_one(self, s: _Stream) -> None:
+    def _send_one(self, s: Stream) -> None:
         s.handle = None
         self._send_token(s)
 
-    def _send_token(self, s: _Stream) -> None:
+    def _send_token(self, s: Stream) -> None:
         if self._burn_ns:
             burn_cpu(self._burn_ns)
         s.sent += 1
@@ -351,17 +356,19 @@ class SyntheticServer:
             data = s.prefix + _EVENT_TAIL % (n, p + n)
             payload = b"%x\r\n%s\r\n" % (len(data), data)
         if not s.conn.send_raw(payload):
-            self._finish(s, aborted=True)
+            self.finish(s, aborted=True)
             return
         s.send_ns.append(time.perf_counter_ns())
         if last:
-            self._finish(s, aborted=False)
+            self.finish(s, aborted=False)
         elif self.hang_every and (s.index + 1) % self.hang_every == 0 and n >= 3:
             s.handle = None  # stall: the stream stays open and silent
         else:
             self._schedule(s, s.arrival_ns + self.ttft_ns + n * self.itl_ns)
 
-    def _finish(self, s: _Stream, aborted: bool) -> None:
+    def finish(self, s: Stream, aborted: bool) -> None:
+        """End stream ``s`` (once): record its truth (``aborted``: it did not send every token)
+        and let its connection read the next request."""
         if s.finished:
             return
         s.finished = True
@@ -378,178 +385,6 @@ class SyntheticServer:
             }
         )
         s.conn.request_done()
-
-
-class _Conn:
-    """One client connection: reads requests (with kernel arrival times), writes responses."""
-
-    def __init__(self, server: SyntheticServer, sock: socket.socket) -> None:
-        self.server = server
-        self.sock = sock
-        self.buf = bytearray()
-        self.arrival_ns: int | None = None
-        self.active: _Stream | None = None
-        self.pending = bytearray()
-        self.tls: ssl.SSLObject | None = None
-        self.handshaken = False
-        if server.ssl_context is not None:
-            self.incoming, self.outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
-            self.tls = server.ssl_context.wrap_bio(self.incoming, self.outgoing, server_side=True)
-            # the C object's write(): no Python-level wrapper call per token sent
-            self._tls_write = getattr(self.tls, "_sslobj", self.tls).write
-        server.loop.add_reader(sock.fileno(), self._on_readable)
-
-    def _on_readable(self) -> None:
-        try:
-            data, anc, _, _ = self.sock.recvmsg(65536, _CMSG_SPACE)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            self.close()
-            return
-        if not data:
-            self.close()
-            return
-        if self.tls is not None:
-            data = self._decrypt(data)
-            if not data:
-                return
-        if not self.buf:
-            self.arrival_ns = kernel_arrival_ns(anc) or time.perf_counter_ns()
-        self.buf += data
-        self._try_parse()
-
-    def _try_parse(self) -> None:
-        if self.active is not None:
-            return
-        end = self.buf.find(b"\r\n\r\n")
-        if end < 0:
-            return
-        head = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
-        method, path = (head[0].split(" ") + ["", ""])[:2]
-        length = 0
-        request_id = None
-        for line in head[1:]:
-            name, _, value = line.partition(":")
-            key = name.strip().lower()
-            if key == "content-length":
-                length = int(value.strip())
-            elif key == "x-request-id":
-                request_id = value.strip()
-        if len(self.buf) < end + 4 + length:
-            return
-        body = bytes(self.buf[end + 4 : end + 4 + length])
-        del self.buf[: end + 4 + length]
-        arrival = self.arrival_ns or time.perf_counter_ns()
-        self.arrival_ns = time.perf_counter_ns() if self.buf else None
-        self.server.handle(self, method, path, body, arrival, request_id)
-
-    def _decrypt(self, data: bytes) -> bytes:
-        """TLS: feed ciphertext, advance the handshake, return the plaintext it completes."""
-        assert self.tls is not None
-        self.incoming.write(data)
-        if not self.handshaken:
-            try:
-                self.tls.do_handshake()
-                self.handshaken = True
-            except ssl.SSLWantReadError:
-                pass
-            except (ssl.SSLError, OSError):  # not TLS, or the client refused our certificate
-                self._send_wire(self.outgoing.read())
-                self.close()
-                return b""
-            if self.outgoing.pending:
-                self._send_wire(self.outgoing.read())
-            if not self.handshaken:
-                return b""
-        parts = []
-        while True:
-            try:
-                parts.append(self.tls.read(65536))
-            except ssl.SSLWantReadError:
-                break
-            except ssl.SSLZeroReturnError:
-                break
-            except ssl.SSLError:
-                self.close()
-                return b""
-            if not self.incoming.pending and not self.tls.pending():
-                break
-        return b"".join(parts)
-
-    def request_done(self) -> None:
-        if self.buf:
-            self._try_parse()
-
-    def send_raw(self, data: bytes) -> bool:
-        """Send now (encrypted first over TLS); what the socket cannot take yet is queued and
-        flushed when writable."""
-        if self.tls is not None:
-            if self.sock.fileno() < 0:
-                return False
-            self._tls_write(data)
-            data = self.outgoing.read()
-        return self._send_wire(data)
-
-    def _send_wire(self, data: bytes) -> bool:
-        if self.pending:
-            self.pending += data
-            return True
-        try:
-            sent = self.sock.send(data)
-        except BlockingIOError:
-            sent = 0
-        except OSError:
-            self.close()
-            return False
-        if sent < len(data):
-            self.queue(data[sent:])
-        return True
-
-    def queue(self, rest: bytes) -> None:
-        """Keep what the socket could not take; it is sent when the socket is writable."""
-        self.pending += rest
-        self.server.loop.add_writer(self.sock.fileno(), self._flush)
-
-    def _flush(self) -> None:
-        try:
-            sent = self.sock.send(self.pending)
-        except BlockingIOError:
-            return
-        except OSError:
-            self.close()
-            return
-        del self.pending[:sent]
-        if not self.pending:
-            self.server.loop.remove_writer(self.sock.fileno())
-
-    def respond(self, status: int, obj: Any, content_type: str = "application/json") -> None:
-        body = obj if isinstance(obj, bytes) else (b"" if obj is None else json.dumps(obj).encode())
-        reason = {
-            200: "OK",
-            400: "Bad Request",
-            404: "Not Found",
-            500: "Internal Server Error",
-        }.get(status, "Error")
-        head = (
-            f"HTTP/1.1 {status} {reason}\r\ncontent-type: {content_type}\r\n"
-            f"content-length: {len(body)}\r\n\r\n"
-        ).encode()
-        self.send_raw(head + body)
-        self.request_done()
-
-    def close(self) -> None:
-        if self.sock.fileno() < 0:
-            return
-        self.server.loop.remove_reader(self.sock.fileno())
-        self.server.loop.remove_writer(self.sock.fileno())
-        if self.active is not None:
-            self.active.cancelled = True
-            if self.active.handle is not None:
-                self.active.handle.cancel()
-            self.server._finish(self.active, aborted=True)
-        self.sock.close()
-        self.server.conns.discard(self)
 
 
 def main(argv: list[str] | None = None) -> None:
