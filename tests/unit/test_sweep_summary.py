@@ -2,7 +2,7 @@
 
 from pathlib import Path
 
-from infer_prof.run.runner import RunOutcome, sweep_summary
+from infer_prof.run.record import RunOutcome, sweep_summary
 
 
 def outcome(workload, mode, load, tpot_p50):

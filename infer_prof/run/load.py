@@ -1,0 +1,347 @@
+"""Driving one load point: the requests sent (closed loop, open loop, multi-turn sessions or
+a trace's schedule), in this process's event loop or over worker processes, with GPU and
+server-metrics telemetry sampled over the measured window, a server watchdog and Ctrl-C
+handling.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import signal
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.stats import summary_dict
+from infer_prof.core.workloads import Workload, send_offsets, warmup_seconds
+from infer_prof.loadgen.client import (
+    build_chat_request,
+    build_completion_request,
+    chat_messages,
+    gc_paused,
+    loop_lag_probe,
+    reader_in_use,
+)
+from infer_prof.loadgen.closed_loop import (
+    ClosedLoopPlan,
+    LiveCounters,
+    RequestSpec,
+    WarmupGate,
+    run_closed_loop,
+)
+from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
+from infer_prof.loadgen.sessions import SessionRun
+from infer_prof.loadgen.traces import Trace
+from infer_prof.loadgen.workers import WorkerJob
+from infer_prof.report.progress import ProgressLine
+from infer_prof.run.load_points import client_processes, continuous_warmup
+from infer_prof.run.load_pool import PooledPoint, drive_pool
+from infer_prof.run.record import dist_ms, record_health, relabel_server_died
+from infer_prof.run.startup import Session, healthy
+from infer_prof.telemetry.nvml import NvmlSampler
+from infer_prof.telemetry.prometheus import MetricsScraper
+
+
+def request_builder(sess: Session, run_id: str) -> Callable[[RequestSpec], bytes]:
+    """The request body of a spec for the session's API (chat or completions), with the
+    request ID ``<run_id>-<index>``."""
+    cfg = sess.cfg
+
+    def build(spec: RequestSpec) -> bytes:
+        if cfg.api == "chat":
+            return build_chat_request(
+                sess.endpoint,
+                sess.served,
+                chat_messages(spec.prompt),
+                spec.max_tokens,
+                request_id=f"{run_id}-{spec.index}",
+            )
+        return build_completion_request(
+            sess.endpoint,
+            sess.served,
+            spec.prompt,
+            spec.max_tokens,
+            request_id=f"{run_id}-{spec.index}",
+        )
+
+    return build
+
+
+def drive_point(
+    sess: Session,
+    wl: Workload,
+    build: Callable[[RequestSpec], bytes],
+    warm: list[RequestSpec] | Iterator[RequestSpec],
+    measured: Iterator[RequestSpec],
+    progress: ProgressLine,
+) -> tuple[list[RequestRecord], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """Drive one point's load with telemetry. Returns its records, its state (the
+    ``incomplete_reason``, the sessions' run, the warm-up), the ``client`` section and the
+    ``telemetry`` section (``gpu``, ``server_metrics``)."""
+    cfg = sess.cfg
+    records: list[RequestRecord] = []
+    state: dict[str, Any] = {"incomplete_reason": None}
+    client: dict[str, Any] = {}
+    telemetry: dict[str, Any] = {}
+    counters = LiveCounters()
+    sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
+    scraper = MetricsScraper(
+        sess.endpoint.url,
+        interval_s=cfg.metrics_interval_s,
+        api_key=sess.endpoint.api_key,
+        context=sess.endpoint.ssl_context(),
+    )
+    session_run = sess.sessions.start(wl, sess.pool, sess.text) if sess.sessions else None
+    state["session_run"] = session_run
+    processes = 1 if session_run else client_processes(
+        cfg.client_processes, wl, tls=sess.endpoint.tls is not None
+    )
+    try:
+        if processes > 1:
+            # forks the workers before this process starts the telemetry threads
+            drive_pool(
+                PooledPoint(sess, wl, processes, progress, state, sampler, scraper),
+                _pool_job(sess, wl, build, warm, measured),
+                records,
+                client,
+            )
+        else:
+            sampler.start()
+            scraper.start()
+            _drive(
+                sess,
+                wl,
+                build,
+                warm,
+                measured,
+                counters,
+                records,
+                progress,
+                state,
+                client,
+                sampler,
+                scraper,
+                session_run,
+            )
+    finally:
+        telemetry["gpu"] = sampler.stop()
+        telemetry["server_metrics"] = scraper.stop()
+        progress.finish()
+    return records, state, client, telemetry
+
+
+def _drive(
+    sess: Session,
+    wl: Workload,
+    build: Callable[[RequestSpec], bytes],
+    warm: list[RequestSpec] | Iterator[RequestSpec],
+    measured: Iterator[RequestSpec],
+    counters: LiveCounters,
+    records: list[RequestRecord],
+    progress: ProgressLine,
+    state: dict[str, Any],
+    client: dict[str, Any],
+    sampler: NvmlSampler,
+    scraper: MetricsScraper,
+    session_run: SessionRun | None = None,
+) -> None:
+    """Run one point's load in an event loop with a server watchdog, a lag probe, progress,
+    and Ctrl-C handling (first Ctrl-C stops sending and cancels streams in flight)."""
+    cfg, server, endpoint = sess.cfg, sess.server, sess.endpoint
+    try:
+        import uvloop
+
+        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    except ImportError:  # pragma: no cover
+        loop = asyncio.new_event_loop()
+    stop = asyncio.Event()
+    lag: list[float] = []
+    health = OpenLoopHealth()
+    cpu = _ThreadCpu()  # the event loop's thread: the telemetry threads are not the client's
+    a = wl.arrival
+    gate = (WarmupGate(a.concurrency or 1, warmup_seconds(wl.warmup))
+            if continuous_warmup(wl) and session_run is None else None)
+
+    async def main() -> None:
+        if session_run is not None:
+            coro = session_run.drive(
+                endpoint, build, warm,
+                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s),
+                counters, stop, records,
+            )
+        elif a.mode == "closed":
+            coro = run_closed_loop(
+                endpoint,
+                build,
+                warm,
+                measured,
+                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s),
+                counters,
+                stop,
+                records,
+                gate,
+            )
+        else:
+            coro = run_open_loop(
+                endpoint,
+                build,
+                list(warm),
+                _open_arrivals(wl, measured, sess.trace),
+                OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
+                counters,
+                stop,
+                records,
+                health,
+            )
+        driver = asyncio.create_task(coro)
+
+        def interrupt() -> None:
+            state["incomplete_reason"] = state["incomplete_reason"] or "interrupted"
+            stop.set()
+            driver.cancel()
+
+        loop.add_signal_handler(signal.SIGINT, interrupt)
+        loop.add_signal_handler(signal.SIGTERM, interrupt)
+
+        async def watch() -> None:
+            marked = False
+            while not driver.done():
+                if not marked and counters.phase == "measuring":
+                    sampler.mark_window_start()
+                    scraper.mark_window_start()
+                    cpu.start()
+                    marked = True
+                died = server is not None and server.poll() is not None
+                if server is None and counters.failures.get("connect_failed"):
+                    # an endpoint we do not own refuses connections: is it gone?
+                    died = not await loop.run_in_executor(None, healthy, endpoint)
+                if died:
+                    state["incomplete_reason"] = "server_died"
+                    stop.set()
+                    # give in-flight streams a moment to see the connection drop
+                    await asyncio.sleep(2.0)
+                    driver.cancel()
+                    return
+                progress.update(counters)
+                await asyncio.sleep(0.1)
+
+        probe = asyncio.create_task(loop_lag_probe(lag))
+        watcher = asyncio.create_task(watch())
+        try:
+            await driver
+        except asyncio.CancelledError:
+            pass
+        finally:
+            sampler.mark_window_end()
+            scraper.mark_window_end()
+            cpu.stop()
+            probe.cancel()
+            watcher.cancel()
+            await asyncio.gather(probe, watcher, return_exceptions=True)
+            progress.update(counters)
+
+    try:
+        with gc_paused():
+            loop.run_until_complete(main())
+    finally:
+        loop.close()
+    if gate is not None:
+        state["warmup"] = gate.to_dict()
+    if state["incomplete_reason"] == "server_died":
+        relabel_server_died(records)
+    client.update(
+        {
+            **record_health(records),
+            "event_loop_lag_ms": summary_dict(lag),
+            "dispatch_lag_ms": dist_ms(health.dispatch_lag_ns) if a.mode == "open" else None,
+            "slot_wait_ms": dist_ms(health.slot_wait_ns) if a.mode == "open" else None,
+            "not_sent": health.not_sent if a.mode == "open" else None,
+            "processes": 1,
+            "reader": reader_in_use(),
+            "reads": counters.reads.reads,
+            "read_lag_ms": dist_ms(counters.reads.read_lag_ns),
+            **cpu.to_dict(),
+        }
+    )
+
+
+def _open_arrivals(
+    wl: Workload, measured: Iterator[RequestSpec], trace: Trace | None = None
+) -> Iterator[tuple[RequestSpec, float]]:
+    """The open loop's (spec, send offset s) pairs: ``num_requests`` of them, or, bound by
+    duration, enough for 1.5 x the duration at the rate (1000/s when infinite) plus 100; a
+    trace's own offsets when replaying one."""
+    if trace is not None:
+        return zip(measured, trace.offsets, strict=False)
+    a = wl.arrival
+    n = wl.num_requests
+    if n is None:
+        rate = a.rate if a.rate and a.rate != math.inf else 1000.0
+        n = int(rate * (wl.duration_s or 60) * 1.5) + 100
+    offsets = send_offsets(wl, n) or []
+    return zip(measured, offsets, strict=False)
+
+
+@dataclass
+class _ThreadCpu:
+    """CPU time of the calling thread over the measured window (``time.thread_time``)."""
+
+    cpu0: float | None = None
+    wall0: float = 0.0
+    cpu_s: float | None = None
+    wall_s: float | None = None
+
+    def start(self) -> None:
+        self.cpu0, self.wall0 = time.thread_time(), time.perf_counter()
+
+    def stop(self) -> None:
+        if self.cpu0 is not None and self.cpu_s is None:
+            self.cpu_s = time.thread_time() - self.cpu0
+            self.wall_s = time.perf_counter() - self.wall0
+
+    def to_dict(self) -> dict[str, Any]:
+        """``cpu_s``, ``wall_s`` and ``cpu_share`` (CPU s per wall s; None when unmeasured)."""
+        share = self.cpu_s / self.wall_s if self.cpu_s is not None and self.wall_s else None
+        return {"cpu_s": self.cpu_s, "wall_s": self.wall_s, "cpu_share": share}
+
+
+def _pool_job(
+    sess: Session,
+    wl: Workload,
+    build: Callable[[RequestSpec], bytes],
+    warm: list[RequestSpec] | Iterator[RequestSpec],
+    measured: Iterator[RequestSpec],
+) -> WorkerJob:
+    """The point as a :class:`WorkerJob`. Closed loop: a counted point's specs as a list, which
+    every worker's streams claim from one shared counter (one closed loop over the list); a
+    duration-bound point's lazy iterator, dealt round-robin. Open loop: the scheduled arrivals,
+    dealt round-robin (a list when counted, lazily when bound by duration)."""
+    cfg, a = sess.cfg, wl.arrival
+    counted = wl.num_requests is not None
+    if a.mode == "closed":
+        specs = list(measured) if counted else measured
+        return WorkerJob(
+            "closed",
+            sess.endpoint,
+            build,
+            cfg.timeout_s,
+            warm,
+            a.concurrency or 1,
+            wl.duration_s,
+            specs,
+            continuous_warmup=continuous_warmup(wl),
+            warmup_seconds=warmup_seconds(wl.warmup),
+        )
+    arrivals = _open_arrivals(wl, measured, sess.trace)
+    return WorkerJob(
+        "open",
+        sess.endpoint,
+        build,
+        cfg.timeout_s,
+        warm,
+        arrivals=list(arrivals) if counted else arrivals,
+        open_plan=OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
+    )

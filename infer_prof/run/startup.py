@@ -1,0 +1,234 @@
+"""Start-up of a run: start the vLLM server (or attach to an endpoint, checking its TLS and the
+models it serves), wait until it is healthy, and open the :class:`Session` the load points
+share. The caller stops the server it started, on every exit path.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from infer_prof.catalog.models import ResolvedModel
+from infer_prof.core.gpus import GpuSpec
+from infer_prof.core.planner import Plan
+from infer_prof.core.slo import Slo
+from infer_prof.loadgen.client import Endpoint
+from infer_prof.loadgen.datasets import Dataset
+from infer_prof.loadgen.prompts import TokenPool
+from infer_prof.loadgen.sessions import SessionPlan
+from infer_prof.loadgen.text_prompts import TextPromptMaker
+from infer_prof.loadgen.traces import Trace
+from infer_prof.report.progress import ProgressLine, StartupLine
+from infer_prof.results.store import make_run_id, result_paths
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.engine_setup import engine_arguments
+from infer_prof.run.load_points import dataset_ids, point_label, token_pool
+from infer_prof.run.planning import RunPlan
+from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
+from infer_prof.servers.http_get import http_get, served_model_names
+from infer_prof.servers.vllm_server import ServerStartError, VllmServer
+
+
+def warn(progress: ProgressLine, message: str) -> None:
+    """A warning: on the progress line when it is shown, else one line on stderr."""
+    if progress.enabled:
+        progress.status(message)
+    else:
+        print(message, file=sys.stderr, flush=True)
+
+
+@dataclass
+class Session:
+    """What the points of one execution share: the model, the server, the prompt pool."""
+
+    cfg: RunConfig
+    model: ResolvedModel
+    engine_path: str
+    endpoint: Endpoint
+    served: str
+    server: VllmServer | None
+    server_info: dict[str, Any]
+    pool: TokenPool
+    gpu: GpuSpec | None
+    gpu_count: int
+    gpu_how: str
+    plan: Plan | None
+    plan_reason: str | None
+    slos: list[Slo]
+    interrupted: bool = False
+    weights: dict[str, Any] | None = None  # the weights decision (model.weights in the result)
+    estimate: dict[str, Any] | None = None  # the duration estimate made before starting
+    text: TextPromptMaker | None = None  # --prompt text: exact-length text prompts
+    dataset: Dataset | None = None  # --dataset: the prompts come from it
+    as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
+    trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
+    sessions: SessionPlan | None = None  # --turns: multi-turn sessions
+
+
+def attach_endpoint(
+    cfg: RunConfig, model: ResolvedModel, progress: ProgressLine
+) -> tuple[Endpoint, str, dict[str, Any]]:
+    """Attach to ``--endpoint``: check its TLS, list the models it serves. Returns the
+    endpoint, the model name to ask for, and the result's ``server`` section."""
+    assert cfg.endpoint is not None
+    endpoint = Endpoint.from_url(
+        cfg.endpoint, cfg.api_key, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure
+    )
+    tls_info = check_tls(endpoint, progress)  # exit 2 on a certificate error, before load
+    try:
+        names = served_model_names(endpoint.url, cfg.api_key, endpoint.ssl_context())
+    except (OSError, ValueError) as exc:
+        raise ServerStartError(
+            f"endpoint {endpoint.url} did not answer GET /v1/models: {exc}"
+        ) from None
+    served = cfg.served_model_name or (names[0] if names else model.name)
+    server_info: dict[str, Any] = {
+        "kind": "endpoint",
+        "url": endpoint.url,
+        "served_model_name": served,
+        "models_listed": names,
+        "tls": tls_info,
+    }
+    return endpoint, served, server_info
+
+
+def new_server(plan: RunPlan, stamp: str) -> VllmServer:
+    """The vLLM server of the run, not started: its engine arguments from the plan, its log
+    beside the first point's result file."""
+    cfg, model, points = plan.cfg, plan.model, plan.points
+    served = cfg.served_model_name or model.name
+    first_id = make_run_id(stamp, model.name, point_label(points[0]))
+    first_path, _ = result_paths(cfg.output, Path(cfg.results_dir), first_id)
+    log_path = first_path.with_name(first_path.name[: -len(".json")] + ".server.log")
+    return VllmServer(
+        model=plan.engine_path,
+        served_model_name=served,
+        log_path=log_path,
+        engine_args=engine_arguments(
+            cfg,
+            model,
+            plan.on_gpu,
+            plan.plan.engine_args if plan.plan else None,
+            max_seq_len=plan.longest,
+            kv_tokens=plan.plan_conc * (plan.mean_in + plan.mean_out),
+        ),
+    )
+
+
+def start_server(
+    server: VllmServer, plan: RunPlan, progress: ProgressLine
+) -> tuple[Endpoint, str, dict[str, Any]]:
+    """Start ``server`` (on CPU, on its share of the cores; this process pinned to the rest)
+    and wait until it is healthy. Returns its endpoint, the model name to ask for, and the
+    result's ``server`` section."""
+    cfg, model, on_gpu = plan.cfg, plan.model, plan.on_gpu
+    served, log_path = server.served_model_name, server.log_path
+    split, no_split = (None, "GPU") if on_gpu else plan_cpu_split(allowed_cpus(), os.environ)
+    if split is not None:
+        server.cpus = split.engine
+        server.env["VLLM_CPU_OMP_THREADS_BIND"] = split.omp_bind()
+    server.start()
+    if split is not None:
+        pin_this_process(split.client)
+        progress.status(split.describe())
+    progress.status(
+        f"starting vLLM ({'GPU' if on_gpu else 'CPU'}) for {model.name}; log: {log_path}"
+    )
+    shown = StartupLine(live=cfg.progress)
+    shown.phase("starting", 0.0)
+    try:
+        startup_s = server.wait_healthy(
+            cfg.server_timeout_s,
+            on_wait=shown.tick,
+            on_phase=lambda c: shown.phase(c.phase, c.at_s),
+        )
+    finally:
+        shown.finish()
+    startup = server.startup.to_dict(startup_s)
+    progress.status(
+        f"server healthy after {startup_s:.1f} s at {server.url} ("
+        + ", ".join(f"{p['name']} {p['duration_s']:.1f} s" for p in startup["phases"])
+        + ")"
+    )
+    endpoint = Endpoint.from_url(server.url)
+    server_info: dict[str, Any] = {
+        "kind": "vllm",
+        "url": server.url,
+        "served_model_name": served,
+        "command": server.command(),
+        "log_file": str(log_path),
+        "startup_s": startup_s,
+        "startup": startup,
+        "engine": "vllm" if on_gpu else "vllm-cpu",
+        "cpu_split": split.to_dict() if split else None,
+        "cpu_split_reason": None if split or on_gpu else no_split,
+    }
+    return endpoint, served, server_info
+
+
+def open_session(
+    plan: RunPlan,
+    endpoint: Endpoint,
+    served: str,
+    server: VllmServer | None,
+    server_info: dict[str, Any],
+) -> Session:
+    """The session the points share, once the server answers: the plan's choices, the
+    server, and the prompt pool (the tokenizer is loaded here)."""
+    cfg, engine_path, dataset = plan.cfg, plan.engine_path, plan.dataset
+    weights, estimate = plan.weights, plan.estimate
+    return Session(
+        cfg,
+        plan.model,
+        engine_path,
+        endpoint,
+        served,
+        server,
+        server_info,
+        token_pool(plan.model, engine_path),
+        plan.gpu,
+        plan.gpu_count,
+        plan.gpu_how,
+        plan.plan,
+        plan.plan_reason,
+        plan.slos,
+        weights=weights.to_dict() if weights else None,
+        estimate=estimate.to_dict() if estimate else None,
+        text=plan.text,
+        dataset=dataset,
+        as_ids=dataset_ids(cfg, engine_path, dataset),
+        trace=plan.trace,
+        sessions=plan.sessions,
+    )
+
+
+def check_tls(endpoint: Endpoint, progress: ProgressLine) -> dict[str, Any] | None:
+    """For an https endpoint: one TLS handshake before any load (raises ConfigError, exit 2,
+    with one line naming the host and the reason); warns when verification is off. Returns
+    what was negotiated (recorded with the server), None for http."""
+    if endpoint.tls is None:
+        return None
+    from infer_prof.loadgen.tls import TlsError, preflight
+
+    if endpoint.tls.insecure:
+        warn(progress, f"warning: --insecure: the TLS certificate of {endpoint.host} is not "
+                       "verified (recorded in the result)")
+    try:
+        return preflight(endpoint.host, endpoint.port, endpoint.tls)
+    except TlsError as exc:
+        raise ConfigError(str(exc)) from None
+    except ConnectionError as exc:  # not there at all: a start failure, as for http
+        raise ServerStartError(f"endpoint {endpoint.url}: {exc}") from None
+
+
+def healthy(endpoint: Endpoint) -> bool:
+    """Whether the endpoint answers GET /health with 200 within 2 s."""
+    try:
+        return http_get(f"{endpoint.url}/health", 2.0, None, endpoint.ssl_context())[0] == 200
+    except OSError:
+        return False
+
