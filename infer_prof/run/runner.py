@@ -62,7 +62,7 @@ from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.report.progress import ProgressLine, StartupLine
-from infer_prof.results import history
+from infer_prof.results import history_database
 from infer_prof.results.loading import record_result
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.results.store import (
@@ -148,7 +148,7 @@ class SweepOutcome:
 def history_location(cfg: RunConfig) -> str | Path:
     """Where a run is recorded: ``--history``, else ``$INFER_PROF_HISTORY``, else
     ``<results dir>/history.sqlite``."""
-    return history.resolve(cfg.history_db, Path(cfg.results_dir) / HISTORY_DB)
+    return history_database.resolve(cfg.history_db, Path(cfg.results_dir) / HISTORY_DB)
 
 
 def _warn(progress: ProgressLine, message: str) -> None:
@@ -196,8 +196,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     validate(cfg)
     if cfg.history:
         try:
-            history.parse_location(history_location(cfg))
-        except history.HistoryError as exc:
+            history_database.parse_location(history_location(cfg))
+        except history_database.HistoryError as exc:
             raise ConfigError(str(exc)) from None
     try:
         model = resolve_model(cfg.model)
@@ -255,8 +255,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             progress.status(f"plan: {the_plan.queue_message()}")
     if cfg.history:  # say it now, not after an hour of measuring; the run goes on regardless
         try:
-            history.check(history_location(cfg))
-        except history.HistoryError as exc:
+            history_database.check(history_location(cfg))
+        except history_database.HistoryError as exc:
             _warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
     try:
         if cfg.endpoint:
@@ -583,7 +583,8 @@ def _run_point(sess: _Session, wl: Workload, many: bool) -> RunOutcome:
         db = history_location(cfg)
         try:
             record_result(db, result, result_path)
-        except (OSError, history.HistoryError) as exc:  # the result file is written; say so
+        # the result file is written; say so
+        except (OSError, history_database.HistoryError) as exc:
             history_error = str(exc)
             _warn(progress, f"warning: not recorded in the history: {exc}")
     return RunOutcome(result, result_path, requests_path, history_error)
@@ -650,7 +651,7 @@ def build_result(
             **asdict(cfg),
             "api_key": "***" if cfg.api_key else None,
             # where it was recorded, never with a password
-            "history_db": history.describe(history_location(cfg)) if cfg.history else None,
+            "history_db": history_database.describe(history_location(cfg)) if cfg.history else None,
             # the values this point ran with (the workload's, after command-line overrides)
             "concurrency": a.concurrency if a.mode == "closed" else None,
             "rate": a.rate if a.mode == "open" else None,
