@@ -33,9 +33,9 @@ from infer_prof.core.stats import summary_dict
 from infer_prof.core.sweep import find_knee, find_max_float, find_max_int
 from infer_prof.core.validity import ValidityRules, check_validity, client_figures
 from infer_prof.core.warmup import warmup_block
+from infer_prof.core.workload_sampling import send_offsets
 from infer_prof.core.workloads import (
     Workload,
-    send_offsets,
     warmup_seconds,
 )
 from infer_prof.loadgen.client import (
