@@ -17,11 +17,11 @@ from infer_prof.cli.common import fail
 from infer_prof.core.changepoint import ChangePoint, detect_changepoints
 from infer_prof.core.regression import direction_for
 from infer_prof.report.console import fmt_value
-from infer_prof.results import history
+from infer_prof.results import history, history_database
 from infer_prof.results.loading import config_fingerprint, expand_paths, export_run, record_result
 from infer_prof.results.schema import ResultFileError, load_result
 
-DEFAULT_DB = history.DEFAULT_LOCATION
+DEFAULT_DB = history_database.DEFAULT_LOCATION
 HISTORY_HELP = (
     "The history: sqlite:///PATH (or a path) or postgresql://USER@HOST:PORT/DB (password: "
     f"PGPASSWORD or ~/.pgpass). Default: $INFER_PROF_HISTORY, else {DEFAULT_DB}."
@@ -83,7 +83,8 @@ def _run_dict(r: history.RunRecord) -> dict[str, Any]:
 
 def _list_table(runs: list[history.RunRecord], db: str | Path) -> Table:
     t = Table(
-        box=box.SIMPLE_HEAVY, title=f"{len(runs)} run(s) in {history.describe(db)}, newest first"
+        box=box.SIMPLE_HEAVY,
+        title=f"{len(runs)} run(s) in {history_database.describe(db)}, newest first",
     )
     for h in ("time (UTC)", "run id", "model", "GPU", "conc."):
         t.add_column(h, justify="right" if h == "conc." else "left")
@@ -109,7 +110,7 @@ def _list_table(runs: list[history.RunRecord], db: str | Path) -> Table:
 def _pick_fingerprint(db: str | Path, model: str | None, label: str | None) -> str:
     runs = history.list_runs(db, model=model, label=label, limit=0)
     if not runs:
-        fail(f"no recorded runs in {history.describe(db)} match; nothing to trend")
+        fail(f"no recorded runs in {history_database.describe(db)} match; nothing to trend")
     counts = Counter(r.config_fingerprint for r in runs)
     if len(counts) == 1:
         return next(iter(counts))
@@ -141,10 +142,10 @@ def _location(value: str | None, ctx: typer.Context | None = None) -> str | Path
     the default; a bad URL is a one-line error."""
     if value is None and ctx is not None and isinstance(ctx.obj, dict):
         value = ctx.obj.get("history")
-    db = history.resolve(value)
+    db = history_database.resolve(value)
     try:
-        history.parse_location(db)
-    except history.HistoryError as exc:
+        history_database.parse_location(db)
+    except history_database.HistoryError as exc:
         fail(str(exc))
     return db
 
@@ -194,7 +195,7 @@ def history_command(
             min_change,
             json_output,
         )
-    except history.HistoryError as exc:
+    except history_database.HistoryError as exc:
         fail(str(exc))
 
 
@@ -220,7 +221,8 @@ def _history(
             typer.echo(json.dumps([_run_dict(r) for r in runs], indent=2))
         elif not runs:
             typer.echo(
-                f"no runs recorded in {history.describe(db)}" + (" match" if model or label else "")
+                f"no runs recorded in {history_database.describe(db)}"
+                + (" match" if model or label else "")
             )
         else:
             _console().print(_list_table(runs, db))
@@ -241,7 +243,10 @@ def _history(
     if not series:
         known = history.metric_names(db, fingerprint)
         if not known:
-            fail(f"no recorded runs of configuration {fingerprint} in {history.describe(db)}")
+            fail(
+                f"no recorded runs of configuration {fingerprint} in "
+                f"{history_database.describe(db)}"
+            )
         fail(
             f"no values of {metric!r} for configuration {fingerprint}; recorded metrics: "
             + ", ".join(known)
@@ -312,10 +317,10 @@ def import_command(
             if not r.get("run_id") or not r.get("started_at"):
                 fail(f"{p} lacks run_id or started_at; it cannot be recorded")
             record_result(db, r, p)
-    except history.HistoryError as exc:
+    except history_database.HistoryError as exc:
         fail(str(exc))
     again = f" ({len(known)} already recorded: replaced, not duplicated)" if known else ""
-    typer.echo(f"imported {len(loaded)} run(s) into {history.describe(db)}{again}")
+    typer.echo(f"imported {len(loaded)} run(s) into {history_database.describe(db)}{again}")
 
 
 @history_app.command("export")
@@ -345,7 +350,7 @@ def export_command(
         if run_id:
             missing = sorted(set(run_id) - {r.run_id for r in runs})
             if missing:
-                fail(f"not recorded in {history.describe(db)}: {', '.join(missing)}")
+                fail(f"not recorded in {history_database.describe(db)}: {', '.join(missing)}")
             runs = [r for r in runs if r.run_id in set(run_id)]
         written, with_records, without = 0, 0, []
         for r in runs:
@@ -356,7 +361,7 @@ def export_command(
             _, req = export_run(files, output, r.run_id)
             written += 1
             with_records += req is not None
-    except history.HistoryError as exc:
+    except history_database.HistoryError as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write to {output}: {exc.strerror}")

@@ -17,7 +17,7 @@ from infer_prof.cli.common import fail
 from infer_prof.core.regression import DEFAULT_THRESHOLD_PCT, MetricComparison
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
-from infer_prof.results import history
+from infer_prof.results import history, history_database
 from infer_prof.results.gate import (
     DEFAULT_MAX_SAMPLES,
     RunData,
@@ -29,7 +29,7 @@ from infer_prof.results.gate import (
 from infer_prof.results.loading import differing_fields, load_results
 from infer_prof.results.schema import ResultFileError
 
-DEFAULT_HISTORY = history.DEFAULT_LOCATION
+DEFAULT_HISTORY = history_database.DEFAULT_LOCATION
 RULES = ("ci", "mwu", "both", "either")
 _PCT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*%?\s*")
 
@@ -150,7 +150,7 @@ def _pair_groups(
     groups: list[tuple[str, list[RunData], list[RunData], str]] = []
     cur_groups = _by_fingerprint(cur)
     if n_hist is not None:
-        shown = history.describe(history_db)
+        shown = history_database.describe(history_db)
         for fp, cur_g in cur_groups.items():
             assert fp is not None
             label = _config_label(cur_g[0])
@@ -272,12 +272,12 @@ def regress_command(
 
     cur = _load_side(list(current), "current")
     notes: list[str] = []
-    db = history.resolve(history_db)
+    db = history_database.resolve(history_db)
     try:
         if n_hist is not None:
-            history.parse_location(db)
+            history_database.parse_location(db)
         groups = _pair_groups(cur, list(baseline or []), n_hist, db, force, notes)
-    except history.HistoryError as exc:
+    except history_database.HistoryError as exc:
         fail(str(exc))
     current_desc = ", ".join(r.source for r in cur)
     baseline_desc = "; ".join(desc for _, _, _, desc in groups)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 
 from infer_prof.cli.common import fail
-from infer_prof.results import history
+from infer_prof.results import history, history_database
 from infer_prof.results.loading import expand_paths, history_result
 from infer_prof.results.schema import ResultFileError
 
@@ -25,13 +25,13 @@ def _from_history(spec: str, db: str | Path) -> list[RunData]:
         fail(f"{spec!r}: write history:RUN_ID or history:N (the newest N runs)")
     ids = [r.run_id for r in history.list_runs(db, limit=int(sel))] if sel.isdigit() else [sel]
     if not ids:
-        fail(f"{spec}: no runs recorded in {history.describe(db)}")
+        fail(f"{spec}: no runs recorded in {history_database.describe(db)}")
     out = []
     for rid in ids:
         kept = history_result(db, rid)
         if kept is None:
             fail(
-                f"{spec}: {history.describe(db)} holds no result file of run {rid!r} (not "
+                f"{spec}: {history_database.describe(db)} holds no result file of run {rid!r} (not "
                 "recorded, or recorded before the history kept result files)"
             )
         result, records = kept
@@ -61,7 +61,7 @@ def report_command(
         "--history",
         help="The history that history:... arguments read: sqlite:///PATH (or a path) or "
         "postgresql://USER@HOST:PORT/DB. Default: $INFER_PROF_HISTORY, else "
-        f"{history.DEFAULT_LOCATION}.",
+        f"{history_database.DEFAULT_LOCATION}.",
     ),
 ) -> None:
     """Write one self-contained HTML report (no network needed to view it): summary table,
@@ -76,10 +76,10 @@ def report_command(
     try:
         runs = [load_run(p) for p in expand_paths(files)] if files else []
         if from_history:
-            db = history.resolve(history_db)
+            db = history_database.resolve(history_db)
             for spec in from_history:
                 runs.extend(_from_history(spec, db))
-    except (ResultFileError, history.HistoryError) as exc:
+    except (ResultFileError, history_database.HistoryError) as exc:
         fail(str(exc))
     if output.is_dir():
         fail(f"--output {output} is a folder; name the HTML file to write")

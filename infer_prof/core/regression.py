@@ -1,6 +1,7 @@
 """Regression statistics: is the current run worse than the baseline, and is that real?
 
-Pure (stdlib only, no I/O). Two kinds of evidence are handled:
+Pure (stdlib only, no I/O); the tests themselves (Mann-Whitney U, Student's t, Welch) are
+:mod:`infer_prof.core.significance`. Two kinds of evidence are handled:
 
 * **Per-request samples** (TTFT, TPOT, ITL, E2E latency of every request): the percent change of a
   statistic (mean, p50, p90, p99, max), a percentile-bootstrap confidence interval of that percent
@@ -37,6 +38,13 @@ from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
+from infer_prof.core.significance import (
+    mann_whitney_u,
+    mean_var,
+    t_quantile,
+    t_two_sided_p,
+    welch_t_test,
+)
 from infer_prof.core.stats import percentile
 
 __all__ = [
@@ -45,14 +53,10 @@ __all__ = [
     "compare_runs",
     "compare_samples",
     "direction_for",
-    "mann_whitney_u",
     "percent_change",
     "percentile",
     "statistic",
-    "t_quantile",
-    "t_two_sided_p",
     "threshold_for",
-    "welch_t_test",
 ]
 
 Direction = Literal["lower", "higher"]
@@ -154,155 +158,6 @@ def threshold_for(
     if "*" in thresholds:
         return float(thresholds["*"])
     return default
-
-
-def _norm_sf(z: float) -> float:
-    """Upper tail of the standard normal: P(Z > z) = erfc(z / sqrt 2) / 2."""
-    return 0.5 * math.erfc(z / math.sqrt(2.0))
-
-
-def mann_whitney_u(x: Sequence[float], y: Sequence[float]) -> tuple[float, float]:
-    """Two-sided Mann-Whitney U test; returns ``(U_x, p_value)``.
-
-    ``U_x = R_x - n_x (n_x + 1) / 2`` with R_x the sum of x's ranks in the pooled sample (ties get
-    their average rank). The p-value uses the normal approximation with tie correction and
-    continuity correction (as scipy.stats.mannwhitneyu(method="asymptotic")):
-    ``mu = n_x n_y / 2``, ``sigma^2 = n_x n_y / 12 * ((n + 1) - sum(t^3 - t) / (n (n - 1)))``
-    over tie groups of size t, ``z = (max(U_x, U_y) - mu - 1/2) / sigma``,
-    ``p = min(1, 2 P(Z > z))``. All values equal: p = 1.
-    """
-    nx, ny = len(x), len(y)
-    if nx == 0 or ny == 0:
-        raise ValueError("mann_whitney_u needs at least one value on each side")
-    pooled = sorted([(v, 0) for v in x] + [(v, 1) for v in y])
-    n = nx + ny
-    rank_sum_x = 0.0
-    tie_term = 0.0
-    i = 0
-    while i < n:
-        j = i
-        while j + 1 < n and pooled[j + 1][0] == pooled[i][0]:
-            j += 1
-        avg_rank = (i + j) / 2.0 + 1.0
-        t = j - i + 1
-        if t > 1:
-            tie_term += t**3 - t
-        for k in range(i, j + 1):
-            if pooled[k][1] == 0:
-                rank_sum_x += avg_rank
-        i = j + 1
-    u_x = rank_sum_x - nx * (nx + 1) / 2.0
-    u_y = nx * ny - u_x
-    mu = nx * ny / 2.0
-    var = nx * ny / 12.0 * ((n + 1) - tie_term / (n * (n - 1))) if n > 1 else 0.0
-    if var <= 0:
-        return u_x, 1.0
-    z = (max(u_x, u_y) - mu - 0.5) / math.sqrt(var)
-    return u_x, min(1.0, 2.0 * _norm_sf(z))
-
-
-# --- Student's t distribution (for Welch's test), via the regularized incomplete beta ---------
-
-
-def _betacf(a: float, b: float, x: float) -> float:
-    """Continued fraction for the incomplete beta function (modified Lentz)."""
-    tiny = 1e-300
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c, d = 1.0, 1.0 - qab * x / qap
-    d = 1.0 / (d if abs(d) > tiny else tiny)
-    h = d
-    for m in range(1, 500):
-        m2 = 2 * m
-        aa = m * (b - m) * x / ((qam + m2) * (a + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        h *= d * c
-        aa = -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))
-        d = 1.0 + aa * d
-        d = 1.0 / (d if abs(d) > tiny else tiny)
-        c = 1.0 + aa / c
-        c = c if abs(c) > tiny else tiny
-        delta = d * c
-        h *= delta
-        if abs(delta - 1.0) < 1e-15:
-            break
-    return h
-
-
-def _betainc(a: float, b: float, x: float) -> float:
-    """Regularized incomplete beta I_x(a, b)."""
-    if x <= 0.0:
-        return 0.0
-    if x >= 1.0:
-        return 1.0
-    ln_front = (
-        math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)
-    )
-    front = math.exp(ln_front)
-    if x < (a + 1.0) / (a + b + 2.0):
-        return front * _betacf(a, b, x) / a
-    return 1.0 - front * _betacf(b, a, 1.0 - x) / b
-
-
-def t_two_sided_p(t: float, df: float) -> float:
-    """Two-sided p-value of Student's t with ``df`` degrees of freedom: P(|T| >= |t|).
-
-    ``= I_{df / (df + t^2)}(df / 2, 1 / 2)`` (regularized incomplete beta).
-    """
-    if df <= 0:
-        raise ValueError("degrees of freedom must be positive")
-    if math.isinf(t):
-        return 0.0
-    return _betainc(df / 2.0, 0.5, df / (df + t * t))
-
-
-def t_quantile(p: float, df: float) -> float:
-    """The p-quantile (0 < p < 1) of Student's t with ``df`` degrees of freedom, by bisection."""
-    if not 0.0 < p < 1.0:
-        raise ValueError("p must be within (0, 1)")
-    if p == 0.5:
-        return 0.0
-    target = 2.0 * min(p, 1.0 - p)  # two-sided tail mass beyond |t|
-    lo, hi = 0.0, 1.0
-    while t_two_sided_p(hi, df) > target:
-        hi *= 2.0
-    for _ in range(200):
-        mid = (lo + hi) / 2.0
-        if t_two_sided_p(mid, df) > target:
-            lo = mid
-        else:
-            hi = mid
-        if hi - lo < 1e-12 * max(1.0, hi):
-            break
-    t = (lo + hi) / 2.0
-    return t if p > 0.5 else -t
-
-
-def _mean_var(xs: Sequence[float]) -> tuple[float, float]:
-    m = math.fsum(xs) / len(xs)
-    v = math.fsum((x - m) ** 2 for x in xs) / (len(xs) - 1) if len(xs) > 1 else 0.0
-    return m, v
-
-
-def welch_t_test(x: Sequence[float], y: Sequence[float]) -> tuple[float, float, float]:
-    """Welch's unequal-variance t-test of mean(y) vs mean(x); returns ``(t, df, p_two_sided)``.
-
-    ``t = (mean_y - mean_x) / sqrt(s_x^2/n_x + s_y^2/n_y)``, Welch-Satterthwaite
-    ``df = (a + b)^2 / (a^2/(n_x-1) + b^2/(n_y-1))`` with a = s_x^2/n_x, b = s_y^2/n_y.
-    Needs two values per side. Zero variance on both sides: p = 1 if the means are equal, else 0.
-    """
-    if len(x) < 2 or len(y) < 2:
-        raise ValueError("welch_t_test needs at least two values on each side")
-    mx, vx = _mean_var(x)
-    my, vy = _mean_var(y)
-    a, b = vx / len(x), vy / len(y)
-    if a + b == 0:
-        return (0.0, math.inf, 1.0) if mx == my else (math.copysign(math.inf, my - mx), 0.0, 0.0)
-    t = (my - mx) / math.sqrt(a + b)
-    df = (a + b) ** 2 / (a * a / (len(x) - 1) + b * b / (len(y) - 1))
-    return t, df, t_two_sided_p(t, df)
 
 
 # --- results -----------------------------------------------------------------------------------
@@ -499,8 +354,8 @@ def compare_runs(
         side = "baseline" if len(baseline) == 0 else "current"
         raise ValueError(f"{name}: no runs on the {side} side")
     direction = direction or direction_for(name)
-    mb, vb = _mean_var(baseline)
-    mc, vc = _mean_var(current)
+    mb, vb = mean_var(baseline)
+    mc, vc = mean_var(current)
     change = percent_change(mb, mc)
     nb, nc = len(baseline), len(current)
     ci_low: float | None = None

@@ -28,34 +28,25 @@ files lives in ``infer_prof.catalog.workloads``. The file format is documented f
     ttft_p99 = 2000
     tpot_p99 = 200
 
-A suite (``kind = "suite"``) lists member workloads and the load points each is swept over, and
-named scales (``[scales.tiny]``) that shrink it, e.g. for CI on a tiny CPU model (see
-:class:`Suite`).
+Suites (``kind = "suite"``) are :mod:`infer_prof.core.workload_suites`; drawing requests from a
+workload is :mod:`infer_prof.core.workload_sampling`.
 
-Every validation failure raises :class:`WorkloadError`, one line naming the file, the field and
-what is allowed.
+Every validation failure raises :class:`~infer_prof.core.workload_fields.WorkloadError`, one line
+naming the file, the field and what is allowed.
 """
 
 from __future__ import annotations
 
 import math
-import random
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from infer_prof.core.arrivals import ARRIVAL_KINDS, ArrivalProcess
-from infer_prof.core.distributions import (
-    DistributionError,
-    LengthDistribution,
-    distribution_from_dict,
-)
+from infer_prof.core.distributions import LengthDistribution
+from infer_prof.core.workload_fields import FieldReader, WorkloadError, type_name
 
-#: One drawn request: (input tokens, output tokens, shared-prefix group or None).
-RequestSpec = tuple[int, int, int | None]
-
-_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 _SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_(mean|max|p(\d+(?:\.\d+)?))$")
 SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
 
@@ -65,10 +56,6 @@ WORKLOAD_FIELDS = ("kind", "name", "description", "input_len", "output_len", "nu
 ARRIVAL_FIELDS = ("mode", "concurrency", "rate", "burstiness", "process", "max_concurrency")
 _OPEN_ONLY = ("rate", "burstiness", "process", "max_concurrency")
 PREFIX_FIELDS = ("fraction", "length", "groups")
-SUITE_FIELDS = ("kind", "name", "description", "members", "scales")
-MEMBER_FIELDS = ("workload", "concurrency", "rate", "num_requests")
-SCALE_FIELDS = ("length_factor", "num_requests", "warmup_requests", "min_requests",
-                "min_duration_s", "concurrency", "rate")
 
 #: ``with_overrides`` keyword -> the file field it replaces.
 OVERRIDE_FIELDS: dict[str, str] = {
@@ -82,97 +69,6 @@ OVERRIDE_FIELDS: dict[str, str] = {
     "prefix_groups": "shared_prefix.groups", "seed": "seed", "slo": "slo",
     "min_requests": "min_requests", "min_duration_s": "min_duration_s",
 }
-
-
-class WorkloadError(ValueError):
-    """A workload or suite that is not valid: ``"<source>: field '<field>': <problem>"``."""
-
-    def __init__(self, source: str, field: str, problem: str) -> None:
-        self.source = source
-        self.field = field
-        self.problem = problem
-        where = f"field {field!r}: " if field else ""
-        super().__init__(f"{source}: {where}{problem}")
-
-
-# ------------------------------------------------------------------------------ field readers
-
-
-def _tname(value: Any) -> str:
-    return {bool: "boolean", str: "string", float: "number", int: "integer", list: "list",
-            dict: "table"}.get(type(value), type(value).__name__)
-
-
-@dataclass(frozen=True)
-class _Reader:
-    source: str
-
-    def err(self, field: str, problem: str) -> WorkloadError:
-        return WorkloadError(self.source, field, problem)
-
-    def table(self, value: Any, field: str, allowed: Iterable[str]) -> Mapping[str, Any]:
-        allowed = tuple(allowed)
-        if not isinstance(value, Mapping):
-            raise self.err(field, f"must be a table, got {_tname(value)} {value!r}")
-        for key in value:
-            if key not in allowed:
-                where = f"{field}.{key}" if field else str(key)
-                raise self.err(where, f"unknown field; allowed: {', '.join(allowed)}")
-        return value
-
-    def integer(self, value: Any, field: str, minimum: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise self.err(field, f"must be a whole number >= {minimum}, got "
-                                  f"{_tname(value)} {value!r}")
-        if value < minimum:
-            raise self.err(field, f"must be a whole number >= {minimum}, got {value}")
-        return value
-
-    def number(self, value: Any, field: str, *, minimum: float, strict: bool,
-               allow_inf: bool = False) -> float:
-        op = ">" if strict else ">="
-        what = f"a number {op} {minimum:g}" + (" (or inf)" if allow_inf else "")
-        if isinstance(value, bool) or not isinstance(value, int | float):
-            raise self.err(field, f"must be {what}, got {_tname(value)} {value!r}")
-        v = float(value)
-        if math.isnan(v) or (math.isinf(v) and not (allow_inf and v > 0)):
-            raise self.err(field, f"must be {what}, got {value!r}")
-        if v < minimum or (strict and v == minimum):
-            raise self.err(field, f"must be {what}, got {value!r}")
-        return v
-
-    def string(self, value: Any, field: str) -> str:
-        if not isinstance(value, str):
-            raise self.err(field, f"must be a string, got {_tname(value)} {value!r}")
-        return value
-
-    def name(self, value: Any, field: str) -> str:
-        text = self.string(value, field)
-        if not _NAME_RE.match(text):
-            raise self.err(field, "must start with a letter or digit and hold only letters, "
-                                  f"digits, '.', '_' and '-'; got {text!r}")
-        return text
-
-    def length_dist(self, value: Any, field: str) -> LengthDistribution:
-        if isinstance(value, LengthDistribution):
-            return value
-        try:
-            return distribution_from_dict(value)
-        except DistributionError as exc:
-            raise self.err(f"{field}.{exc.field}", exc.problem) from None
-
-    def int_list(self, value: Any, field: str, minimum: int) -> tuple[int, ...]:
-        if not isinstance(value, list) or not value:
-            raise self.err(field, f"must be a non-empty list of whole numbers >= {minimum}, "
-                                  f"got {_tname(value)} {value!r}")
-        return tuple(self.integer(v, f"{field}[{i}]", minimum) for i, v in enumerate(value))
-
-    def rate_list(self, value: Any, field: str) -> tuple[float, ...]:
-        if not isinstance(value, list) or not value:
-            raise self.err(field, "must be a non-empty list of rates in requests/s > 0 (inf "
-                                  f"allowed), got {_tname(value)} {value!r}")
-        return tuple(self.number(v, f"{field}[{i}]", minimum=0.0, strict=True, allow_inf=True)
-                     for i, v in enumerate(value))
 
 
 # ---------------------------------------------------------------------------------- workload
@@ -394,7 +290,7 @@ class Workload:
 
 def _parse_workload(d: Any, source: str, default_name: str | None) -> dict[str, Any]:
     """Validate a workload mapping; return the keyword arguments of :class:`Workload`."""
-    r = _Reader(source)
+    r = FieldReader(source)
     t = r.table(d, "", WORKLOAD_FIELDS)
     kind = t.get("kind", "workload")
     if kind != "workload":
@@ -464,7 +360,7 @@ def warmup_seconds(mode: str) -> float | None:
     return float(m.group(1)) if m else None
 
 
-def _read_warmup_mode(r: _Reader, value: Any) -> str:
+def _read_warmup_mode(r: FieldReader, value: Any) -> str:
     """``steady``: the load itself until every stream has finished one request (one full wave);
     ``requests``: ``warmup_requests`` first, all finished before measuring starts; ``<N>s``:
     the load itself for N seconds. Steady and duration warm-ups never pause the load."""
@@ -474,7 +370,7 @@ def _read_warmup_mode(r: _Reader, value: Any) -> str:
                           f"got {value!r}")
 
 
-def _read_arrival(r: _Reader, value: Any) -> Arrival:
+def _read_arrival(r: FieldReader, value: Any) -> Arrival:
     a = r.table(value, "arrival", ARRIVAL_FIELDS)
     mode = a.get("mode", "open" if "rate" in a else "closed")
     if mode not in ("closed", "open"):
@@ -529,7 +425,7 @@ def _override_arrival(source: str, arrival: dict[str, Any], given: Mapping[str, 
     return a
 
 
-def _read_prefix(r: _Reader, value: Any, input_len: LengthDistribution) -> SharedPrefix:
+def _read_prefix(r: FieldReader, value: Any, input_len: LengthDistribution) -> SharedPrefix:
     p = r.table(value, "shared_prefix", PREFIX_FIELDS)
     frac = r.number(p.get("fraction", 0.0), "shared_prefix.fraction", minimum=0.0, strict=False)
     if frac > 1:
@@ -547,10 +443,10 @@ def _read_prefix(r: _Reader, value: Any, input_len: LengthDistribution) -> Share
     return SharedPrefix(frac, length, groups)
 
 
-def _read_slo(r: _Reader, value: Any) -> dict[str, float]:
+def _read_slo(r: FieldReader, value: Any) -> dict[str, float]:
     if not isinstance(value, Mapping):
         raise r.err("slo", f"must be a table of <metric>_<stat> = milliseconds, got "
-                           f"{_tname(value)} {value!r}")
+                           f"{type_name(value)} {value!r}")
     out: dict[str, float] = {}
     for key, limit in value.items():
         m = _SLO_RE.match(str(key))
@@ -561,197 +457,3 @@ def _read_slo(r: _Reader, value: Any) -> dict[str, float]:
                                       "(0 < NN < 100), e.g. ttft_p99")
         out[str(key)] = r.number(limit, f"slo.{key}", minimum=0.0, strict=True)
     return out
-
-
-# ------------------------------------------------------------------------------------ drawing
-
-
-def sample_requests(workload: Workload, n: int | None = None) -> list[RequestSpec]:
-    """Draw ``n`` requests ``(input_len, output_len, prefix_group | None)``, reproducibly.
-
-    ``n`` defaults to ``warmup_requests + num_requests`` (the first ``warmup_requests`` are the
-    warm-up); a duration-bound workload needs an explicit ``n``. Inputs, outputs and prefix
-    groups come from three independent generators seeded ``"<seed>/input_len"``,
-    ``"<seed>/output_len"`` and ``"<seed>/shared_prefix"``, so changing one field does not
-    change the others' draws. Exactly ``round_half_up(fraction * n)`` requests, picked at random,
-    get a prefix group, assigned round-robin ``0, 1, ..., groups - 1`` in request order.
-    """
-    if n is None:
-        n = workload.total_requests()
-        if n is None:
-            raise ValueError(f"workload {workload.name!r} is bound by duration_s: say how many "
-                             "requests to draw")
-    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be a whole number >= 0, got {n!r}")
-    seed = workload.seed
-    inputs = workload.input_len.sample(random.Random(f"{seed}/input_len"), n)
-    outputs = workload.output_len.sample(random.Random(f"{seed}/output_len"), n)
-    groups: list[int | None] = [None] * n
-    sp = workload.shared_prefix
-    if sp.fraction > 0 and n > 0:
-        k = min(n, math.floor(sp.fraction * n + 0.5))
-        chosen = sorted(random.Random(f"{seed}/shared_prefix").sample(range(n), k))
-        for j, idx in enumerate(chosen):
-            groups[idx] = j % sp.groups
-    return list(zip(inputs, outputs, groups, strict=True))
-
-
-def send_offsets(workload: Workload, n: int) -> list[float] | None:
-    """Open loop: the send offsets in seconds of ``n`` requests (see
-    :class:`~infer_prof.core.arrivals.ArrivalProcess`), seeded ``"<seed>/arrival"``.
-    Closed loop: None (a request goes when a slot frees)."""
-    if workload.arrival.mode != "open":
-        return None
-    return workload.arrival.process_for().offsets(random.Random(f"{workload.seed}/arrival"), n)
-
-
-# ---------------------------------------------------------------------------------- suites
-
-
-@dataclass(frozen=True)
-class SuiteMember:
-    """One workload of a suite and the load points it is swept over: ``concurrency`` (closed
-    loop) or ``rate`` (open loop) or neither (the workload's own arrival, one point)."""
-
-    workload: str
-    concurrency: tuple[int, ...] = ()
-    rate: tuple[float, ...] = ()
-    num_requests: int | None = None
-
-
-@dataclass(frozen=True)
-class SuiteScale:
-    """A named way to shrink a suite. Every set field replaces the members' values:
-    lengths times ``length_factor``; ``num_requests``/``warmup_requests`` per point; the
-    validity minimums ``min_requests``/``min_duration_s``; ``concurrency`` the points of
-    closed-loop members, ``rate`` those of open-loop members."""
-
-    length_factor: float = 1.0
-    num_requests: int | None = None
-    warmup_requests: int | None = None
-    min_requests: int | None = None
-    min_duration_s: float | None = None
-    concurrency: tuple[int, ...] = ()
-    rate: tuple[float, ...] = ()
-
-
-@dataclass(frozen=True)
-class SuiteRun:
-    """One member of an expanded suite: the workload (scaled) and the points to sweep."""
-
-    workload: Workload
-    concurrency: tuple[int, ...] = ()
-    rate: tuple[float, ...] = ()
-
-    def points(self) -> list[Workload]:
-        """One concrete workload per load point, in the order given."""
-        if self.concurrency:
-            return [self.workload.with_overrides(concurrency=c) for c in self.concurrency]
-        return [self.workload.with_overrides(rate=r) for r in self.rate]
-
-
-@dataclass(frozen=True)
-class Suite:
-    """A list of members (a nightly run's content) and named scales; see ``workloads/README.md``."""
-
-    name: str
-    members: tuple[SuiteMember, ...]
-    description: str = ""
-    scales: dict[str, SuiteScale] = field(default_factory=dict)
-    source: str = field(default="<code>", compare=False)
-
-    @classmethod
-    def from_dict(cls, d: Any, source: str = "<suite>",
-                  default_name: str | None = None) -> Suite:
-        """Validate a parsed suite file (``kind = "suite"``) and build the suite."""
-        r = _Reader(source)
-        t = r.table(d, "", SUITE_FIELDS)
-        if t.get("kind") != "suite":
-            raise r.err("kind", f"must be 'suite' for a suite file, got {t.get('kind')!r}")
-        raw_name = t.get("name", default_name)
-        if raw_name is None:
-            raise r.err("name", "missing; give the suite a name")
-        name = r.name(raw_name, "name")
-        description = r.string(t.get("description", ""), "description")
-        raw_members = t.get("members")
-        if not isinstance(raw_members, list) or not raw_members:
-            raise r.err("members", "must be a non-empty list of [[members]] tables with a "
-                                   "workload name or path")
-        members = []
-        for i, raw in enumerate(raw_members):
-            f = f"members[{i}]"
-            m = r.table(raw, f, MEMBER_FIELDS)
-            if "workload" not in m:
-                raise r.err(f"{f}.workload", "missing; give a workload name or path")
-            wl = r.string(m["workload"], f"{f}.workload")
-            if "concurrency" in m and "rate" in m:
-                raise r.err(f"{f}.rate", "give concurrency (closed loop) or rate (open loop) "
-                                         "points, not both")
-            conc = r.int_list(m["concurrency"], f"{f}.concurrency", 1) if "concurrency" in m \
-                else ()
-            rate = r.rate_list(m["rate"], f"{f}.rate") if "rate" in m else ()
-            nreq = (r.integer(m["num_requests"], f"{f}.num_requests", 1)
-                    if "num_requests" in m else None)
-            members.append(SuiteMember(wl, conc, rate, nreq))
-        scales: dict[str, SuiteScale] = {}
-        raw_scales = t.get("scales", {})
-        if not isinstance(raw_scales, Mapping):
-            raise r.err("scales", f"must be a table of [scales.<name>] tables, got "
-                                  f"{_tname(raw_scales)}")
-        for sname, raw in raw_scales.items():
-            f = f"scales.{sname}"
-            r.name(sname, f)
-            s = r.table(raw, f, SCALE_FIELDS)
-            scales[sname] = SuiteScale(
-                length_factor=r.number(s.get("length_factor", 1.0), f"{f}.length_factor",
-                                       minimum=0.0, strict=True),
-                num_requests=(r.integer(s["num_requests"], f"{f}.num_requests", 1)
-                              if "num_requests" in s else None),
-                warmup_requests=(r.integer(s["warmup_requests"], f"{f}.warmup_requests", 0)
-                                 if "warmup_requests" in s else None),
-                min_requests=(r.integer(s["min_requests"], f"{f}.min_requests", 0)
-                              if "min_requests" in s else None),
-                min_duration_s=(r.number(s["min_duration_s"], f"{f}.min_duration_s",
-                                         minimum=0.0, strict=False)
-                                if "min_duration_s" in s else None),
-                concurrency=(r.int_list(s["concurrency"], f"{f}.concurrency", 1)
-                             if "concurrency" in s else ()),
-                rate=r.rate_list(s["rate"], f"{f}.rate") if "rate" in s else (),
-            )
-        return cls(name, tuple(members), description, scales, source)
-
-    def expand(self, loader: Callable[[str], Workload], scale: str | None = None
-               ) -> list[SuiteRun]:
-        """Resolve each member with ``loader(name_or_path)`` and apply its points and the
-        named ``scale`` (None = full size). Member ``num_requests`` replaces the workload's
-        count (and duration); the scale's values replace both."""
-        sc = SuiteScale()
-        if scale is not None:
-            if scale not in self.scales:
-                known = ", ".join(sorted(self.scales)) or "none defined"
-                raise WorkloadError(self.source, "scales", f"no scale {scale!r}; known: {known}")
-            sc = self.scales[scale]
-        runs = []
-        for i, m in enumerate(self.members):
-            try:
-                w = loader(m.workload)
-            except WorkloadError:
-                raise
-            except (OSError, ValueError) as exc:
-                raise WorkloadError(self.source, f"members[{i}].workload", str(exc)) from None
-            w = w.scaled(sc.length_factor)
-            nreq = sc.num_requests or m.num_requests
-            w = w.with_overrides(num_requests=nreq, warmup_requests=sc.warmup_requests,
-                                 min_requests=sc.min_requests, min_duration_s=sc.min_duration_s)
-            conc, rate = m.concurrency, m.rate
-            if not conc and not rate:
-                if w.arrival.mode == "closed":
-                    conc = (w.arrival.concurrency or 1,)
-                else:
-                    rate = (w.arrival.rate or math.inf,)
-            if conc and sc.concurrency:
-                conc = sc.concurrency
-            if rate and sc.rate:
-                rate = sc.rate
-            runs.append(SuiteRun(w, conc, rate))
-        return runs

@@ -60,7 +60,7 @@ from infer_prof.core.regression import (
     threshold_for,
 )
 from infer_prof.core.stats import percentile
-from infer_prof.results import history
+from infer_prof.results import history, history_database
 from infer_prof.results.history import flatten_summary
 from infer_prof.results.loading import (
     config_fingerprint,
@@ -127,7 +127,7 @@ def run_from_result(path: str | Path, result: dict[str, Any], with_samples: bool
 
 
 def run_from_history(
-    record: history.RunRecord, db: str | Path | history.Location | None = None
+    record: history.RunRecord, db: str | Path | history_database.Location | None = None
 ) -> RunData:
     """A :class:`RunData` from a history row: from its result file (with per-request samples)
     when that file is still where it was recorded, else from the result and per-request records

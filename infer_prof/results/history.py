@@ -1,539 +1,33 @@
-"""Run history: every recorded run, in an embedded SQLite file (by default
-``results/history.sqlite``) or in a PostgreSQL database that a fleet of runners shares.
+"""Run history records: recording a run (its summary, flattened metrics, labels and files) and
+the queries over recorded runs (listing, baselines for the gate, metric series, kept files).
 
-Where the history lives is a *location*: a path or ``sqlite:///PATH`` (SQLite), or
-``postgresql://USER@HOST:PORT/DB`` (PostgreSQL through psycopg 3; the password comes from the URL,
-``PGPASSWORD`` or ``~/.pgpass`` and is never printed: :func:`describe` hides it). Both backends
-share one schema and one set of queries, written with SQLAlchemy Core::
-
-    schema_version(version PK, applied_at)   -- one row per applied migration
-    runs(id, run_id UNIQUE, started_at, config_fingerprint, model, gpu, precision, concurrency,
-         workload, labels_json, git_rev, result_path, summary_json, complete)
-         index runs_fp_time(config_fingerprint, started_at): what ``history:N`` looks up
-    metrics(run_id, name, value)          -- one row per numeric leaf of the summary
-    run_labels(run_id, key, value)        -- labels, one row each, for exact filtering
-    run_files(run_id, result_json, requests_gz)  -- the result file's text and its gzipped
-                                                    per-request records (schema 2), so that a
-                                                    run can be exported after its runner is gone
+Where the database is and how it is reached is :mod:`infer_prof.results.history_database`; its
+tables are :mod:`infer_prof.results.history_schema`.
 
 ``started_at`` is stored as UTC ISO 8601 with a fixed width (``2024-05-01T02:00:00.000000Z``) so
 that text order is time order. Metric names are the summary's keys joined with dots
 (``ttft_ms.p99``, ``output_throughput``, ``cost.usd_per_1m_output_tokens``); nulls, booleans,
-strings and non-finite numbers are not stored.
-
-Schema versions and migrations: the first use of a database by a writer brings it to
-:data:`SCHEMA_VERSION` (creating it when empty), under a lock (SQLite's write lock, PostgreSQL's
-advisory lock) so that many runners starting at once migrate it once. Version 1 is the SQLite
-layout of earlier infer-prof releases (``PRAGMA user_version = 1``, no ``schema_version`` table);
-such files are migrated in place. A database of a newer version is refused with a
-:class:`HistoryError`.
-
-Concurrency: SQLite is in WAL mode with a busy timeout and every write is one ``BEGIN IMMEDIATE``
-transaction; PostgreSQL writes are one transaction each. A write that meets a busy database, a
-deadlock, a serialization failure or a concurrent insert of the same run id is retried with
-jittered backoff, so concurrent writers lose nothing. Recording a run_id again replaces that run
-(a retried upload or a second import is idempotent).
-
-Errors: anything that makes the history unusable (a bad URL, an unreachable server, a refused
-login, a newer schema, an unreadable file) raises :class:`HistoryError`, whose text is one line
-naming the database (password hidden), the problem and the fix.
+strings and non-finite numbers are not stored. Recording a run_id again replaces that run (a
+retried upload or a second import is idempotent).
 """
 
 from __future__ import annotations
 
-import functools
 import gzip
 import json
 import math
-import os
-import random
-import sqlite3
-import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:  # SQLAlchemy is imported on first use: a command without history starts faster
-    from sqlalchemy import Connection, Engine
-    from sqlalchemy.exc import DBAPIError
+from infer_prof.results import history_database
+from infer_prof.results.history_database import Location
+from infer_prof.results.history_schema import schema
 
-SCHEMA_VERSION = 2
-DEFAULT_LOCATION = "results/history.sqlite"
-ENV_VAR = "INFER_PROF_HISTORY"
-BUSY_TIMEOUT_MS = 30_000
-CONNECT_TIMEOUT_S = 10
-MAX_ATTEMPTS = 20
-# pg_advisory_xact_lock key held while migrating (any constant; "ipHS" in ASCII)
-_PG_MIGRATION_LOCK = 0x69704853
-
-_T = TypeVar("_T")
-
-
-class HistoryError(RuntimeError):
-    """The history database cannot be used; the message is one line naming problem and fix."""
-
-
-# --- schema -------------------------------------------------------------------------------------
-
-
-@functools.cache
-def schema() -> SimpleNamespace:
-    """The tables (SQLAlchemy Core: ``schema().runs`` etc.) and the migrations
-    (``schema().migrations[v]`` brings a database from version v - 1 to v), built on first use."""
-    from sqlalchemy import (
-        Column,
-        Float,
-        ForeignKey,
-        Index,
-        Integer,
-        LargeBinary,
-        MetaData,
-        Table,
-        Text,
-    )
-
-    metadata = MetaData()
-    schema_version = Table(
-        "schema_version",
-        metadata,
-        Column("version", Integer, primary_key=True, autoincrement=False),
-        Column("applied_at", Text, nullable=False),
-    )
-    runs = Table(
-        "runs",
-        metadata,
-        Column("id", Integer, primary_key=True, autoincrement=True),
-        Column("run_id", Text, nullable=False, unique=True),
-        Column("started_at", Text, nullable=False),
-        Column("config_fingerprint", Text, nullable=False),
-        Column("model", Text),
-        Column("gpu", Text),
-        Column("precision", Text),
-        Column("concurrency", Integer),
-        Column("workload", Text),
-        Column("labels_json", Text, nullable=False, server_default="{}"),
-        Column("git_rev", Text),
-        Column("result_path", Text),
-        Column("summary_json", Text, nullable=False),
-        Column("complete", Integer, nullable=False),
-        Index("runs_fp_time", "config_fingerprint", "started_at"),
-        Index("runs_model", "model"),
-        sqlite_autoincrement=True,
-    )
-    fk = ForeignKey("runs.run_id", ondelete="CASCADE")
-    metrics = Table(
-        "metrics",
-        metadata,
-        Column("run_id", Text, fk, primary_key=True),
-        Column("name", Text, primary_key=True),
-        Column("value", Float, nullable=False),
-        Index("metrics_name", "name", "run_id"),
-    )
-    run_labels = Table(
-        "run_labels",
-        metadata,
-        Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
-        Column("key", Text, primary_key=True),
-        Column("value", Text, nullable=False),
-        Index("run_labels_kv", "key", "value"),
-    )
-    run_files = Table(
-        "run_files",
-        metadata,
-        Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
-        Column("result_json", Text, nullable=False),
-        Column("requests_gz", LargeBinary),
-    )
-
-    def migration_1(conn: Connection) -> None:
-        """The original layout: runs, metrics, run_labels and their indexes."""
-        for table in (runs, metrics, run_labels):
-            table.create(conn, checkfirst=True)
-
-    def migration_2(conn: Connection) -> None:
-        """Keep each run's result file and per-request records (export, gating on a fleet)."""
-        run_files.create(conn, checkfirst=True)
-
-    # migrations[v] brings a database from version v - 1 to version v.
-    migrations: dict[int, Callable[[Connection], None]] = {1: migration_1, 2: migration_2}
-    assert sorted(migrations) == list(range(1, SCHEMA_VERSION + 1))
-    return SimpleNamespace(
-        metadata=metadata,
-        schema_version=schema_version,
-        runs=runs,
-        metrics=metrics,
-        run_labels=run_labels,
-        run_files=run_files,
-        migrations=migrations,
-    )
-
-
-# --- locations ----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Location:
-    """Where a history lives: a URL SQLAlchemy understands (``sqlite:///PATH`` or
-    ``postgresql+psycopg://...``), and the file for SQLite."""
-
-    url: str
-    sqlite_path: Path | None
-
-    @property
-    def display(self) -> str:
-        """The URL (a plain path for SQLite) with any password replaced by ``***``."""
-        if self.sqlite_path is not None:
-            return str(self.sqlite_path)
-        return _redact("postgresql://" + self.url.split("://", 1)[1])
-
-
-_PG_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg")
-_URL_HELP = "write sqlite:///PATH, a file path, or postgresql://USER@HOST:PORT/DB"
-
-
-def _redact(value: str) -> str:
-    """``value`` with the password of its user part replaced by ``***``."""
-    scheme, sep, rest = value.partition("://")
-    if not sep or "@" not in rest.split("/", 1)[0]:
-        return value
-    netloc, slash, path = rest.partition("/")
-    userinfo, _, hostport = netloc.rpartition("@")
-    user, colon, _ = userinfo.partition(":")
-    return f"{scheme}://{user}{':***' if colon else ''}@{hostport}{slash}{path}"
-
-
-def _bad_url(value: str, why: str) -> HistoryError:
-    return HistoryError(f"history URL {_redact(value)!r} {why}; {_URL_HELP}")
-
-
-def _sqlite(path: Path) -> Location:
-    return Location(f"sqlite:///{path}", path)
-
-
-def parse_location(value: str | Path | Location) -> Location:
-    """A :class:`Location` from a path (SQLite) or a ``sqlite:///PATH`` (three slashes before a
-    relative path, four before an absolute one) or ``postgresql://`` URL.
-
-    Raises :class:`HistoryError` for an empty value, an unknown scheme, a SQLite URL without a
-    file, or an unparseable URL.
-    """
-    if isinstance(value, Location):
-        return value
-    if isinstance(value, Path):
-        return _sqlite(value)
-    value = value.strip()
-    if not value:
-        raise HistoryError(f"the history location is empty; {_URL_HELP}")
-    if "://" not in value:
-        return _sqlite(Path(value).expanduser())
-    scheme, _, rest = value.partition("://")
-    scheme = scheme.lower()
-    if scheme not in ("sqlite", *_PG_SCHEMES):
-        raise _bad_url(value, f"has the unsupported scheme {scheme!r}")
-    if scheme == "sqlite":
-        path = rest[1:].split("?", 1)[0] if rest.startswith("/") else ""
-        if not path or path == ":memory:":
-            raise _bad_url(value, "names no database file")
-        return _sqlite(Path(path).expanduser())
-    try:
-        parts = urlsplit(value)
-        _ = parts.port  # raises ValueError for a port that is not a number
-    except ValueError as exc:
-        raise _bad_url(value, f"cannot be parsed ({_redact(str(exc))})") from None
-    return Location("postgresql+psycopg://" + rest, None)
-
-
-def resolve(value: str | Path | None, default: str | Path = DEFAULT_LOCATION) -> str | Path:
-    """The history location to use: ``value`` (a ``--history`` option) if given, else the
-    ``INFER_PROF_HISTORY`` environment variable if set and not empty, else ``default``."""
-    if value is not None and str(value) != "":
-        return value
-    env = os.environ.get(ENV_VAR, "").strip()
-    return env if env else default
-
-
-def describe(value: str | Path | Location) -> str:
-    """A location for messages and result files: the path, or the URL without its password."""
-    try:
-        return parse_location(value).display
-    except HistoryError:
-        return "<bad history URL>"
-
-
-# --- engines, errors, retries -------------------------------------------------------------------
-
-_ENGINES: dict[str, Engine] = {}
-_READY: set[str] = set()
-
-
-def _sqlite_on_connect(dbapi_conn: Any, _record: Any) -> None:
-    # SQLAlchemy's recipe for real SQLite transactions: the driver stays out of the way, and the
-    # "begin" listener below issues BEGIN (IMMEDIATE for writes).
-    dbapi_conn.isolation_level = None
-    cur = dbapi_conn.cursor()
-    try:
-        cur.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        cur.execute("PRAGMA foreign_keys = ON")
-        cur.execute("PRAGMA journal_mode = WAL")
-        cur.execute("PRAGMA synchronous = NORMAL")
-    finally:
-        cur.close()
-
-
-def _sqlite_on_begin(conn: Connection) -> None:
-    write = conn.get_execution_options().get("infer_prof_write", False)
-    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
-
-
-def _engine(loc: Location) -> Engine:
-    eng = _ENGINES.get(loc.url)
-    if eng is not None:
-        return eng
-    from sqlalchemy import create_engine, event
-    from sqlalchemy.engine import URL, make_url
-    from sqlalchemy.exc import ArgumentError
-    from sqlalchemy.pool import NullPool
-
-    try:
-        url = (
-            URL.create("sqlite", database=str(loc.sqlite_path))
-            if loc.sqlite_path is not None
-            else make_url(loc.url)
-        )
-    except (ArgumentError, ValueError) as exc:
-        raise _bad_url(loc.url, f"cannot be parsed ({_redact(str(exc))})") from None
-    # NullPool: no connection outlives one operation (safe across fork, nothing held open).
-    if loc.sqlite_path is not None:
-        eng = create_engine(
-            url,
-            poolclass=NullPool,
-            hide_parameters=True,
-            connect_args={"timeout": BUSY_TIMEOUT_MS / 1000},
-        )
-        event.listen(eng, "connect", _sqlite_on_connect)
-        event.listen(eng, "begin", _sqlite_on_begin)
-    else:
-        try:
-            eng = create_engine(
-                url,
-                poolclass=NullPool,
-                hide_parameters=True,
-                connect_args={
-                    "connect_timeout": CONNECT_TIMEOUT_S,
-                    "application_name": "infer-prof",
-                },
-            )
-        except ImportError as exc:
-            raise HistoryError(
-                f"history {loc.display}: the PostgreSQL driver is missing ({exc}); install it "
-                "with: pip install 'psycopg[binary]'"
-            ) from None
-    _ENGINES[loc.url] = eng
-    return eng
-
-
-def _one_line(exc: BaseException) -> str:
-    orig = getattr(exc, "orig", None) or exc
-    msg = " ".join(str(orig).split())  # one line, runs of spaces collapsed
-    return msg or type(orig).__name__
-
-
-def _connect_error(loc: Location, exc: BaseException) -> HistoryError:
-    msg = _one_line(exc)
-    low = msg.lower()
-    if loc.sqlite_path is not None:
-        return HistoryError(
-            f"history {loc.display}: cannot open the SQLite database: {msg}; check the path and "
-            "that this user may write its folder"
-        )
-    if "password" in low or "authentication" in low:
-        fix = "check the user and password (in the URL, PGPASSWORD or ~/.pgpass)"
-    elif "does not exist" in low:
-        fix = "create the database (createdb) or fix the URL"
-    else:
-        fix = "check that the server runs and the URL's host and port"
-    return HistoryError(f"history {loc.display}: cannot connect to PostgreSQL: {msg}; {fix}")
-
-
-def _transient(loc: Location, exc: DBAPIError) -> bool:
-    """Worth retrying: SQLite busy/locked; PostgreSQL serialization failure, deadlock, or a
-    concurrent insert of the same run id (unique violation)."""
-    orig = exc.orig
-    if loc.sqlite_path is not None:
-        msg = str(orig).lower()
-        return isinstance(orig, sqlite3.OperationalError) and ("locked" in msg or "busy" in msg)
-    return getattr(orig, "sqlstate", None) in ("40001", "40P01", "23505")
-
-
-def _retry(loc: Location, fn: Callable[[], _T]) -> _T:
-    """Run ``fn``, retrying transient conflicts with jittered backoff; other database errors
-    become a :class:`HistoryError`."""
-    from sqlalchemy.exc import DBAPIError, SQLAlchemyError
-
-    delay = 0.01
-    for attempt in range(MAX_ATTEMPTS):
-        try:
-            return fn()
-        except DBAPIError as exc:
-            if _transient(loc, exc) and attempt < MAX_ATTEMPTS - 1:
-                time.sleep(delay * (0.5 + random.random()))
-                delay = min(delay * 2, 1.0)
-                continue
-            if exc.connection_invalidated or _is_connect_error(exc):
-                raise _connect_error(loc, exc) from None
-            raise HistoryError(f"history {loc.display}: database error: {_one_line(exc)}") from None
-        except SQLAlchemyError as exc:
-            raise HistoryError(f"history {loc.display}: {_one_line(exc)}") from None
-    raise AssertionError("unreachable")
-
-
-def _is_connect_error(exc: DBAPIError) -> bool:
-    msg = str(exc.orig).lower()
-    return any(
-        s in msg
-        for s in ("connection", "could not connect", "unable to open", "authentication", "password")
-    )
-
-
-def _connection(loc: Location, eng: Engine, write: bool = False) -> Connection:
-    from sqlalchemy.exc import DBAPIError
-
-    if loc.sqlite_path is not None:
-        try:
-            loc.sqlite_path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise _connect_error(loc, exc) from None
-    try:
-        conn = eng.connect()
-    except DBAPIError as exc:
-        if _transient(loc, exc):
-            raise
-        raise _connect_error(loc, exc) from None
-    if write:
-        conn.execution_options(infer_prof_write=True)
-    return conn
-
-
-def _stored_version(conn: Connection, loc: Location) -> int:
-    """The schema version of a database: 0 when empty, 1 for an early SQLite file."""
-    from sqlalchemy import func, inspect, select
-
-    insp = inspect(conn)
-    if insp.has_table("schema_version"):
-        v = conn.execute(select(func.max(schema().schema_version.c.version))).scalar()
-        return int(v or 0)
-    if loc.sqlite_path is not None:
-        v = conn.exec_driver_sql("PRAGMA user_version").scalar()
-        if v:
-            return int(v)
-    return 1 if insp.has_table("runs") else 0
-
-
-def _newer(loc: Location, version: int) -> HistoryError:
-    return HistoryError(
-        f"history {loc.display}: its schema version {version} is newer than this infer-prof "
-        f"understands ({SCHEMA_VERSION}); upgrade infer-prof on this machine"
-    )
-
-
-def _migrate(loc: Location, eng: Engine) -> None:
-    from sqlalchemy import func, insert, select
-
-    t = schema()
-    schema_version = t.schema_version
-    with _connection(loc, eng, write=True) as conn, conn.begin():
-        if loc.sqlite_path is None:
-            conn.execute(select(func.pg_advisory_xact_lock(_PG_MIGRATION_LOCK)))
-        found = _stored_version(conn, loc)  # again, under the lock
-        if found > SCHEMA_VERSION:
-            raise _newer(loc, found)
-        schema_version.create(conn, checkfirst=True)
-        now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-        if found and conn.execute(select(func.count()).select_from(schema_version)).scalar() == 0:
-            conn.execute(insert(schema_version).values(version=found, applied_at=now))
-        for version in range(found + 1, SCHEMA_VERSION + 1):
-            t.migrations[version](conn)
-            conn.execute(insert(schema_version).values(version=version, applied_at=now))
-        if loc.sqlite_path is not None:  # earlier releases read this; they refuse a newer file
-            conn.exec_driver_sql(f"PRAGMA user_version = {SCHEMA_VERSION}")
-
-
-def _ready(value: str | Path | Location, write: bool) -> tuple[Location, Engine | None]:
-    """The location and its engine with the schema current, migrating on first use.
-
-    For a reader, a database that does not exist yet (a missing SQLite file, an empty
-    PostgreSQL database) gives ``None``: it holds no runs, and it is not created.
-    """
-    loc = parse_location(value)
-    key = loc.url
-    if key in _READY:
-        return loc, _engine(loc)
-    if not write and loc.sqlite_path is not None and not loc.sqlite_path.exists():
-        return loc, None
-    eng = _engine(loc)
-
-    def check() -> int:
-        with _connection(loc, eng) as conn:
-            return _stored_version(conn, loc)
-
-    found = _retry(loc, check)
-    if found > SCHEMA_VERSION:
-        raise _newer(loc, found)
-    if found == 0 and not write:
-        return loc, None
-    if found < SCHEMA_VERSION:
-        _retry(loc, lambda: _migrate(loc, eng))
-    _READY.add(key)
-    return loc, eng
-
-
-def check(value: str | Path | Location) -> str:
-    """Connect, and bring the schema up to date (creating the database if needed): the check a
-    runner makes before a long run. Returns :func:`describe`; raises :class:`HistoryError`."""
-    loc, _ = _ready(value, write=True)
-    return loc.display
-
-
-def schema_version_of(value: str | Path | Location) -> int:
-    """The schema version stored in a database (0: none yet); does not migrate."""
-    loc = parse_location(value)
-    if loc.sqlite_path is not None and not loc.sqlite_path.exists():
-        return 0
-    eng = _engine(loc)
-
-    def read() -> int:
-        with _connection(loc, eng) as conn:
-            return _stored_version(conn, loc)
-
-    return _retry(loc, read)
-
-
-def _write(value: str | Path | Location, fn: Callable[[Connection], _T]) -> _T:
-    loc, eng = _ready(value, write=True)
-    assert eng is not None
-
-    def attempt() -> _T:
-        with _connection(loc, eng, write=True) as conn, conn.begin():
-            return fn(conn)
-
-    return _retry(loc, attempt)
-
-
-def _read(value: str | Path | Location, stmt: Any) -> list[Any]:
-    loc, eng = _ready(value, write=False)
-    if eng is None:
-        return []
-
-    def attempt() -> list[Any]:
-        with _connection(loc, eng) as conn:
-            return list(conn.execute(stmt))
-
-    return _retry(loc, attempt)
-
+if TYPE_CHECKING:
+    from sqlalchemy import Connection
 
 # --- records ------------------------------------------------------------------------------------
 
@@ -678,7 +172,7 @@ def record_run(
         if file_row is not None:
             conn.execute(insert(t.run_files).values(**file_row))
 
-    _write(db_path, write)
+    history_database.write(db_path, write)
 
 
 def _record(row: Any) -> RunRecord:
@@ -735,7 +229,7 @@ def list_runs(
     stmt = _newest_first(stmt)
     if limit > 0:
         stmt = stmt.limit(limit)
-    return [_record(r) for r in _read(db_path, stmt)]
+    return [_record(r) for r in history_database.read(db_path, stmt)]
 
 
 def get_runs(db_path: str | Path | Location, run_ids: Iterable[str]) -> dict[str, RunRecord]:
@@ -747,7 +241,7 @@ def get_runs(db_path: str | Path | Location, run_ids: Iterable[str]) -> dict[str
     out: dict[str, RunRecord] = {}
     for i in range(0, len(ids), 500):
         stmt = select(runs).where(runs.c.run_id.in_(ids[i : i + 500]))
-        out.update((r.run_id, r) for r in map(_record, _read(db_path, stmt)))
+        out.update((r.run_id, r) for r in map(_record, history_database.read(db_path, stmt)))
     return out
 
 
@@ -774,7 +268,7 @@ def last_runs(
     if exclude_run_id is not None:
         stmt = stmt.where(runs.c.run_id != exclude_run_id)
     stmt = _newest_first(stmt).limit(max(n, 0))
-    return [_record(r) for r in _read(db_path, stmt)]
+    return [_record(r) for r in history_database.read(db_path, stmt)]
 
 
 def metric_series(
@@ -796,7 +290,7 @@ def metric_series(
     if complete_only:
         stmt = stmt.where(runs.c.complete == 1)
     stmt = stmt.order_by(runs.c.started_at.asc(), runs.c.id.asc())
-    return [(r[0], r[1], float(r[2])) for r in _read(db_path, stmt)]
+    return [(r[0], r[1], float(r[2])) for r in history_database.read(db_path, stmt)]
 
 
 def metric_names(db_path: str | Path | Location, fingerprint: str | None = None) -> list[str]:
@@ -809,7 +303,7 @@ def metric_names(db_path: str | Path | Location, fingerprint: str | None = None)
         stmt = stmt.select_from(metrics.join(runs, runs.c.run_id == metrics.c.run_id)).where(
             runs.c.config_fingerprint == fingerprint
         )
-    return [r[0] for r in _read(db_path, stmt.order_by(metrics.c.name))]
+    return [r[0] for r in history_database.read(db_path, stmt.order_by(metrics.c.name))]
 
 
 def load_files(db_path: str | Path | Location, run_id: str) -> RunFiles | None:
@@ -821,7 +315,7 @@ def load_files(db_path: str | Path | Location, run_id: str) -> RunFiles | None:
     stmt = select(run_files.c.result_json, run_files.c.requests_gz).where(
         run_files.c.run_id == run_id
     )
-    rows = _read(db_path, stmt)
+    rows = history_database.read(db_path, stmt)
     if not rows:
         return None
     result_json, requests_gz = rows[0]
@@ -835,7 +329,7 @@ def count_runs(db_path: str | Path | Location) -> int:
     from sqlalchemy import func, select
 
     runs = schema().runs
-    rows = _read(db_path, select(func.count()).select_from(runs))
+    rows = history_database.read(db_path, select(func.count()).select_from(runs))
     return int(rows[0][0]) if rows else 0
 
 
@@ -845,7 +339,7 @@ def explain_baseline_query(db_path: str | Path | Location, fingerprint: str) -> 
     from sqlalchemy import select, text
 
     runs = schema().runs
-    loc, eng = _ready(db_path, write=True)
+    loc, eng = history_database.ready(db_path, write=True)
     assert eng is not None
     stmt = _newest_first(
         select(runs).where(runs.c.config_fingerprint == fingerprint, runs.c.complete == 1)
@@ -854,7 +348,7 @@ def explain_baseline_query(db_path: str | Path | Location, fingerprint: str) -> 
     prefix = "EXPLAIN QUERY PLAN " if loc.sqlite_path is not None else "EXPLAIN "
 
     def attempt() -> str:
-        with _connection(loc, eng) as conn:
+        with history_database.connection(loc, eng) as conn:
             return "\n".join(" ".join(str(c) for c in r) for r in conn.execute(text(prefix + sql)))
 
-    return _retry(loc, attempt)
+    return history_database.retry(loc, attempt)

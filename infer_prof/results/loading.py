@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.results import history
+from infer_prof.results import history, history_database
 from infer_prof.results.schema import RESULT_KIND, ResultFileError, load_result
 from infer_prof.results.store import parse_requests, read_requests, write_file
 
@@ -357,18 +357,19 @@ def run_files_of(result: Mapping[str, Any], result_path: str | Path | None) -> h
 
 
 def record_result(
-    db_path: str | Path | history.Location,
+    db_path: str | Path | history_database.Location,
     result: Mapping[str, Any],
     result_path: str | Path | None,
 ) -> str:
     """Record one result in the history at ``db_path`` (a path or URL, see
-    :func:`infer_prof.results.history.parse_location`); returns its fingerprint.
+    :func:`infer_prof.results.history_database.parse_location`); returns its fingerprint.
 
     Stores the run id, start time, :func:`config_fingerprint`, :func:`history_summary`, model,
     GPU (:func:`gpu_name`), precision, concurrency, workload, labels, the git revision from the
     environment, the result path, whether the run completed, and the result file with its
     per-request records (:func:`run_files_of`). Recording the same run id again replaces it.
-    Raises :class:`infer_prof.results.history.HistoryError` when the history cannot be written.
+    Raises :class:`infer_prof.results.history_database.HistoryError` when the history cannot be
+    written.
     """
     cfg = _as_dict(result.get("config"))
     env = _as_dict(result.get("environment"))
@@ -397,7 +398,7 @@ def record_result(
 
 
 def history_result(
-    db: str | Path | history.Location, run_id: str
+    db: str | Path | history_database.Location, run_id: str
 ) -> tuple[dict[str, Any], list[RequestRecord] | None] | None:
     """A run's result document and per-request records as the history keeps them (records None
     when they were not kept), or None when the history holds no result file for it (not

@@ -16,7 +16,8 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summary_dict
-from infer_prof.core.workloads import Workload, send_offsets, warmup_seconds
+from infer_prof.core.workload_sampling import send_offsets
+from infer_prof.core.workloads import Workload, warmup_seconds
 from infer_prof.loadgen.client import (
     build_chat_request,
     build_completion_request,

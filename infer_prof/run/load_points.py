@@ -12,11 +12,11 @@ from typing import Any
 from infer_prof.catalog.models import ResolvedModel
 from infer_prof.catalog.workloads import WorkloadNotFoundError, expand_suite, load_workload
 from infer_prof.core.distributions import Empirical, Fixed
+from infer_prof.core.workload_fields import WorkloadError
+from infer_prof.core.workload_sampling import sample_requests
 from infer_prof.core.workloads import (
     Arrival,
     Workload,
-    WorkloadError,
-    sample_requests,
 )
 from infer_prof.loadgen.closed_loop import (
     Prompt,

@@ -21,7 +21,7 @@ from infer_prof.loadgen.sessions import SessionPlan
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine
-from infer_prof.results import history
+from infer_prof.results import history_database
 from infer_prof.run.config import ConfigError, RunConfig, check_api, resolve_api, validate
 from infer_prof.run.engine_setup import engine_model_path, make_plan, resolve_gpu
 from infer_prof.run.environment import has_nvidia_gpu
@@ -45,7 +45,7 @@ HISTORY_DB = "history.sqlite"
 def history_location(cfg: RunConfig) -> str | Path:
     """Where a run is recorded: ``--history``, else ``$INFER_PROF_HISTORY``, else
     ``<results dir>/history.sqlite``."""
-    return history.resolve(cfg.history_db, Path(cfg.results_dir) / HISTORY_DB)
+    return history_database.resolve(cfg.history_db, Path(cfg.results_dir) / HISTORY_DB)
 
 
 @dataclass
@@ -82,8 +82,8 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     validate(cfg)
     if cfg.history:
         try:
-            history.parse_location(history_location(cfg))
-        except history.HistoryError as exc:
+            history_database.parse_location(history_location(cfg))
+        except history_database.HistoryError as exc:
             raise ConfigError(str(exc)) from None
     try:
         model = resolve_model(cfg.model)

@@ -28,7 +28,7 @@ from infer_prof.core.warmup import warmup_block
 from infer_prof.core.workloads import Workload
 from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine
-from infer_prof.results import history
+from infer_prof.results import history_database
 from infer_prof.results.loading import record_result
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.results.store import (
@@ -96,8 +96,8 @@ def check_history(cfg: RunConfig, progress: ProgressLine) -> None:
     after an hour of measuring; the run goes on regardless)."""
     if cfg.history:
         try:
-            history.check(history_location(cfg))
-        except history.HistoryError as exc:
+            history_database.check(history_location(cfg))
+        except history_database.HistoryError as exc:
             warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
 
 
@@ -153,7 +153,8 @@ def save_point(
         db = history_location(cfg)
         try:
             record_result(db, result, result_path)
-        except (OSError, history.HistoryError) as exc:  # the result file is written; say so
+        # the result file is written; say so
+        except (OSError, history_database.HistoryError) as exc:
             history_error = str(exc)
             warn(progress, f"warning: not recorded in the history: {exc}")
     return history_error
@@ -220,7 +221,7 @@ def build_result(
             **asdict(cfg),
             "api_key": "***" if cfg.api_key else None,
             # where it was recorded, never with a password
-            "history_db": history.describe(history_location(cfg)) if cfg.history else None,
+            "history_db": history_database.describe(history_location(cfg)) if cfg.history else None,
             # the values this point ran with (the workload's, after command-line overrides)
             "concurrency": a.concurrency if a.mode == "closed" else None,
             "rate": a.rate if a.mode == "open" else None,

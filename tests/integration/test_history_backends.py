@@ -19,6 +19,8 @@ import pytest
 from sqlalchemy import create_engine, insert, inspect
 
 from infer_prof.results import history as h
+from infer_prof.results import history_database as hdb
+from infer_prof.results import history_schema as hs
 from infer_prof.results.loading import config_fingerprint
 from tests import postgres
 from tests.integration import history_writer as writer
@@ -29,7 +31,7 @@ WRITERS, RUNS_EACH = 8, 50
 
 def cli(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> Any:
     """``python -m infer_prof ARGS`` with INFER_PROF_HISTORY and PG* unset unless given."""
-    base = {k: v for k, v in os.environ.items() if k != h.ENV_VAR and not k.startswith("PG")}
+    base = {k: v for k, v in os.environ.items() if k != hdb.ENV_VAR and not k.startswith("PG")}
     return subprocess.run(
         [sys.executable, "-m", "infer_prof", *args],
         capture_output=True,
@@ -61,7 +63,7 @@ def test_eight_writers_at_once_lose_nothing_and_history_7_is_right(
     go = tmp_path / "go"
     files = tmp_path / "files"
     files.mkdir()
-    env = {k: v for k, v in os.environ.items() if k != h.ENV_VAR}
+    env = {k: v for k, v in os.environ.items() if k != hdb.ENV_VAR}
     procs = [
         subprocess.Popen(
             [
@@ -104,7 +106,7 @@ def test_eight_writers_at_once_lose_nothing_and_history_7_is_right(
     assert stored.result_text == (files / "w3-r017.json").read_text()
 
     # what history:N looks up is indexed
-    eng = create_engine(h.parse_location(location).url)
+    eng = create_engine(hdb.parse_location(location).url)
     indexes = {i["name"]: i["column_names"] for i in inspect(eng).get_indexes("runs")}
     eng.dispose()
     assert indexes["runs_fp_time"] == ["config_fingerprint", "started_at"]
@@ -139,7 +141,7 @@ def test_eight_writers_at_once_lose_nothing_and_history_7_is_right(
         "--current",
         str(cur_path),
         "--json",
-        env={h.ENV_VAR: location},
+        env={hdb.ENV_VAR: location},
     )
     assert p.returncode in (0, 1), p.stderr
     out = {m["name"]: m for m in json.loads(p.stdout)["metrics"]}
@@ -150,10 +152,12 @@ def test_eight_writers_at_once_lose_nothing_and_history_7_is_right(
 
 
 def _bump_schema(location: str, version: int) -> None:
-    loc = h.parse_location(location)
+    loc = hdb.parse_location(location)
     eng = create_engine(loc.url)
     with eng.begin() as conn:
-        conn.execute(insert(h.schema().schema_version).values(version=version, applied_at="future"))
+        conn.execute(
+            insert(hs.schema().schema_version).values(version=version, applied_at="future")
+        )
     eng.dispose()
 
 
@@ -163,8 +167,8 @@ def test_a_database_of_a_newer_schema_is_refused(location: str, tmp_path: Path) 
     path.write_text(json.dumps(r))
     p = cli("history", "import", str(path), "--history", location)
     assert p.returncode == 0, p.stderr
-    assert h.schema_version_of(location) == h.SCHEMA_VERSION
-    _bump_schema(location, h.SCHEMA_VERSION + 1)
+    assert hdb.schema_version_of(location) == hs.SCHEMA_VERSION
+    _bump_schema(location, hs.SCHEMA_VERSION + 1)
     for args in (
         ("history", "--history", location),
         ("history", "import", str(path), "--history", location),
@@ -174,10 +178,10 @@ def test_a_database_of_a_newer_schema_is_refused(location: str, tmp_path: Path) 
         p = cli(*args)
         assert p.returncode == 2, (args, p.stdout, p.stderr)
         line = _one_error_line(p.stderr)
-        assert f"schema version {h.SCHEMA_VERSION + 1} is newer" in line
+        assert f"schema version {hs.SCHEMA_VERSION + 1} is newer" in line
         assert "upgrade infer-prof" in line
         assert postgres.PASSWORD not in p.stderr + p.stdout
-    assert h.schema_version_of(location) == h.SCHEMA_VERSION + 1  # nothing was changed
+    assert hdb.schema_version_of(location) == hs.SCHEMA_VERSION + 1  # nothing was changed
 
 
 def test_import_is_idempotent_and_export_writes_the_files_back(
@@ -266,7 +270,7 @@ def test_connection_problems_are_one_line_and_exit_2(
         check(name, "regress", "--baseline", "history:7", "--history", url, "--current", str(r))
         check(name, "report", "history:1", "--history", url, "-o", str(tmp_path / "r.html"))
     # the same URL in the environment instead of --history
-    p = cli("history", env={h.ENV_VAR: cases["wrong password"][0]})
+    p = cli("history", env={hdb.ENV_VAR: cases["wrong password"][0]})
     assert p.returncode == 2 and "password authentication failed" in _one_error_line(p.stderr)
 
 
@@ -306,7 +310,7 @@ def test_a_fleet_records_into_postgres_and_the_gate_reads_it_after_the_runners_a
     server = start_synthetic(20.0, 20.0, 16)
     try:  # two "runners": one names the database with --history, one in the environment
         first = _run(server.url, tmp_path / "runner1", "--history", pg_url)
-        second = _run(server.url, tmp_path / "runner2", env={h.ENV_VAR: pg_url})
+        second = _run(server.url, tmp_path / "runner2", env={hdb.ENV_VAR: pg_url})
     finally:
         server.stop()
     assert first.returncode == 0, first.stderr
@@ -320,7 +324,7 @@ def test_a_fleet_records_into_postgres_and_the_gate_reads_it_after_the_runners_a
     for p in (first, second):
         assert postgres.PASSWORD not in p.stdout + p.stderr
     [r1] = [json.loads(v) for n, v in written.items() if n.endswith(".json")][:1]
-    assert r1["config"]["history_db"] == h.describe(pg_url) and "***" in h.describe(pg_url)
+    assert r1["config"]["history_db"] == hdb.describe(pg_url) and "***" in hdb.describe(pg_url)
 
     listed = cli("history", "--history", pg_url, "--json")
     assert listed.returncode == 0, listed.stderr

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from infer_prof.cli import app
 from infer_prof.core.api_tokens import api_block
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.workloads import Workload, WorkloadError
+from infer_prof.core.workload_fields import WorkloadError
+from infer_prof.core.workloads import Workload
 from infer_prof.loadgen.client import (
     Endpoint,
     build_chat_request,

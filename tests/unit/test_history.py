@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from infer_prof.results import history as h
+from infer_prof.results import history_database as hdb
+from infer_prof.results import history_schema as hs
 
 
 def summary(ttft_p99: float | None = 40.0, tput: float = 1000.0) -> dict[str, Any]:
@@ -212,20 +214,20 @@ def test_a_version_1_sqlite_file_is_read_and_migrated_in_place(tmp_path: Path) -
     db = tmp_path / "history.sqlite"
     with sqlite3.connect(db) as conn:
         conn.executescript(V1_SCHEMA)
-    assert h.schema_version_of(db) == 1
+    assert hdb.schema_version_of(db) == 1
     [old] = h.list_runs(db)  # the first use migrates it
     assert old.run_id == "old" and old.labels == {"host": "box0"}
-    assert h.schema_version_of(db) == h.SCHEMA_VERSION
+    assert hdb.schema_version_of(db) == hs.SCHEMA_VERSION
     record(db, "new", "2024-05-01T02:00:00Z", files=h.RunFiles('{"a": 1}\n', b"x\n"))
-    assert h.schema_version_of(db) == h.SCHEMA_VERSION
+    assert hdb.schema_version_of(db) == hs.SCHEMA_VERSION
     assert [r.run_id for r in h.last_runs(db, "fp-a", 7)] == ["new", "old"]
     assert [v for _, _, v in h.metric_series(db, "fp-a", "output_throughput")] == [900.0, 1000.0]
     assert h.load_files(db, "new") == h.RunFiles('{"a": 1}\n', b"x\n")
     assert h.load_files(db, "old") is None  # recorded before files were kept
     with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA user_version").fetchone()[0] == h.SCHEMA_VERSION
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == hs.SCHEMA_VERSION
         versions = [v for (v,) in conn.execute("SELECT version FROM schema_version ORDER BY 1")]
-        assert versions == list(range(1, h.SCHEMA_VERSION + 1))
+        assert versions == list(range(1, hs.SCHEMA_VERSION + 1))
         plan = " ".join(
             str(r[-1])
             for r in conn.execute(
@@ -241,12 +243,12 @@ def test_a_newer_sqlite_schema_is_refused_in_one_line(tmp_path: Path) -> None:
     db = tmp_path / "future.sqlite"
     with sqlite3.connect(db) as conn:
         conn.execute("CREATE TABLE schema_version (version INTEGER PRIMARY KEY, applied_at TEXT)")
-        conn.execute("INSERT INTO schema_version VALUES (?, 'later')", (h.SCHEMA_VERSION + 1,))
+        conn.execute("INSERT INTO schema_version VALUES (?, 'later')", (hs.SCHEMA_VERSION + 1,))
     for call in (lambda: h.list_runs(db), lambda: record(db, "r", "2024-05-01T02:00:00Z")):
-        with pytest.raises(h.HistoryError) as exc:
+        with pytest.raises(hdb.HistoryError) as exc:
             call()
         msg = str(exc.value)
-        assert "\n" not in msg and f"schema version {h.SCHEMA_VERSION + 1} is newer" in msg
+        assert "\n" not in msg and f"schema version {hs.SCHEMA_VERSION + 1} is newer" in msg
     with sqlite3.connect(db) as conn:
         assert conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()[0] == 1  # untouched
 
@@ -254,31 +256,31 @@ def test_a_newer_sqlite_schema_is_refused_in_one_line(tmp_path: Path) -> None:
 def test_locations_urls_and_the_environment(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    assert h.parse_location(f"sqlite:///{tmp_path}/a.sqlite").sqlite_path == tmp_path / "a.sqlite"
-    assert h.parse_location("sqlite:///rel/h.sqlite").sqlite_path == Path("rel/h.sqlite")
-    assert h.parse_location("results/h.sqlite").sqlite_path == Path("results/h.sqlite")
-    pg = h.parse_location("postgresql://ci:s3cret@db.example:5433/perf")
+    assert hdb.parse_location(f"sqlite:///{tmp_path}/a.sqlite").sqlite_path == tmp_path / "a.sqlite"
+    assert hdb.parse_location("sqlite:///rel/h.sqlite").sqlite_path == Path("rel/h.sqlite")
+    assert hdb.parse_location("results/h.sqlite").sqlite_path == Path("results/h.sqlite")
+    pg = hdb.parse_location("postgresql://ci:s3cret@db.example:5433/perf")
     assert pg.sqlite_path is None
     assert pg.url == "postgresql+psycopg://ci:s3cret@db.example:5433/perf"  # psycopg 3, always
-    assert h.describe(pg) == "postgresql://ci:***@db.example:5433/perf"
-    assert h.describe("postgres://ci@db/perf") == "postgresql://ci@db/perf"
+    assert hdb.describe(pg) == "postgresql://ci:***@db.example:5433/perf"
+    assert hdb.describe("postgres://ci@db/perf") == "postgresql://ci@db/perf"
     for bad in ("mysql://u:s3cret@h/db", "sqlite://", "postgresql://u:s3cret@h:port/db", " "):
-        with pytest.raises(h.HistoryError) as exc:
-            h.parse_location(bad)
+        with pytest.raises(hdb.HistoryError) as exc:
+            hdb.parse_location(bad)
         assert "s3cret" not in str(exc.value) and "postgresql://USER@HOST" in str(exc.value)
 
-    monkeypatch.delenv(h.ENV_VAR, raising=False)
-    assert h.resolve(None) == h.DEFAULT_LOCATION
-    monkeypatch.setenv(h.ENV_VAR, "postgresql://ci@db/perf")
-    assert h.resolve(None) == "postgresql://ci@db/perf"
-    assert h.resolve("x.sqlite") == "x.sqlite"  # the option wins
+    monkeypatch.delenv(hdb.ENV_VAR, raising=False)
+    assert hdb.resolve(None) == hdb.DEFAULT_LOCATION
+    monkeypatch.setenv(hdb.ENV_VAR, "postgresql://ci@db/perf")
+    assert hdb.resolve(None) == "postgresql://ci@db/perf"
+    assert hdb.resolve("x.sqlite") == "x.sqlite"  # the option wins
 
 
 def test_an_unusable_sqlite_location_is_a_history_error(tmp_path: Path) -> None:
     (tmp_path / "a_file").write_text("")
-    with pytest.raises(h.HistoryError, match="cannot open the SQLite database"):
+    with pytest.raises(hdb.HistoryError, match="cannot open the SQLite database"):
         record(tmp_path / "a_file" / "h.sqlite", "r", "2024-05-01T02:00:00Z")
     junk = tmp_path / "junk.sqlite"
     junk.write_bytes(b"this is not a database" * 100)
-    with pytest.raises(h.HistoryError, match="not a database"):
+    with pytest.raises(hdb.HistoryError, match="not a database"):
         h.list_runs(junk)

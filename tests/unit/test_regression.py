@@ -12,6 +12,7 @@ import random
 import pytest
 
 from infer_prof.core import regression as r
+from infer_prof.core import significance as sig
 
 
 def lognormal_ms(rng: random.Random, n: int, scale: float) -> list[float]:
@@ -55,7 +56,7 @@ def test_percent_change() -> None:
 
 def test_mann_whitney_no_ties() -> None:
     # U_x = 0, U_y = 9, mu = 4.5, var = 9/12 * 7 = 5.25, z = (9 - 4.5 - 0.5) / sqrt(5.25)
-    u, p = r.mann_whitney_u([1, 2, 3], [4, 5, 6])
+    u, p = sig.mann_whitney_u([1, 2, 3], [4, 5, 6])
     assert u == 0.0
     z = 4.0 / math.sqrt(5.25)
     assert p == pytest.approx(math.erfc(z / math.sqrt(2)))
@@ -66,26 +67,26 @@ def test_mann_whitney_ties() -> None:
     # pooled 1,2,2,2,3,3 -> ranks 1,3,3,3,5.5,5.5; R_x = 7, U_x = 1, U_y = 8
     # tie term 3^3-3 + 2^3-2 = 30; var = 9/12 * (7 - 30/30) = 4.5
     # z = (8 - 4.5 - 0.5) / sqrt(4.5) = sqrt 2
-    u, p = r.mann_whitney_u([1, 2, 2], [2, 3, 3])
+    u, p = sig.mann_whitney_u([1, 2, 2], [2, 3, 3])
     assert u == 1.0
     assert p == pytest.approx(math.erfc(1.0))
     assert p == pytest.approx(0.15729920705028502)  # scipy
 
 
 def test_mann_whitney_all_equal() -> None:
-    assert r.mann_whitney_u([5, 5], [5, 5, 5]) == (3.0, 1.0)
+    assert sig.mann_whitney_u([5, 5], [5, 5, 5]) == (3.0, 1.0)
 
 
 def test_t_distribution() -> None:
-    assert r.t_two_sided_p(2.0, 10) == pytest.approx(0.07338803477074037, rel=1e-9)  # scipy
-    assert r.t_two_sided_p(0.0, 7) == pytest.approx(1.0)
-    assert r.t_quantile(0.975, 10) == pytest.approx(2.228138851986274, rel=1e-9)  # scipy
-    assert r.t_quantile(0.025, 4.5) == pytest.approx(-2.658912347204404, rel=1e-9)  # scipy
+    assert sig.t_two_sided_p(2.0, 10) == pytest.approx(0.07338803477074037, rel=1e-9)  # scipy
+    assert sig.t_two_sided_p(0.0, 7) == pytest.approx(1.0)
+    assert sig.t_quantile(0.975, 10) == pytest.approx(2.228138851986274, rel=1e-9)  # scipy
+    assert sig.t_quantile(0.025, 4.5) == pytest.approx(-2.658912347204404, rel=1e-9)  # scipy
 
 
 def test_welch_t_test() -> None:
     # means 2.5 and 4.5, variances 5/3 each: se = sqrt(5/6), t = 2 / se, df = 6 exactly
-    t, df, p = r.welch_t_test([1, 2, 3, 4], [3, 4, 5, 6])
+    t, df, p = sig.welch_t_test([1, 2, 3, 4], [3, 4, 5, 6])
     assert t == pytest.approx(2.0 / math.sqrt(5.0 / 6.0))
     assert df == pytest.approx(6.0)
     assert p == pytest.approx(0.07098765432098758, rel=1e-9)  # scipy
@@ -148,7 +149,7 @@ def test_same_distribution_false_positive_rate_is_sane() -> None:
     hits = 0
     for seed in range(200):
         rng = random.Random(1000 + seed)
-        _, p = r.mann_whitney_u(lognormal_ms(rng, 200, 1.0), lognormal_ms(rng, 200, 1.0))
+        _, p = sig.mann_whitney_u(lognormal_ms(rng, 200, 1.0), lognormal_ms(rng, 200, 1.0))
         hits += p < 0.05
     assert 2 <= hits <= 20
 
@@ -241,7 +242,7 @@ def test_one_current_run_against_history() -> None:
     steady = [1000.0, 1010.0, 990.0, 1005.0, 995.0]  # mean 1000, s = sqrt(62.5)
     m = r.compare_runs("output_throughput", steady, [930.0])
     t = -70.0 / (math.sqrt(62.5) * math.sqrt(1.2))
-    assert m.p_value == pytest.approx(r.t_two_sided_p(t, 4))
+    assert m.p_value == pytest.approx(sig.t_two_sided_p(t, 4))
     assert m.significant and m.regression
     noisy = r.compare_runs("output_throughput", [1000.0, 1100.0, 900.0], [940.0])
     assert noisy.crosses_threshold and noisy.significant is False and not noisy.regression

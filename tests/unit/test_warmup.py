@@ -9,7 +9,8 @@ from infer_prof.cli.common import parse_warmup
 from infer_prof.core.distributions import Fixed
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.warmup import first_wave, warmup_block
-from infer_prof.core.workloads import Arrival, Workload, WorkloadError, warmup_seconds
+from infer_prof.core.workload_fields import WorkloadError
+from infer_prof.core.workloads import Arrival, Workload, warmup_seconds
 from infer_prof.loadgen.closed_loop import WarmupGate
 from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.run.load_points import build_specs, continuous_warmup, warmup_pool_size

@@ -18,13 +18,12 @@ from infer_prof.catalog.workloads import (
     repo_workloads_dir,
 )
 from infer_prof.core.distributions import Fixed, LogNormal, Uniform
+from infer_prof.core.workload_fields import WorkloadError
+from infer_prof.core.workload_sampling import sample_requests, send_offsets
 from infer_prof.core.workloads import (
     Arrival,
     SharedPrefix,
     Workload,
-    WorkloadError,
-    sample_requests,
-    send_offsets,
 )
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,120 @@
+"""The history database's tables and migrations (SQLAlchemy Core), shared by SQLite and PostgreSQL::
+
+    schema_version(version PK, applied_at)   -- one row per applied migration
+    runs(id, run_id UNIQUE, started_at, config_fingerprint, model, gpu, precision, concurrency,
+         workload, labels_json, git_rev, result_path, summary_json, complete)
+         index runs_fp_time(config_fingerprint, started_at): what ``history:N`` looks up
+    metrics(run_id, name, value)          -- one row per numeric leaf of the summary
+    run_labels(run_id, key, value)        -- labels, one row each, for exact filtering
+    run_files(run_id, result_json, requests_gz)  -- the result file's text and its gzipped
+                                                    per-request records (schema 2), so that a
+                                                    run can be exported after its runner is gone
+
+Version 1 is the SQLite layout of earlier infer-prof releases (``PRAGMA user_version = 1``, no
+``schema_version`` table); :data:`SCHEMA_VERSION` is the version this release writes. Applying the
+migrations (under a lock) is :mod:`infer_prof.results.history_database`'s job.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # SQLAlchemy is imported on first use: a command without history starts faster
+    from sqlalchemy import Connection
+
+SCHEMA_VERSION = 2
+
+
+@functools.cache
+def schema() -> SimpleNamespace:
+    """The tables (SQLAlchemy Core: ``schema().runs`` etc.) and the migrations
+    (``schema().migrations[v]`` brings a database from version v - 1 to v), built on first use."""
+    from sqlalchemy import (
+        Column,
+        Float,
+        ForeignKey,
+        Index,
+        Integer,
+        LargeBinary,
+        MetaData,
+        Table,
+        Text,
+    )
+
+    metadata = MetaData()
+    schema_version = Table(
+        "schema_version",
+        metadata,
+        Column("version", Integer, primary_key=True, autoincrement=False),
+        Column("applied_at", Text, nullable=False),
+    )
+    runs = Table(
+        "runs",
+        metadata,
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("run_id", Text, nullable=False, unique=True),
+        Column("started_at", Text, nullable=False),
+        Column("config_fingerprint", Text, nullable=False),
+        Column("model", Text),
+        Column("gpu", Text),
+        Column("precision", Text),
+        Column("concurrency", Integer),
+        Column("workload", Text),
+        Column("labels_json", Text, nullable=False, server_default="{}"),
+        Column("git_rev", Text),
+        Column("result_path", Text),
+        Column("summary_json", Text, nullable=False),
+        Column("complete", Integer, nullable=False),
+        Index("runs_fp_time", "config_fingerprint", "started_at"),
+        Index("runs_model", "model"),
+        sqlite_autoincrement=True,
+    )
+    fk = ForeignKey("runs.run_id", ondelete="CASCADE")
+    metrics = Table(
+        "metrics",
+        metadata,
+        Column("run_id", Text, fk, primary_key=True),
+        Column("name", Text, primary_key=True),
+        Column("value", Float, nullable=False),
+        Index("metrics_name", "name", "run_id"),
+    )
+    run_labels = Table(
+        "run_labels",
+        metadata,
+        Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+        Column("key", Text, primary_key=True),
+        Column("value", Text, nullable=False),
+        Index("run_labels_kv", "key", "value"),
+    )
+    run_files = Table(
+        "run_files",
+        metadata,
+        Column("run_id", Text, ForeignKey("runs.run_id", ondelete="CASCADE"), primary_key=True),
+        Column("result_json", Text, nullable=False),
+        Column("requests_gz", LargeBinary),
+    )
+
+    def migration_1(conn: Connection) -> None:
+        """The original layout: runs, metrics, run_labels and their indexes."""
+        for table in (runs, metrics, run_labels):
+            table.create(conn, checkfirst=True)
+
+    def migration_2(conn: Connection) -> None:
+        """Keep each run's result file and per-request records (export, gating on a fleet)."""
+        run_files.create(conn, checkfirst=True)
+
+    # migrations[v] brings a database from version v - 1 to version v.
+    migrations: dict[int, Callable[[Connection], None]] = {1: migration_1, 2: migration_2}
+    assert sorted(migrations) == list(range(1, SCHEMA_VERSION + 1))
+    return SimpleNamespace(
+        metadata=metadata,
+        schema_version=schema_version,
+        runs=runs,
+        metrics=metrics,
+        run_labels=run_labels,
+        run_files=run_files,
+        migrations=migrations,
+    )
