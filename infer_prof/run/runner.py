@@ -27,7 +27,7 @@ from infer_prof.core.metrics import (
     send_bunching,
     summarize_run,
 )
-from infer_prof.core.planner import Plan
+from infer_prof.core.plan_result import Plan
 from infer_prof.core.slo import Slo, SloError, evaluate_slos, parse_slos, slos_from_mapping
 from infer_prof.core.stats import summary_dict
 from infer_prof.core.sweep import find_knee, find_max_float, find_max_int
