@@ -10,13 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.loadgen.client import (
-    Endpoint,
-    ReadStats,
-    StreamConnection,
-    resolve,
-    stream_request,
-)
+from infer_prof.loadgen.client import stream_request
+from infer_prof.loadgen.client_health import ReadStats
+from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
 from infer_prof.loadgen.pacing import SendPacer, per_turn_for
 
 #: A request's prompt: token IDs, text, or chat messages (a dataset's, for the chat API).

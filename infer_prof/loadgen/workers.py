@@ -25,7 +25,7 @@ merged window is not stretched by a slow starter.
 Health, per worker (:class:`WorkerHealth`): CPU time used during the measured phase
 (``resource.getrusage``, user + system) and its share of the wall time, event-loop lag (how
 late a 10 ms sleep wakes), and read lag (how long received data waited before it was read; see
-:class:`~infer_prof.loadgen.client.ReadStats`).
+:class:`~infer_prof.loadgen.client_health.ReadStats`).
 
 Processes are forked (the request builder and the specs are inherited, not pickled): call
 :func:`run_in_workers` from a thread with no running event loop, before starting threads that
@@ -50,7 +50,7 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summary_dict
-from infer_prof.loadgen.client import Endpoint, gc_paused, loop_lag_probe, reader_in_use
+from infer_prof.loadgen.client_health import gc_paused, loop_lag_probe
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -59,7 +59,9 @@ from infer_prof.loadgen.closed_loop import (
     WarmupGate,
     run_closed_loop,
 )
+from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
+from infer_prof.loadgen.stamped_reader import reader_in_use
 
 START_LEAD_S = 0.05
 #: Token events per second one worker process is given by :func:`choose_processes`, by reader

@@ -38,15 +38,7 @@ from infer_prof.core.workloads import (
     send_offsets,
     warmup_seconds,
 )
-from infer_prof.loadgen.client import (
-    Endpoint,
-    build_chat_request,
-    build_completion_request,
-    chat_messages,
-    gc_paused,
-    loop_lag_probe,
-    reader_in_use,
-)
+from infer_prof.loadgen.client_health import gc_paused, loop_lag_probe
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -55,9 +47,16 @@ from infer_prof.loadgen.closed_loop import (
     run_closed_loop,
 )
 from infer_prof.loadgen.datasets import Dataset
+from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
+from infer_prof.loadgen.openai_requests import (
+    build_chat_request,
+    build_completion_request,
+    chat_messages,
+)
 from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.loadgen.sessions import SessionPlan, SessionRun
+from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health

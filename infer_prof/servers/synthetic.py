@@ -46,7 +46,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from infer_prof.loadgen.client import _CMSG_SPACE, SO_TIMESTAMPNS, kernel_arrival_ns, no_pacing
+from infer_prof.loadgen.endpoint import no_pacing
+from infer_prof.loadgen.stamped_reader import _CMSG_SPACE, SO_TIMESTAMPNS, kernel_arrival_ns
 
 MODEL_NAME = "synthetic"
 
