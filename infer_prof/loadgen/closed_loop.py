@@ -72,7 +72,7 @@ class WarmupGate:
     - ``"duration"``: ``seconds`` have passed since the first warm-up send;
     - ``"pool_exhausted"``: the warm-up specs ran out first (recorded; see the result).
 
-    One process's gate; :class:`~infer_prof.loadgen.workers.SharedWarmupGate` spans workers.
+    One process's gate; :class:`~infer_prof.loadgen.worker_shared.SharedWarmupGate` spans workers.
     """
 
     def __init__(self, streams: int, seconds: float | None = None) -> None:

@@ -59,7 +59,8 @@ from infer_prof.loadgen.sessions import SessionPlan, SessionRun
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
-from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
+from infer_prof.loadgen.worker_shared import WorkerHealth, WorkerJob
+from infer_prof.loadgen.workers import WorkerPool, merge_health
 from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results import history
 from infer_prof.results.loading import record_result
