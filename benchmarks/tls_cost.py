@@ -21,7 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from infer_prof.loadgen.client import Endpoint, StreamConnection, resolve
+from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
 from infer_prof.loadgen.tls import TlsSession, TlsSettings, client_context
 from infer_prof.run.calibrate import drive, start_synthetic
 from infer_prof.servers.certs import CertFiles, make_certs

@@ -20,7 +20,9 @@ from rich.table import Table
 from infer_prof.catalog.gpus import DetectedGpu, catalog, detect_gpus, find_gpu
 from infer_prof.core.gpus import GIB, GpuSpec
 from infer_prof.core.models import ModelSpec
-from infer_prof.core.planner import PRECISION_LABELS, Plan, PlanError, plan
+from infer_prof.core.plan_result import Plan
+from infer_prof.core.planner import plan
+from infer_prof.core.precisions import PRECISION_LABELS, PlanError
 
 _UNITS = {
     "": 1, "b": 1,

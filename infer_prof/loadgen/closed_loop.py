@@ -10,13 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.loadgen.client import (
-    Endpoint,
-    ReadStats,
-    StreamConnection,
-    resolve,
-    stream_request,
-)
+from infer_prof.loadgen.client import stream_request
+from infer_prof.loadgen.client_health import ReadStats
+from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
 from infer_prof.loadgen.pacing import SendPacer, per_turn_for
 
 #: A request's prompt: token IDs, text, or chat messages (a dataset's, for the chat API).
@@ -76,7 +72,7 @@ class WarmupGate:
     - ``"duration"``: ``seconds`` have passed since the first warm-up send;
     - ``"pool_exhausted"``: the warm-up specs ran out first (recorded; see the result).
 
-    One process's gate; :class:`~infer_prof.loadgen.workers.SharedWarmupGate` spans workers.
+    One process's gate; :class:`~infer_prof.loadgen.worker_shared.SharedWarmupGate` spans workers.
     """
 
     def __init__(self, streams: int, seconds: float | None = None) -> None:

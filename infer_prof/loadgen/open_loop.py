@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.loadgen.client import Endpoint, StreamConnection, resolve, stream_request
+from infer_prof.loadgen.client import stream_request
 from infer_prof.loadgen.closed_loop import (
     LiveCounters,
     RequestBuilder,
@@ -37,6 +37,7 @@ from infer_prof.loadgen.closed_loop import (
     account,
     new_record,
 )
+from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
 
 #: Seconds between the end of warm-up and t0 when no start gate is given: room to create the
 #: dispatcher and the first timers, so that request 0 is not late by construction.

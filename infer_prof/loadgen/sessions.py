@@ -43,7 +43,6 @@ from typing import Any
 from infer_prof.core.distributions import LengthDistribution
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.sessions import SessionSettings, by_turn, prefix_cache
-from infer_prof.loadgen.client import Endpoint, StreamConnection, resolve
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -53,6 +52,7 @@ from infer_prof.loadgen.closed_loop import (
     _stream_one,
 )
 from infer_prof.loadgen.datasets import DatasetError, file_sha256
+from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
 from infer_prof.loadgen.pacing import SendPacer
 from infer_prof.loadgen.prompts import TokenPool, make_prompt
 from infer_prof.loadgen.text_prompts import TextPromptMaker

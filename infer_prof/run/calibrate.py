@@ -29,19 +29,18 @@ from infer_prof.core.accuracy import (
 )
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summarize
-from infer_prof.loadgen.client import (
-    Endpoint,
-    build_completion_request,
-    gc_paused,
-    reader_in_use,
-)
+from infer_prof.loadgen.client_health import gc_paused
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
     RequestSpec,
     run_closed_loop,
 )
-from infer_prof.loadgen.workers import WorkerJob, choose_processes, merge_health, run_in_workers
+from infer_prof.loadgen.endpoint import Endpoint
+from infer_prof.loadgen.openai_requests import build_completion_request
+from infer_prof.loadgen.stamped_reader import reader_in_use
+from infer_prof.loadgen.worker_shared import WorkerJob
+from infer_prof.loadgen.workers import choose_processes, merge_health, run_in_workers
 from infer_prof.servers.http_get import get_json, http_get
 from infer_prof.servers.vllm_server import die_with_parent
 

@@ -112,7 +112,7 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"--warmup-requests must be 0 or more, got {cfg.warmup_requests}")
     if cfg.endpoint is not None:
         try:
-            from infer_prof.loadgen.client import Endpoint  # not at import: keeps --help fast
+            from infer_prof.loadgen.endpoint import Endpoint  # not at import: keeps --help fast
 
             Endpoint.from_url(cfg.endpoint, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure)
         except ValueError as exc:

@@ -13,7 +13,8 @@ from dataclasses import dataclass
 
 from infer_prof.catalog.gpus import DetectedGpu, catalog
 from infer_prof.catalog.models import TINY_LLAMA, registry
-from infer_prof.core.planner import PlanError, plan
+from infer_prof.core.planner import plan
+from infer_prof.core.precisions import PlanError
 
 GPU_DEFAULT_MODEL = "llama-2-7b"
 GPU_DEFAULT_CONCURRENCY = 128

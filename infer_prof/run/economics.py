@@ -12,8 +12,8 @@ from typing import Any
 
 from infer_prof.catalog.prices import PriceError, load_prices, select_price
 from infer_prof.core.gpus import GpuSpec
+from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
 from infer_prof.core.models import ModelSpec
-from infer_prof.core.planner import kv_bytes_per_token, weight_bytes
 from infer_prof.core.prices import (
     break_even_hours,
     cost_per_million_output_tokens,

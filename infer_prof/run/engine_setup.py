@@ -15,14 +15,14 @@ from infer_prof.catalog.gpus import DetectedGpu, detect_gpus, find_gpu
 from infer_prof.catalog.gpus import catalog as gpu_catalog
 from infer_prof.catalog.models import ResolvedModel, alias_config_dir
 from infer_prof.core.gpus import GIB, GpuSpec
-from infer_prof.core.planner import (
+from infer_prof.core.plan_result import Plan
+from infer_prof.core.planner import plan
+from infer_prof.core.precisions import (
     BNB_DUMMY_NOTE,
     FP8_KV_CPU_NOTE,
     EngineCaps,
-    Plan,
     PlanError,
     normalize_precision,
-    plan,
 )
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.environment import installed_vllm_version

@@ -18,14 +18,7 @@ from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summary_dict
 from infer_prof.core.workload_sampling import send_offsets
 from infer_prof.core.workloads import Workload, warmup_seconds
-from infer_prof.loadgen.client import (
-    build_chat_request,
-    build_completion_request,
-    chat_messages,
-    gc_paused,
-    loop_lag_probe,
-    reader_in_use,
-)
+from infer_prof.loadgen.client_health import gc_paused, loop_lag_probe
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -34,7 +27,13 @@ from infer_prof.loadgen.closed_loop import (
     run_closed_loop,
 )
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
+from infer_prof.loadgen.openai_requests import (
+    build_chat_request,
+    build_completion_request,
+    chat_messages,
+)
 from infer_prof.loadgen.sessions import SessionRun
+from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerJob
 from infer_prof.report.progress import ProgressLine

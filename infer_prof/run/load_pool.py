@@ -12,8 +12,8 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.workloads import Workload
-from infer_prof.loadgen.client import reader_in_use
 from infer_prof.loadgen.closed_loop import LiveCounters
+from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.report.progress import ProgressLine
 from infer_prof.run.record import record_health, relabel_server_died

@@ -27,7 +27,7 @@ from infer_prof.core.duration import (
 )
 from infer_prof.core.gpus import GpuSpec
 from infer_prof.core.models import ModelSpec
-from infer_prof.core.planner import Plan
+from infer_prof.core.plan_result import Plan
 from infer_prof.core.weights import WeightDecision
 from infer_prof.core.workloads import Workload, warmup_seconds
 from infer_prof.run.config import ConfigError, RunConfig

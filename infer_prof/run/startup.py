@@ -16,8 +16,8 @@ from infer_prof.catalog.models import ResolvedModel
 from infer_prof.core.gpus import GpuSpec
 from infer_prof.core.planner import Plan
 from infer_prof.core.slo import Slo
-from infer_prof.loadgen.client import Endpoint
 from infer_prof.loadgen.datasets import Dataset
+from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.loadgen.sessions import SessionPlan
 from infer_prof.loadgen.text_prompts import TextPromptMaker

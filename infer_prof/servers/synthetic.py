@@ -47,7 +47,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from infer_prof.loadgen.client import SO_TIMESTAMPNS, no_pacing
+from infer_prof.loadgen.endpoint import no_pacing
+from infer_prof.loadgen.stamped_reader import SO_TIMESTAMPNS
 from infer_prof.servers.synthetic_conn import Conn
 
 MODEL_NAME = "synthetic"

@@ -13,7 +13,7 @@ import ssl
 import time
 from typing import TYPE_CHECKING, Any
 
-from infer_prof.loadgen.client import _CMSG_SPACE, kernel_arrival_ns
+from infer_prof.loadgen.stamped_reader import _CMSG_SPACE, kernel_arrival_ns
 
 if TYPE_CHECKING:  # annotations only: the server module imports this one
     from infer_prof.servers.synthetic import Stream, SyntheticServer

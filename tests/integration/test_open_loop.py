@@ -7,9 +7,10 @@ import pytest
 
 from infer_prof.core.arrivals import ArrivalProcess
 from infer_prof.core.metrics import queue_ns, summarize_run
-from infer_prof.loadgen.client import Endpoint, build_completion_request
 from infer_prof.loadgen.closed_loop import LiveCounters, RequestSpec
+from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
+from infer_prof.loadgen.openai_requests import build_completion_request
 
 pytestmark = pytest.mark.integration
 

@@ -18,15 +18,10 @@ from pathlib import Path
 import pytest
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.loadgen import client
-from infer_prof.loadgen.client import (
-    Endpoint,
-    StreamConnection,
-    build_chat_request,
-    chat_messages,
-    resolve,
-    stream_request,
-)
+from infer_prof.loadgen import stamped_reader
+from infer_prof.loadgen.client import stream_request
+from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
+from infer_prof.loadgen.openai_requests import build_chat_request, chat_messages
 
 STREAMS = Path(__file__).parent.parent / "fixtures" / "streams"
 EXPECTED = {
@@ -39,7 +34,8 @@ SLACK_NS = 300_000  # clock-conversion jitter allowed before a write's start
 @pytest.fixture(autouse=True, params=["c", "python"])
 def reader(request, monkeypatch):
     if request.param == "c":
-        assert client.READER == "c", "the C reader was not built (infer_prof/loadgen/_stamped.c)"
+        assert stamped_reader.READER == "c", (
+            "the C reader was not built (infer_prof/loadgen/_stamped.c)")
     monkeypatch.setenv("INFER_PROF_READER", request.param)
     return request.param
 
@@ -145,7 +141,7 @@ def test_the_fast_path_never_misreads_another_servers_chunk(name):
     writes = writes_of((STREAMS / name).read_bytes())[1:]
     taken = 0
     for w in writes:
-        want = {c_match(w), client.match_token_chunk_py(w)}
+        want = {c_match(w), stamped_reader.match_token_chunk_py(w)}
         assert len(want) == 1, w
         got = want.pop()
         if got == -1:

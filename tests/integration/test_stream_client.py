@@ -15,15 +15,11 @@ import time
 import pytest
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.loadgen import client
-from infer_prof.loadgen.client import (
-    Endpoint,
-    ReadStats,
-    StreamConnection,
-    build_completion_request,
-    resolve,
-    stream_request,
-)
+from infer_prof.loadgen import stamped_reader
+from infer_prof.loadgen.client import stream_request
+from infer_prof.loadgen.client_health import ReadStats
+from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
+from infer_prof.loadgen.openai_requests import build_completion_request
 from infer_prof.loadgen.pacing import SendPacer
 
 
@@ -31,7 +27,8 @@ from infer_prof.loadgen.pacing import SendPacer
 def reader(request, monkeypatch):
     """Every test here runs with the compiled reader and with its pure-Python twin."""
     if request.param == "c":
-        assert client.READER == "c", "the C reader was not built (infer_prof/loadgen/_stamped.c)"
+        assert stamped_reader.READER == "c", (
+            "the C reader was not built (infer_prof/loadgen/_stamped.c)")
     monkeypatch.setenv("INFER_PROF_READER", request.param)
     return request.param
 

@@ -20,14 +20,10 @@ from pathlib import Path
 import pytest
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.loadgen import client
-from infer_prof.loadgen.client import (
-    Endpoint,
-    StreamConnection,
-    build_completion_request,
-    resolve,
-    stream_request,
-)
+from infer_prof.loadgen import stamped_reader
+from infer_prof.loadgen.client import stream_request
+from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
+from infer_prof.loadgen.openai_requests import build_completion_request
 from infer_prof.loadgen.tls import TlsSettings
 from infer_prof.run.calibrate import start_synthetic
 from infer_prof.servers.certs import CertFiles, make_certs
@@ -177,7 +173,7 @@ def test_c_and_python_readers_agree_over_tls_and_with_plain_http(certs, monkeypa
     got = {}
     for impl in ("c", "python"):
         if impl == "c":
-            assert client.READER == "c", "the C reader was not built"
+            assert stamped_reader.READER == "c", "the C reader was not built"
         monkeypatch.setenv("INFER_PROF_READER", impl)
         got[impl] = asyncio.run(tls_requests(certs, full_stream(8, compact=compact), n=2))
     for impl, (first, second) in got.items():
@@ -360,7 +356,7 @@ def test_finished_tls_requests_leave_no_reference_cycles(certs, monkeypatch, imp
     tie a request's objects into a cycle that only the paused garbage collector could free."""
     import gc
 
-    from infer_prof.loadgen.client import ReadStats
+    from infer_prof.loadgen.client_health import ReadStats
     from infer_prof.loadgen.pacing import SendPacer
 
     monkeypatch.setenv("INFER_PROF_READER", impl)

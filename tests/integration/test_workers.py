@@ -6,15 +6,13 @@ import pytest
 
 from infer_prof.core.accuracy import compare_to_truth
 from infer_prof.core.arrivals import ArrivalProcess
-from infer_prof.loadgen.client import Endpoint, build_completion_request
 from infer_prof.loadgen.closed_loop import RequestSpec
+from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopPlan
-from infer_prof.loadgen.workers import (
-    WorkerJob,
-    merge_health,
-    run_in_workers,
-    split_evenly,
-)
+from infer_prof.loadgen.openai_requests import build_completion_request
+from infer_prof.loadgen.worker_process import split_evenly
+from infer_prof.loadgen.worker_shared import WorkerJob
+from infer_prof.loadgen.workers import merge_health, run_in_workers
 from infer_prof.servers.http_get import get_json
 
 pytestmark = pytest.mark.integration

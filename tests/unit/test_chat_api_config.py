@@ -13,15 +13,14 @@ from infer_prof.core.api_tokens import api_block
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.workload_fields import WorkloadError
 from infer_prof.core.workloads import Workload
-from infer_prof.loadgen.client import (
-    Endpoint,
+from infer_prof.loadgen.client import chunk_tokens_of, error_message
+from infer_prof.loadgen.endpoint import Endpoint
+from infer_prof.loadgen.http_stream import SseResponseParser
+from infer_prof.loadgen.openai_requests import (
     build_chat_request,
     build_completion_request,
     chat_messages,
-    chunk_tokens_of,
-    error_message,
 )
-from infer_prof.loadgen.http_stream import SseResponseParser
 from infer_prof.run.config import ConfigError, RunConfig, resolve_api
 from infer_prof.run.load_points import prompt_mode
 

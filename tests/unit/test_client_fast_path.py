@@ -6,7 +6,7 @@ The events below are byte-for-byte what vLLM 0.32's completions endpoint streams
 
 import pytest
 
-from infer_prof.loadgen import client
+from infer_prof.loadgen import stamped_reader
 
 VLLM_TOKEN = (
     b'data: {"id":"cmpl-abc","object":"text_completion","created":1,"model":"tiny","choices":'
@@ -21,7 +21,7 @@ def wire(event: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(event), event)
 
 
-MATCHERS = {"python": client.match_token_chunk_py, "c": client.match_token_chunk}
+MATCHERS = {"python": stamped_reader.match_token_chunk_py, "c": stamped_reader.match_token_chunk}
 
 
 @pytest.fixture(params=["python", "c"])
@@ -29,7 +29,8 @@ def fast(request):
     """What the client's fast path takes from one read: completion tokens, or None; for the
     pure-Python reader and the C one (which must be built wherever these tests run)."""
     if request.param == "c":
-        assert client.READER == "c", "the C reader was not built (infer_prof/loadgen/_stamped.c)"
+        assert stamped_reader.READER == "c", (
+            "the C reader was not built (infer_prof/loadgen/_stamped.c)")
     match = MATCHERS[request.param]
 
     def take(data: bytes) -> int | None:
@@ -71,7 +72,8 @@ def test_uppercase_chunk_sizes_and_the_last_count_in_the_line(fast):
 def test_the_c_and_python_readers_agree_on_mutated_chunks():
     """Equal answers from both implementations on thousands of corrupted token chunks:
     single-byte changes, deletions and truncations at every position of a real one."""
-    assert client.READER == "c", "the C reader was not built (infer_prof/loadgen/_stamped.c)"
+    assert stamped_reader.READER == "c", (
+        "the C reader was not built (infer_prof/loadgen/_stamped.c)")
     base = wire(VLLM_TOKEN)
     candidates = [base, base + b"x", b"", b"\r\n"]
     for i in range(len(base)):
@@ -80,4 +82,5 @@ def test_the_c_and_python_readers_agree_on_mutated_chunks():
         for ch in (b"\n", b"0", b"9", b'"', b"\r", b"z"):
             candidates.append(base[:i] + ch + base[i + 1 :])
     for data in candidates:
-        assert client.match_token_chunk(data) == client.match_token_chunk_py(data), data
+        assert (stamped_reader.match_token_chunk(data)
+                == stamped_reader.match_token_chunk_py(data)), data

@@ -2,7 +2,8 @@
 
 import pytest
 
-from infer_prof.loadgen.client import Endpoint, build_completion_request
+from infer_prof.loadgen.endpoint import Endpoint
+from infer_prof.loadgen.openai_requests import build_completion_request
 from infer_prof.loadgen.tls import TlsSettings
 
 

@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.loadgen.client import no_pacing
+from infer_prof.loadgen.endpoint import no_pacing
 
 ALLOWED = Path("/proc/sys/net/ipv4/tcp_allowed_congestion_control")
 

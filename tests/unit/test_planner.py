@@ -29,16 +29,11 @@ from typer.testing import CliRunner
 from infer_prof.catalog.gpus import DetectedGpu, catalog, find_gpu
 from infer_prof.catalog.models import resolve_model
 from infer_prof.cli.plan import parse_bytes, plan_command
+from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
 from infer_prof.core.models import ModelSpec
-from infer_prof.core.planner import (
-    MemoryBreakdown,
-    Plan,
-    PlanError,
-    kv_bytes_per_token,
-    normalize_precision,
-    plan,
-    weight_bytes,
-)
+from infer_prof.core.plan_result import MemoryBreakdown, Plan
+from infer_prof.core.planner import plan
+from infer_prof.core.precisions import PlanError, normalize_precision
 
 GIB = 2**30
 MIB = 2**20

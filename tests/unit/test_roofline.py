@@ -18,8 +18,8 @@ import pytest
 from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.models import registry
 from infer_prof.core import timeseries as ts
+from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
 from infer_prof.core.models import ModelSpec
-from infer_prof.core.planner import kv_bytes_per_token, weight_bytes
 from infer_prof.core.roofline import (
     MBU_DEFINITIONS,
     causal_mean_context,

@@ -1,0 +1,204 @@
+"""Reading one stream socket with the kernel's receive timestamps (the per-read hot path).
+
+Each received TCP segment carries the time the kernel queued it (``SO_TIMESTAMPNS``), read with
+``recvmsg``. A token's arrival time is therefore when its bytes reached this machine, not when a
+busy event loop got round to reading them: event-loop lag delays the reading, not the number.
+Timestamps are converted onto ``time.perf_counter_ns`` by subtracting the data's age
+(``time.time_ns() - kernel_realtime_ns``) from ``perf_counter_ns()`` taken at the same moment.
+
+Each read is made by a reader object the event loop calls when the socket is readable: the C
+``_stamped.StampedReader`` where the extension was built (the common case costs no Python), else
+its pure-Python twin :class:`PyStampedReader`; both hand what they do not recognise to the same
+general parser, and the tests check that they agree.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+# Linux constants; Python's socket module does not export them.
+SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)
+SCM_TIMESTAMPNS = SO_TIMESTAMPNS
+_CMSG_SPACE = socket.CMSG_SPACE(16)
+_RECV_SIZE = 256 * 1024
+# One receive buffer per thread, reused by every read: allocating a fresh 256 KiB bytes object
+# per read goes through mmap/munmap in glibc and cost ~80 us per read on the 2-core machines
+# (page faults and TLB shootdowns), more than everything else a read does.
+_RECV_BUF = threading.local()
+
+
+def _recv_buffer() -> memoryview:
+    buf = getattr(_RECV_BUF, "view", None)
+    if buf is None:
+        buf = _RECV_BUF.view = memoryview(bytearray(_RECV_SIZE))
+    return buf
+
+
+_TIMESPEC = struct.Struct("qq")
+_SOL_SOCKET = socket.SOL_SOCKET
+_REPORT_EVERY = 16  # tokens between on_token calls (progress display) on the fast path
+# One whole HTTP chunk holding one SSE event that carries generated tokens and per-chunk usage,
+# as vLLM streams them (compact JSON, choices before usage, no finish reason yet): the steady
+# state of a stream, read without a JSON parser. Groups: chunk size (hex), the SSE data line,
+# completion_tokens. A JSON string cannot hold an unescaped quote, so the quoted key patterns
+# can only match keys. Anything else (first and last events, errors, other servers' layouts)
+# goes through the general parser.
+_TOKEN_CHUNK = re.compile(
+    rb'([0-9a-fA-F]{1,8})\r\n(data: [^\n]*"finish_reason":null[^\n]*'
+    rb'"completion_tokens":(\d+)[^\n]*)\n\n\r\n'
+)
+
+
+def match_token_chunk_py(data: bytes) -> int:
+    """Completion tokens if ``data`` is exactly one vLLM token chunk (``_TOKEN_CHUNK`` with a
+    chunk size that fits), else -1. The pure-Python twin of the C ``match_token_chunk``."""
+    m = _TOKEN_CHUNK.fullmatch(data)
+    if m is None or int(m.group(1), 16) != m.end(2) - m.start(2) + 2:
+        return -1
+    return int(m.group(3))
+
+
+class PyStampedReader:
+    """One stream socket's reader, called by the event loop whenever the socket is readable.
+
+    Each call reads once; the data's time is the kernel's receive time (``SO_TIMESTAMPNS``) on
+    the perf_counter clock: ``now - (wall_now - kernel_wall)``, never later than ``now``, and
+    ``lags`` gets ``now - t`` (ns). While ``fast`` (the HTTP parser is at a chunk boundary) a
+    read that is exactly one vLLM token chunk is counted here; anything else goes to
+    ``general(data, t_ns) -> bool`` (``data`` is ``b""`` at end of stream), whose result is the
+    new ``fast``. A receive error calls ``failed(errno)``.
+
+    With ``decrypt`` (TLS, see :mod:`infer_prof.loadgen.tls`) the bytes read are ciphertext:
+    ``decrypt(data)`` gives the plaintext they complete, which is then handled as above with the
+    read's kernel time (the time of the segment that completed the TLS record); a read that
+    completes no application data (``b""``) ends there.
+
+    The pure-Python twin of the C ``_stamped.StampedReader`` (used where that was not built).
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        chunk_ns: list[int],
+        chunk_tokens: list[int],
+        lags: list[int],
+        general: Callable[[bytes, int], bool],
+        failed: Callable[[int], None],
+        on_token: Callable[[int], None] | None,
+        report_every: int = 16,
+        decrypt: Callable[[bytes], bytes] | None = None,
+    ) -> None:
+        self.fast = 0
+        self.last_ct = 0
+        self.reported = 0
+        self._recv = sock.recvmsg_into
+        self._decrypt = decrypt
+        self._args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, report_every)
+
+    def close(self) -> None:
+        """Forget the callbacks (the request is over): they are closures that refer back to
+        this reader, a reference cycle per request that only the (paused) garbage collector
+        could free."""
+        self._args = None  # type: ignore[assignment]
+        self._decrypt = None
+
+    def __call__(self) -> None:
+        # The hot path: one call per received segment, 68k/s at 1024 streams on a machine
+        # where a Python-level call costs ~0.3 us, so it is kept flat on purpose.
+        chunk_ns, chunk_tokens, lags, general, failed, on_token, report_every = self._args
+        rbuf = _recv_buffer()
+        try:
+            nbytes, anc, _flags, _addr = self._recv((rbuf,), _CMSG_SPACE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            failed(exc.errno or 0)
+            return
+        now = time.perf_counter_ns()
+        t_ns = now
+        if anc:  # only SO_TIMESTAMPNS is switched on, so this is the kernel's receive time
+            try:
+                sec, nsec = _TIMESPEC.unpack_from(anc[0][2])
+            except struct.error:
+                pass
+            else:
+                t_ns = now - (time.time_ns() - (sec * 1_000_000_000 + nsec))
+                if t_ns > now:  # the two clocks were read a few ns apart
+                    t_ns = now
+        lags.append(now - t_ns)
+        data = rbuf[:nbytes].tobytes()
+        if nbytes and self._decrypt is not None:
+            data = self._decrypt(data)
+            if not data:
+                return
+        if nbytes and self.fast:
+            ct = match_token_chunk_py(data)
+            if ct >= 0:
+                if ct > self.last_ct:
+                    chunk_ns.append(t_ns)
+                    chunk_tokens.append(ct - self.last_ct)
+                    self.last_ct = ct
+                    if ct - self.reported >= report_every and on_token is not None:
+                        on_token(ct - self.reported)
+                        self.reported = ct
+                return
+        self.fast = general(data, t_ns)
+
+
+try:
+    from infer_prof.loadgen._stamped import StampedReader as _CStampedReader
+    from infer_prof.loadgen._stamped import match_token_chunk
+except ImportError:  # not built (no C compiler, not Linux): the Python twin, same numbers
+    _CStampedReader = None
+    match_token_chunk = match_token_chunk_py
+
+#: Which reader the client uses: "c" (compiled hot path) or "python".
+READER = "c" if _CStampedReader is not None else "python"
+
+
+def reader_in_use() -> str:
+    """The reader streams get: ``c`` where the extension was built, else ``python``;
+    ``INFER_PROF_READER=python`` forces the pure-Python one (for comparisons)."""
+    if os.environ.get("INFER_PROF_READER") == "python" or _CStampedReader is None:
+        return "python"
+    return "c"
+
+
+def make_reader(
+    sock: socket.socket,
+    chunk_ns: list[int],
+    chunk_tokens: list[int],
+    lags: list[int],
+    general: Callable[[bytes, int], bool],
+    failed: Callable[[int], None],
+    on_token: Callable[[int], None] | None,
+    implementation: str | None = None,
+    decrypt: Callable[[bytes], bytes] | None = None,
+) -> Any:
+    """A reader for one stream socket (see ``PyStampedReader``): the C one where it was built,
+    unless ``implementation`` (or ``INFER_PROF_READER``) says ``python``. ``decrypt``: the
+    TLS session's decrypter for an https stream (None for plain HTTP)."""
+    which = implementation or reader_in_use()
+    args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, _REPORT_EVERY)
+    if which == "c" and _CStampedReader is not None:
+        if decrypt is None:
+            return _CStampedReader(sock.fileno(), *args)
+        return _CStampedReader(sock.fileno(), *args, decrypt=decrypt)
+    return PyStampedReader(sock, *args, decrypt=decrypt)
+
+
+def kernel_arrival_ns(ancdata: list[tuple[int, int, bytes]]) -> int | None:
+    """The kernel's receive time of the data, on the perf_counter clock; None if absent."""
+    for level, kind, data in ancdata:
+        if level == socket.SOL_SOCKET and kind == SCM_TIMESTAMPNS and len(data) >= 16:
+            sec, nsec = _TIMESPEC.unpack_from(data)
+            age = time.time_ns() - (sec * 1_000_000_000 + nsec)
+            return time.perf_counter_ns() - max(age, 0)
+    return None

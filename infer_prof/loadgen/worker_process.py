@@ -1,0 +1,286 @@
+"""What one forked worker process runs: its own event loop, its share of the load (closed
+loop: a share of the streams and specs claimed from the shared list; open loop: every n-th
+arrival), the shared start gate, and its counters published to the parent every 0.1 s.
+The parent side is :mod:`infer_prof.loadgen.workers`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import resource
+import signal
+import time
+import traceback
+from collections.abc import Iterator, Sequence
+from itertools import islice
+from typing import Any
+
+from infer_prof.core.metrics import RequestRecord
+from infer_prof.loadgen.client_health import gc_paused, loop_lag_probe
+from infer_prof.loadgen.closed_loop import (
+    ClosedLoopPlan,
+    LiveCounters,
+    RequestSpec,
+    run_closed_loop,
+)
+from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
+from infer_prof.loadgen.worker_shared import (
+    PHASES,
+    SLOTS,
+    Shared,
+    SharedWarmupGate,
+    WorkerHealth,
+    WorkerJob,
+)
+
+START_LEAD_S = 0.05
+"""Seconds between the last worker reaching the start gate and the shared ``t0``."""
+
+
+def split_evenly(total: int, n: int) -> list[int]:
+    """``total`` split into ``n`` shares differing by at most 1, larger first."""
+    return [total // n + (1 if w < total % n else 0) for w in range(n)]
+
+
+class _ClaimIterator:
+    """Next spec from a list shared by every worker, by one shared counter."""
+
+    def __init__(self, specs: Sequence[RequestSpec], claim: Any) -> None:
+        self.specs = specs
+        self.claim = claim
+
+    def __iter__(self) -> _ClaimIterator:
+        return self
+
+    def __next__(self) -> RequestSpec:
+        with self.claim.get_lock():
+            i = self.claim.value
+            if i >= len(self.specs):
+                raise StopIteration
+            self.claim.value = i + 1
+        return self.specs[i]
+
+
+
+def worker_main(w: int, n: int, job: WorkerJob, shared: Shared) -> None:
+    """A forked worker's entry point: run its share of ``job`` on a fresh event loop (uvloop
+    when installed) with the garbage collector paused, then put ``(w, records, health)`` on
+    the shared results queue, also when it failed (``health.error``)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it tells us via events
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not a handler the parent had when forking
+    with contextlib.suppress(Exception):
+        asyncio.events._set_running_loop(None)  # a forked child inherits no running loop
+    records: list[RequestRecord] = []
+    health = WorkerHealth(w, os.getpid())
+    try:
+        try:
+            import uvloop
+
+            loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+        except ImportError:  # pragma: no cover
+            loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            with gc_paused():
+                loop.run_until_complete(_worker_async(w, n, job, shared, records, health))
+        finally:
+            loop.close()
+    except BaseException as exc:  # report, never hang the parent
+        health.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+    shared.results.put((w, records, health))
+    shared.results.close()
+    shared.results.join_thread()
+
+
+async def _worker_async(
+    w: int,
+    n: int,
+    job: WorkerJob,
+    shared: Shared,
+    records: list[RequestRecord],
+    health: WorkerHealth,
+) -> None:
+    counters = LiveCounters()
+    stop = asyncio.Event()
+    base = w * SLOTS
+    arr = shared.counters
+    warm = list(job.warmup)[w::n] if not job.continuous_warmup else []
+    waiting = {"flag": False}
+
+    def publish() -> None:
+        arr[base] = counters.sent
+        arr[base + 1] = counters.completed
+        arr[base + 2] = counters.failed
+        arr[base + 3] = counters.output_tokens
+        phase = "waiting" if waiting["flag"] else counters.phase
+        arr[base + 4] = PHASES.index(phase) if phase in PHASES else 0
+        arr[base + 5] = counters.failures.get("connect_failed", 0)
+        arr[base + 6] = counters.warmup_done
+
+    async def gate() -> int:
+        waiting["flag"] = True
+        with shared.ready.get_lock():
+            shared.ready.value += 1
+            if shared.ready.value == n:
+                shared.start_ns.value = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
+                shared.started.set()
+        while not shared.started.is_set():
+            if shared.stop.is_set():
+                stop.set()
+                break
+            await asyncio.sleep(0.002)
+        waiting["flag"] = False
+        return int(shared.start_ns.value) or time.perf_counter_ns()
+
+    async def sleep_until(t_ns: int) -> None:
+        delay = (t_ns - time.perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    lag: list[float] = []
+    measuring = {"cpu": 0.0, "t": 0.0}
+
+    def mark_start() -> None:
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        measuring["cpu"] = ru.ru_utime + ru.ru_stime
+        measuring["t"] = time.perf_counter()
+
+    async def watch(driver: asyncio.Task[None]) -> None:
+        while not driver.done():
+            publish()
+            if shared.cancel.is_set():
+                stop.set()
+                driver.cancel()
+                return
+            if shared.stop.is_set():
+                stop.set()
+            await asyncio.sleep(0.1)
+
+    def my_measured() -> Iterator[RequestSpec]:
+        """This worker's measured specs: claimed from the shared list by one shared counter, or
+        every n-th item of its own copy of an open-ended iterator."""
+        if isinstance(job.measured, Sequence):
+            return _ClaimIterator(job.measured, shared.claim)
+        return islice(job.measured, w, None, n)
+
+    async def closed() -> None:
+        mine = split_evenly(job.concurrency, n)[w]
+        health.streams = mine
+        if job.continuous_warmup:
+            # one closed loop: warm-up under the load itself, then measured (no gate, no pause)
+            warm_gate = SharedWarmupGate(shared, job.concurrency, job.warmup_seconds)
+            warm_gate.on_open(mark_start)
+            await run_closed_loop(
+                job.endpoint,
+                job.build,
+                islice(job.warmup, w, None, n),
+                my_measured(),
+                ClosedLoopPlan(mine, job.timeout_s, job.duration_s),
+                counters,
+                stop,
+                records,
+                warm_gate,
+            )
+            return
+        if warm:
+            await run_closed_loop(
+                job.endpoint,
+                job.build,
+                warm,
+                iter(()),
+                ClosedLoopPlan(mine, job.timeout_s),
+                counters,
+                stop,
+                records,
+            )
+        t0 = await gate()
+        if stop.is_set():
+            return
+        await sleep_until(t0)
+        mark_start()
+        await run_closed_loop(
+            job.endpoint,
+            job.build,
+            [],
+            my_measured(),
+            ClosedLoopPlan(mine, job.timeout_s, job.duration_s),
+            counters,
+            stop,
+            records,
+        )
+
+    async def opened() -> None:
+        plan = job.open_plan or OpenLoopPlan(job.timeout_s)
+        cap = split_evenly(plan.max_concurrency, n)[w] if plan.max_concurrency else None
+        pre = split_evenly(plan.preconnect, n)[w] if plan.preconnect else plan.preconnect
+        mine = OpenLoopPlan(
+            plan.timeout_s,
+            max(1, cap) if cap is not None else None,
+            plan.duration_s,
+            pre,
+            plan.warmup_concurrency,
+        )
+        health.streams = cap or 0
+        oh = OpenLoopHealth()
+
+        async def start_gate() -> int:
+            t0 = await gate()
+            mark_start()
+            return t0
+
+        try:
+            await run_open_loop(
+                job.endpoint,
+                job.build,
+                warm,
+                _deal(job.arrivals, w, n),
+                mine,
+                counters,
+                stop,
+                records,
+                oh,
+                start_gate,
+                worker_id=w,
+            )
+        finally:
+            health.dispatch_lag_ns = oh.dispatch_lag_ns
+            health.slot_wait_ns = oh.slot_wait_ns
+            health.not_sent = oh.not_sent
+
+    driver = asyncio.create_task(closed() if job.mode == "closed" else opened())
+    watcher = asyncio.create_task(watch(driver))
+    prober = asyncio.create_task(loop_lag_probe(lag, record=lambda: counters.phase == "measuring"))
+    try:
+        await driver
+    except asyncio.CancelledError:
+        pass
+    finally:
+        if measuring["t"]:
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            health.cpu_s = ru.ru_utime + ru.ru_stime - measuring["cpu"]
+            health.wall_s = time.perf_counter() - measuring["t"]
+        counters.phase = "done"
+        publish()
+        for t in (watcher, prober):
+            t.cancel()
+        await asyncio.gather(watcher, prober, return_exceptions=True)
+    offset = sum(split_evenly(job.concurrency, n)[:w]) if job.mode == "closed" else 0
+    for r in records:
+        if job.mode == "closed":
+            r.worker += offset
+    health.requests = sum(1 for r in records if not r.warmup)
+    health.loop_lag_ms = lag
+    health.reads = counters.reads.reads
+    health.read_lag_ns = counters.reads.read_lag_ns
+
+
+def _deal(
+    items: Sequence[tuple[RequestSpec, float]] | Iterator[tuple[RequestSpec, float]],
+    w: int,
+    n: int,
+) -> Iterator[tuple[RequestSpec, float]]:
+    """Worker ``w``'s share of the arrivals: items ``w, w + n, ...`` (lazily for an iterator)."""
+    if isinstance(items, Sequence):
+        return iter(items[w::n])
+    return islice(items, w, None, n)
