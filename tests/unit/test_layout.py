@@ -23,6 +23,8 @@ CORE_MAY_IMPORT = frozenset({
 })
 #: Builtins that do I/O; ``core`` calls none of them.
 IO_BUILTINS = frozenset({"open", "print", "input", "exec", "eval", "__import__"})
+#: The package's folders, top to bottom: each imports only folders below it (README "Layout").
+LAYERS = ["cli", "run", "report", "servers", "loadgen", "telemetry", "results", "catalog", "core"]
 MAX_LINES = 500
 #: Modules allowed over :data:`MAX_LINES`, each with the reason it is one concept.
 OVER_MAX_LINES: dict[str, str] = {}
@@ -197,6 +199,29 @@ def test_no_import_cycles():
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
+def layer_violations(graph: dict[str, set[str]], layers: list[str]) -> list[str]:
+    """Imports from a folder of :data:`LAYERS` into one at or above it (another folder's)."""
+    def folder(m: str) -> str | None:
+        parts = m.split(".")
+        return parts[1] if len(parts) > 2 and parts[1] in layers else None
+
+    bad = []
+    for a, targets in sorted(graph.items()):
+        for b in sorted(targets):
+            fa, fb = folder(a), folder(b)
+            if fa and fb and fa != fb and layers.index(fb) < layers.index(fa):
+                bad.append(f"{a} imports {b} ({fb}/ is above {fa}/)")
+    return bad
+
+
+def test_folders_import_only_downwards():
+    bad = layer_violations(import_graph(_sources(), _packages()), LAYERS)
+    assert not bad, "imports up the layers:\n" + "\n".join(bad)
+    folders = sorted(p.name for p in PACKAGE.iterdir()
+                     if p.is_dir() and (p / "__init__.py").exists())
+    assert folders == sorted(LAYERS)  # every folder has its place in the order
+
+
 def test_no_module_over_500_lines():
     long = {
         name: n for name, path in modules().items()
@@ -242,6 +267,11 @@ def test_checkers_catch_violations():
     }
     assert cycles(import_graph(ring)) == [["infer_prof.a", "infer_prof.b", "infer_prof.c"]]
     assert cycles(import_graph({k: v for k, v in ring.items() if k != "infer_prof.c"})) == []
+    assert layer_violations(import_graph({
+        "infer_prof.core.x": "from infer_prof.run import y\n",
+        "infer_prof.run.y": "from infer_prof.core import x\n",
+        "infer_prof.run.z": "from infer_prof.run import y\n",
+    }), ["run", "core"]) == ["infer_prof.core.x imports infer_prof.run.y (run/ is above core/)"]
     typed = dict(ring, **{"infer_prof.c": "from typing import TYPE_CHECKING\n"
                                           "if TYPE_CHECKING:\n    from . import a\n"})
     assert cycles(import_graph(typed)) == []  # annotations only: never imported at run time
