@@ -23,7 +23,6 @@ from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
     RequestSpec,
-    WarmupGate,
     run_closed_loop,
 )
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
@@ -37,10 +36,11 @@ from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerJob
 from infer_prof.report.progress import ProgressLine
-from infer_prof.run.load_points import client_processes, continuous_warmup
+from infer_prof.run.load_points import client_processes
 from infer_prof.run.load_pool import PooledPoint, drive_pool
 from infer_prof.run.record import dist_ms, record_health, relabel_server_died
 from infer_prof.run.startup import Session, healthy
+from infer_prof.run.warmup import continuous_warmup, warmup_gate
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper
 
@@ -162,8 +162,7 @@ def _drive(
     health = OpenLoopHealth()
     cpu = _ThreadCpu()  # the event loop's thread: the telemetry threads are not the client's
     a = wl.arrival
-    gate = (WarmupGate(a.concurrency or 1, warmup_seconds(wl.warmup))
-            if continuous_warmup(wl) and session_run is None else None)
+    gate = warmup_gate(wl, sessions=session_run is not None)
 
     async def main() -> None:
         if session_run is not None:

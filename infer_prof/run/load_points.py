@@ -37,6 +37,7 @@ from infer_prof.loadgen.workers import (
     expected_events_per_s,
 )
 from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.warmup import DURATION_DRAWS, continuous_warmup, warmup_pool_size
 
 
 def _shape_overrides(cfg: RunConfig) -> dict[str, Any]:
@@ -173,37 +174,6 @@ def token_pool(model: ResolvedModel, engine_path: str) -> TokenPool:
             return TokenPool.from_tokenizer_dir(engine_path)
     vocab = model.spec.vocab_size if model.spec else 32000
     return TokenPool.from_vocab_size(vocab)
-
-
-# A duration-bound point draws this many request shapes up front (enough for hours of load at
-# the rates a single server reaches; drawing is cheap, prompts are built lazily).
-_DURATION_DRAWS = 200_000
-
-
-def warmup_pool_size(wl: Workload) -> int:
-    """How many warm-up request shapes a point draws: ``warmup_requests`` for a counted warm-up;
-    for a warm-up under the load itself (closed loop), 4 x concurrency for ``steady`` (each
-    stream finishes its first request once; the fastest may start a few more before the slowest
-    does) and :data:`_DURATION_DRAWS` / 4 for a duration; an open loop's ``steady`` warm-up is
-    :data:`OPEN_LOOP_STEADY_WARMUP` requests (a warm-up at the rate itself is not built yet)."""
-    if wl.warmup == "requests":
-        return wl.warmup_requests
-    if wl.arrival.mode != "closed":
-        return OPEN_LOOP_STEADY_WARMUP
-    if wl.warmup == "steady":
-        return 4 * (wl.arrival.concurrency or 1)
-    return _DURATION_DRAWS // 4
-
-
-#: Warm-up requests of an open-loop point whose warm-up is ``steady``.
-OPEN_LOOP_STEADY_WARMUP = 8
-
-
-def continuous_warmup(wl: Workload) -> bool:
-    """Whether the point warms up under the load itself (closed loop, ``steady`` or a
-    duration): the streams never pause, each one's next request after the warm-up is measured.
-    Otherwise the warm-up requests all finish before the measured phase starts."""
-    return wl.arrival.mode == "closed" and wl.warmup != "requests"
 
 
 def prompt_mode(cfg: RunConfig, dataset: Dataset | None) -> str:
@@ -373,7 +343,7 @@ def build_specs(
         order = [pairs[k % len(pairs)] for k in range(n_warm)] + pairs
         shapes: list[tuple[int, int, int | None]] = [(i, o, None) for i, o in order]
     else:
-        total = n_warm + (n_measured if n_measured is not None else _DURATION_DRAWS)
+        total = n_warm + (n_measured if n_measured is not None else DURATION_DRAWS)
         shapes = sample_requests(wl, total)
     prefixes: dict[int, Any] = {}
     sp = wl.shared_prefix

@@ -31,7 +31,7 @@ from infer_prof.core.plan_result import Plan
 from infer_prof.core.weights import WeightDecision
 from infer_prof.core.workloads import Workload, warmup_seconds
 from infer_prof.run.config import ConfigError, RunConfig
-from infer_prof.run.load_points import OPEN_LOOP_STEADY_WARMUP
+from infer_prof.run.warmup import OPEN_LOOP_STEADY_WARMUP
 from infer_prof.servers.cpu_split import allowed_cpus, plan_cpu_split
 
 

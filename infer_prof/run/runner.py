@@ -1,7 +1,8 @@
 """Orchestration of a run, phase by phase: plan (validate, decide what will run) -> start (or
-attach to) the server -> for each load point: warm-up and measured specs -> load with
-telemetry -> record (result files, history) -> the sweep summary. Every exit path stops the
-server it started.
+attach to) the server -> for each load point: warm-up and measured specs (the warm-up's size
+and kind: :mod:`infer_prof.run.warmup`) -> load with telemetry (a warm-up under the load
+itself is the load's first seconds) -> record (result files, history) -> the sweep summary.
+Every exit path stops the server it started.
 """
 
 from __future__ import annotations

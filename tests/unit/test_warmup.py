@@ -13,7 +13,8 @@ from infer_prof.core.workload_fields import WorkloadError
 from infer_prof.core.workloads import Arrival, Workload, warmup_seconds
 from infer_prof.loadgen.closed_loop import WarmupGate
 from infer_prof.loadgen.prompts import TokenPool
-from infer_prof.run.load_points import build_specs, continuous_warmup, warmup_pool_size
+from infer_prof.run.load_points import build_specs
+from infer_prof.run.warmup import continuous_warmup, warmup_pool_size
 
 MS = 1_000_000
 
