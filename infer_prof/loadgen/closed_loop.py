@@ -155,13 +155,13 @@ def account(rec: RequestRecord, counters: LiveCounters) -> None:
         counters.failures[kind] = counters.failures.get(kind, 0) + 1
 
 
-async def _open_quietly(conn: StreamConnection) -> None:
+async def open_quietly(conn: StreamConnection) -> None:
     """Connect ahead of time; a failure is left for the request that uses the connection."""
     with contextlib.suppress(Exception):
         await conn.ensure_open()
 
 
-async def _stream_one(
+async def stream_one(
     conn: StreamConnection,
     spec: RequestSpec,
     stream: int,
@@ -232,7 +232,7 @@ async def _run_gated(
                 spec = next(measured, None)
                 if spec is None:
                     return
-            rec, free_ns = await _stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
+            rec, free_ns = await stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
                                              counters, records, pacer)
             if spec.warmup:
                 gate.warmed(wid)
@@ -289,7 +289,7 @@ async def run_closed_loop(
             spec = next(specs, None)
             if spec is None:
                 return
-            rec, free_ns = await _stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
+            rec, free_ns = await stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
                                              counters, records, pacer)
             if rec.error == "connect_failed":
                 # the server refuses connections: do not burn through the remaining
@@ -316,7 +316,7 @@ async def run_closed_loop(
             return
         # open every stream's connection before the clock starts: 1024 TCP handshakes at the
         # start of the measured phase would otherwise delay the reads of the first streams
-        await asyncio.gather(*(_open_quietly(c) for c in conns))
+        await asyncio.gather(*(open_quietly(c) for c in conns))
         counters.phase = "measuring"
         deadline = time.perf_counter_ns() + int(plan.duration_s * 1e9) if plan.duration_s else None
         tasks = [

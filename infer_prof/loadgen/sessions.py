@@ -48,8 +48,8 @@ from infer_prof.loadgen.closed_loop import (
     LiveCounters,
     RequestBuilder,
     RequestSpec,
-    _open_quietly,
-    _stream_one,
+    open_quietly,
+    stream_one,
 )
 from infer_prof.loadgen.datasets import DatasetError, file_sha256
 from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
@@ -358,7 +358,7 @@ class SessionRun:
                 if spec is None:
                     return
                 await pacer.turn()
-                _, free = await _stream_one(conns[wid], spec, wid, free, build, plan.timeout_s,
+                _, free = await stream_one(conns[wid], spec, wid, free, build, plan.timeout_s,
                                             counters, records, pacer)
 
         async def worker(wid: int, deadline: int | None) -> None:
@@ -375,7 +375,7 @@ class SessionRun:
                                          and time.perf_counter_ns() >= deadline):
                         return
                     await pacer.turn()
-                    rec, free = await _stream_one(conns[wid], spec, wid, free, build,
+                    rec, free = await stream_one(conns[wid], spec, wid, free, build,
                                                   plan.timeout_s, counters, records, pacer)
                     last_done = rec.done_ns
                     if rec.error == "connect_failed":
@@ -391,7 +391,7 @@ class SessionRun:
             if stop.is_set():
                 return
             # every stream's connection open before the clock starts, as the closed loop does
-            await asyncio.gather(*(_open_quietly(c) for c in conns))
+            await asyncio.gather(*(open_quietly(c) for c in conns))
             counters.phase = "measuring"
             deadline = (time.perf_counter_ns() + int(plan.duration_s * 1e9)
                         if plan.duration_s else None)
