@@ -58,6 +58,21 @@ def _runtime_nodes(tree: ast.AST) -> list[ast.AST]:
     return out
 
 
+def imported_modules(node: ast.AST, base: str) -> list[str]:
+    """The modules one ``import`` / ``from ... import`` statement names (relative ones made
+    absolute against the package ``base``); nothing for any other node."""
+    if isinstance(node, ast.Import):
+        return [a.name for a in node.names]
+    if not isinstance(node, ast.ImportFrom):
+        return []
+    mod = node.module or ""
+    if node.level:
+        anchor = base.split(".")
+        anchor = anchor[: len(anchor) - (node.level - 1)]
+        mod = ".".join([*anchor, mod] if mod else anchor)
+    return [mod]
+
+
 def imports(source: str, name: str, is_package: bool = False) -> list[tuple[str, int]]:
     """The modules ``source`` imports when it runs (dotted, relative imports made absolute), with
     line numbers; ``from a import b`` yields both ``a`` and ``a.b`` (the caller keeps what is a
@@ -65,16 +80,10 @@ def imports(source: str, name: str, is_package: bool = False) -> list[tuple[str,
     found: list[tuple[str, int]] = []
     base = name if is_package else name.rpartition(".")[0]
     for node in _runtime_nodes(ast.parse(source)):
-        if isinstance(node, ast.Import):
-            found += [(a.name, node.lineno) for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            mod = node.module or ""
-            if node.level:
-                anchor = base.split(".")
-                anchor = anchor[: len(anchor) - (node.level - 1)]
-                mod = ".".join([*anchor, mod] if mod else anchor)
+        for mod in imported_modules(node, base):
             found.append((mod, node.lineno))
-            found += [(f"{mod}.{a.name}", node.lineno) for a in node.names]
+            if isinstance(node, ast.ImportFrom):
+                found += [(f"{mod}.{a.name}", node.lineno) for a in node.names]
     return found
 
 
@@ -82,18 +91,12 @@ def core_violations(source: str, name: str) -> list[str]:
     """Why a ``core`` module is not pure: imports outside ``core`` and the pure standard
     library, and calls of I/O builtins."""
     bad = []
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            mods = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom):
-            mods = [node.module or ""] if not node.level else []
-        else:
-            mods = []
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
-                    and node.func.id in IO_BUILTINS):
-                bad.append(f"{name}:{node.lineno} calls {node.func.id}()")
-        for m in mods:
+    base = name.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                and node.func.id in IO_BUILTINS):
+            bad.append(f"{name}:{node.lineno} calls {node.func.id}()")
+        for m in imported_modules(node, base):
             if not (m in CORE_MAY_IMPORT or m == "infer_prof.core"
                     or m.startswith("infer_prof.core.")):
                 bad.append(f"{name}:{node.lineno} imports {m}")
@@ -251,6 +254,8 @@ def test_checkers_catch_violations():
     ]
     assert core_violations("import math\nfrom infer_prof.core.stats import p\n",
                            "infer_prof.core.x") == []
+    assert core_violations("from ..run import config\nfrom . import stats\n",
+                           "infer_prof.core.x") == ["infer_prof.core.x:1 imports infer_prof.run"]
     srcs = {
         "infer_prof.run.a": "def f():\n    import typer\n",
         "infer_prof.cli.b": "import typer\nfrom infer_prof.run import a\n",
