@@ -92,7 +92,11 @@ def test_chat_api_on_vllm(tmp_path):
                    if not r.warmup), key=lambda r: r.index)
     assert len(recs) == 10 and all(r.ok for r in recs)
     assert [r.output_tokens for r in recs] == [6] * 10
-    assert all(len(r.chunk_ns) == 6 for r in recs)  # the role-only first chunk is no token
+    # the role-only first chunk is no token: every recorded chunk carries one or more tokens.
+    # vLLM may merge two tokens into one chunk when its output loop lags (seen under CI load:
+    # chunk_tokens [1, 1, 2, 1, 1]), so the chunk count itself is not always 6.
+    assert all(len(r.chunk_ns) == len(r.chunk_tokens) for r in recs)
+    assert all(sum(r.chunk_tokens) == 6 and min(r.chunk_tokens) >= 1 for r in recs)
     tok = load_tokenizer(model)
     maker = TextPromptMaker.from_tokenizer(tok)
     render = chat_template_renderer(model)
