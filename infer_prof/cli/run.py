@@ -138,6 +138,14 @@ def run_command(
     warmup_requests: int = typer.Option(
         None, "--warmup-requests", help="Same as --warmup N: N requests first, left out."
     ),
+    warmup_stagger: bool = typer.Option(
+        True,
+        "--warmup-stagger/--no-warmup-stagger",
+        help="A warm-up under the load (auto, 30s) gives each stream's first request a "
+        "different output length, so streams of equal-length requests run out of phase as "
+        "independent users do, not in lock-step waves. --no-warmup-stagger keeps them in "
+        "phase (as `vllm bench serve` starts them).",
+    ),
     input_len: int = typer.Option(None, "--input-len", help="Prompt length in tokens (exact)."),
     output_len: int = typer.Option(
         None, "--output-len", help="Output length in tokens (exact: EOS is ignored)."
@@ -345,6 +353,7 @@ def run_command(
         duration_s=duration,
         warmup_requests=warmup_count,
         warmup=warmup_mode,
+        warmup_stagger=warmup_stagger,
         input_len=input_len,
         output_len=output_len,
         timeout_s=timeout,

@@ -113,6 +113,11 @@ def _warmup_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
                                 f"{how.get(w.get('ended_by') or '', w.get('ended_by'))}"))
     else:
         rows.append(("warm-up", "none"))
+    st = w.get("phase_stagger") or {}
+    if st:
+        rows.append(("warm-up phase stagger",
+                     f"first {st.get('requests')} asked {st.get('output_len_min')}.."
+                     f"{st.get('output_len_max')} tokens, so the streams run out of phase"))
     fw = w.get("first_wave") or {}
     a = (fw.get("ttft_ms") or {}).get("first_wave") or {}
     b = (fw.get("ttft_ms") or {}).get("rest") or {}

@@ -35,6 +35,7 @@ class RunConfig:
     duration_s: float | None = None
     warmup_requests: int | None = None
     warmup: str | None = None  # "steady" | "requests" | "<N>s" (None: the workload's)
+    warmup_stagger: bool = True  # a warm-up under the load spreads the streams' phases first
     input_len: int | None = None
     output_len: int | None = None
     slo: str | None = None

@@ -12,6 +12,7 @@ from typing import Any
 from infer_prof.catalog.models import ResolvedModel
 from infer_prof.catalog.workloads import WorkloadNotFoundError, expand_suite, load_workload
 from infer_prof.core.distributions import Empirical, Fixed
+from infer_prof.core.warmup import staggered_output_len
 from infer_prof.core.workload_fields import WorkloadError
 from infer_prof.core.workload_sampling import sample_requests
 from infer_prof.core.workloads import (
@@ -325,6 +326,7 @@ def build_specs(
     as_ids: Callable[[str], list[int]] | None = None,
     trace: Trace | None = None,
     chat: bool = False,
+    stagger: bool = True,
 ) -> tuple[Iterator[RequestSpec] | list[RequestSpec], Iterator[RequestSpec], int | None]:
     """Warm-up specs (a list for a counted warm-up, a lazy iterator for a continuous one, see
     :func:`continuous_warmup`), a lazy iterator of measured specs, and how many measured there
@@ -333,11 +335,18 @@ def build_specs(
     tokens), with a group's shared prefix where asked. With a ``dataset``, request ``k``
     (warm-up first) is entry ``k mod entries``: its text (or ``as_ids(text)``, token IDs) and
     lengths (``chat``: a messages entry's messages). With a ``trace``, the measured requests
-    are its entries in order (exact lengths), a warm-up cycles through its first ones."""
+    are its entries in order (exact lengths), a warm-up cycles through its first ones.
+
+    ``stagger`` (a warm-up under the load itself only, see :func:`continuous_warmup`; the
+    caller turns it off for multi-turn sessions, whose warm-up ends before they start): the
+    first ``concurrency`` warm-up requests ask spread output lengths
+    (:func:`~infer_prof.core.warmup.staggered_output_len`), so the streams leave the warm-up out
+    of phase instead of locked in waves."""
     n_measured = wl.num_requests
     n_warm = warmup_pool_size(wl)
+    streams = (wl.arrival.concurrency or 1) if stagger and continuous_warmup(wl) else 0
     if dataset is not None:
-        return _dataset_specs(wl, dataset, n_warm, as_ids, chat)
+        return _dataset_specs(wl, dataset, n_warm, as_ids, chat, streams)
     if trace is not None:
         pairs = list(zip(trace.input_lens, trace.output_lens, strict=True))
         order = [pairs[k % len(pairs)] for k in range(n_warm)] + pairs
@@ -369,6 +378,7 @@ def build_specs(
 
     def warm_specs() -> Iterator[RequestSpec]:
         for i, (inp, out, grp) in enumerate(shapes[:n_warm]):
+            out = staggered_output_len(out, i, streams)
             yield RequestSpec(-1 - i, prompt(-1 - i, inp, grp), inp, out, warmup=True)
 
     hashed = trace.hash_ids if trace is not None else None
@@ -432,6 +442,7 @@ def _dataset_specs(
     n_warm: int,
     as_ids: Callable[[str], list[int]] | None,
     chat: bool = False,
+    streams: int = 0,
 ) -> tuple[Iterator[RequestSpec] | list[RequestSpec], Iterator[RequestSpec], int | None]:
     entries = ds.entries
 
@@ -440,7 +451,8 @@ def _dataset_specs(
         prompt: Prompt = as_ids(e.text) if as_ids is not None else e.text
         if chat and e.messages is not None:
             prompt = e.messages  # the chat API takes the messages as they are
-        return RequestSpec(index, prompt, e.input_len, e.output_len, warmup=warmup)
+        out = staggered_output_len(e.output_len, k, streams) if warmup else e.output_len
+        return RequestSpec(index, prompt, e.input_len, out, warmup=warmup)
 
     def warm_specs() -> Iterator[RequestSpec]:
         for i in range(n_warm):

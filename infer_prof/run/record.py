@@ -252,7 +252,8 @@ def build_result(
             "send_bunching": send_bunching(records),
         },
         "warmup": warmup_block(wl.warmup, wl.warmup_requests, records, state.get("warmup"),
-                               a.concurrency if a.mode == "closed" else None),
+                               a.concurrency if a.mode == "closed" else None,
+                               staggered=cfg.warmup_stagger),
         "labels": dict(cfg.labels),
         "model": {
             "name": model.name,

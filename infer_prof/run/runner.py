@@ -88,7 +88,8 @@ def _run_point(sess: Session, wl: Workload, many: bool) -> RunOutcome:
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
     warm, measured, _ = build_specs(
-        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace, cfg.api == "chat"
+        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace, cfg.api == "chat",
+        stagger=cfg.warmup_stagger and not sess.sessions,
     )
     build = request_builder(sess, run_id)
     records, state, client, telemetry = drive_point(sess, wl, build, warm, measured, progress)

@@ -75,3 +75,46 @@ def test_bad_warmup_is_one_line(tmp_path):
     assert p.returncode == 2
     assert p.stderr.strip().startswith("error: --warmup 'soon'")
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+FIXED = """
+name = "fixed"
+input_len = 16
+output_len = 40
+num_requests = 64
+seed = 3
+[arrival]
+concurrency = 8
+"""
+
+
+@pytest.mark.parametrize("stagger", [True, False])
+def test_warmup_stagger_breaks_lock_step_waves(synthetic, tmp_path, stagger):
+    """Equal lengths, started together: without the stagger the 8 streams end and resend
+    together every cycle (most send gaps under 1 ms); with it (the default) the first warm-up
+    request of each stream asks a different length and the streams stay out of phase."""
+    server = synthetic(ttft_ms=20.0, itl_ms=4.0, tokens=64)
+    wfile = tmp_path / "fixed.toml"
+    wfile.write_text(FIXED)
+    out = tmp_path / "out"
+    p = cli("run", "--model", "llama-2-7b", "--no-progress", "--no-history", "--endpoint",
+            server.url, "--workload", str(wfile), "--results-dir", str(out),
+            *([] if stagger else ["--no-warmup-stagger"]))
+    assert p.returncode == 0, p.stderr
+    result = load_single_result(out)
+    records = read_requests(out / result["requests_file"])
+    first_warm = sorted((r for r in records if r.warmup and r.index >= -8), key=lambda r: -r.index)
+    measured = [r for r in records if not r.warmup]
+    assert all(r.max_tokens == 40 for r in measured) and len(measured) == 64
+    share = result["load"]["send_bunching"]["share"]
+    if stagger:
+        assert [r.max_tokens for r in first_warm] == [5, 10, 15, 20, 25, 30, 35, 40]
+        assert result["warmup"]["phase_stagger"] == {
+            "requests": 8, "output_len_min": 5, "output_len_max": 40}
+        assert share < 0.25, share
+        assert "phase stagger" in p.stdout
+    else:
+        assert {r.max_tokens for r in first_warm} == {40}
+        assert result["warmup"]["phase_stagger"] is None
+        assert result["config"]["warmup_stagger"] is False
+        assert share > 0.4, share  # 7 of 8 gaps in a wave; fewer when the client is slowed

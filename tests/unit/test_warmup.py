@@ -8,7 +8,7 @@ import typer
 from infer_prof.cli.common import parse_warmup
 from infer_prof.core.distributions import Fixed
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.warmup import first_wave, warmup_block
+from infer_prof.core.warmup import first_wave, staggered_output_len, warmup_block
 from infer_prof.core.workload_fields import WorkloadError
 from infer_prof.core.workloads import Arrival, Workload, warmup_seconds
 from infer_prof.loadgen.closed_loop import WarmupGate
@@ -124,6 +124,34 @@ def test_specs_for_each_warmup_mode():
     assert isinstance(warm, list) and len(warm) == 3 and all(s.warmup for s in warm)
     opened = wl(arrival=Arrival.open(2.0))
     assert not continuous_warmup(opened) and warmup_pool_size(opened) == 8
+
+
+def test_staggered_output_lengths_spread_one_request_over_the_streams():
+    # 4 streams, 128 tokens: the first 4 warm-ups end a quarter of the decode steps apart
+    assert [staggered_output_len(128, k, 4) for k in range(6)] == [32, 64, 96, 128, 128, 128]
+    # more streams than tokens: every length from 1 up, never 0
+    lens = [staggered_output_len(8, k, 16) for k in range(16)]
+    assert lens == sorted(lens) and lens[0] == 1 and lens[-1] == 8 and set(lens) == set(range(1, 9))
+    assert staggered_output_len(1, 0, 4) == 1 and staggered_output_len(64, 0, 1) == 64
+    assert staggered_output_len(64, 3, 0) == 64  # no stagger asked
+
+
+def test_warm_up_under_the_load_staggers_the_first_request_of_each_stream():
+    pool = TokenPool.from_vocab_size(1000)
+    steady = wl(output_len=Fixed(12))  # 4 streams, 8 in / 12 out
+    warm = list(build_specs(steady, pool)[0])
+    assert [s.max_tokens for s in warm] == [3, 6, 9, 12] + [12] * 12
+    assert [s.max_tokens for s in build_specs(steady, pool)[1]] == [12] * 10  # measured: as asked
+    # sessions (stagger off) and a counted warm-up (it drains before measuring) ask as drawn
+    assert {s.max_tokens for s in build_specs(steady, pool, stagger=False)[0]} == {12}
+    counted = wl(output_len=Fixed(12), warmup="requests", warmup_requests=6)
+    assert {s.max_tokens for s in build_specs(counted, pool)[0]} == {12}
+    # what the result says it did
+    records = [RequestRecord(index=s.index, input_len=8, max_tokens=s.max_tokens, warmup=True)
+               for s in warm[:5]]
+    block = warmup_block("steady", 0, records, {"ended_by": "steady", "seconds": 1.0}, 4)
+    assert block["phase_stagger"] == {"requests": 4, "output_len_min": 3, "output_len_max": 12}
+    assert warmup_block("requests", 5, records, None, 4)["phase_stagger"] is None
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -1,0 +1,98 @@
+"""Run-to-run spread of one configuration, as a user sees it: the same `infer-prof run` repeated.
+
+    .venv/bin/python benchmarks/run_spread.py [--repeat 3] [--keep DIR] [-- RUN ARGS...]
+
+Runs ``infer-prof run`` ``--repeat`` times with the same arguments (default: tiny-llama on
+vLLM-CPU, 16 streams, 128 in / 128 out, 320 measured requests, seed 1), each run starting its
+own server, and prints per run TTFT p50 and p90, ITL p50, requests/s, the warm-up it did and the
+share of send gaps under 1 ms (``load.send_bunching``: lock-step waves show as a share far above
+what independent sends would give). Then, per metric, the spread across runs:
+``(max - min) / mean``, in %. Issue 14's target is a TTFT p90 spread of 5 % or less.
+
+Arguments after ``--`` replace the defaults (``--output`` is added by the script). Run it on a
+quiet machine: another process taking CPU moves the numbers more than the client does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_ARGS = ["--model", "tiny-llama", "-c", "16", "--input-len", "128", "--output-len", "128",
+                "-n", "320", "--seed", "1"]
+COLUMNS = [
+    ("TTFT p50 ms", ("summary", "ttft_ms", "p50")),
+    ("TTFT p90 ms", ("summary", "ttft_ms", "p90")),
+    ("ITL p50 ms", ("summary", "itl_ms", "p50")),
+    ("req/s", ("summary", "request_throughput")),
+]
+
+
+def dig(doc: Any, path: tuple[str, ...]) -> float | None:
+    """``doc[path[0]][path[1]]...`` as a float, or None where a key is missing."""
+    for key in path:
+        if not isinstance(doc, dict) or key not in doc:
+            return None
+        doc = doc[key]
+    return float(doc) if isinstance(doc, (int, float)) else None
+
+
+def spread_pct(values: list[float]) -> float:
+    """Run-to-run spread in %: ``(max - min) / mean * 100``."""
+    mean = sum(values) / len(values)
+    return (max(values) - min(values)) / mean * 100 if mean else 0.0
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    run_args = DEFAULT_ARGS
+    if "--" in argv:
+        cut = argv.index("--")
+        argv, run_args = argv[:cut], argv[cut + 1:]
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--repeat", type=int, default=3, help="runs of the same configuration")
+    ap.add_argument("--keep", type=Path, help="keep each run's result files in this folder")
+    args = ap.parse_args(argv)
+    folder = args.keep or Path(tempfile.mkdtemp(prefix="infer-prof-spread-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    print("infer-prof run " + " ".join(run_args), flush=True)
+    results = []
+    for i in range(args.repeat):
+        out = folder / f"run{i + 1}.json"
+        cmd = [sys.executable, "-m", "infer_prof", "run", "--no-progress", "--no-history",
+               *run_args, "--output", str(out)]
+        proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True)
+        if proc.returncode != 0:
+            print(f"run {i + 1} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
+            return 1
+        results.append(json.loads(out.read_text()))
+    head = f"{'run':>4} " + " ".join(f"{name:>12}" for name, _ in COLUMNS)
+    print(f"\n{head} {'warm-up':>16} {'send gaps <1 ms':>16}")
+    table: dict[str, list[float]] = {name: [] for name, _ in COLUMNS}
+    for i, doc in enumerate(results):
+        cells = []
+        for name, path in COLUMNS:
+            v = dig(doc, path)
+            cells.append(f"{v:12.2f}" if v is not None else f"{'-':>12}")
+            if v is not None:
+                table[name].append(v)
+        w = doc.get("warmup") or {}
+        warm = f"{w.get('requests', 0)} req {w.get('seconds', 0):.1f} s"
+        bunch = (doc.get("load") or {}).get("send_bunching") or {}
+        share = bunch.get("share")
+        gaps = f"{share * 100:.0f} %" if isinstance(share, (int, float)) else "-"
+        print(f"{i + 1:>4} " + " ".join(cells) + f" {warm:>16} {gaps:>16}")
+    print(f"{'spread':>4} " + " ".join(
+        f"{spread_pct(v):11.1f}%" if len(v) > 1 else f"{'-':>12}" for v in table.values()))
+    print(f"\nresults in {folder}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
