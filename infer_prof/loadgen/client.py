@@ -23,19 +23,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.client_health import ReadStats
 from infer_prof.loadgen.endpoint import Failure, StreamConnection
 from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
 from infer_prof.loadgen.pacing import SendPacer
 from infer_prof.loadgen.stamped_reader import make_reader
-
-try:
-    import orjson
-
-    _loads: Callable[[bytes], Any] = orjson.loads
-except ImportError:  # pragma: no cover - orjson is a dependency, this is a fallback
-    _loads = json.loads
 
 _CHUNKED_END = b"\r\n0\r\n\r\n"  # how a chunked HTTP response ends
 
@@ -148,7 +143,7 @@ async def _exchange(
         if payload == b"[DONE]":
             return 0
         try:
-            obj = _loads(payload)
+            obj = orjson.loads(payload)
         except ValueError:
             fail("bad_event", f"unparseable SSE data: {payload[:120]!r}")
             return 0

@@ -4,20 +4,11 @@ per-chunk usage, greedy sampling and exact output lengths, and the HTTP ``POST``
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
 from typing import Any
 
+import orjson
+
 from infer_prof.loadgen.endpoint import Endpoint
-
-try:
-    import orjson
-
-    _dumps: Callable[[Any], bytes] = orjson.dumps
-except ImportError:  # pragma: no cover - orjson is a dependency, this is a fallback
-
-    def _dumps(obj: Any) -> bytes:
-        return json.dumps(obj, separators=(",", ":")).encode()
 
 
 def build_completion_request(
@@ -100,7 +91,7 @@ def chat_messages(prompt: str | list[Any]) -> list[dict[str, Any]]:
 def _post(endpoint: Endpoint, path: str, body: dict[str, Any], request_id: str | None) -> bytes:
     """A ``POST`` of ``body`` as JSON to ``path`` under the endpoint's prefix, with the
     headers every streaming request carries (and the API key, when there is one)."""
-    payload = _dumps(body)
+    payload = orjson.dumps(body)
     head = (
         f"POST {endpoint.base_path}{path} HTTP/1.1\r\n"
         f"Host: {endpoint.host_header}\r\n"
