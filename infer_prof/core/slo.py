@@ -230,10 +230,12 @@ def evaluate_slos(
     records: Iterable[RequestRecord],
     slos: Sequence[Slo],
     window_ns: tuple[int, int] | None = None,
+    rate_window_s: float | None = None,
 ) -> SloReport:
     """Check ``slos`` against a run's records (warm-up requests are left out).
 
-    ``window_ns`` defaults to :func:`~infer_prof.core.metrics.measured_window_ns`.
+    ``window_ns`` defaults to :func:`~infer_prof.core.metrics.measured_window_ns`; goodput is
+    over ``rate_window_s`` where given (as the run's other rates are), else over the window.
     """
     measured = [r for r in records if not r.warmup]
     ok = [r for r in measured if r.ok]
@@ -244,6 +246,8 @@ def evaluate_slos(
     good = sum(1 for r in ok if request_is_good(r, slos))
     window = window_ns if window_ns is not None else measured_window_ns(measured)
     duration = (window[1] - window[0]) / NS_PER_S if window else None
+    if rate_window_s:
+        duration = rate_window_s
     return SloReport(
         checks=checks,
         good_requests=good,

@@ -138,6 +138,22 @@ def ratio(numerator: float | None, denominator: float | None) -> float | None:
     return numerator / denominator
 
 
+def joules_per_token_at_rate(
+    energy_j: float | None, window_s: float | None, tokens_per_s: float | None
+) -> float | None:
+    """Energy per token at the run's output rate, J/token = ``(energy_j / window_s) /
+    tokens_per_s``: the window's mean power over the output rate.
+
+    Used where the rate is not simply the window's tokens over the window (a closed loop's
+    rates are over its streams' mean span, see ``core.metrics.stream_span_s``): the window also
+    holds tokens of warm-up requests still running, which the energy paid for. ``None`` without
+    each of the three.
+    """
+    if energy_j is None or not window_s or not tokens_per_s:
+        return None
+    return energy_j / window_s / tokens_per_s
+
+
 def joules_per_token(energy_j: float | None, tokens: float | int | None) -> float | None:
     """Energy per token, J/token = ``energy_j / tokens``.
 

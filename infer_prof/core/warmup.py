@@ -99,7 +99,9 @@ def warmup_block(mode: str, warmup_requests: int, records: Sequence[RequestRecor
     continuous warm-up) or to the last warm-up end (a counted one); ``ended_by`` and
     ``judged``: how steady state was judged; ``first_wave``: see :func:`first_wave` (closed
     loop: ``wave`` = concurrency); ``phase_stagger``: see :func:`stagger_summary` (a warm-up
-    under the load itself, i.e. with a ``gate``, that was ``staggered``).
+    under the load itself, i.e. with a ``gate``, that was ``staggered``); ``cooldown_requests``:
+    requests sent after the measured ones ran out, to hold the load until the last measured one
+    ended (a warm-up under the load in one client process; else None).
     """
     warm = [r for r in records if r.warmup]
     sends = [r.send_ns for r in warm if r.send_ns is not None]
@@ -124,4 +126,5 @@ def warmup_block(mode: str, warmup_requests: int, records: Sequence[RequestRecor
         "first_wave": first_wave(records, wave) if wave else None,
         "phase_stagger": (stagger_summary(records, wave) if staggered and gate is not None and wave
                           else None),
+        "cooldown_requests": (gate or {}).get("cooldown_requests"),
     }

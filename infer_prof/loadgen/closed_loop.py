@@ -83,6 +83,9 @@ class WarmupGate:
         self.reason: str | None = None
         self._warmed: set[int] = set()
         self._callbacks: list[Callable[[], None]] = []
+        #: Requests sent to hold the load after the measured ones ran out (None: not counted
+        #: here, e.g. in a pool's parent process).
+        self.cooldown_requests: int | None = None
 
     def on_open(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` (once, in this process) when the gate is first seen open."""
@@ -122,7 +125,8 @@ class WarmupGate:
         secs = None
         if self.opened_ns is not None and self.first_send_ns is not None:
             secs = round((self.opened_ns - self.first_send_ns) / 1e9, 3)
-        return {"ended_by": self.reason, "seconds": secs}
+        return {"ended_by": self.reason, "seconds": secs,
+                "cooldown_requests": self.cooldown_requests}
 
 
 def new_record(spec: RequestSpec, worker: int, scheduled_ns: int | None) -> RequestRecord:
@@ -199,8 +203,20 @@ async def _run_gated(
     conns: list[StreamConnection],
     pacer: SendPacer,
 ) -> None:
-    """The closed loop with a warm-up under the load itself (see :func:`run_closed_loop`)."""
+    """The closed loop with a warm-up under the load itself (see :func:`run_closed_loop`).
+
+    It also cools down under the load: once the measured specs are used up (or the duration has
+    passed), a stream whose measured requests are done keeps sending requests from the warm-up
+    pool until the last measured request of this process has ended, and those still running
+    then are cancelled. Streams out of phase finish up to one request apart; without this, the
+    last measured requests would run while the load drained, faster than under ``c`` streams.
+    Cool-down requests are not recorded (``cooldown["requests"]`` counts them)."""
     deadline: dict[str, int | None] = {"ns": None}
+    measured_left = {"exhausted": False, "in_flight": 0}
+    measured_done = asyncio.Event()
+    cooldown = {"requests": 0}
+    cool_counters = LiveCounters(reads=counters.reads)  # not measured, nor warm-up
+    discarded: list[RequestRecord] = []
 
     def measuring() -> None:
         counters.phase = "measuring"
@@ -209,6 +225,41 @@ async def _run_gated(
 
     gate.on_open(measuring)
     counters.phase = "warm-up"
+
+    def next_measured() -> RequestSpec | None:
+        if measured_left["exhausted"]:
+            return None
+        end = deadline["ns"]
+        spec = None
+        if end is None or time.perf_counter_ns() < end:
+            spec = next(measured, None)
+        if spec is None:
+            measured_left["exhausted"] = True
+            if measured_left["in_flight"] == 0:
+                measured_done.set()
+        return spec
+
+    async def cool_down(conn: StreamConnection, wid: int, free_ns: int) -> int | None:
+        """One cool-down request, cut short when the last measured one ends: the stream's next
+        free time, or None when the stream is done."""
+        spec = next(warmup, None)
+        if spec is None or measured_done.is_set():
+            return None
+        cooldown["requests"] += 1
+        discarded.clear()
+        req = asyncio.ensure_future(stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
+                                               cool_counters, discarded, pacer))
+        ended = asyncio.ensure_future(measured_done.wait())
+        try:
+            await asyncio.wait({req, ended}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            ended.cancel()
+            if not req.done():
+                req.cancel()
+                await asyncio.gather(req, return_exceptions=True)
+        if req.cancelled():
+            return None
+        return req.result()[1]
 
     async def worker(wid: int) -> None:
         conn = conns[wid]
@@ -226,14 +277,24 @@ async def _run_gated(
                 else:
                     gate.sending()
             if spec is None:
-                end = deadline["ns"]
-                if end is not None and time.perf_counter_ns() >= end:
-                    return
-                spec = next(measured, None)
+                spec = next_measured()
                 if spec is None:
-                    return
-            rec, free_ns = await stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
-                                             counters, records, pacer)
+                    if measured_done.is_set():
+                        return
+                    nxt = await cool_down(conn, wid, free_ns)
+                    if nxt is None:
+                        return
+                    free_ns = nxt
+                    continue
+                measured_left["in_flight"] += 1
+            try:
+                rec, free_ns = await stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
+                                                 counters, records, pacer)
+            finally:
+                if not spec.warmup:
+                    measured_left["in_flight"] -= 1
+                    if measured_left["exhausted"] and measured_left["in_flight"] == 0:
+                        measured_done.set()
             if spec.warmup:
                 gate.warmed(wid)
             if rec.error == "connect_failed":
@@ -247,6 +308,7 @@ async def _run_gated(
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
+        gate.cooldown_requests = cooldown["requests"]
 
 
 async def run_closed_loop(

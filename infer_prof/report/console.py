@@ -57,7 +57,9 @@ def totals_table(result: dict[str, Any]) -> Table:
             f"{s['requests_completed']} / {s['requests_failed']}"
             + (f" ({failures})" if failures else ""),
         ),
-        ("measured window (s)", fmt_value(s.get("duration_s"))),
+        ("measured window (s)", fmt_value(s.get("duration_s"))
+         + (f" (rates per stream: mean span {fmt_value(s.get('rate_window_s'))} s)"
+            if s.get("rate_basis") == "stream_spans" else "")),
         ("requests/s", fmt_value(s.get("request_throughput"), 3)),
         ("output tokens/s", fmt_value(s.get("output_throughput"), 1)),
         ("total tokens/s", fmt_value(s.get("total_throughput"), 1)),

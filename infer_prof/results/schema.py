@@ -76,6 +76,8 @@ def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
         "requests_failed": summary["requests_failed"],
         "failure_kinds": summary.get("failure_kinds", {}),
         "duration_s": summary.get("duration_s"),
+        "rate_window_s": summary.get("rate_window_s"),
+        "rate_basis": summary.get("rate_basis"),
         "request_throughput": summary["request_throughput"],
         "output_throughput": summary["output_throughput"],
         "total_throughput": summary["total_throughput"],

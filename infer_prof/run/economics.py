@@ -21,7 +21,7 @@ from infer_prof.core.prices import (
     owned_cost_per_hour,
 )
 from infer_prof.core.roofline import roofline_report
-from infer_prof.core.timeseries import joules_per_token
+from infer_prof.core.timeseries import joules_per_token, joules_per_token_at_rate
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,12 @@ def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) 
     return {
         "energy_j": energy,
         "source": source,
-        "joules_per_output_token": joules_per_token(energy, summary.get("total_output_tokens")),
+        "joules_per_output_token": (
+            joules_per_token_at_rate(energy, summary.get("duration_s"),
+                                     summary.get("output_throughput"))
+            if summary.get("rate_basis") == "stream_spans"
+            else joules_per_token(energy, summary.get("total_output_tokens"))
+        ),
         "mean_power_w": total.get("power_w_mean"),
         "power_capped": total.get("power_capped"),
         "throttled": total.get("throttled"),
@@ -192,7 +197,7 @@ def roofline_block(
     peak = (
         gpu.fp8_tflops if prec == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops or gpu.fp16_tflops
     )
-    duration = summary.get("duration_s")
+    duration = summary.get("rate_window_s") or summary.get("duration_s")  # as the other rates
     prefill_tps = (summary.get("total_prompt_tokens") or 0) / duration if duration else None
     step_s, step_source = decode_step_time(summary)
     report = roofline_report(

@@ -18,6 +18,7 @@ from infer_prof.core.metrics import (
     busy_concurrency,
     in_flight_mean,
     send_bunching,
+    stream_span_s,
     summarize_run,
 )
 from infer_prof.core.slo import evaluate_slos, slos_from_mapping
@@ -174,7 +175,9 @@ def build_result(
 ) -> dict[str, Any]:
     """The result document of one load point (see :mod:`infer_prof.results.schema`)."""
     cfg, model, gpu = sess.cfg, sess.model, sess.gpu
-    summary = summarize_run(records)
+    # a closed loop's rates are over its streams' mean span (stream_span_s), not the wall window
+    rate_window_s = stream_span_s(records) if wl.arrival.mode == "closed" else None
+    summary = summarize_run(records, rate_window_s=rate_window_s)
     sdict = summary.to_dict()
     energy = energy_block(telemetry.get("gpu"), sdict)
     scraped = telemetry.get("server_metrics") or {}
@@ -195,7 +198,7 @@ def build_result(
     )
     a = wl.arrival
     slos = sess.slos if sess.cfg.slo else (slos_from_mapping(wl.slo) or sess.slos)
-    slo = evaluate_slos(records, slos).to_dict() if slos else None
+    slo = evaluate_slos(records, slos, rate_window_s=rate_window_s).to_dict() if slos else None
     figures = client_figures(client)
     validity = check_validity(
         summary.requests_completed,

@@ -118,3 +118,42 @@ def test_warmup_stagger_breaks_lock_step_waves(synthetic, tmp_path, stagger):
         assert result["warmup"]["phase_stagger"] is None
         assert result["config"]["warmup_stagger"] is False
         assert share > 0.4, share  # 7 of 8 gaps in a wave; fewer when the client is slowed
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_cool_down_holds_the_load_until_the_last_measured_request_ends(synthetic, tmp_path,
+                                                                         processes):
+    """Streams out of phase finish their measured requests up to one request apart; each stream
+    done early keeps sending (unrecorded) requests until the last measured one has ended, so
+    every measured request runs beside c - 1 others, as the server's own log shows."""
+    import json
+    import urllib.request
+
+    server = synthetic(ttft_ms=20.0, itl_ms=4.0, tokens=64)
+    wfile = tmp_path / "fixed.toml"
+    wfile.write_text(FIXED.replace("num_requests = 64", "num_requests = 24"))  # 3 per stream
+    out = tmp_path / "out"
+    p = cli("run", "--model", "llama-2-7b", "--no-progress", "--no-history", "--endpoint",
+            server.url, "--workload", str(wfile), "--results-dir", str(out),
+            "--client-processes", processes)
+    assert p.returncode == 0, p.stderr
+    result = load_single_result(out)
+    records = read_requests(out / result["requests_file"])
+    measured = [r for r in records if not r.warmup]
+    assert len(measured) == 24 and all(r.ok for r in measured)
+    if processes == "1":  # (a pool's workers count their own; the parent does not sum them)
+        assert result["warmup"]["cooldown_requests"] >= 4  # most streams end before the last one
+    with urllib.request.urlopen(f"{server.url}/truth", timeout=30) as resp:
+        truth = json.load(resp)["requests"]
+    spans = [(t["arrival_ns"], t["send_ns"][-1] if t["send_ns"] else t["arrival_ns"])
+             for t in truth]
+
+    def running(at_ns):
+        return sum(1 for a, b in spans if a <= at_ns < b)
+
+    # the server's concurrency at the middle of every measured request: all 8 streams busy
+    mids = [r.send_ns + (r.done_ns - r.send_ns) // 2 for r in measured]
+    assert min(running(m) for m in mids) >= 7, sorted(running(m) for m in mids)
+    # the cool-down requests still running at the end were cut (the client closed them)
+    last_end = max(r.done_ns for r in measured)
+    assert any(t["aborted"] for t in truth if t["arrival_ns"] < last_end)

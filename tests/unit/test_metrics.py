@@ -10,6 +10,7 @@ from infer_prof.core.metrics import (
     measured_window_ns,
     queue_ns,
     send_bunching,
+    stream_span_s,
     summarize_run,
     tpot_ns,
     ttft_ns,
@@ -149,3 +150,29 @@ def test_send_bunching_tells_lock_step_waves_from_independent_sends():
     # warm-ups do not count; too few sends: None
     assert send_bunching([rec(0, 0, [MS]), rec(1, 0, [MS], warmup=True), rec(2, MS, [2 * MS])]) \
         is None
+
+
+def test_closed_loop_rates_are_over_the_streams_mean_span():
+    """Two streams out of phase, each running two 10 ms requests back to back, the second
+    stream 5 ms behind: the wall window is 25 ms, but each stream was busy 20 ms, so the load
+    of 2 streams x 1 request per 10 ms is 200 requests/s, not 4 / 25 ms = 160."""
+    def req(i, worker, start_ms):
+        r = rec(i, start_ms * MS, [(start_ms + 4) * MS, (start_ms + 10) * MS])
+        r.worker = worker
+        return r
+
+    records = [req(0, 0, 0), req(1, 1, 5), req(2, 0, 10), req(3, 1, 15),
+               rec(-1, 0, [3 * MS], warmup=True)]  # a warm-up is no part of any span
+    assert stream_span_s(records) == pytest.approx(0.020)
+    wall = summarize_run(records)
+    assert wall.duration_s == pytest.approx(0.025) and wall.rate_basis == "window"
+    assert wall.request_throughput == pytest.approx(160.0)
+    steady = summarize_run(records, rate_window_s=stream_span_s(records))
+    assert steady.duration_s == pytest.approx(0.025)  # the window itself is unchanged
+    assert steady.rate_basis == "stream_spans" and steady.rate_window_s == pytest.approx(0.020)
+    assert steady.request_throughput == pytest.approx(200.0)
+    assert steady.output_throughput == pytest.approx(400.0)  # 2 tokens per request
+    # in lock-step (both streams start and end together) the two agree
+    lock = [req(0, 0, 0), req(1, 1, 0), req(2, 0, 10), req(3, 1, 10)]
+    assert stream_span_s(lock) == pytest.approx(measured_window_ns(lock)[1] / 1e9)
+    assert stream_span_s([rec(-1, 0, [MS], warmup=True)]) is None

@@ -8,6 +8,7 @@ from infer_prof.core.timeseries import (
     busy_mean,
     counter_increase,
     joules_per_token,
+    joules_per_token_at_rate,
     maximum,
     mean,
     ratio,
@@ -87,3 +88,24 @@ def test_busy_mean_leaves_out_idle_time() -> None:
     assert busy_mean([5.0], [7]) == 7.0  # one sample: itself
     assert busy_mean([0.0, 1.0], [0, 0]) is None  # never busy
     assert busy_mean([], []) is None
+
+
+def test_joules_per_token_at_the_runs_rate() -> None:
+    # 800 J over a 4 s window is 200 W; at 1,000 tokens/s that is 0.2 J per token
+    assert joules_per_token_at_rate(800.0, 4.0, 1000.0) == 0.2
+    assert joules_per_token_at_rate(None, 4.0, 1000.0) is None
+    assert joules_per_token_at_rate(800.0, None, 1000.0) is None
+    assert joules_per_token_at_rate(800.0, 4.0, 0.0) is None
+
+
+def test_energy_block_follows_the_rate_basis() -> None:
+    from infer_prof.run.economics import energy_block
+
+    gpu = {"available": True, "total": {"energy_j": 800.0}}
+    # a closed loop out of phase: 3,600 measured tokens over a 4 s window, at 1,000 tokens/s
+    # over the streams' spans (warm-up tokens filled the rest of the window the energy paid for)
+    steady = {"total_output_tokens": 3600, "duration_s": 4.0, "output_throughput": 1000.0,
+              "rate_basis": "stream_spans"}
+    assert energy_block(gpu, steady)["joules_per_output_token"] == 0.2
+    window = dict(steady, rate_basis="window")
+    assert energy_block(gpu, window)["joules_per_output_token"] == 800.0 / 3600
