@@ -54,6 +54,9 @@ class RequestRecord:
     error: str | None = None  # failure kind: "timeout", "http_500", "connection_closed", ...
     error_detail: str | None = None
     timestamp_source: str = "kernel"  # "kernel" (SO_TIMESTAMPNS) or "userspace"
+    # sent after the measured requests ran out, to hold the load until the last measured one
+    # ended (also ``warmup``: never measured); error "cut" when stopped at that end
+    cooldown: bool = False
 
     @property
     def ok(self) -> bool:
@@ -79,6 +82,7 @@ class RequestRecord:
             "error": self.error,
             "error_detail": self.error_detail,
             "timestamp_source": self.timestamp_source,
+            "cooldown": self.cooldown,
             "ttft_ms": _ms(ttft_ns(self)),
             "tpot_ms": _ms(tpot_ns(self)),
             "e2e_ms": _ms(e2e_ns(self)),

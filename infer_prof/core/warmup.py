@@ -101,9 +101,9 @@ def warmup_block(mode: str, warmup_requests: int, records: Sequence[RequestRecor
     loop: ``wave`` = concurrency); ``phase_stagger``: see :func:`stagger_summary` (a warm-up
     under the load itself, i.e. with a ``gate``, that was ``staggered``); ``cooldown_requests``:
     requests sent after the measured ones ran out, to hold the load until the last measured one
-    ended (a warm-up under the load in one client process; else None).
+    ended (records with ``cooldown`` set; None without a warm-up under the load).
     """
-    warm = [r for r in records if r.warmup]
+    warm = [r for r in records if r.warmup and not r.cooldown]
     sends = [r.send_ns for r in warm if r.send_ns is not None]
     ended_by = (gate or {}).get("ended_by")
     seconds = (gate or {}).get("seconds")
@@ -126,5 +126,5 @@ def warmup_block(mode: str, warmup_requests: int, records: Sequence[RequestRecor
         "first_wave": first_wave(records, wave) if wave else None,
         "phase_stagger": (stagger_summary(records, wave) if staggered and gate is not None and wave
                           else None),
-        "cooldown_requests": (gate or {}).get("cooldown_requests"),
+        "cooldown_requests": sum(1 for r in records if r.cooldown) if gate is not None else None,
     }

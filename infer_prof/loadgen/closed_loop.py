@@ -83,9 +83,6 @@ class WarmupGate:
         self.reason: str | None = None
         self._warmed: set[int] = set()
         self._callbacks: list[Callable[[], None]] = []
-        #: Requests sent to hold the load after the measured ones ran out (None: not counted
-        #: here, e.g. in a pool's parent process).
-        self.cooldown_requests: int | None = None
 
     def on_open(self, fn: Callable[[], None]) -> None:
         """Call ``fn`` (once, in this process) when the gate is first seen open."""
@@ -125,8 +122,7 @@ class WarmupGate:
         secs = None
         if self.opened_ns is not None and self.first_send_ns is not None:
             secs = round((self.opened_ns - self.first_send_ns) / 1e9, 3)
-        return {"ended_by": self.reason, "seconds": secs,
-                "cooldown_requests": self.cooldown_requests}
+        return {"ended_by": self.reason, "seconds": secs}
 
 
 def new_record(spec: RequestSpec, worker: int, scheduled_ns: int | None) -> RequestRecord:
@@ -208,15 +204,14 @@ async def _run_gated(
     It also cools down under the load: once the measured specs are used up (or the duration has
     passed), a stream whose measured requests are done keeps sending requests from the warm-up
     pool until the last measured request of this process has ended, and those still running
-    then are cancelled. Streams out of phase finish up to one request apart; without this, the
-    last measured requests would run while the load drained, faster than under ``c`` streams.
-    Cool-down requests are not recorded (``cooldown["requests"]`` counts them)."""
+    then are cut. Streams out of phase finish up to one request apart; without this, the last
+    measured requests would run while the load drained, faster than under ``c`` streams.
+    Cool-down requests are recorded as warm-up ones with ``cooldown`` set (error ``"cut"`` when
+    cut), so the load they carried is in the record."""
     deadline: dict[str, int | None] = {"ns": None}
     measured_left = {"exhausted": False, "in_flight": 0}
     measured_done = asyncio.Event()
-    cooldown = {"requests": 0}
     cool_counters = LiveCounters(reads=counters.reads)  # not measured, nor warm-up
-    discarded: list[RequestRecord] = []
 
     def measuring() -> None:
         counters.phase = "measuring"
@@ -245,10 +240,9 @@ async def _run_gated(
         spec = next(warmup, None)
         if spec is None or measured_done.is_set():
             return None
-        cooldown["requests"] += 1
-        discarded.clear()
+        mine: list[RequestRecord] = []
         req = asyncio.ensure_future(stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
-                                               cool_counters, discarded, pacer))
+                                               cool_counters, mine, pacer))
         ended = asyncio.ensure_future(measured_done.wait())
         try:
             await asyncio.wait({req, ended}, return_when=asyncio.FIRST_COMPLETED)
@@ -257,6 +251,11 @@ async def _run_gated(
             if not req.done():
                 req.cancel()
                 await asyncio.gather(req, return_exceptions=True)
+            for rec in mine:
+                rec.cooldown = True
+                if req.cancelled() and rec.error is None:
+                    rec.error, rec.error_detail = "cut", "cool-down ended with the measured load"
+                records.append(rec)
         if req.cancelled():
             return None
         return req.result()[1]
@@ -308,7 +307,6 @@ async def _run_gated(
         for t in tasks:
             t.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        gate.cooldown_requests = cooldown["requests"]
 
 
 async def run_closed_loop(

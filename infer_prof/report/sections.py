@@ -119,7 +119,8 @@ def summary_section(runs: Sequence[RunData], names: Sequence[str]) -> str:
     )
     note = (
         "Latencies over measured, completed requests (warm-up excluded); throughputs over the "
-        "measured window. Percentiles: " + esc(method or "as the run recorded them") + ". "
+        "measured window (a closed loop's: over its streams' mean span). Percentiles: "
+        + esc(method or "as the run recorded them") + ". "
         "Hover a $ or J cell that reads “not measured” for the reason."
     )
     return (
