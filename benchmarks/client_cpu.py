@@ -107,7 +107,9 @@ def cpu_at(samples: Sequence[tuple[int, float]], t_ns: int) -> float | None:
 
 def measured_window(truth: Sequence[dict[str, Any]], n: int) -> tuple[int, int, int]:
     """(start_ns, end_ns, tokens) of a client's measured requests, the last ``n`` by arrival in
-    the server's truth (earlier ones are its warm-up or readiness probe): from the first one's
+    the server's truth (earlier ones are its warm-up or readiness probe; infer-prof's cool-down
+    requests that completed may be among them, which moves the window a little later but keeps
+    it one of full load; those it cut are aborted and left out): from the first one's
     arrival to the last token sent for them, and every token the server sent in that span (a
     warm-up request still streaming in it counts: the client read it there). Raises ValueError
     when fewer than ``n`` requests completed."""
