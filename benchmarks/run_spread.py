@@ -23,9 +23,11 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+from peer_vllm import dig  # noqa: E402  (one reader of nested result fields for the benchmarks)
+
 DEFAULT_ARGS = ["--model", "tiny-llama", "-c", "16", "--input-len", "128", "--output-len", "128",
                 "-n", "320", "--seed", "1"]
 COLUMNS = [
@@ -37,15 +39,6 @@ COLUMNS = [
 #: TTFT p90 in decode steps (TTFT p90 / ITL p50): what is left of the spread once the host's
 #: own speed drift between runs (which moves ITL as much as TTFT) is divided out.
 STEPS = "p90/ITL"
-
-
-def dig(doc: Any, path: tuple[str, ...]) -> float | None:
-    """``doc[path[0]][path[1]]...`` as a float, or None where a key is missing."""
-    for key in path:
-        if not isinstance(doc, dict) or key not in doc:
-            return None
-        doc = doc[key]
-    return float(doc) if isinstance(doc, (int, float)) else None
 
 
 def spread_pct(values: list[float]) -> float:
