@@ -199,6 +199,12 @@ class RunSummary:
         }
 
 
+def response_end_ns(r: RequestRecord) -> int | None:
+    """When a request's response ended: the stream end seen (``done_ns``), else its last
+    token-carrying chunk (a request cut or failed mid-stream), else None."""
+    return r.done_ns if r.done_ns is not None else (r.chunk_ns[-1] if r.chunk_ns else None)
+
+
 def measured_window_ns(records: Sequence[RequestRecord]) -> tuple[int, int] | None:
     """The measured window: first send of a non-warm-up request to the last response end.
 
@@ -234,7 +240,7 @@ def stream_span_s(records: Iterable[RequestRecord]) -> float | None:
     for r in records:
         if r.warmup or r.send_ns is None:
             continue
-        end = r.done_ns if r.done_ns is not None else (r.chunk_ns[-1] if r.chunk_ns else None)
+        end = response_end_ns(r)
         if end is None:
             continue
         lo_hi = spans.setdefault(r.worker, [r.send_ns, end])
@@ -264,7 +270,7 @@ def in_flight_mean(records: Iterable[RequestRecord]) -> float | None:
     for r in recs:
         if r.send_ns is None:
             continue
-        end = r.done_ns if r.done_ns is not None else (r.chunk_ns[-1] if r.chunk_ns else None)
+        end = response_end_ns(r)
         if end is None:
             continue
         area += max(0, min(end, hi) - max(r.send_ns, lo))
@@ -308,7 +314,7 @@ def busy_concurrency(records: Iterable[RequestRecord]) -> float | None:
     for r in records:
         if r.warmup or r.send_ns is None:
             continue
-        end = r.done_ns if r.done_ns is not None else (r.chunk_ns[-1] if r.chunk_ns else None)
+        end = response_end_ns(r)
         if end is None or end <= r.send_ns:
             continue
         events.append((r.send_ns, 1))
