@@ -234,6 +234,7 @@ def measure(client: str, url: str, c: int, a: argparse.Namespace) -> dict[str, A
             queue_p99_ms=(cl.get("queue_ms") or {}).get("p99"),
             read_lag_p99_ms=(cl.get("read_lag_ms") or {}).get("p99"),
             in_flight_mean=(doc.get("load") or {}).get("in_flight_mean"),
+            reads_per_wakeup=ratio(cl.get("reads"), cl.get("reader_wakeups")),
         )
     return out
 

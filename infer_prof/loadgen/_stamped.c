@@ -19,6 +19,13 @@
  *   - with decrypt (keyword; TLS, see loadgen/tls.py) the bytes read are ciphertext:
  *     decrypt(data) -> the plaintext they complete, handled as above with the read's kernel
  *     time (that of the segment completing the TLS record); b"" (no application data) ends it.
+ *
+ * ReaderGroup(): many readers behind one epoll set, so that the event loop wakes once for all the
+ *   sockets that are readable together (a server step sends a token to every running stream at
+ *   once) and the reads run here, not through one asyncio handle per read. The loop watches the
+ *   group's own fd (loop.add_reader(group.fileno(), group)); group() reads every ready reader
+ *   once (level-triggered: data left unread is reported again). add(reader) / remove(reader)
+ *   before the socket closes.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -30,7 +37,9 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <sys/uio.h>
 #include <time.h>
 
@@ -125,6 +134,7 @@ typedef struct {
     PyObject *failed;
     PyObject *on_token;
     PyObject *decrypt; /* NULL or None: plain HTTP */
+    int grouped;       /* registered in a ReaderGroup (which holds a reference) */
 } Reader;
 
 static int Reader_traverse(Reader *self, visitproc visit, void *arg)
@@ -174,6 +184,10 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds)
         (on_token != Py_None && !PyCallable_Check(on_token)) ||
         (decrypt != Py_None && !PyCallable_Check(decrypt))) {
         PyErr_SetString(PyExc_TypeError, "general, failed, on_token and decrypt must be callables");
+        return -1;
+    }
+    if (self->grouped) {
+        PyErr_SetString(PyExc_RuntimeError, "StampedReader is in a ReaderGroup");
         return -1;
     }
     self->fd = fd;
@@ -352,6 +366,204 @@ static PyTypeObject ReaderType = {
     .tp_methods = Reader_methods,
 };
 
+/* ---- ReaderGroup ---------------------------------------------------------------------- */
+
+#define GROUP_EVENTS 512
+
+typedef struct {
+    PyObject_HEAD
+    int epfd;
+    Py_ssize_t members;
+    long long wakeups; /* calls that found at least one ready reader */
+    long long reads;   /* reader calls made */
+} Group;
+
+static int Group_init(Group *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "", kwlist))
+        return -1;
+    if (self->epfd >= 0)
+        close(self->epfd);
+    self->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (self->epfd < 0) {
+        self->epfd = -1;
+        PyErr_SetFromErrno(PyExc_OSError);
+        return -1;
+    }
+    self->members = 0;
+    self->wakeups = 0;
+    self->reads = 0;
+    return 0;
+}
+
+static void Group_dealloc(Group *self)
+{
+    /* members hold no reference to the group; each reader's reference is held by the group
+     * only while registered, and a live group with members is kept alive by the event loop */
+    if (self->epfd >= 0)
+        close(self->epfd);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int check_reader(Group *self, PyObject *arg)
+{
+    if (self->epfd < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "ReaderGroup is closed");
+        return -1;
+    }
+    if (!PyObject_TypeCheck(arg, &ReaderType)) {
+        PyErr_SetString(PyExc_TypeError, "ReaderGroup holds StampedReader objects only");
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *Group_add(Group *self, PyObject *arg)
+{
+    if (check_reader(self, arg) < 0)
+        return NULL;
+    Reader *r = (Reader *)arg;
+    if (r->grouped) {
+        PyErr_SetString(PyExc_RuntimeError, "the reader is already in a ReaderGroup");
+        return NULL;
+    }
+    struct epoll_event ev;
+    memset(&ev, 0, sizeof ev);
+    ev.events = EPOLLIN;
+    ev.data.ptr = r;
+    if (epoll_ctl(self->epfd, EPOLL_CTL_ADD, r->fd, &ev) < 0)
+        return PyErr_SetFromErrno(PyExc_OSError);
+    Py_INCREF(r);
+    r->grouped = 1;
+    self->members++;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Group_remove(Group *self, PyObject *arg)
+{
+    if (check_reader(self, arg) < 0)
+        return NULL;
+    Reader *r = (Reader *)arg;
+    if (!r->grouped)
+        Py_RETURN_FALSE;
+    struct epoll_event ev; /* ignored, but kernels before 2.6.9 want one */
+    int rc = epoll_ctl(self->epfd, EPOLL_CTL_DEL, r->fd, &ev);
+    int err = errno;
+    r->grouped = 0;
+    self->members--;
+    Py_DECREF(r);
+    /* EBADF/ENOENT: the socket was closed first, which already took it out of the set */
+    if (rc < 0 && err != EBADF && err != ENOENT) {
+        errno = err;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    Py_RETURN_TRUE;
+}
+
+/* Read every reader that is ready now, once each. Called by the event loop when the group's
+ * fd is readable. A reader's exception stops the round and is raised (the loop reports it as it
+ * would a reader callback's); the readers not reached are still ready and come next round. */
+static PyObject *Group_call(Group *self, PyObject *args, PyObject *kwds)
+{
+    if (self->epfd < 0) {
+        PyErr_SetString(PyExc_RuntimeError, "ReaderGroup is closed");
+        return NULL;
+    }
+    struct epoll_event ev[GROUP_EVENTS];
+    int n = epoll_wait(self->epfd, ev, GROUP_EVENTS, 0);
+    if (n < 0) {
+        if (errno == EINTR)
+            Py_RETURN_NONE;
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    if (n == 0)
+        Py_RETURN_NONE;
+    self->wakeups++;
+    /* a reader's callbacks may remove another ready reader (dropping the group's reference):
+     * hold each for the round, and skip any no longer grouped */
+    for (int i = 0; i < n; i++)
+        Py_INCREF((PyObject *)ev[i].data.ptr);
+    int i = 0;
+    PyObject *failure = Py_None;
+    for (; i < n; i++) {
+        Reader *r = (Reader *)ev[i].data.ptr;
+        if (!r->grouped || r->general == NULL)
+            continue;
+        self->reads++;
+        PyObject *res = Reader_call(r, NULL, NULL);
+        if (res == NULL) {
+            failure = NULL;
+            break;
+        }
+        Py_DECREF(res);
+    }
+    for (int j = 0; j < n; j++)
+        Py_DECREF((PyObject *)ev[j].data.ptr);
+    if (failure == NULL)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *Group_fileno(Group *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->epfd < 0) {
+        PyErr_SetString(PyExc_ValueError, "ReaderGroup is closed");
+        return NULL;
+    }
+    return PyLong_FromLong(self->epfd);
+}
+
+static PyObject *Group_close(Group *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->members > 0) {
+        PyErr_SetString(PyExc_RuntimeError, "ReaderGroup still has readers");
+        return NULL;
+    }
+    if (self->epfd >= 0)
+        close(self->epfd);
+    self->epfd = -1;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef Group_methods[] = {
+    {"add", (PyCFunction)Group_add, METH_O, "Watch a StampedReader's socket."},
+    {"remove", (PyCFunction)Group_remove, METH_O,
+     "Stop watching a reader's socket (before it is closed); False if it was not watched."},
+    {"fileno", (PyCFunction)Group_fileno, METH_NOARGS,
+     "The epoll fd, readable while any member is (for loop.add_reader)."},
+    {"close", (PyCFunction)Group_close, METH_NOARGS, "Close the epoll fd (no members left)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyMemberDef Group_members[] = {
+    {"members", T_PYSSIZET, offsetof(Group, members), READONLY, "readers watched now"},
+    {"wakeups", T_LONGLONG, offsetof(Group, wakeups), READONLY,
+     "calls that found a ready reader"},
+    {"reads", T_LONGLONG, offsetof(Group, reads), READONLY, "reader calls made"},
+    {NULL}};
+
+static PyObject *Group_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    Group *self = (Group *)type->tp_alloc(type, 0);
+    if (self != NULL)
+        self->epfd = -1;
+    return (PyObject *)self;
+}
+
+static PyTypeObject GroupType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "infer_prof.loadgen._stamped.ReaderGroup",
+    .tp_doc = PyDoc_STR("StampedReaders behind one epoll set: one event-loop wake-up for all "
+                        "the sockets readable together."),
+    .tp_basicsize = sizeof(Group),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = Group_new,
+    .tp_init = (initproc)Group_init,
+    .tp_dealloc = (destructor)Group_dealloc,
+    .tp_call = (ternaryfunc)Group_call,
+    .tp_members = Group_members,
+    .tp_methods = Group_methods,
+};
+
 static PyObject *py_match_token_chunk(PyObject *mod, PyObject *arg)
 {
     Py_buffer view;
@@ -372,7 +584,7 @@ static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_stamped",
 
 PyMODINIT_FUNC PyInit__stamped(void)
 {
-    if (PyType_Ready(&ReaderType) < 0)
+    if (PyType_Ready(&ReaderType) < 0 || PyType_Ready(&GroupType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module);
     if (m == NULL)
@@ -380,6 +592,12 @@ PyMODINIT_FUNC PyInit__stamped(void)
     Py_INCREF(&ReaderType);
     if (PyModule_AddObject(m, "StampedReader", (PyObject *)&ReaderType) < 0) {
         Py_DECREF(&ReaderType);
+        Py_DECREF(m);
+        return NULL;
+    }
+    Py_INCREF(&GroupType);
+    if (PyModule_AddObject(m, "ReaderGroup", (PyObject *)&GroupType) < 0) {
+        Py_DECREF(&GroupType);
         Py_DECREF(m);
         return NULL;
     }

@@ -30,7 +30,7 @@ from infer_prof.loadgen.client_health import ReadStats
 from infer_prof.loadgen.endpoint import Failure, StreamConnection
 from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
 from infer_prof.loadgen.pacing import SendPacer
-from infer_prof.loadgen.stamped_reader import make_reader
+from infer_prof.loadgen.stamped_reader import make_reader, unwatch, watch
 
 _CHUNKED_END = b"\r\n0\r\n\r\n"  # how a chunked HTTP response ends
 
@@ -249,7 +249,7 @@ async def _exchange(
     reader = make_reader(
         sock, chunk_ns, chunk_tokens, lags, general, failed, on_token, decrypt=decrypt
     )
-    loop.add_reader(fd, reader)
+    watch(loop, fd, reader)
     timer = loop.call_later(
         timeout_s, fail, "timeout", f"no complete response within {timeout_s:g} s"
     )
@@ -266,7 +266,7 @@ async def _exchange(
         await done
     finally:
         timer.cancel()
-        loop.remove_reader(fd)
+        unwatch(loop, fd, reader)
         reader.close()
         if record.output_tokens is None and reader.last_ct:
             record.output_tokens = reader.last_ct  # cut off mid-stream: the last usage seen

@@ -14,12 +14,14 @@ general parser, and the tests check that they agree.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import socket
 import struct
 import threading
 import time
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -153,10 +155,12 @@ class PyStampedReader:
 
 
 try:
+    from infer_prof.loadgen._stamped import ReaderGroup as _CReaderGroup
     from infer_prof.loadgen._stamped import StampedReader as _CStampedReader
     from infer_prof.loadgen._stamped import match_token_chunk
 except ImportError:  # not built (no C compiler, not Linux): the Python twin, same numbers
     _CStampedReader = None
+    _CReaderGroup = None
     match_token_chunk = match_token_chunk_py
 
 #: Which reader the client uses: "c" (compiled hot path) or "python".
@@ -202,3 +206,61 @@ def kernel_arrival_ns(ancdata: list[tuple[int, int, bytes]]) -> int | None:
             age = time.time_ns() - (sec * 1_000_000_000 + nsec)
             return time.perf_counter_ns() - max(age, 0)
     return None
+
+
+# One ReaderGroup per event loop (C readers only): the loop wakes once for all the sockets that
+# are readable together and the reads run in C, instead of one asyncio handle per read.
+_GROUPS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+
+def grouping_in_use() -> bool:
+    """Whether C readers are watched through one epoll set per loop (``ReaderGroup``);
+    ``INFER_PROF_READER_GROUP=0`` watches each socket with ``loop.add_reader`` instead (for
+    comparisons). Same reads, same timestamps either way: only the dispatch differs."""
+    return _CReaderGroup is not None and os.environ.get("INFER_PROF_READER_GROUP") != "0"
+
+
+def reader_group(loop: asyncio.AbstractEventLoop) -> Any:
+    """The loop's ``ReaderGroup`` (made and watched by the loop on first use); None where the
+    extension was not built."""
+    if _CReaderGroup is None:
+        return None
+    group = _GROUPS.get(loop)
+    if group is None:
+        group = _CReaderGroup()
+        loop.add_reader(group.fileno(), group)
+        _GROUPS[loop] = group
+    return group
+
+
+def watch(loop: asyncio.AbstractEventLoop, fd: int, reader: Any) -> None:
+    """Have ``reader`` called whenever socket ``fd`` is readable: through the loop's
+    ``ReaderGroup`` for a C reader (see :func:`grouping_in_use`), else ``loop.add_reader``."""
+    if (
+        _CStampedReader is not None
+        and isinstance(reader, _CStampedReader)
+        and grouping_in_use()
+    ):
+        reader_group(loop).add(reader)
+    else:
+        loop.add_reader(fd, reader)
+
+
+def unwatch(loop: asyncio.AbstractEventLoop, fd: int, reader: Any) -> None:
+    """Undo :func:`watch` (before the socket is closed)."""
+    group = _GROUPS.get(loop)
+    if (
+        group is not None
+        and _CStampedReader is not None
+        and isinstance(reader, _CStampedReader)
+        and group.remove(reader)
+    ):
+        return
+    loop.remove_reader(fd)
+
+
+def reader_wakeups(loop: asyncio.AbstractEventLoop) -> int | None:
+    """How many times the loop's ``ReaderGroup`` woke with at least one readable socket so far
+    (``reads / wakeups`` = reads per wake-up); None where no group was used."""
+    group = _GROUPS.get(loop)
+    return None if group is None else int(group.wakeups)

@@ -56,6 +56,7 @@ class WorkerHealth:
     wall_s: float = 0.0
     loop_lag_ms: list[float] = field(default_factory=list)
     reads: int = 0
+    reader_wakeups: int | None = None  # the loop's ReaderGroup wake-ups (None: no group)
     read_lag_ns: list[int] = field(default_factory=list)
     dispatch_lag_ns: list[int] = field(default_factory=list)
     slot_wait_ns: list[int] = field(default_factory=list)  # open loop with a cap
@@ -78,6 +79,7 @@ class WorkerHealth:
             "cpu_share": self.cpu_share,
             "event_loop_lag_ms": summary_dict(self.loop_lag_ms),
             "reads": self.reads,
+            "reader_wakeups": self.reader_wakeups,
             "read_lag_ms": summary_dict(self.read_lag_ns, 1e-6),
             "dispatch_lag_ms": summary_dict(self.dispatch_lag_ns, 1e-6),
             "slot_wait_ms": summary_dict(self.slot_wait_ns, 1e-6),

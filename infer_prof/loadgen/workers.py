@@ -250,6 +250,11 @@ def merge_health(health: Sequence[WorkerHealth]) -> dict[str, Any]:
         "cpu_s": sum(h.cpu_s for h in health),
         "event_loop_lag_ms": summary_dict(lag),
         "reads": sum(h.reads for h in health),
+        "reader_wakeups": (
+            sum(h.reader_wakeups for h in health if h.reader_wakeups is not None)
+            if any(h.reader_wakeups is not None for h in health)
+            else None
+        ),
         "read_lag_ms": summary_dict(read),
         "dispatch_lag_ms": summary_dict(disp),
         "slot_wait_ms": summary_dict(slot),

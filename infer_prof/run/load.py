@@ -32,7 +32,7 @@ from infer_prof.loadgen.openai_requests import (
     chat_messages,
 )
 from infer_prof.loadgen.sessions import SessionRun
-from infer_prof.loadgen.stamped_reader import reader_in_use
+from infer_prof.loadgen.stamped_reader import reader_in_use, reader_wakeups
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerJob
 from infer_prof.report.progress import ProgressLine
@@ -246,6 +246,7 @@ def _drive(
         with gc_paused():
             loop.run_until_complete(main())
     finally:
+        wakeups = reader_wakeups(loop)
         loop.close()
     if gate is not None:
         state["warmup"] = gate.to_dict()
@@ -261,6 +262,7 @@ def _drive(
             "processes": 1,
             "reader": reader_in_use(),
             "reads": counters.reads.reads,
+            "reader_wakeups": wakeups,
             "read_lag_ms": dist_ms(counters.reads.read_lag_ns),
             **cpu.to_dict(),
         }

@@ -93,6 +93,7 @@ def _pooled_client(
         "processes": merged["processes"],
         "reader": reader_in_use(),
         "reads": merged["reads"],
+        "reader_wakeups": merged["reader_wakeups"],
         "read_lag_ms": merged["read_lag_ms"],
         "cpu_s": merged["cpu_s"],
         "wall_s": busiest.wall_s if busiest else None,

@@ -23,13 +23,15 @@ from infer_prof.loadgen.openai_requests import build_completion_request
 from infer_prof.loadgen.pacing import SendPacer
 
 
-@pytest.fixture(autouse=True, params=["c", "python"])
+@pytest.fixture(autouse=True, params=["c", "c-direct", "python"])
 def reader(request, monkeypatch):
-    """Every test here runs with the compiled reader and with its pure-Python twin."""
-    if request.param == "c":
+    """Every test here runs with the compiled reader (behind the loop's ReaderGroup, and
+    watched on its own with ``loop.add_reader``) and with its pure-Python twin."""
+    if request.param.startswith("c"):
         assert stamped_reader.READER == "c", (
             "the C reader was not built (infer_prof/loadgen/_stamped.c)")
-    monkeypatch.setenv("INFER_PROF_READER", request.param)
+    monkeypatch.setenv("INFER_PROF_READER", "python" if request.param == "python" else "c")
+    monkeypatch.setenv("INFER_PROF_READER_GROUP", "0" if request.param == "c-direct" else "1")
     return request.param
 
 
