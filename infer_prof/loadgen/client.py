@@ -30,7 +30,7 @@ from infer_prof.loadgen.client_health import ReadStats
 from infer_prof.loadgen.endpoint import Failure, StreamConnection
 from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
 from infer_prof.loadgen.pacing import SendPacer
-from infer_prof.loadgen.stamped_reader import make_reader, unwatch, watch
+from infer_prof.loadgen.stamped_reader import make_reader, read_ready, unwatch, watch
 
 _CHUNKED_END = b"\r\n0\r\n\r\n"  # how a chunked HTTP response ends
 
@@ -254,6 +254,7 @@ async def _exchange(
         timeout_s, fail, "timeout", f"no complete response within {timeout_s:g} s"
     )
     try:
+        read_ready(loop)  # reads first: other streams' tokens must not wait for this send
         record.send_ns = time.perf_counter_ns()
         try:
             sent = sock.send(request)

@@ -44,6 +44,7 @@ class Stream:
         self.chunk_tokens: list[int] = []
         self.lags: list[int] = []
         self.general_calls: list[bytes] = []
+        self.boom = False  # general() raises
         self.reader = stamped_reader.make_reader(
             self.client, self.chunk_ns, self.chunk_tokens, self.lags, self.general,
             self.failed, None, implementation="c",
@@ -52,6 +53,8 @@ class Stream:
 
     def general(self, data: bytes, t_ns: int) -> bool:
         self.general_calls.append(data)
+        if self.boom:
+            raise RuntimeError("reader failed")
         return True
 
     def failed(self, errno: int) -> None:
@@ -236,3 +239,34 @@ def test_the_event_loop_drives_the_group(streams):
     for s in ss:
         assert s.chunk_tokens == [1] * 5
     assert wakeups is not None and 5 <= wakeups < 20  # several sockets per wake-up
+
+
+def test_read_ready_reads_without_yielding_to_the_loop(streams):
+    """What the client calls before each send: the group's ready sockets are read at once,
+    inside the running coroutine, so a wave of sends does not hold other streams' reads."""
+    ss = streams(3)
+    errors: list[dict] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        loop.set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+        for s in ss:
+            stamped_reader.watch(loop, s.client.fileno(), s.reader)
+        for s in ss:
+            s.server.sendall(wire(1))
+        wait_readable([s.client for s in ss])  # blocking: the loop does not run meanwhile
+        assert all(s.chunk_tokens == [] for s in ss)
+        stamped_reader.read_ready(loop)
+        assert all(s.chunk_tokens == [1] for s in ss)
+        # a reader's exception is the loop's to report, not the sender's
+        ss[0].boom = True
+        ss[0].server.sendall(b"x")  # not a token chunk: general() gets it
+        wait_readable([ss[0].client])
+        stamped_reader.read_ready(loop)
+        for s in ss:
+            stamped_reader.unwatch(loop, s.client.fileno(), s.reader)
+        stamped_reader.read_ready(loop)  # no members: nothing to do
+
+    asyncio.run(main())
+    assert len(errors) == 1 and isinstance(errors[0]["exception"], RuntimeError)
+
