@@ -59,12 +59,12 @@ ROWS = [
 
 
 def dig(doc: Any, path: tuple[str, ...]) -> float | None:
-    """``doc[path[0]][path[1]]...`` as a float, or None where a key is missing."""
-    for key in path:
-        if not isinstance(doc, dict) or key not in doc:
-            return None
-        doc = doc[key]
-    return float(doc) if isinstance(doc, (int, float)) else None
+    """``doc[path[0]][path[1]]...`` as a float (the product's own ``core.comparison.dig``), or
+    None where a key is missing or the value is not a number."""
+    from infer_prof.core.comparison import dig as dig_path
+
+    value = dig_path(doc, ".".join(path))
+    return float(value) if isinstance(value, (int, float)) else None
 
 
 def start_vllm(folder: Path, tls: bool) -> tuple[Any, str, dict[str, str]]:
