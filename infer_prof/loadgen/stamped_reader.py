@@ -278,8 +278,17 @@ def read_ready(loop: asyncio.AbstractEventLoop) -> None:
         )
 
 
-def reader_wakeups(loop: asyncio.AbstractEventLoop) -> int | None:
-    """How many times the loop's ``ReaderGroup`` woke with at least one readable socket so far
-    (``reads / wakeups`` = reads per wake-up); None where no group was used."""
-    group = _GROUPS.get(loop)
-    return None if group is None else int(group.wakeups)
+def release_reader_group(loop: asyncio.AbstractEventLoop) -> int | None:
+    """Stop the loop watching its ``ReaderGroup`` and close the group's epoll fd (call before
+    ``loop.close()``, when no stream is left); return the group's wake-ups, i.e. the times it
+    found at least one readable socket (``reads / wakeups`` = reads per wake-up). None where no
+    group was used. A group that still has readers is left for the garbage collector."""
+    group = _GROUPS.pop(loop, None)
+    if group is None:
+        return None
+    wakeups = int(group.wakeups)
+    if not loop.is_closed():
+        loop.remove_reader(group.fileno())
+    if not group.members:
+        group.close()
+    return wakeups

@@ -25,7 +25,7 @@ from infer_prof.loadgen.closed_loop import (
     run_closed_loop,
 )
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
-from infer_prof.loadgen.stamped_reader import reader_wakeups
+from infer_prof.loadgen.stamped_reader import release_reader_group
 from infer_prof.loadgen.worker_shared import (
     PHASES,
     SLOTS,
@@ -86,7 +86,7 @@ def worker_main(w: int, n: int, job: WorkerJob, shared: Shared) -> None:
             with gc_paused():
                 loop.run_until_complete(_worker_async(w, n, job, shared, records, health))
         finally:
-            health.reader_wakeups = reader_wakeups(loop)
+            health.reader_wakeups = release_reader_group(loop)
             loop.close()
     except BaseException as exc:  # report, never hang the parent
         health.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"

@@ -38,7 +38,7 @@ from infer_prof.loadgen.closed_loop import (
 )
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.openai_requests import build_completion_request
-from infer_prof.loadgen.stamped_reader import reader_in_use, reader_wakeups
+from infer_prof.loadgen.stamped_reader import reader_in_use, release_reader_group
 from infer_prof.loadgen.worker_shared import WorkerJob
 from infer_prof.loadgen.workers import choose_processes, merge_health, run_in_workers
 from infer_prof.servers.http_get import get_json, http_get
@@ -197,7 +197,7 @@ def drive(
                 )
             )
     finally:
-        wakeups = reader_wakeups(loop)
+        wakeups = release_reader_group(loop)
         loop.close()
     if health is not None:
         lag = summarize([x / 1e6 for x in counters.reads.read_lag_ns])

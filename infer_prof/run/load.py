@@ -32,7 +32,7 @@ from infer_prof.loadgen.openai_requests import (
     chat_messages,
 )
 from infer_prof.loadgen.sessions import SessionRun
-from infer_prof.loadgen.stamped_reader import reader_in_use, reader_wakeups
+from infer_prof.loadgen.stamped_reader import reader_in_use, release_reader_group
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerJob
 from infer_prof.report.progress import ProgressLine
@@ -246,7 +246,7 @@ def _drive(
         with gc_paused():
             loop.run_until_complete(main())
     finally:
-        wakeups = reader_wakeups(loop)
+        wakeups = release_reader_group(loop)
         loop.close()
     if gate is not None:
         state["warmup"] = gate.to_dict()

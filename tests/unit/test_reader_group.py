@@ -233,12 +233,40 @@ def test_the_event_loop_drives_the_group(streams):
             await asyncio.sleep(0.02)
         for s in ss:
             stamped_reader.unwatch(loop, s.client.fileno(), s.reader)
-        return stamped_reader.reader_wakeups(loop)
+        return stamped_reader.release_reader_group(loop)
 
     wakeups = asyncio.run(main())
     for s in ss:
         assert s.chunk_tokens == [1] * 5
     assert wakeups is not None and 5 <= wakeups < 20  # several sockets per wake-up
+
+
+def test_release_closes_the_group_and_a_new_one_follows(streams):
+    (s,) = streams(1)
+
+    async def main() -> tuple[int | None, int | None, bool]:
+        loop = asyncio.get_running_loop()
+        stamped_reader.watch(loop, s.client.fileno(), s.reader)
+        group = stamped_reader.reader_group(loop)
+        fd = group.fileno()
+        stamped_reader.unwatch(loop, s.client.fileno(), s.reader)
+        first = stamped_reader.release_reader_group(loop)
+        closed = True
+        try:
+            group.fileno()
+            closed = False
+        except ValueError:
+            pass
+        again = stamped_reader.release_reader_group(loop)  # nothing left to release
+        stamped_reader.watch(loop, s.client.fileno(), s.reader)  # a fresh group
+        assert stamped_reader.reader_group(loop) is not group
+        stamped_reader.unwatch(loop, s.client.fileno(), s.reader)
+        stamped_reader.release_reader_group(loop)
+        assert fd >= 0
+        return first, again, closed
+
+    first, again, closed = asyncio.run(main())
+    assert first == 0 and again is None and closed
 
 
 def test_read_ready_reads_without_yielding_to_the_loop(streams):
