@@ -20,7 +20,7 @@ def test_accuracy_at_concurrency_128(synthetic):
     assert rep["matched_requests"] == 256
     ttft, itl, rps = rep["ttft"], rep["itl"], rep["request_throughput"]
     # the truth itself is what the server was asked for (it is not running late)
-    assert 49.9 <= ttft["p50_truth_ms"] <= 55.0
+    assert 49.0 <= ttft["p50_truth_ms"] <= 55.0  # uvloop timers: up to ~1 ms early
     assert abs(ttft["p50_error_ms"]) <= 1.0
     assert abs(ttft["p99_error_ms"]) <= 3.0
     assert abs(itl["p50_error_ms"]) <= 0.5

@@ -334,7 +334,8 @@ def test_accuracy_over_tls_against_the_servers_truth(certs):
     finally:
         server.stop()
     assert rep["failed"] == 0 and rep["matched_requests"] == 64
-    assert 49.9 <= rep["ttft"]["p50_truth_ms"] <= 55.0
+    # the server's timers may fire up to ~1 ms early under uvloop (its clock counts whole ms)
+    assert 49.0 <= rep["ttft"]["p50_truth_ms"] <= 55.0
     assert abs(rep["ttft"]["p50_error_ms"]) <= 1.0
     assert abs(rep["ttft"]["p99_error_ms"]) <= 3.0
     assert abs(rep["itl"]["p50_error_ms"]) <= 0.5
