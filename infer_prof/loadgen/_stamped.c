@@ -484,23 +484,21 @@ static PyObject *Group_call(Group *self, PyObject *args, PyObject *kwds)
      * hold each for the round, and skip any no longer grouped */
     for (int i = 0; i < n; i++)
         Py_INCREF((PyObject *)ev[i].data.ptr);
-    int i = 0;
-    PyObject *failure = Py_None;
-    for (; i < n; i++) {
+    int failed = 0;
+    for (int i = 0; i < n && !failed; i++) {
         Reader *r = (Reader *)ev[i].data.ptr;
         if (!r->grouped || r->general == NULL)
             continue;
         self->reads++;
         PyObject *res = Reader_call(r, NULL, NULL);
-        if (res == NULL) {
-            failure = NULL;
-            break;
-        }
-        Py_DECREF(res);
+        if (res == NULL)
+            failed = 1;
+        else
+            Py_DECREF(res);
     }
-    for (int j = 0; j < n; j++)
-        Py_DECREF((PyObject *)ev[j].data.ptr);
-    if (failure == NULL)
+    for (int i = 0; i < n; i++)
+        Py_DECREF((PyObject *)ev[i].data.ptr);
+    if (failed)
         return NULL;
     Py_RETURN_NONE;
 }

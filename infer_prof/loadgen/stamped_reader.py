@@ -236,11 +236,7 @@ def reader_group(loop: asyncio.AbstractEventLoop) -> Any:
 def watch(loop: asyncio.AbstractEventLoop, fd: int, reader: Any) -> None:
     """Have ``reader`` called whenever socket ``fd`` is readable: through the loop's
     ``ReaderGroup`` for a C reader (see :func:`grouping_in_use`), else ``loop.add_reader``."""
-    if (
-        _CStampedReader is not None
-        and isinstance(reader, _CStampedReader)
-        and grouping_in_use()
-    ):
+    if grouping_in_use() and isinstance(reader, _CStampedReader):
         reader_group(loop).add(reader)
     else:
         loop.add_reader(fd, reader)
@@ -248,13 +244,8 @@ def watch(loop: asyncio.AbstractEventLoop, fd: int, reader: Any) -> None:
 
 def unwatch(loop: asyncio.AbstractEventLoop, fd: int, reader: Any) -> None:
     """Undo :func:`watch` (before the socket is closed)."""
-    group = _GROUPS.get(loop)
-    if (
-        group is not None
-        and _CStampedReader is not None
-        and isinstance(reader, _CStampedReader)
-        and group.remove(reader)
-    ):
+    group = _GROUPS.get(loop)  # a group exists only where the C extension was built
+    if group is not None and isinstance(reader, _CStampedReader) and group.remove(reader):
         return
     loop.remove_reader(fd)
 
