@@ -17,7 +17,8 @@ from itertools import islice
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.loadgen.client_health import gc_paused, loop_lag_probe
+from infer_prof.loadgen.client_health import loop_lag_probe
+from infer_prof.loadgen.client_loop import ClientLoop, client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -25,7 +26,6 @@ from infer_prof.loadgen.closed_loop import (
     run_closed_loop,
 )
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
-from infer_prof.loadgen.stamped_reader import release_reader_group
 from infer_prof.loadgen.worker_shared import (
     PHASES,
     SLOTS,
@@ -75,19 +75,13 @@ def worker_main(w: int, n: int, job: WorkerJob, shared: Shared) -> None:
     records: list[RequestRecord] = []
     health = WorkerHealth(w, os.getpid())
     try:
+        measuring: ClientLoop | None = None
         try:
-            import uvloop
-
-            loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
-        except ImportError:  # pragma: no cover
-            loop = asyncio.new_event_loop()
-        asyncio.set_event_loop(loop)
-        try:
-            with gc_paused():
-                loop.run_until_complete(_worker_async(w, n, job, shared, records, health))
+            with client_loop(set_current=True) as measuring:
+                measuring.measure(_worker_async(w, n, job, shared, records, health))
         finally:
-            health.reader_wakeups = release_reader_group(loop)
-            loop.close()
+            if measuring is not None:
+                health.reader_wakeups = measuring.reader_wakeups
     except BaseException as exc:  # report, never hang the parent
         health.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
     shared.results.put((w, records, health))

@@ -29,7 +29,7 @@ from infer_prof.core.accuracy import (
 )
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summarize
-from infer_prof.loadgen.client_health import gc_paused
+from infer_prof.loadgen.client_loop import client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -38,7 +38,7 @@ from infer_prof.loadgen.closed_loop import (
 )
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.openai_requests import build_completion_request
-from infer_prof.loadgen.stamped_reader import reader_in_use, release_reader_group
+from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.worker_shared import WorkerJob
 from infer_prof.loadgen.workers import choose_processes, merge_health, run_in_workers
 from infer_prof.servers.http_get import get_json, http_get
@@ -173,32 +173,23 @@ def drive(
             health.update(merge_health(worker_health), reader=reader_in_use())
         return merged
     records: list[RequestRecord] = []
-    try:
-        import uvloop
-
-        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
-    except ImportError:  # pragma: no cover
-        loop = asyncio.new_event_loop()
     counters = LiveCounters()
     t0 = time.process_time()
     w0 = time.perf_counter()
-    try:
-        with gc_paused():
-            loop.run_until_complete(
-                run_closed_loop(
-                    endpoint,
-                    build,
-                    warm,
-                    specs(),
-                    ClosedLoopPlan(concurrency, timeout_s),
-                    counters,
-                    asyncio.Event(),
-                    records,
-                )
+    with client_loop() as measuring:
+        measuring.measure(
+            run_closed_loop(
+                endpoint,
+                build,
+                warm,
+                specs(),
+                ClosedLoopPlan(concurrency, timeout_s),
+                counters,
+                asyncio.Event(),
+                records,
             )
-    finally:
-        wakeups = release_reader_group(loop)
-        loop.close()
+        )
+    wakeups = measuring.reader_wakeups
     if health is not None:
         lag = summarize([x / 1e6 for x in counters.reads.read_lag_ns])
         health.update(

@@ -18,7 +18,8 @@ from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summary_dict
 from infer_prof.core.workload_sampling import send_offsets
 from infer_prof.core.workloads import Workload, warmup_seconds
-from infer_prof.loadgen.client_health import gc_paused, loop_lag_probe
+from infer_prof.loadgen.client_health import loop_lag_probe
+from infer_prof.loadgen.client_loop import client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
@@ -32,7 +33,7 @@ from infer_prof.loadgen.openai_requests import (
     chat_messages,
 )
 from infer_prof.loadgen.sessions import SessionRun
-from infer_prof.loadgen.stamped_reader import reader_in_use, release_reader_group
+from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerJob
 from infer_prof.report.progress import ProgressLine
@@ -151,12 +152,6 @@ def _drive(
     """Run one point's load in an event loop with a server watchdog, a lag probe, progress,
     and Ctrl-C handling (first Ctrl-C stops sending and cancels streams in flight)."""
     cfg, server, endpoint = sess.cfg, sess.server, sess.endpoint
-    try:
-        import uvloop
-
-        loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
-    except ImportError:  # pragma: no cover
-        loop = asyncio.new_event_loop()
     stop = asyncio.Event()
     lag: list[float] = []
     health = OpenLoopHealth()
@@ -165,6 +160,7 @@ def _drive(
     gate = warmup_gate(wl, sessions=session_run is not None)
 
     async def main() -> None:
+        loop = asyncio.get_running_loop()
         if session_run is not None:
             coro = session_run.drive(
                 endpoint, build, warm,
@@ -242,12 +238,9 @@ def _drive(
             await asyncio.gather(probe, watcher, return_exceptions=True)
             progress.update(counters)
 
-    try:
-        with gc_paused():
-            loop.run_until_complete(main())
-    finally:
-        wakeups = release_reader_group(loop)
-        loop.close()
+    with client_loop() as measuring:
+        measuring.measure(main())
+    wakeups = measuring.reader_wakeups
     if gate is not None:
         state["warmup"] = gate.to_dict()
     if state["incomplete_reason"] == "server_died":

@@ -31,21 +31,23 @@ bench = _script()
 def test_stat_fields_are_counted_after_a_command_name_with_spaces_and_parens():
     # proc(5): pid (comm) state ppid ... utime(14) stime(15) ...
     text = "4242 (my (odd) cmd) S 7 4242 4242 0 -1 4194560 10 0 0 0 123 45 0 0 20 0 3 0\n"
-    assert bench.stat_cpu_ticks(text) == (7, 168)
+    assert bench.stat_cpu_ticks(text) == (7, 123, 45)
 
 
 def test_tree_cpu_of_a_busy_child_grows_and_a_gone_process_reads_none():
     child = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        first = bench.tree_cpu_s(os.getpid())
-        assert first is not None
+        got = bench.tree_cpu_s(os.getpid())
+        assert got is not None
+        first = got[0]
+        assert 0 <= got[1] <= got[0]  # system time is part of the whole
         deadline = time.monotonic() + 20
         grown = 0.0
         while time.monotonic() < deadline and grown < 0.2:  # the busy child counts in the tree
             time.sleep(0.05)
-            later = bench.tree_cpu_s(os.getpid())
-            assert later is not None
-            grown = later - first
+            now = bench.tree_cpu_s(os.getpid())
+            assert now is not None
+            grown = now[0] - first
         assert grown >= 0.2
     finally:
         child.kill()
@@ -81,19 +83,20 @@ def test_reads_are_scaled_to_the_window():
     assert bench.reads_in_window(10, 0, 0) is None
 
 
-def test_report_prints_each_client_and_the_ratio():
+def test_report_prints_each_client_the_ratio_and_its_kernel_floor():
     rows = [
         {"client": "infer-prof", "concurrency": 128, "window_s": 4.0, "cpu_s": 0.5,
-         "tokens": 32768, "cpu_us_per_token": 15.0, "reads": 33000, "cpu_us_per_read": 15.2,
-         "queue_p99_ms": 3.0, "in_flight_mean": 126.0},
+         "tokens": 32768, "cpu_us_per_token": 15.0, "sys_us_per_token": 9.0, "reads": 33000,
+         "cpu_us_per_read": 15.2, "queue_p99_ms": 3.0, "in_flight_mean": 126.0},
         {"client": "vllm", "concurrency": 128, "window_s": 4.2, "cpu_s": 1.2, "tokens": 32768,
          "cpu_us_per_token": 37.5},
     ]
     lines = bench.report_lines(rows)
-    assert "15.20" in lines[1] and "126.0" in lines[1]
+    assert "15.20" in lines[1] and "9.00" in lines[1] and "126.0" in lines[1]
     assert "n/a" in lines[2]
     assert lines[-1] == (
-        "ratio infer-prof / vllm CPU per token at 128 streams: 0.400 (target <= 0.2)")
+        "ratio infer-prof / vllm CPU per token at 128 streams: 0.400 (target <= 0.2); "
+        "infer-prof's kernel time alone: 0.240")
 
 
 def test_arguments_are_checked():

@@ -298,3 +298,51 @@ def test_read_ready_reads_without_yielding_to_the_loop(streams):
     asyncio.run(main())
     assert len(errors) == 1 and isinstance(errors[0]["exception"], RuntimeError)
 
+
+
+def test_client_loop_releases_the_group_and_closes_the_loop(streams):
+    """client_loop(): the loop every client measures in gives back its group's wake-ups and is
+    closed on the way out, with the collector paused only while measuring."""
+    import gc
+
+    from infer_prof.loadgen.client_loop import client_loop
+
+    ss = streams(3)
+
+    async def main() -> bool:
+        loop = asyncio.get_running_loop()
+        for s in ss:
+            stamped_reader.watch(loop, s.client.fileno(), s.reader)
+        for ct in range(1, 4):
+            for s in ss:
+                s.server.sendall(wire(ct))
+            await asyncio.sleep(0.02)
+        for s in ss:
+            stamped_reader.unwatch(loop, s.client.fileno(), s.reader)
+        return gc.isenabled()
+
+    with client_loop(set_current=True) as measuring:
+        assert asyncio.get_event_loop_policy().get_event_loop() is measuring.loop
+        collecting = measuring.measure(main())
+    assert collecting is False and gc.isenabled()
+    assert measuring.loop.is_closed()
+    assert measuring.reader_wakeups is not None and 3 <= measuring.reader_wakeups < 9
+    for s in ss:
+        assert s.chunk_tokens == [1] * 3
+    asyncio.set_event_loop(None)
+
+
+def test_client_loop_closes_after_an_error(streams):
+    from infer_prof.loadgen.client_loop import client_loop
+
+    (s,) = streams(1)
+
+    async def fails() -> None:
+        stamped_reader.watch(asyncio.get_running_loop(), s.client.fileno(), s.reader)
+        raise RuntimeError("driver failed")
+
+    with pytest.raises(RuntimeError, match="driver failed"):
+        with client_loop() as measuring:
+            measuring.measure(fails())
+    assert measuring.loop.is_closed()
+    assert measuring.reader_wakeups == 0  # released, though a reader was still watched
