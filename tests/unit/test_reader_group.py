@@ -341,8 +341,7 @@ def test_client_loop_closes_after_an_error(streams):
         stamped_reader.watch(asyncio.get_running_loop(), s.client.fileno(), s.reader)
         raise RuntimeError("driver failed")
 
-    with pytest.raises(RuntimeError, match="driver failed"):
-        with client_loop() as measuring:
-            measuring.measure(fails())
+    with pytest.raises(RuntimeError, match="driver failed"), client_loop() as measuring:
+        measuring.measure(fails())
     assert measuring.loop.is_closed()
     assert measuring.reader_wakeups == 0  # released, though a reader was still watched
