@@ -12,7 +12,9 @@ what independent sends would give). Then, per metric, the spread across runs:
 slower (ITL moves with TTFT), and this ratio divides that out. Two columns watch the host
 itself, independently of infer-prof and vLLM: ``host probe ms``, a fixed piece of pure-Python
 work timed just before each run (best of 5), and ``steal %``, the CPU time the hypervisor took
-away during the run (``/proc/stat``). When the probe moves between runs, so do ITL and TTFT.
+away during the run (``/proc/stat``). A moved probe explains a moved run; a steady one does not
+prove the host steady: the engine's core can be slowed by what a short CPU-bound probe does not
+see (memory bandwidth, a busy hyperthread sibling under the hypervisor), which shows in ITL.
 
 Arguments after ``--`` replace the defaults (``--output`` is added by the script). Run it on a
 quiet machine: another process taking CPU moves the numbers more than the client does.
