@@ -34,7 +34,8 @@ class SessionSettings:
     think_time_s: float = 0.0
     source: str = "synthetic"
     sessions: int | None = None
-    prompt: str = "token-ids"  # what the conversation is sent as: token IDs or text
+    # what the conversation is sent as: token IDs, text, or chat messages (``--api chat``)
+    prompt: str = "token-ids"
 
     def to_dict(self) -> dict[str, Any]:
         """For ``config.sessions`` in a result (``compare`` refuses to mix different ones)."""

@@ -20,6 +20,11 @@ Conversations:
   pairs then ``User: <human_k>\\nAssistant:``; the history holds the data's answers, the output
   length is the gpt answer's token count (or ``--output-len``). A conversation is cut at the
   first turn longer than the model's context; one without a usable turn is skipped (counted).
+- For the chat API (``--api chat``) both go as chat messages: the earlier user messages and
+  answers as ``user`` and ``assistant`` messages, then the turn's user message. A synthetic
+  user message has exactly ``input_len_k`` tokens of content and an answer's stand-in exactly
+  ``answer_k`` (counted without the tokens the tokenizer adds to any text); the chat template's
+  tokens come on top and are reported from the server's count.
 
 The run ends after ``ceil(num_requests / turns)`` whole sessions (synthetic; for a dataset the
 whole conversations that reach ``num_requests`` turns), or at ``duration_s`` (sessions are then
@@ -46,6 +51,7 @@ from infer_prof.core.sessions import SessionSettings, by_turn, prefix_cache
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
+    Prompt,
     RequestBuilder,
     RequestSpec,
     open_quietly,
@@ -58,7 +64,9 @@ from infer_prof.loadgen.prompts import TokenPool, make_prompt
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 
 #: A turn before it gets its request index: (prompt, input tokens, output tokens).
-Turn = tuple[list[int] | str, int, int]
+Turn = tuple[Prompt, int, int]
+#: One chat message: ``{"role": "user" | "assistant", "content": text}``.
+Message = dict[str, str]
 
 USER = "User:"
 ASSISTANT = "\nAssistant:"
@@ -98,12 +106,18 @@ def synthetic_turns(
     seed: int,
     pool: TokenPool,
     text: TextPromptMaker | None = None,
+    chat: bool = False,
 ) -> list[Turn]:
     """Session ``s``'s turns (see the module docstring): prompts as token IDs from ``pool``, or
-    text from ``text`` when given. Same arguments, same turns."""
+    text from ``text`` when given, or with ``chat`` (``text`` needed) chat messages. Same
+    arguments, same turns."""
     users = input_len.sample(random.Random(f"{seed}/session/{s}/input_len"), turns)
     answers = output_len.sample(random.Random(f"{seed}/session/{s}/output_len"), turns)
     out: list[Turn] = []
+    if chat:
+        if text is None:
+            raise ValueError("chat sessions need a text prompt maker")
+        return _chat_turns(s, users, answers, seed, text)
     if text is None:
         hist: list[int] = []
         rng = random.Random(f"{seed}/session/{s}/prompt")
@@ -124,6 +138,28 @@ def synthetic_turns(
         out.append((prompt, n, answer))
         history = text.make(n + answer, random.Random(f"{seed}/session/{s}/turn/{k}/answer"),
                             prompt) + "\n"
+    return out
+
+
+def _chat_turns(s: int, users: list[int], answers: list[int], seed: int,
+                text: TextPromptMaker) -> list[Turn]:
+    """Synthetic chat turns: turn ``k`` sends the earlier user messages and answers, then a user
+    message of exactly ``users[k]`` tokens; an answer's stand-in has exactly ``answers[k]``
+    tokens. Counted as content (without the tokens the tokenizer adds to any text), so
+    ``input_k = sum(users[0..k]) + sum(answers[0..k-1])``; the server's chat template adds its
+    own (the result's ``api.chat_template_tokens``)."""
+    out: list[Turn] = []
+    history: list[Message] = []
+    n = 0
+    for k, (user, answer) in enumerate(zip(users, answers, strict=True)):
+        words = text.make(user + text.overhead, random.Random(f"{seed}/session/{s}/turn/{k}/user"))
+        messages = [*history, {"role": "user", "content": words}]
+        n += user
+        out.append((messages, n, answer))
+        said = text.make(answer + text.overhead,
+                         random.Random(f"{seed}/session/{s}/turn/{k}/answer"))
+        history = [*messages, {"role": "assistant", "content": said}]
+        n += answer
     return out
 
 
@@ -150,7 +186,7 @@ def _exact_text(text: TextPromptMaker, target: int, seed: str, prefix: str, suff
 class ShareGptSessions:
     """The conversations of a ShareGPT file as text turns (see the module docstring)."""
 
-    conversations: list[list[tuple[str, int, int]]]
+    conversations: list[list[Turn]]  # prompts as text, or chat messages (``chat``)
     path: str
     sha256: str
     sample: int | None
@@ -173,9 +209,13 @@ def load_sharegpt_sessions(
     output_len: int | None,
     sample: int | None,
     seed: int,
+    chat: bool = False,
 ) -> ShareGptSessions:
-    """Read a ShareGPT JSON file into conversations of up to ``turns`` (prompt text, input
-    tokens, output tokens) turns. ``count(text)``: the server's prompt-token count. Raises
+    """Read a ShareGPT JSON file into conversations of up to ``turns`` (prompt, input tokens,
+    output tokens) turns. ``count(text)``: the server's prompt-token count. The prompt is text
+    (see the module docstring), or with ``chat`` the chat messages: the earlier pairs as user
+    and assistant messages, then the turn's human message; its input tokens are then the
+    messages' own (without the chat template's). Raises
     :class:`~infer_prof.loadgen.datasets.DatasetError` (one line: file, entry, field)."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -188,7 +228,7 @@ def load_sharegpt_sessions(
         raise DatasetError(f"{path}: --turns with --dataset needs a ShareGPT file: a JSON list "
                            "of {\"conversations\": [...]} objects")
     overhead = count("")
-    convs: list[list[tuple[str, int, int]]] = []
+    convs: list[list[Turn]] = []
     no_pair = cut = 0
     for i, item in enumerate(data):
         where = f"{path}: entry {i}"
@@ -204,16 +244,29 @@ def load_sharegpt_sessions(
                  if msgs[j]["from"] == "human" and msgs[j + 1]["from"] == "gpt"
                  and msgs[j]["value"]]
         history = ""
-        conv: list[tuple[str, int, int]] = []
+        messages: list[Message] = []
+        said = 0  # the earlier messages' tokens (chat)
+        conv: list[Turn] = []
         for human, gpt in pairs[:turns]:
-            prompt = f"{history}{USER} {human}{ASSISTANT}"
-            n_in = count(prompt)
-            n_out = output_len if output_len is not None else max(1, count(gpt) - overhead)
+            answer = max(1, count(gpt) - overhead) if chat or output_len is None else 0
+            n_out = output_len if output_len is not None else answer
+            prompt: Prompt
+            if chat:
+                messages = [*messages, {"role": "user", "content": human}]
+                said += max(0, count(human) - overhead)
+                prompt, n_in = messages, said
+            else:
+                prompt = f"{history}{USER} {human}{ASSISTANT}"
+                n_in = count(prompt)
             if context is not None and n_in + n_out > context:
                 cut += 1
                 break
             conv.append((prompt, n_in, n_out))
-            history = f"{prompt} {gpt}\n"
+            if chat:
+                messages = [*messages, {"role": "assistant", "content": gpt}]
+                said += answer
+            else:
+                history = f"{prompt} {gpt}\n"
         if conv:
             convs.append(conv)
         elif not pairs:
@@ -296,10 +349,10 @@ class SessionPlan:
         while sessions is None or s < sessions:
             if self.dataset is None:
                 turns = synthetic_turns(s, self.settings.turns, input_len, output_len, seed,
-                                        pool, text)
+                                        pool, text, chat=self.settings.prompt == "messages")
             else:
                 convs = self.dataset.conversations
-                turns = [(as_ids(p) if as_ids is not None else p, i, o)
+                turns = [(as_ids(p) if as_ids is not None and isinstance(p, str) else p, i, o)
                          for p, i, o in convs[s % len(convs)]]
             specs = [RequestSpec(index + k, p, i, o) for k, (p, i, o) in enumerate(turns)]
             index += len(specs)

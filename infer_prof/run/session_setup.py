@@ -47,6 +47,7 @@ def attach_sessions(
     path = cfg.dataset or points[0].dataset
     dataset = None
     as_ids = None
+    chat = cfg.api == "chat"  # turns go as chat messages: user, assistant, ..., user
     if path:
         try:
             tok = load_tokenizer(engine_path)
@@ -56,7 +57,7 @@ def attach_sessions(
             dataset = load_sharegpt_sessions(
                 Path(str(path)).expanduser(), server_token_counter(tok), turns=cfg.turns,
                 context=context, output_len=cfg.output_len, sample=cfg.dataset_sample,
-                seed=points[0].seed)
+                seed=points[0].seed, chat=chat)
         except DatasetError as exc:
             raise ConfigError(str(exc)) from None
         dataset.path = str(path)
@@ -65,6 +66,8 @@ def attach_sessions(
             as_ids = lambda text: list(tok.encode(text, add_special_tokens=True).ids)  # noqa: E731
     else:
         prompt = cfg.prompt or "token-ids"
+    if chat:
+        prompt = "messages"  # --prompt token-ids with --api chat was refused (check_api)
     settings = SessionSettings(cfg.turns, cfg.think_time_s, "sharegpt" if dataset else
                                "synthetic", None, prompt)
     plan = SessionPlan(settings, dataset, as_ids)

@@ -190,3 +190,48 @@ def test_a_messages_dataset_is_sent_as_its_messages(chat_server, tmp_path):
     assert sent == want
     result = load_result(out)
     assert result["config"]["api"] == "chat" and result["config"]["dataset"]["format"] == "messages"
+
+
+def _sent_messages(server: ChatServer) -> list[list[dict]]:
+    return [b["messages"] for path, _, b in server.seen if path == "/v1/chat/completions"]
+
+
+def test_synthetic_sessions_go_as_alternating_chat_messages(chat_server, tmp_path):
+    """--turns with --api chat: each turn resends the conversation as messages (the earlier
+    user messages and answer stand-ins, then the new user message), not one flattened text."""
+    out = tmp_path / "results" / "s.json"
+    p = cli("run", "--model", "tiny-llama", "--endpoint", chat_server.url, "--api", "chat",
+            "--turns", "3", "-c", "1", "-n", "3", "--warmup", "none", "--input-len", "12",
+            "--output-len", "5", "--no-history", "--results-dir", str(tmp_path / "results"),
+            "--output", str(out))
+    assert p.returncode == 0, p.stderr[-3000:]
+    sent = _sent_messages(chat_server)
+    assert [[m["role"] for m in msgs] for msgs in sent] == [
+        ["user"], ["user", "assistant", "user"], ["user", "assistant", "user", "assistant", "user"]]
+    assert sent[1][:1] == sent[0] and sent[2][:3] == sent[1]  # each turn holds the last one
+    assert all(isinstance(m["content"], str) and m["content"] for m in sent[2])
+    result = load_result(out)
+    assert result["config"]["sessions"]["prompt"] == "messages"
+    recs = sorted((r for r in read_requests(out.with_name("s.requests.jsonl")) if not r.warmup),
+                  key=lambda r: r.index)
+    # the messages' own tokens: 12 per user message, 5 per answer stand-in
+    assert [r.input_len for r in recs] == [12, 29, 46]
+    assert all(r.ok for r in recs)
+
+
+def test_sharegpt_sessions_go_as_the_datas_chat_messages(chat_server, tmp_path):
+    data = Path(__file__).parent.parent / "fixtures" / "datasets" / "sharegpt.json"
+    out = tmp_path / "results" / "g.json"
+    p = cli("run", "--model", "tiny-llama", "--endpoint", chat_server.url, "--api", "chat",
+            "--turns", "4", "--dataset", str(data), "-c", "1", "-n", "4", "--output-len", "5",
+            "--warmup", "none", "--no-history", "--results-dir", str(tmp_path / "results"),
+            "--output", str(out))
+    assert p.returncode == 0, p.stderr[-3000:]
+    convs = json.loads(data.read_text())
+    first = convs[0]["conversations"]  # a1: two human/gpt pairs
+    sent = _sent_messages(chat_server)
+    assert sent[0] == [{"role": "user", "content": first[0]["value"]}]
+    assert sent[1] == [{"role": "user", "content": first[0]["value"]},
+                       {"role": "assistant", "content": first[1]["value"]},
+                       {"role": "user", "content": first[2]["value"]}]
+    assert load_result(out)["config"]["sessions"]["prompt"] == "messages"

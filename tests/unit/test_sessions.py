@@ -73,6 +73,26 @@ def test_text_turns_exact_lengths_and_prefix_growth(maker: TextPromptMaker,
             history = n_in + answers[k] + 1  # the answer stand-in, then a newline
 
 
+def test_chat_turns_are_messages_of_exact_lengths(maker: TextPromptMaker, tok: Tokenizer) -> None:
+    inp, out = Uniform(1, 120), Uniform(1, 40)
+    for s in range(10):
+        turns = synthetic_turns(s, 4, inp, out, 5, POOL, maker, chat=True)
+        users = inp.sample(random.Random(f"5/session/{s}/input_len"), 4)
+        answers = out.sample(random.Random(f"5/session/{s}/output_len"), 4)
+        total = 0
+        for k, (msgs, n_in, n_out) in enumerate(turns):
+            assert isinstance(msgs, list)
+            assert [m["role"] for m in msgs] == ["user", "assistant"] * k + ["user"]
+            own = [len(tok.encode(m["content"]).ids) - maker.overhead for m in msgs]
+            assert own[-1] == users[k] and own[1::2] == answers[:k]
+            total += users[k] + (answers[k - 1] if k else 0)
+            assert n_in == sum(own) == total and n_out == answers[k]
+            if k:
+                assert msgs[: 2 * k - 1] == turns[k - 1][0]  # the last turn, unchanged
+    with pytest.raises(ValueError, match="text prompt maker"):
+        synthetic_turns(0, 2, inp, out, 5, POOL, None, chat=True)
+
+
 def test_same_seed_same_conversation(maker: TextPromptMaker) -> None:
     a = synthetic_turns(4, 3, Uniform(20, 90), Fixed(16), 11, POOL, maker)
     assert a == synthetic_turns(4, 3, Uniform(20, 90), Fixed(16), 11, POOL, maker)
@@ -170,6 +190,15 @@ def test_sharegpt_conversations(tmp_path: Path, tok: Tokenizer) -> None:
                                                  for _, _, o in c)
     plan = SessionPlan(SessionSettings(3, source="sharegpt"), ds)
     assert plan.sessions_for(5) == 3 and plan.turns_for(3) == 5  # 2 + 1 + 2 (cycled)
+    # for the chat API: the data's own messages, counted without the tokenizer's additions
+    chat = load_sharegpt_sessions(p, count, turns=2, context=None, output_len=None,
+                                  sample=None, seed=0, chat=True)
+    (m1, c1, a1), (m2, c2, _) = chat.conversations[0]
+    assert m1 == [{"role": "user", "content": "What is a cat?"}]
+    assert m2 == [*m1, {"role": "assistant", "content": "A small domesticated mammal."},
+                  {"role": "user", "content": "And a dog?"}]
+    own = [count(m["content"]) - count("") for m in m2]  # type: ignore[index]
+    assert c1 == own[0] and a1 == own[1] and c2 == sum(own)
 
 
 def test_sharegpt_bad_file(tmp_path: Path, tok: Tokenizer) -> None:
