@@ -157,6 +157,22 @@ def test_http_errors_are_failures_with_their_kind(synthetic, tmp_path):
     assert summary["requests_completed"] == 6
 
 
+def test_a_run_where_every_request_failed_exits_4_with_the_reason(synthetic, tmp_path):
+    """The synthetic server has no chat route: every request is answered 404. The result is
+    still written, and the exit code and one line say that nothing was measured, and why."""
+    server = synthetic(ttft_ms=5.0, itl_ms=1.0, tokens=4)
+    out = tmp_path / "r.json"
+    p = cli("run", "--model", "tiny-llama", "--no-progress", "--endpoint", server.url,
+            "--api", "chat", "-c", "2", "-n", "4", "--input-len", "8", "--output-len", "4",
+            "--warmup", "none", "--no-history", "--output", str(out))
+    assert p.returncode == 4, p.stderr
+    line = p.stderr.strip().splitlines()[-1]
+    assert line.startswith("error: every measured request failed (http_404: 4)")
+    assert "no route POST /v1/chat/completions" in line and "--api" in line
+    assert str(out) in line
+    assert load_result(out)["summary"]["requests_failed"] == 4
+
+
 @pytest.mark.parametrize("processes", ["auto", "2"])
 def test_server_death_mid_run_writes_incomplete_result(synthetic, tmp_path, processes):
     server = synthetic(ttft_ms=10.0, itl_ms=10.0, tokens=50)
