@@ -15,6 +15,7 @@ from infer_prof.catalog.models import TINY_LLAMA
 from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
 from infer_prof.report.console import print_summary, print_sweep
+from infer_prof.results.failed_run import every_request_failed
 from infer_prof.results.schema import public_result
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.default_model import choose_default
@@ -447,44 +448,6 @@ def run_command(
         message = every_request_failed(p.result, p.requests_path)
         if message:
             fail(f"{message} (result written: {p.result_path})", code=4)
-
-
-#: What to check when every request failed with this kind.
-_FAILURE_HINTS = {
-    "http_404": "check the --endpoint path, --api (completions or chat) and the model name "
-                "(--served-model-name)",
-    "http_400": "the server refused the requests: check the lengths against its context and "
-                "--api",
-    "http_401": "check --api-key (or OPENAI_API_KEY)",
-    "http_403": "check --api-key (or OPENAI_API_KEY)",
-    "connect_failed": "is the server listening at --endpoint?",
-    "timeout": "no response in time: raise --timeout or lower the load",
-}
-
-
-def every_request_failed(result: dict[str, Any], requests_path: Any) -> str | None:
-    """One line when not one measured request of a point completed and some failed (None
-    otherwise): the failure kinds, the first failure's detail from the per-request file, and
-    what to check. Such a run is no measurement, so ``run`` exits 4 after writing it."""
-    summary = result.get("summary") or {}
-    if summary.get("requests_completed") or not summary.get("requests_failed"):
-        return None
-    kinds = summary.get("failure_kinds") or {}
-    detail = None
-    try:
-        from infer_prof.results.store import read_requests
-
-        detail = next((r.error_detail for r in read_requests(requests_path)
-                       if not r.warmup and r.error and r.error_detail), None)
-    except (OSError, ValueError, TypeError):
-        pass
-    top = max(kinds, key=lambda k: kinds[k]) if kinds else None
-    text = ", ".join(f"{k}: {v}" for k, v in kinds.items())
-    line = f"every measured request failed ({text})"
-    if detail:
-        line += f": {detail[:200]}"
-    hint = _FAILURE_HINTS.get(top or "")
-    return f"{line}; {hint}" if hint else line
 
 
 def _default_model(
