@@ -219,21 +219,27 @@ def test_an_exception_ends_the_round_and_the_rest_are_read_next_time(streams):
     group.close()
 
 
+async def stream_watched(ss: list[Stream], tokens: int) -> None:
+    """On the running loop: watch every stream's reader, have each server send ``tokens`` token
+    chunks 20 ms apart, then unwatch them."""
+    loop = asyncio.get_running_loop()
+    for s in ss:
+        stamped_reader.watch(loop, s.client.fileno(), s.reader)
+    for ct in range(1, tokens + 1):
+        for s in ss:
+            s.server.sendall(wire(ct))
+        await asyncio.sleep(0.02)
+    for s in ss:
+        stamped_reader.unwatch(loop, s.client.fileno(), s.reader)
+
+
 def test_the_event_loop_drives_the_group(streams):
     """watch()/unwatch() on a running loop: the C readers go through the loop's group."""
     ss = streams(4)
 
     async def main() -> int | None:
-        loop = asyncio.get_running_loop()
-        for s in ss:
-            stamped_reader.watch(loop, s.client.fileno(), s.reader)
-        for ct in range(1, 6):
-            for s in ss:
-                s.server.sendall(wire(ct))
-            await asyncio.sleep(0.02)
-        for s in ss:
-            stamped_reader.unwatch(loop, s.client.fileno(), s.reader)
-        return stamped_reader.release_reader_group(loop)
+        await stream_watched(ss, 5)
+        return stamped_reader.release_reader_group(asyncio.get_running_loop())
 
     wakeups = asyncio.run(main())
     for s in ss:
@@ -310,15 +316,7 @@ def test_client_loop_releases_the_group_and_closes_the_loop(streams):
     ss = streams(3)
 
     async def main() -> bool:
-        loop = asyncio.get_running_loop()
-        for s in ss:
-            stamped_reader.watch(loop, s.client.fileno(), s.reader)
-        for ct in range(1, 4):
-            for s in ss:
-                s.server.sendall(wire(ct))
-            await asyncio.sleep(0.02)
-        for s in ss:
-            stamped_reader.unwatch(loop, s.client.fileno(), s.reader)
+        await stream_watched(ss, 3)
         return gc.isenabled()
 
     with client_loop(set_current=True) as measuring:
