@@ -1,4 +1,4 @@
-"""The README's nightly recipe end to end on real vLLM (CPU) with the tiny model.
+"""The nightly recipe (docs/nightly.md) end to end on real vLLM (CPU) with the tiny model.
 
 Night 1 records the suite (every workload and load point of workloads/nightly.toml, scaled
 tiny) in the history; night 2 runs the same suite on a server limited to one sequence at a
