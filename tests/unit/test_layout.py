@@ -23,7 +23,7 @@ CORE_MAY_IMPORT = frozenset({
 })
 #: Builtins that do I/O; ``core`` calls none of them.
 IO_BUILTINS = frozenset({"open", "print", "input", "exec", "eval", "__import__"})
-#: The package's folders, top to bottom: each imports only folders below it (docs/development.md "Layout").
+#: The package's folders, top to bottom: each imports only folders below it (docs/development.md).
 LAYERS = ["cli", "run", "report", "servers", "loadgen", "telemetry", "results", "catalog", "core"]
 MAX_LINES = 500
 #: Modules allowed over :data:`MAX_LINES`, each with the reason it is one concept.
