@@ -14,6 +14,7 @@ Blocking sockets, one thread per connection, every wait bounded, so a test canno
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import ssl
@@ -103,10 +104,8 @@ class _Conn:
 
     def close(self, notify: bool) -> None:
         if notify and self.tls is not None:
-            try:
+            with contextlib.suppress(ssl.SSLWantReadError):  # the peer's is not waited for
                 self.tls.unwrap()
-            except ssl.SSLWantReadError:
-                pass  # the peer's close_notify is not waited for
             self._flush()
         self.sock.close()
 

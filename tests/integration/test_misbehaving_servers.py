@@ -150,7 +150,7 @@ def test_gzip_it_did_not_ask_for_is_unexpected_encoding():
     assert "gzip" in (records[0].error_detail or "")
 
 
-# --- HTTP/1.0: the body ends when the server closes ------------------------------------------------
+# --- HTTP/1.0: the body ends when the server closes ---------------------------------------------
 
 HEAD_10 = b"HTTP/1.0 200 OK\r\ncontent-type: text/event-stream\r\n\r\n"
 
