@@ -128,7 +128,7 @@ class MisbehavingServer:
         self._lsock = socket.socket()
         self._lsock.bind(("127.0.0.1", 0))
         self._lsock.listen(64)
-        self._lsock.settimeout(0.2)
+        self._lsock.settimeout(0.05)
         self.port = self._lsock.getsockname()[1]
         self.url = f"{'https' if tls else 'http'}://127.0.0.1:{self.port}"
         self._stop = threading.Event()
@@ -164,7 +164,7 @@ class MisbehavingServer:
 
     def _serve(self, sock: socket.socket) -> None:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        sock.settimeout(0.2)  # each recv wakes to look at the stop flag
+        sock.settimeout(0.05)  # each recv wakes to look at the stop flag
         conn = _Conn(sock)
         try:
             if self._ctx is not None and not conn.handshake(self._ctx, self._stop):
