@@ -201,7 +201,7 @@ class SseResponseParser:
                 break  # chunk extensions or garbage: the general parser decides
             start = eol + 2
             end = start + size
-            if size == 0 or end + 2 > n or data[end : end + 2] != b"\r\n":
+            if size == 0 or size > MAX_EVENT or end + 2 > n or data[end : end + 2] != b"\r\n":
                 break
             if not status_ok or data.find(b"\n", start, end) != end - 2:
                 break  # an error body, or several lines/events in one chunk
