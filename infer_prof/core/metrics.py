@@ -53,6 +53,7 @@ class RequestRecord:
     finish_reason: str | None = None
     error: str | None = None  # failure kind: "timeout", "http_500", "connection_closed", ...
     error_detail: str | None = None
+    retry_after_s: float | None = None  # a rate_limited (429) answer's Retry-After, in seconds
     timestamp_source: str = "kernel"  # "kernel" (SO_TIMESTAMPNS) or "userspace"
     # sent after the measured requests ran out, to hold the load until the last measured one
     # ended (also ``warmup``: never measured); error "cut" when stopped at that end
@@ -81,6 +82,7 @@ class RequestRecord:
             "finish_reason": self.finish_reason,
             "error": self.error,
             "error_detail": self.error_detail,
+            "retry_after_s": self.retry_after_s,
             "timestamp_source": self.timestamp_source,
             "cooldown": self.cooldown,
             "ttft_ms": _ms(ttft_ns(self)),

@@ -36,6 +36,7 @@
 #endif
 
 #include <errno.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
@@ -62,9 +63,58 @@ static void *find(const char *hay, Py_ssize_t n, const char *needle, Py_ssize_t 
     return memmem(hay, (size_t)n, needle, (size_t)m);
 }
 
+/* Whether b[0:n] is valid UTF-8 as Python's strict decoder sees it: no overlong forms, no
+ * surrogates (U+D800..U+DFFF), nothing above U+10FFFF. ASCII (the common case) is one pass. */
+static int valid_utf8(const unsigned char *b, Py_ssize_t n)
+{
+    Py_ssize_t i = 0;
+    while (i < n) {
+        if (i + 8 <= n) { /* eight ASCII bytes at a time: the common case */
+            uint64_t w;
+            memcpy(&w, b + i, 8);
+            if ((w & 0x8080808080808080ULL) == 0) {
+                i += 8;
+                continue;
+            }
+        }
+        unsigned char c = b[i];
+        if (c < 0x80) {
+            i++;
+            continue;
+        }
+        Py_ssize_t need;
+        unsigned char lo = 0x80, hi = 0xBF; /* the second byte's range */
+        if (c >= 0xC2 && c <= 0xDF)
+            need = 1;
+        else if (c >= 0xE0 && c <= 0xEF) {
+            need = 2;
+            if (c == 0xE0)
+                lo = 0xA0; /* no overlong 3-byte forms */
+            else if (c == 0xED)
+                hi = 0x9F; /* no surrogates */
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            need = 3;
+            if (c == 0xF0)
+                lo = 0x90; /* no overlong 4-byte forms */
+            else if (c == 0xF4)
+                hi = 0x8F; /* nothing above U+10FFFF */
+        } else
+            return 0;
+        if (i + need >= n) /* the sequence is cut off */
+            return 0;
+        if (b[i + 1] < lo || b[i + 1] > hi)
+            return 0;
+        for (Py_ssize_t k = 2; k <= need; k++)
+            if (b[i + k] < 0x80 || b[i + k] > 0xBF)
+                return 0;
+        i += need + 1;
+    }
+    return 1;
+}
+
 /* Completion tokens if b[0:n] is exactly one HTTP chunk holding one SSE data line with
- * "finish_reason":null and then "completion_tokens":<digits>; -1 for anything else. The same
- * test as client._TOKEN_CHUNK plus its chunk-size check. */
+ * "finish_reason":null and then "completion_tokens":<digits>, all valid UTF-8; -1 for anything
+ * else. The same test as stamped_reader.match_token_chunk_py. */
 static long long match_token_chunk(const char *b, Py_ssize_t n)
 {
     Py_ssize_t i = 0;
@@ -117,6 +167,9 @@ static long long match_token_chunk(const char *b, Py_ssize_t n)
         value = value * 10 + (*d - '0');
         d++;
     }
+    /* invalid UTF-8 goes to the general parser, which fails the request (invalid_utf8) */
+    if (!valid_utf8((const unsigned char *)b, n))
+        return -1;
     return value;
 }
 

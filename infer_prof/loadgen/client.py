@@ -28,7 +28,12 @@ import orjson
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.client_health import ReadStats
 from infer_prof.loadgen.endpoint import Failure, StreamConnection
-from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
+from infer_prof.loadgen.http_stream import (
+    MAX_BODY,
+    HttpProtocolError,
+    SseResponseParser,
+    retry_after_s,
+)
 from infer_prof.loadgen.pacing import SendPacer
 from infer_prof.loadgen.stamped_reader import make_reader, read_ready, unwatch, watch
 
@@ -55,6 +60,34 @@ def chunk_tokens_of(choice: dict[str, Any]) -> int:
     ):
         return 1
     return 0
+
+
+def unfinished_close(saw_done: bool, finish_reason: str | None, tls: bool,
+                     close_notify: bool) -> str | None:
+    """Why a close-delimited 200 stream (no Content-Length, not chunked: the body ends when
+    the server closes) is ``truncated``, or None when it ended: its ``[DONE]`` arrived, or a
+    finish reason did and the close itself is trusted (plain TCP, or TLS with the peer's
+    close_notify). Over TLS a close without close_notify may be an attacker's cut, so only
+    the stream's own end counts there."""
+    if saw_done:
+        return None
+    if tls and not close_notify:
+        return ("TLS connection closed without close_notify before the stream's [DONE]: "
+                "the end of a close-delimited body cannot be told from a cut")
+    if finish_reason is None:
+        return ("the server closed the connection before the stream ended (no [DONE], no "
+                "finish reason) and the body had no length to check it against")
+    return None
+
+
+def undecodable(payload: bytes) -> str:
+    """The failure kind of an SSE data payload the JSON parser refused: ``invalid_utf8``
+    when its bytes are not UTF-8, else ``bad_event``."""
+    try:
+        payload.decode("utf-8")
+    except UnicodeDecodeError:
+        return "invalid_utf8"
+    return "bad_event"
 
 
 def error_message(err: Any) -> str:
@@ -132,6 +165,8 @@ async def _exchange(
 
     chunk_ns = record.chunk_ns
     chunk_tokens = record.chunk_tokens
+    saw_done = False
+    session = conn.session
 
     def handle_event(payload: bytes, t_ns: int) -> int:
         """Account one SSE data payload (the general path); return the tokens it carried.
@@ -140,12 +175,16 @@ async def _exchange(
         its content chunks carry it; else each chunk is counted on its own (:func:`chunk_tokens`)
         and a final usage, if any, gives the total. A chunk with no generated text (a role-only
         first chunk, an empty ``choices`` list) carries no token and cannot be the first."""
+        nonlocal saw_done
         if payload == b"[DONE]":
+            saw_done = True
             return 0
         try:
             obj = orjson.loads(payload)
         except ValueError:
-            fail("bad_event", f"unparseable SSE data: {payload[:120]!r}")
+            kind = undecodable(payload)
+            what = "not UTF-8" if kind == "invalid_utf8" else "unparseable"
+            fail(kind, f"{what} SSE data: {payload[:120]!r}")
             return 0
         if not isinstance(obj, dict):
             return 0
@@ -210,15 +249,16 @@ async def _exchange(
         the fast path)."""
         nonlocal got_bytes
         if not data:
-            try:
-                for payload, t in parser.feed_eof(t_ns):
-                    handle_event(payload, t)
-            except HttpProtocolError as exc:
-                fail("protocol_error", str(exc))
-                return False
+            parser.feed_eof(t_ns)
             if not parser.complete:
                 fail("connection_closed", "server closed the connection mid-response")
                 return False
+            if parser.close_delimited and parser.status == 200 and not parser.not_sse:
+                cut = unfinished_close(saw_done, record.finish_reason, session is not None,
+                                       session is not None and session.closed_cleanly())
+                if cut:
+                    fail("truncated", cut)
+                    return False
         else:
             got_bytes = True
             tokens = 0
@@ -226,7 +266,10 @@ async def _exchange(
                 for payload, t in parser.feed(data, t_ns):
                     tokens += handle_event(payload, t)
             except HttpProtocolError as exc:
-                fail("protocol_error", str(exc))
+                fail(exc.kind, str(exc))
+                return False
+            if parser.not_sse and len(parser.body) >= MAX_BODY and not parser.complete:
+                fail("not_sse", not_sse_detail(parser))  # enough of the page to say what it is
                 return False
             if tokens and on_token is not None and not parser.complete:
                 on_token(tokens)  # progress for servers whose chunks miss the fast path
@@ -276,10 +319,19 @@ async def _exchange(
             if total > reader.reported:
                 on_token(total - reader.reported)
     conn.uses += 1
-    if parser.status != 200:
-        body = bytes(parser.body).decode("utf-8", "replace").strip().replace("\n", " ")
-        record.error = f"http_{parser.status}"
-        record.error_detail = body[:300] or parser.reason
+    if parser.status != 200 or parser.not_sse:
+        body = body_text(parser)
+        if parser.status == 429:
+            after = parser.headers.get("retry-after")
+            record.error = "rate_limited"
+            record.retry_after_s = retry_after_s(after, time.time())
+            record.error_detail = (f"429 {parser.reason}; Retry-After: {after}; {body}"[:300]
+                                   if after is not None else body[:300] or f"429 {parser.reason}")
+        elif parser.status != 200:
+            record.error = f"http_{parser.status}"
+            record.error_detail = body[:300] or parser.reason
+        else:
+            record.error, record.error_detail = "not_sse", not_sse_detail(parser)
         if not parser.keep_alive:
             conn.close()
         return
@@ -290,3 +342,14 @@ async def _exchange(
         record.token_count_source = "usage_total"  # total from usage, per-chunk split counted
     if not parser.keep_alive:
         conn.close()
+
+
+def body_text(parser: SseResponseParser) -> str:
+    """The kept start of a non-SSE body as one line of text."""
+    return bytes(parser.body).decode("utf-8", "replace").strip().replace("\n", " ")
+
+
+def not_sse_detail(parser: SseResponseParser) -> str:
+    """A 200 that is no event stream: its Content-Type and the start of its body."""
+    ctype = parser.headers.get("content-type", "")
+    return f"200 with Content-Type {ctype!r}, not an event stream: {body_text(parser)}"[:300]

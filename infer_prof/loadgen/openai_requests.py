@@ -90,7 +90,9 @@ def chat_messages(prompt: str | list[Any]) -> list[dict[str, Any]]:
 
 def _post(endpoint: Endpoint, path: str, body: dict[str, Any], request_id: str | None) -> bytes:
     """A ``POST`` of ``body`` as JSON to ``path`` under the endpoint's prefix, with the
-    headers every streaming request carries (and the API key, when there is one)."""
+    headers every streaming request carries (and the API key, when there is one). The stream
+    is asked for uncompressed (``Accept-Encoding: identity``): a compressed 200 fails with
+    ``unexpected_encoding``."""
     payload = orjson.dumps(body)
     head = (
         f"POST {endpoint.base_path}{path} HTTP/1.1\r\n"
@@ -98,6 +100,7 @@ def _post(endpoint: Endpoint, path: str, body: dict[str, Any], request_id: str |
         "User-Agent: infer-prof\r\n"
         "Content-Type: application/json\r\n"
         "Accept: text/event-stream\r\n"
+        "Accept-Encoding: identity\r\n"
         f"Content-Length: {len(payload)}\r\n"
     )
     if request_id:

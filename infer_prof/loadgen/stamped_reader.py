@@ -60,10 +60,17 @@ _TOKEN_CHUNK = re.compile(
 
 def match_token_chunk_py(data: bytes) -> int:
     """Completion tokens if ``data`` is exactly one vLLM token chunk (``_TOKEN_CHUNK`` with a
-    chunk size that fits), else -1. The pure-Python twin of the C ``match_token_chunk``."""
+    chunk size that fits, its data valid UTF-8), else -1. The pure-Python twin of the C
+    ``match_token_chunk``. Invalid UTF-8 goes to the general parser, which fails the request
+    with ``invalid_utf8`` (a JSON parser would refuse it)."""
     m = _TOKEN_CHUNK.fullmatch(data)
     if m is None or int(m.group(1), 16) != m.end(2) - m.start(2) + 2:
         return -1
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return -1
     return int(m.group(3))
 
 

@@ -101,7 +101,7 @@ def describe(exc: BaseException, host: str, port: int) -> str:
 class TlsSession:
     """One TLS connection over a raw non-blocking socket (client side)."""
 
-    __slots__ = ("obj", "incoming", "outgoing", "sock", "host", "port")
+    __slots__ = ("obj", "incoming", "outgoing", "sock", "host", "port", "close_notify")
 
     def __init__(
         self, ctx: ssl.SSLContext, sock: socket.socket, host: str, port: int
@@ -112,6 +112,9 @@ class TlsSession:
         self.sock = sock
         self.host = host
         self.port = port
+        #: The peer's close_notify arrived: a connection close after it is the peer's own end,
+        #: not a cut (a TCP close without it cannot be told from a truncation).
+        self.close_notify = False
 
     async def handshake(self, timeout_s: float = HANDSHAKE_TIMEOUT_S) -> None:
         """Do the handshake on the socket; raises :class:`TlsError` (one line) on failure."""
@@ -152,6 +155,20 @@ class TlsSession:
         if self.outgoing.pending:
             await loop.sock_sendall(self.sock, self.outgoing.read())
 
+    def closed_cleanly(self) -> bool:
+        """At the connection's end: whether the peer sent close_notify. Records OpenSSL read
+        ahead but did not yet process (a close_notify in the same segment as the last data)
+        are processed here first."""
+        if not self.close_notify:
+            try:
+                if self.obj.read(1) == b"":  # read() gives b"" only after close_notify
+                    self.close_notify = True
+            except ssl.SSLZeroReturnError:
+                self.close_notify = True
+            except ssl.SSLError:  # no more records (SSLWantReadError) or a broken one
+                pass
+        return self.close_notify
+
     def encrypt(self, plaintext: bytes) -> bytes:
         """The TLS records carrying ``plaintext``, to be sent on the socket."""
         self.obj.write(plaintext)
@@ -162,7 +179,7 @@ class TlsSession:
         (``b""`` while a record is incomplete, or for a record without application data such as
         a TLS 1.3 session ticket). A TLS error calls ``fail("tls_error", detail)`` and gives
         ``b""``; the peer's close_notify gives what was decrypted before it (the TCP end of
-        stream follows)."""
+        stream follows) and sets :attr:`close_notify`."""
         incoming, outgoing = self.incoming, self.outgoing
         # the C object under ssl.SSLObject: its read() and pending() skip a Python-level
         # wrapper call per read (about 1 us each on these machines)
@@ -174,9 +191,13 @@ class TlsSession:
             write(data)
             try:
                 plain = read(_READ_MAX)
+                if not plain:  # read() gives b"" (not SSLWantReadError) after close_notify
+                    self.close_notify = True
+                    return b""
             except want_read:
                 plain = b""
             except ssl.SSLZeroReturnError:
+                self.close_notify = True
                 return b""
             except ssl.SSLError as exc:
                 fail("tls_error", describe(exc, self.host, self.port))
@@ -185,12 +206,19 @@ class TlsSession:
                 parts = [plain]
                 while incoming.pending or obj.pending():
                     try:
-                        parts.append(read(_READ_MAX))
-                    except (want_read, ssl.SSLZeroReturnError):
+                        more = read(_READ_MAX)
+                    except want_read:
+                        break
+                    except ssl.SSLZeroReturnError:
+                        self.close_notify = True
                         break
                     except ssl.SSLError as exc:
                         fail("tls_error", describe(exc, self.host, self.port))
                         return b""
+                    if not more:  # close_notify: nothing more will come (bytes after it,
+                        self.close_notify = True  # still pending, must not loop here)
+                        break
+                    parts.append(more)
                 plain = b"".join(parts)
             if outgoing.pending:  # e.g. a key update the peer asked for: best effort
                 with contextlib.suppress(OSError):

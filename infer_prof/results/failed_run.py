@@ -19,6 +19,14 @@ _FAILURE_HINTS = {
     "http_403": "check --api-key (or OPENAI_API_KEY)",
     "connect_failed": "is the server listening at --endpoint?",
     "timeout": "no response in time: raise --timeout or lower the load",
+    "rate_limited": "the server answered 429 (rate limit; Retry-After in the per-request file): "
+                    "lower --concurrency or --rate, or raise the key's limit",
+    "not_sse": "a 200 that is no event stream (an HTML page from a proxy or gateway?): check "
+               "--endpoint points at the OpenAI-compatible server itself",
+    "unexpected_encoding": "a compressed stream the client did not ask for: switch gzip off "
+                           "for this path on the proxy in front of the server",
+    "truncated": "the streams ended before their [DONE]: check the proxy or load balancer in "
+                 "front of the server (idle or body timeouts, TLS termination)",
 }
 
 

@@ -345,6 +345,7 @@ def relabel_server_died(records: list[RequestRecord]) -> None:
             "connect_failed",
             "cancelled",
             "protocol_error",
+            "truncated",
         ):
             r.error_detail = f"{r.error}: {r.error_detail}"
             r.error = "server_died"

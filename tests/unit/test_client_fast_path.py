@@ -84,3 +84,25 @@ def test_the_c_and_python_readers_agree_on_mutated_chunks():
     for data in candidates:
         assert (stamped_reader.match_token_chunk(data)
                 == stamped_reader.match_token_chunk_py(data)), data
+
+
+INVALID_UTF8 = [b"\xff", b"\xc0\x80", b"\xed\xa0\x80", b"\xf4\x90\x80\x80", b"\xe0\x80\x80",
+                b"\xc3", b"\xe6\xbc", b"\xf0\x9f\x98", b"\x80", b"\xf5\x80\x80\x80"]
+VALID_UTF8 = ["é", "漢", "😀", "\U0010ffff", "\ud7ff", "\ue000"]
+
+
+def with_text(text: bytes) -> bytes:
+    return wire(VLLM_TOKEN.replace(b'"text":" hi"', b'"text":"' + text + b'"'))
+
+
+@pytest.mark.parametrize("bad", INVALID_UTF8)
+def test_invalid_utf8_leaves_the_fast_path(fast, bad):
+    """Overlong forms, surrogates, code points past U+10FFFF, cut-off sequences: the general
+    parser gets them (and fails the request with invalid_utf8), as a JSON parser refuses them."""
+    assert fast(with_text(b"a" + bad + b"b")) is None
+    assert fast(with_text(b"a" + bad)) is None
+
+
+@pytest.mark.parametrize("good", VALID_UTF8)
+def test_valid_multibyte_text_stays_on_the_fast_path(fast, good):
+    assert fast(with_text(good.encode("utf-8", "surrogatepass"))) == 3

@@ -1,6 +1,12 @@
 import pytest
 
-from infer_prof.loadgen.http_stream import HttpProtocolError, SseResponseParser
+from infer_prof.loadgen.http_stream import (
+    MAX_EVENT,
+    MAX_SIZE_LINE,
+    HttpProtocolError,
+    SseResponseParser,
+    retry_after_s,
+)
 
 HEAD = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
 
@@ -107,3 +113,59 @@ def test_several_single_event_chunks_in_one_read_keep_their_order_and_time():
     assert got == [(b'{"n":%d}' % i, 9) for i in range(5)]
     # the unfinished event waits for the rest of it, stamped with the read that completes it
     assert p.feed(chunk(b"\n\n"), 10) == [(b"x", 10)]
+
+
+def kind_of(data: bytes) -> str:
+    with pytest.raises(HttpProtocolError) as exc:
+        SseResponseParser().feed(data, 0)
+    return exc.value.kind
+
+
+def test_each_refusal_carries_its_failure_kind():
+    ok = chunk(b'data: {"a":1}\n\n')
+    assert kind_of(HEAD + b"zz\r\n") == "bad_chunk"
+    assert kind_of(HEAD + b"-5\r\n") == "bad_chunk"  # int(.., 16) would take it
+    assert kind_of(HEAD + ok[:-2] + b"XY") == "bad_chunk"  # the data does not end with CRLF
+    assert kind_of(HEAD + b"1" * (MAX_SIZE_LINE + 1)) == "line_too_long"
+    assert kind_of(HEAD + chunk(b"data: " + b"x" * MAX_EVENT)) == "line_too_long"
+    assert kind_of(HEAD + chunk(b"data: " + b"x" * MAX_EVENT + b"\n\n")) == "line_too_long"
+    gz = HEAD.replace(b"\r\n\r\n", b"\r\ncontent-encoding: gzip\r\n\r\n")
+    assert kind_of(gz) == "unexpected_encoding"
+    assert kind_of(b"HTTP/1.1 200 OK\r\ncontent-length: 1x\r\n\r\n") == "protocol_error"
+    assert kind_of(b"SSH-2.0-OpenSSH\r\n\r\n") == "protocol_error"
+
+
+def test_compressed_error_status_is_not_refused_and_identity_is_plain():
+    p = SseResponseParser()
+    p.feed(b"HTTP/1.1 500 Oops\r\ncontent-encoding: gzip\r\ncontent-length: 0\r\n\r\n", 0)
+    assert p.status == 500 and p.complete
+    ident = HEAD.replace(b"\r\n\r\n", b"\r\ncontent-encoding: identity\r\n\r\n")
+    assert SseResponseParser().feed(ident + BODY, 1)[0] == (b'{"a":1}', 1)
+
+
+def test_a_200_that_is_not_an_event_stream_keeps_its_page_as_body():
+    page = b"<html>502 Bad Gateway</html>"
+    p = SseResponseParser()
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/html\r\ncontent-length: %d\r\n\r\n"
+    assert p.feed(head % len(page) + page, 1) == []
+    assert p.not_sse and p.complete and bytes(p.body) == page
+    sse = SseResponseParser()
+    sse.feed(b"HTTP/1.1 200 OK\r\ncontent-type: Text/Event-Stream; charset=utf-8\r\n\r\n", 1)
+    assert not sse.not_sse and sse.close_delimited
+
+
+def test_an_event_cut_off_by_the_close_is_dropped():
+    p = SseResponseParser()
+    assert p.feed(b"HTTP/1.0 200 OK\r\n\r\ndata: 1\n\ndata: {\"x", 1) == [(b"1", 1)]
+    assert p.feed_eof(2) == []
+    assert p.complete
+
+
+def test_retry_after_in_seconds_or_as_a_date():
+    assert retry_after_s("7", 0.0) == 7.0
+    assert retry_after_s(" 120 ", 0.0) == 120.0
+    now = 1_763_900_000.0  # 2025-11-23 12:13:20 UTC
+    assert retry_after_s("Sun, 23 Nov 2025 12:14:00 GMT", now) == 40.0
+    assert retry_after_s("Sun, 23 Nov 2025 12:00:00 GMT", now) == 0.0  # already past
+    assert retry_after_s(None, now) is None
+    assert retry_after_s("soon", now) is None
