@@ -430,9 +430,9 @@ def test_report_marks_an_invalid_run_with_its_reason(
     finally:
         server.stop()
     results = sorted(out.glob("*.json"))
-    invalid = [json.loads(p.read_text()) for p in results]
-    invalid = [r for r in invalid if not r["validity"]["valid"]]
-    assert len(results) == 2 and len(invalid) == 1
+    docs = [json.loads(p.read_text()) for p in results]
+    invalid = [r for r in docs if not r["validity"]["valid"]]
+    assert len(results) == 2 and len(invalid) == 1, [(r["run_id"], r["validity"]) for r in docs]
     reason = "; ".join(invalid[0]["validity"]["reasons"])
     assert "50" in reason
 
