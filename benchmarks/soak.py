@@ -74,6 +74,9 @@ class SoakReport:
     # shape takes (tracemalloc), and the growth left once the records added are taken out
     record_bytes: float | None = None
     rss_growth_net_of_records_pct: float | None = None
+    # RSS growth over the bytes the records added in that time take: about 1 when the records
+    # are all that grows, well above 1 with a leak per request (a buffer, a socket, a task)
+    growth_per_record_ratio: float | None = None
     fd_range: tuple[int, int] | None = None  # min, max after the first minute
     verdicts: dict[str, bool] = field(default_factory=dict)
 
@@ -245,6 +248,10 @@ def _judge(report: SoakReport, max_rss_growth_pct: float, fd_slack: int,
             report.rss_growth_net_of_records_pct = round(
                 (last.client_rss_mb - base - held_mb) / base * 100, 2
             )
+            if held_mb > 0:
+                report.growth_per_record_ratio = round(
+                    (last.client_rss_mb - base) / held_mb, 3
+                )
     report.verdicts["run_exit_0"] = report.exit_code == 0
     report.verdicts["no_record_lost"] = (
         report.server_requests > 0
@@ -283,7 +290,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"client RSS growth after the first minute: {rep.rss_growth_pct} % "
           f"(limit {args.max_rss_growth:g} %); fds after the first minute: {rep.fd_range}")
     print(f"per-request records held in memory: {rep.record_bytes} bytes each; growth net of "
-          f"them: {rep.rss_growth_net_of_records_pct} %")
+          f"them: {rep.rss_growth_net_of_records_pct} %; growth / their bytes: "
+          f"{rep.growth_per_record_ratio}")
     for name, ok in rep.verdicts.items():
         print(f"  {'PASS' if ok else 'FAIL'}  {name}")
     if args.json:
