@@ -203,9 +203,11 @@ def soak(
 
 
 def record_bytes(output_len: int, n: int = 2000) -> float:
-    """Bytes of Python memory one completed request's record takes in the client
-    (:class:`~infer_prof.core.metrics.RequestRecord` with ``output_len`` chunk timestamps and
-    token counts, as the client keeps them until the run ends), measured with tracemalloc."""
+    """Bytes of Python memory the measurements of one completed request take in the client, as
+    it keeps them until the run ends: its :class:`~infer_prof.core.metrics.RequestRecord`
+    (``output_len`` chunk timestamps and token counts) and one read-lag sample per read
+    (:class:`~infer_prof.loadgen.client_health.ReadStats`, about one read per token here);
+    measured with tracemalloc."""
     import tracemalloc
 
     from infer_prof.core.metrics import RequestRecord
@@ -214,8 +216,9 @@ def record_bytes(output_len: int, n: int = 2000) -> float:
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
-        recs = []
+        recs, lags = [], []
         for i in range(n):
+            lags.extend(50_000 + i + k for k in range(output_len))
             r = RequestRecord(i, 32, output_len, send_ns=t + i, done_ns=t + 10**9 + i,
                               prompt_tokens=32, output_tokens=output_len)
             r.chunk_ns = [t + i + k * 15_000_000 for k in range(output_len)]
