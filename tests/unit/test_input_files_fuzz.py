@@ -29,7 +29,7 @@ from infer_prof.loadgen.traces import TraceError, load_trace
 from infer_prof.run.config import ConfigError
 from infer_prof.run.multi_endpoint import load_endpoints_file
 
-FUZZ = settings(max_examples=100, deadline=None, derandomize=True,
+FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
                                        HealthCheck.too_slow])
 #: An error line is this long at most (values quoted in it are cut short).
