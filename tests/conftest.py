@@ -1,13 +1,19 @@
-"""Fixtures shared by every test folder: a real PostgreSQL server for the history tests."""
+"""Fixtures shared by every test folder: a real PostgreSQL server for the history tests; each
+test's own results folder, and a session check that the checkout's results/ stays untouched."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests import postgres
+from infer_prof.results import history_database
+from infer_prof.results.store import RESULTS_DIR_ENV_VAR
+from tests import checkout_guard, postgres
+
+_CHECKOUT_BEFORE = pytest.StashKey[checkout_guard.Snapshot]()
 
 
 @pytest.fixture(scope="session")
@@ -30,3 +36,47 @@ def pg_server() -> Iterator[postgres.PgServer]:
 def pg_url(pg_server: postgres.PgServer) -> str:
     """The URL (with password) of a fresh empty database on the session's server."""
     return pg_server.url(pg_server.new_database())
+
+
+# --- the checkout stays clean: each test has its own results folder and history --------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def own_results_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test (and every ``infer-prof`` it starts) writes results and history into a folder
+    of its own: ``INFER_PROF_RESULTS_DIR`` set to it, ``INFER_PROF_HISTORY`` unset (so neither
+    the checkout's ``results/`` nor a history the user's environment names is touched)."""
+    folder = tmp_path_factory.mktemp("own-results")
+    monkeypatch.setenv(RESULTS_DIR_ENV_VAR, str(folder))
+    monkeypatch.delenv(history_database.ENV_VAR, raising=False)
+    return folder
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_CHECKOUT_BEFORE] = checkout_guard.snapshot(REPO)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Fail the session when the tests left anything in the checkout's results/ or new
+    untracked files in it."""
+    before = session.config.stash.get(_CHECKOUT_BEFORE, None)
+    if before is None:
+        return
+    found = checkout_guard.changes(before, checkout_guard.snapshot(REPO))
+    if found:
+        shown = "\n  ".join(found[:20]) + ("\n  ..." if len(found) > 20 else "")
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        text = (
+            f"the tests changed the checkout {REPO} (its results/ is the user's own; a test "
+            f"must write under its own folder, see tests/checkout_guard.py):\n  {shown}"
+        )
+        if reporter is not None:
+            reporter.write_sep("=", "checkout not clean", red=True)
+            reporter.write_line(text)
+        else:
+            print(text)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED

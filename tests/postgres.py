@@ -140,23 +140,30 @@ def start() -> PgServer:
         "UTF8",
         "--no-locale",
     )
-    opts = (
-        f"-p {port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=100 "
-        "-c fsync=off -c full_page_writes=off"
-    )
-    run(
-        str(bindir / "pg_ctl"),
-        "-D",
-        str(server.data),
-        "-l",
-        str(root / "log"),
-        "-o",
-        opts,
-        "-w",
-        "-t",
-        "60",
-        "start",
-    )
+    for attempt in range(3):  # the free port can be taken before the server binds it: retry
+        opts = (
+            f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=100 "
+            "-c fsync=off -c full_page_writes=off"
+        )
+        try:
+            run(
+                str(bindir / "pg_ctl"),
+                "-D",
+                str(server.data),
+                "-l",
+                str(root / "log"),
+                "-o",
+                opts,
+                "-w",
+                "-t",
+                "60",
+                "start",
+            )
+            break
+        except RuntimeError as exc:
+            if attempt == 2 or "Address already in use" not in str(exc):
+                raise
+            server.port = free_port()
     deadline = time.monotonic() + 30
     while True:
         try:

@@ -32,6 +32,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from infer_prof.core.messages import OneLineError
+
 SHIPPED_PRICES = "prices.csv"
 
 CANONICAL_GPU_KEYS: tuple[str, ...] = (
@@ -75,6 +77,11 @@ PriceKind = Literal["on-demand", "spot", "user"]
 
 class PriceError(ValueError):
     """No price can be chosen (unknown GPU, no row for it); the message says what to do instead."""
+
+
+class PriceFileError(OneLineError):
+    """A price file that cannot be read: one line naming the file, the line, the field and
+    what to write instead."""
 
 
 def _squash(name: str) -> str:
@@ -181,8 +188,8 @@ class PurchaseQuote:
 def load_prices(path: str | Path | None = None) -> PriceCatalog:
     """Load a price CSV: the shipped catalog when ``path`` is None, else the user's file.
 
-    Raises ValueError naming the file, the line and the field for anything malformed, and for a
-    file that cannot be read.
+    Raises :class:`PriceFileError` (a ValueError) naming the file, the line and the field for
+    anything malformed, and for a file that cannot be read.
     """
     if path is None:
         data = resources.files("infer_prof.catalog.data")
@@ -192,32 +199,32 @@ def load_prices(path: str | Path | None = None) -> PriceCatalog:
     try:
         text = p.read_text(encoding="utf-8-sig")
     except OSError as exc:
-        raise ValueError(f"{p}: cannot read the price file ({exc.strerror or exc})") from None
+        raise PriceFileError(f"{p}: cannot read the price file ({exc.strerror or exc})") from None
     except UnicodeDecodeError:
-        raise ValueError(f"{p}: not a UTF-8 text file; a price file is CSV text") from None
+        raise PriceFileError(f"{p}: not a UTF-8 text file; a price file is CSV text") from None
     return parse_prices_csv(text, origin=str(p))
 
 
 def parse_prices_csv(text: str, origin: str = "<prices>") -> PriceCatalog:
     """Parse price-catalog CSV text (see the module docstring for the columns).
 
-    Errors are ValueError("ORIGIN line N, field 'F': what is wrong; what to write instead").
+    Errors are PriceFileError("ORIGIN line N, field 'F': what is wrong; what to write instead").
     Blank lines are skipped. Every row's ``gpu`` is turned into its canonical key.
     """
     reader = csv.reader(io.StringIO(text))
     try:
         header = next(reader)
     except StopIteration:
-        raise ValueError(
+        raise PriceFileError(
             f"{origin} line 1: empty file; expected a header row naming "
             f"{', '.join(REQUIRED_COLUMNS)}"
         ) from None
     except csv.Error as exc:
-        raise ValueError(f"{origin} line 1: not valid CSV ({exc})") from None
+        raise PriceFileError(f"{origin} line 1: not valid CSV ({exc})") from None
     names = [h.strip().lower() for h in header]
     for col in REQUIRED_COLUMNS:
         if col not in names:
-            raise ValueError(
+            raise PriceFileError(
                 f"{origin} line 1, field {col!r}: the header lacks this column; "
                 f"the header must name {', '.join(REQUIRED_COLUMNS)}"
             )
@@ -229,12 +236,14 @@ def parse_prices_csv(text: str, origin: str = "<prices>") -> PriceCatalog:
         except StopIteration:
             break
         except csv.Error as exc:
-            raise ValueError(f"{origin} line {reader.line_num}: not valid CSV ({exc})") from None
+            raise PriceFileError(
+                f"{origin} line {reader.line_num}: not valid CSV ({exc})"
+            ) from None
         line = reader.line_num
         if not any(c.strip() for c in cells):
             continue
         if len(cells) > len(names):
-            raise ValueError(
+            raise PriceFileError(
                 f"{origin} line {line}: {len(cells)} fields but the header names {len(names)}; "
                 "quote a value that contains a comma"
             )
@@ -247,8 +256,8 @@ def _parse_row(cells: list[str], index: dict[str, int], origin: str, line: int) 
         i = index.get(col)
         return cells[i].strip() if i is not None and i < len(cells) else ""
 
-    def fail(col: str, why: str) -> ValueError:
-        return ValueError(f"{origin} line {line}, field {col!r}: {why}")
+    def fail(col: str, why: str) -> PriceFileError:
+        return PriceFileError(f"{origin} line {line}, field {col!r}: {why}")
 
     provider = cell("provider")
     if not provider:

@@ -128,10 +128,14 @@ def read_toml(file: Traversable, label: str | None = None) -> tuple[dict[str, An
         text = file.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
         raise WorkloadError(source, "", f"not UTF-8 text: {exc}") from None
+    except OSError as exc:
+        raise WorkloadError(source, "", f"cannot read it: {exc.strerror or exc}") from None
     try:
         return tomllib.loads(text), source
     except tomllib.TOMLDecodeError as exc:
         raise WorkloadError(source, "", f"not valid TOML: {exc}") from None
+    except RecursionError:
+        raise WorkloadError(source, "", "not valid TOML: nested too deeply") from None
 
 
 def _stem(file: Traversable) -> str:

@@ -21,7 +21,7 @@ from infer_prof.results import history, history_database
 from infer_prof.results.loading import config_fingerprint, expand_paths, export_run, record_result
 from infer_prof.results.schema import ResultFileError, load_result
 
-DEFAULT_DB = history_database.DEFAULT_LOCATION
+DEFAULT_DB = history_database.DEFAULT_HELP
 HISTORY_HELP = (
     "The history: sqlite:///PATH (or a path) or postgresql://USER@HOST:PORT/DB (password: "
     f"PGPASSWORD or ~/.pgpass). Default: $INFER_PROF_HISTORY, else {DEFAULT_DB}."

@@ -29,7 +29,7 @@ from infer_prof.results.gate import (
 from infer_prof.results.loading import differing_fields, load_results
 from infer_prof.results.schema import ResultFileError
 
-DEFAULT_HISTORY = history_database.DEFAULT_LOCATION
+DEFAULT_HISTORY = history_database.DEFAULT_HELP
 RULES = ("ci", "mwu", "both", "either")
 _PCT = re.compile(r"\s*([0-9]*\.?[0-9]+)\s*%?\s*")
 

@@ -61,7 +61,7 @@ def report_command(
         "--history",
         help="The history that history:... arguments read: sqlite:///PATH (or a path) or "
         "postgresql://USER@HOST:PORT/DB. Default: $INFER_PROF_HISTORY, else "
-        f"{history_database.DEFAULT_LOCATION}.",
+        f"{history_database.DEFAULT_HELP}.",
     ),
 ) -> None:
     """Write one self-contained HTML report (no network needed to view it): summary table,

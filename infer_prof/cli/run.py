@@ -305,7 +305,9 @@ def run_command(
     output: str = typer.Option(
         None, "--output", "-o", help="Result file path (default: results/<run id>.json)."
     ),
-    results_dir: str = typer.Option("results", "--results-dir", help="Folder for result files."),
+    results_dir: str = typer.Option(
+        "results", "--results-dir", envvar="INFER_PROF_RESULTS_DIR", help="Folder for result files."
+    ),
     label: list[str] = typer.Option(
         None, "--label", help="KEY=VALUE label stored with the result; repeatable."
     ),

@@ -17,6 +17,7 @@ from infer_prof.core.distributions import (
     LengthDistribution,
     distribution_from_dict,
 )
+from infer_prof.core.messages import one_line
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
@@ -29,7 +30,7 @@ class WorkloadError(ValueError):
         self.field = field
         self.problem = problem
         where = f"field {field!r}: " if field else ""
-        super().__init__(f"{source}: {where}{problem}")
+        super().__init__(one_line(f"{source}: {where}{problem}"))
 
 
 

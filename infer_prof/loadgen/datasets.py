@@ -37,10 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infer_prof.core.messages import OneLineError
+
 FORMATS = ("prompt", "messages", "sharegpt")
 
 
-class DatasetError(ValueError):
+class DatasetError(OneLineError):
     """A dataset file that cannot be used; the message names the file, line and field."""
 
 
@@ -187,6 +189,8 @@ def _read_jsonl(path: str, text: str, chat: Callable[[list[dict[str, str]]], str
         where = f"{path}:{lineno}"
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise DatasetError(f"{where}: not valid JSON (nested too deeply)") from None
         except ValueError as exc:
             raise DatasetError(f"{where}: not valid JSON ({exc}); each line must be one "
                                "JSON object") from None
@@ -255,6 +259,8 @@ def _join_messages(msgs: Sequence[dict[str, str]]) -> str:
 def _read_sharegpt(path: str, text: str) -> tuple[list[_Raw], int]:
     try:
         data = json.loads(text)
+    except RecursionError:
+        raise DatasetError(f"{path}: not valid JSON (nested too deeply)") from None
     except ValueError as exc:
         line = getattr(exc, "lineno", "?")
         raise DatasetError(f"{path}:{line}: not valid JSON ({exc})") from None

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from infer_prof.core.messages import OneLineError
+
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 #: Tokens per ``hash_ids`` block (the Mooncake trace's convention).
 MOONCAKE_BLOCK_TOKENS = 512
@@ -43,7 +45,7 @@ MOONCAKE_BLOCK_TOKENS = 512
 _Row = tuple[float, int, int, "tuple[int, ...] | None"]
 
 
-class TraceError(ValueError):
+class TraceError(OneLineError):
     """A trace file or window that cannot be used; one line naming file, line and field."""
 
 
@@ -175,6 +177,8 @@ def _read_mooncake(path: str, text: str) -> list[_Row]:
         where = f"{path}:{lineno}"
         try:
             obj = json.loads(line)
+        except RecursionError:
+            raise TraceError(f"{where}: not valid JSON (nested too deeply)") from None
         except ValueError as exc:
             raise TraceError(f"{where}: not valid JSON ({exc})") from None
         if not isinstance(obj, dict):
@@ -204,7 +208,10 @@ def _hash_ids(value: Any, where: str) -> tuple[int, ...] | None:
 
 def _read_azure(path: str, text: str) -> list[_Row]:
     reader = csv.reader(io.StringIO(text))
-    header = next(reader, None)
+    try:
+        header = next(reader, None)
+    except csv.Error as exc:
+        raise TraceError(f"{path}:1: not valid CSV ({exc})") from None
     if header is None:
         raise TraceError(f"{path}: the trace is empty")
     names = [h.strip() for h in header]
@@ -214,10 +221,16 @@ def _read_azure(path: str, text: str) -> list[_Row]:
                          f"header with {','.join(AZURE_COLUMNS)} (or give Mooncake JSONL)")
     idx = [names.index(c) for c in AZURE_COLUMNS]
     rows: list[_Row] = []
-    for lineno, row in enumerate(reader, 2):
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            break
+        except csv.Error as exc:
+            raise TraceError(f"{path}:{reader.line_num}: not valid CSV ({exc})") from None
         if not row or not any(cell.strip() for cell in row):
             continue
-        where = f"{path}:{lineno}"
+        where = f"{path}:{reader.line_num}"
         if len(row) < len(names):
             raise TraceError(f"{where}: {len(row)} columns, the header has {len(names)}")
         ts = _azure_time(row[idx[0]].strip(), where)
@@ -228,9 +241,13 @@ def _read_azure(path: str, text: str) -> list[_Row]:
 
 def _azure_time(cell: str, where: str) -> float:
     try:
-        return float(cell)
+        seconds = float(cell)
     except ValueError:
         pass
+    else:
+        if not math.isfinite(seconds):
+            raise TraceError(f"{where}: TIMESTAMP: must be a finite number, got {cell!r}")
+        return seconds
     text = cell.replace("T", " ").rstrip("Z")
     if "." in text:  # Azure writes 7 fractional digits; datetime takes at most 6
         head, frac = text.rsplit(".", 1)

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import urlparse
 
 from infer_prof.report.svg import Plot, safe_name
+from infer_prof.servers.process_group import stop_group
 
 
 class PngError(RuntimeError):
@@ -162,15 +163,24 @@ class DevTools:
 
 @contextlib.contextmanager
 def chromium_devtools(
-    chromium: str | None = None, extra_flags: Sequence[str] = (), timeout_s: float = 60.0
+    chromium: str | None = None,
+    extra_flags: Sequence[str] = (),
+    timeout_s: float = 60.0,
+    stop_grace_s: float = 10.0,
 ) -> Iterator[int]:
     """Run headless Chromium (:data:`CHROMIUM_FLAGS`, a throw-away profile) with remote
-    debugging on a free local port; yields the port, and stops Chromium on exit."""
+    debugging on a free local port; yields the port.
+
+    On exit Chromium's whole process group (browser, renderers, GPU and crash helpers) gets
+    SIGTERM (SIGKILL after ``stop_grace_s`` seconds), and the profile folder is removed only
+    once every one of them has exited: a helper still writing into the profile would make the
+    removal fail ("Directory not empty")."""
     binary = chromium or find_chromium()
     if binary is None:
         raise PngError(f"Chromium was not found; {CHROMIUM_INSTALL_HINT}")
-    with tempfile.TemporaryDirectory(prefix="infer-prof-chromium-") as tmp:
-        profile = Path(tmp) / "profile"
+    tmp = Path(tempfile.mkdtemp(prefix="infer-prof-chromium-"))
+    try:
+        profile = tmp / "profile"
         try:
             proc = subprocess.Popen(
                 [
@@ -190,26 +200,43 @@ def chromium_devtools(
                 f"cannot start Chromium {binary}: {exc}; {CHROMIUM_INSTALL_HINT}"
             ) from None
         try:
-            port_file = profile / "DevToolsActivePort"
-            deadline = time.monotonic() + timeout_s
-            while not (port_file.exists() and port_file.read_text().strip()):
-                if proc.poll() is not None:
-                    err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-                    tail = "\n".join(err.strip().splitlines()[-5:])
-                    raise PngError(f"Chromium exited with {proc.returncode}: {tail}")
-                if time.monotonic() > deadline:
-                    raise PngError(f"Chromium opened no DevTools port in {timeout_s:.0f} s")
-                time.sleep(0.05)
-            yield int(port_file.read_text().split()[0])
+            yield _devtools_port(proc, profile / "DevToolsActivePort", timeout_s)
         finally:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_group(proc, grace_s=stop_grace_s)
             if proc.stderr:
                 proc.stderr.close()
+    finally:
+        remove_tree(tmp)
+
+
+def _devtools_port(proc: subprocess.Popen[bytes], port_file: Path, timeout_s: float) -> int:
+    """The port Chromium writes into ``port_file`` once DevTools listens."""
+    deadline = time.monotonic() + timeout_s
+    while not (port_file.exists() and port_file.read_text().strip()):
+        if proc.poll() is not None:
+            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            tail = "\n".join(err.strip().splitlines()[-5:])
+            raise PngError(f"Chromium exited with {proc.returncode}: {tail}")
+        if time.monotonic() > deadline:
+            raise PngError(f"Chromium opened no DevTools port in {timeout_s:.0f} s")
+        time.sleep(0.05)
+    return int(port_file.read_text().split()[0])
+
+
+def remove_tree(path: Path, attempts: int = 5, pause_s: float = 0.2) -> bool:
+    """Remove a throw-away folder, trying again (``attempts`` times, ``pause_s`` apart) while
+    something still adds files to it; True when it is gone. A folder that cannot be removed is
+    left in place rather than failing the work already done (it lies in the temp folder)."""
+    for i in range(attempts):
+        try:
+            shutil.rmtree(path)
+            return True
+        except OSError:
+            if not path.exists():
+                return True
+            if i + 1 < attempts:
+                time.sleep(pause_s)
+    return not path.exists()
 
 
 def open_page(port: int, timeout_s: float = 60.0) -> DevTools:

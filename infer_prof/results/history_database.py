@@ -36,12 +36,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlsplit
 
 from infer_prof.results.history_schema import SCHEMA_VERSION, schema
+from infer_prof.results.store import default_results_dir
 
 if TYPE_CHECKING:  # SQLAlchemy is imported on first use: a command without history starts faster
     from sqlalchemy import Connection, Engine
     from sqlalchemy.exc import DBAPIError
 
-DEFAULT_LOCATION = "results/history.sqlite"
+DEFAULT_LOCATION = "results/history.sqlite"  # with INFER_PROF_RESULTS_DIR unset
+#: How help texts name the default history (see :func:`default_location`).
+DEFAULT_HELP = "$INFER_PROF_RESULTS_DIR/history.sqlite (results/history.sqlite when unset)"
+HISTORY_FILE = "history.sqlite"
 ENV_VAR = "INFER_PROF_HISTORY"
 BUSY_TIMEOUT_MS = 30_000
 CONNECT_TIMEOUT_S = 10
@@ -131,13 +135,23 @@ def parse_location(value: str | Path | Location) -> Location:
     return Location("postgresql+psycopg://" + rest, None)
 
 
-def resolve(value: str | Path | None, default: str | Path = DEFAULT_LOCATION) -> str | Path:
+def default_location() -> Path:
+    """The history when neither ``--history`` nor ``INFER_PROF_HISTORY`` names one:
+    ``history.sqlite`` in the default results folder (``$INFER_PROF_RESULTS_DIR``, else
+    ``results``)."""
+    return Path(default_results_dir()) / HISTORY_FILE
+
+
+def resolve(value: str | Path | None, default: str | Path | None = None) -> str | Path:
     """The history location to use: ``value`` (a ``--history`` option) if given, else the
-    ``INFER_PROF_HISTORY`` environment variable if set and not empty, else ``default``."""
+    ``INFER_PROF_HISTORY`` environment variable if set and not empty, else ``default``
+    (:func:`default_location` when None)."""
     if value is not None and str(value) != "":
         return value
     env = os.environ.get(ENV_VAR, "").strip()
-    return env if env else default
+    if env:
+        return env
+    return default if default is not None else default_location()
 
 
 def describe(value: str | Path | Location) -> str:

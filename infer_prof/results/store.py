@@ -12,6 +12,17 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 
+#: The environment variable that names the default results folder (``--results-dir``), and with
+#: it the default history ``<results folder>/history.sqlite``.
+RESULTS_DIR_ENV_VAR = "INFER_PROF_RESULTS_DIR"
+DEFAULT_RESULTS_DIR = "results"
+
+
+def default_results_dir() -> str:
+    """The folder results go to when ``--results-dir`` is not given: ``$INFER_PROF_RESULTS_DIR``
+    if set and not empty, else ``results`` (relative to the working directory)."""
+    return os.environ.get(RESULTS_DIR_ENV_VAR, "").strip() or DEFAULT_RESULTS_DIR
+
 
 def safe_name(model: str) -> str:
     """The last path part of a model name, with anything unsafe in a file name replaced."""

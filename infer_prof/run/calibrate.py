@@ -64,6 +64,7 @@ class SyntheticProcess:
         return ssl.create_default_context(cafile=self.ca_bundle) if self.ca_bundle else None
 
     def stop(self) -> None:
+        """Stop the server and reap it (SIGKILL after 5 s); closes its stdout pipe."""
         if self.proc.poll() is None:
             self.proc.terminate()
             try:
@@ -71,6 +72,8 @@ class SyntheticProcess:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
 
 
 def start_synthetic(
@@ -108,6 +111,8 @@ def start_synthetic(
     line = proc.stdout.readline()
     if not line.startswith("LISTENING"):
         proc.kill()
+        proc.wait()
+        proc.stdout.close()
         raise RuntimeError(f"synthetic server did not start: {line!r}")
     server = SyntheticProcess(proc, int(line.split()[1]), str(tls.ca) if tls else None)
     deadline = time.monotonic() + timeout_s

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from infer_prof.core.messages import OneLineError
 
-class ConfigError(ValueError):
+
+class ConfigError(OneLineError):
     """Bad input found before anything started; the message is one line naming the fix."""
 
 
@@ -120,6 +122,15 @@ def validate(cfg: RunConfig) -> None:
             raise ConfigError(str(exc)) from None
     if cfg.timeout_s <= 0:
         raise ConfigError(f"--timeout must be positive seconds, got {cfg.timeout_s}")
+    if cfg.prices_file is not None:  # read now: a bad file is known before any load is sent
+        from infer_prof.catalog.prices import PriceFileError, load_prices
+
+        try:
+            load_prices(cfg.prices_file)
+        except PriceFileError as exc:
+            raise ConfigError(
+                f"{exc}; fix the file, or leave out --prices to use the shipped catalog"
+            ) from None
     if cfg.gpu_memory_utilization is not None and not 0 < cfg.gpu_memory_utilization <= 1:
         raise ConfigError(
             f"--gpu-memory-utilization must be within (0, 1], got {cfg.gpu_memory_utilization}"

@@ -120,6 +120,8 @@ def parse_endpoints_toml(text: str, source: str = "endpoints file") -> list[Endp
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{source}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{source}: not valid TOML (nested too deeply)") from None
     extra = sorted(set(doc) - {"endpoint"})
     if extra:
         raise ConfigError(
@@ -180,9 +182,14 @@ def parse_endpoints_toml(text: str, source: str = "endpoints file") -> list[Endp
 def load_endpoints_file(path: str) -> list[EndpointTarget]:
     """:func:`parse_endpoints_toml` of a file; a missing file is a ConfigError."""
     try:
-        text = Path(path).read_text()
+        text = Path(path).read_text(encoding="utf-8")
     except OSError as exc:
         raise ConfigError(f"--endpoints {path}: cannot read it ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"--endpoints {path}: not UTF-8 text ({exc.reason} at byte {exc.start}); an "
+            "endpoints file is TOML"
+        ) from None
     return parse_endpoints_toml(text, f"--endpoints {path}")
 
 

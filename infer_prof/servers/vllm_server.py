@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from infer_prof.servers.http_get import http_get
+from infer_prof.servers.process_group import stop_group
 from infer_prof.servers.vllm_log import failure_report
 from infer_prof.servers.vllm_startup import PhaseChange, StartupPhases
 
@@ -212,18 +213,9 @@ class VllmServer:
         proc = self.proc
         if proc is None:
             return self.exit_code
-        pgid = proc.pid  # start_new_session: the server leads its own group
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGTERM)
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline:
-            if proc.poll() is not None and not _group_alive(pgid):
-                break
-            time.sleep(0.1)
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=5)
+        # start_new_session: the server leads its own group; every member is waited for
+        # (zombies of orphaned workers do not count, see process_group)
+        stop_group(proc, grace_s=grace_s)
         self.poll()
         self.proc = None
         return self.exit_code
@@ -239,13 +231,3 @@ def die_with_parent() -> None:
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         pr_set_pdeathsig = 1
         libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)
-
-
-def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -92,3 +92,18 @@ def interrupt(proc: subprocess.Popen) -> None:
 
 
 __all__ = ["cli", "cli_background", "load_single_result", "os"]
+
+
+def wait_until_served(url: str, n: int, timeout_s: float = 60.0) -> None:
+    """Wait until the synthetic server at ``url`` has finished ``n`` requests (its ``/truth``
+    records): a test that interrupts a run mid-way acts once the run is measuring, however long
+    the client took to start on a busy machine (a fixed sleep raced it under CPU pressure)."""
+    import urllib.request
+
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{url}/truth", timeout=5) as r:
+            if len(json.load(r)["requests"]) >= n:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not serve {n} requests in {timeout_s} s")

@@ -418,21 +418,23 @@ def test_report_marks_an_invalid_run_with_its_reason(
     from infer_prof.run.calibrate import start_synthetic
 
     out = tmp_path / "results"
-    server = start_synthetic(20.0, 5.0, 16)
+    # 100 ms between tokens: the client-health checks (read lag p99 < half the ITL) hold even
+    # with both cores busy elsewhere, so only --min-requests makes a run invalid here
+    server = start_synthetic(20.0, 100.0, 4)
     try:
         for extra in ((), ("--min-requests", "50")):
             res = cli(
                 "run", "--endpoint", server.url, "--model", "llama-2-7b", "-c", "2", "-n", "24",
-                "--input-len", "32", "--output-len", "16", "--results-dir", str(out),
+                "--input-len", "32", "--output-len", "4", "--results-dir", str(out),
                 "--no-progress", "--no-history", "--min-duration", "0.1", *extra,
             )  # fmt: skip
             assert res.returncode == 0, res.stderr
     finally:
         server.stop()
     results = sorted(out.glob("*.json"))
-    invalid = [json.loads(p.read_text()) for p in results]
-    invalid = [r for r in invalid if not r["validity"]["valid"]]
-    assert len(results) == 2 and len(invalid) == 1
+    docs = [json.loads(p.read_text()) for p in results]
+    invalid = [r for r in docs if not r["validity"]["valid"]]
+    assert len(results) == 2 and len(invalid) == 1, [(r["run_id"], r["validity"]) for r in docs]
     reason = "; ".join(invalid[0]["validity"]["reasons"])
     assert "50" in reason
 

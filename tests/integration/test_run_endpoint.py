@@ -2,14 +2,13 @@
 
 import json
 import signal
-import time
 
 import pytest
 
 from infer_prof.results.schema import load_result
 from infer_prof.results.store import read_requests
 
-from .conftest import cli, load_single_result, long_run
+from .conftest import cli, load_single_result, long_run, wait_until_served
 
 pytestmark = pytest.mark.integration
 
@@ -177,7 +176,7 @@ def test_a_run_where_every_request_failed_exits_4_with_the_reason(synthetic, tmp
 def test_server_death_mid_run_writes_incomplete_result(synthetic, tmp_path, processes):
     server = synthetic(ttft_ms=10.0, itl_ms=10.0, tokens=50)
     proc = long_run(server.url, tmp_path, "--client-processes", processes)
-    time.sleep(4.0)
+    wait_until_served(server.url, 8)  # measuring for a while
     server.proc.kill()
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err
@@ -193,7 +192,7 @@ def test_server_death_mid_run_writes_incomplete_result(synthetic, tmp_path, proc
 def test_ctrl_c_keeps_what_was_measured(synthetic, tmp_path):
     server = synthetic(ttft_ms=10.0, itl_ms=10.0, tokens=50)
     proc = long_run(server.url, tmp_path)
-    time.sleep(4.0)
+    wait_until_served(server.url, 8)  # measuring for a while
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err

@@ -2,14 +2,13 @@
 
 import json
 import signal
-import time
 
 import pytest
 
 from infer_prof.results.schema import load_result
 from infer_prof.results.store import read_requests
 
-from .conftest import cli, load_single_result, long_run
+from .conftest import cli, load_single_result, long_run, wait_until_served
 
 pytestmark = pytest.mark.integration
 
@@ -127,7 +126,7 @@ def test_open_loop_over_two_processes(synthetic, tmp_path):
 def test_ctrl_c_keeps_what_was_measured(synthetic, tmp_path):
     server = synthetic(ttft_ms=10.0, itl_ms=10.0, tokens=50)
     proc = long_run(server.url, tmp_path, "--no-history", "--client-processes", "2")
-    time.sleep(4.0)
+    wait_until_served(server.url, 8)  # measuring for a while
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, err  # as the single-process run: incomplete

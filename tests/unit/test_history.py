@@ -270,7 +270,10 @@ def test_locations_urls_and_the_environment(
         assert "s3cret" not in str(exc.value) and "postgresql://USER@HOST" in str(exc.value)
 
     monkeypatch.delenv(hdb.ENV_VAR, raising=False)
-    assert hdb.resolve(None) == hdb.DEFAULT_LOCATION
+    monkeypatch.delenv("INFER_PROF_RESULTS_DIR", raising=False)
+    assert hdb.resolve(None) == Path(hdb.DEFAULT_LOCATION)
+    monkeypatch.setenv("INFER_PROF_RESULTS_DIR", "/data/runs")
+    assert hdb.resolve(None) == Path("/data/runs/history.sqlite")
     monkeypatch.setenv(hdb.ENV_VAR, "postgresql://ci@db/perf")
     assert hdb.resolve(None) == "postgresql://ci@db/perf"
     assert hdb.resolve("x.sqlite") == "x.sqlite"  # the option wins
