@@ -15,6 +15,7 @@ import socket
 import sqlite3
 import subprocess
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -43,6 +44,17 @@ def _pids_alive(pids: list[int]) -> list[int]:
         except OSError:
             continue
     return alive
+
+
+def _wait_for_load(server_url: str, seconds: float = 60.0) -> None:
+    """Until the synthetic server has seen a request (the run is past its start-up checks)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with urllib.request.urlopen(f"{server_url}/truth", timeout=5) as r:
+            if json.loads(r.read())["requests"]:
+                return
+        time.sleep(0.1)
+    raise AssertionError("the run sent no request")
 
 
 def _result_files(folder: Path) -> list[Path]:
@@ -246,8 +258,8 @@ def test_a_disk_that_fills_during_the_run_keeps_old_files_and_names_the_result(
     try:
         old = disk / "earlier.json"
         old.write_text('{"earlier": true}\n')
-        proc = long_run(server.url, disk, "-n", "24", "--no-history")
-        time.sleep(1.5)  # checked at the start: there was room; now the disk fills up
+        proc = long_run(server.url, disk, "-n", "40", "--no-history")
+        _wait_for_load(server.url)  # checked at the start: there was room; now the disk fills
         subprocess.run(["dd", "if=/dev/zero", f"of={disk / 'filler'}", "bs=64k"],
                        capture_output=True)
         _, err = proc.communicate(timeout=120)
@@ -258,7 +270,7 @@ def test_a_disk_that_fills_during_the_run_keeps_old_files_and_names_the_result(
         assert m, err
         moved = Path(m.group(1))
         result = json.loads(moved.read_text())
-        assert result["complete"] is True and result["summary"]["requests_completed"] == 24
+        assert result["complete"] is True and result["summary"]["requests_completed"] == 40
         assert (moved.parent / result["requests_file"]).is_file()
         assert f"result: {moved}" in err
     finally:
