@@ -5,6 +5,7 @@ schema migrate in place keeping every row (issue 24, part 1)."""
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 import subprocess
 import sys
@@ -15,11 +16,11 @@ from sqlalchemy import create_engine, text
 
 from infer_prof.results import history as h
 from infer_prof.results import history_database as hdb
-from infer_prof.results.run_ids import is_run_uuid
 
 from .conftest import REPO, cli
 
 pytestmark = pytest.mark.integration
+UUID7 = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 
 def _three_runs_together(server_url: str, results: Path, *extra: str) -> list[tuple[int, str]]:
@@ -52,7 +53,7 @@ def _check_three(results: Path, outs: list[tuple[int, str]]) -> list[dict]:
     assert len(files) == 3, files
     docs = [json.loads(f.read_text()) for f in files]
     assert len({d["run_id"] for d in docs}) == 3
-    assert all(is_run_uuid(d["run_id"]) for d in docs)
+    assert all(UUID7.match(d["run_id"]) for d in docs)
     for f, d in zip(files, docs, strict=True):
         assert d["complete"] and d["summary"]["requests_completed"] == 8
         reqs = (results / d["requests_file"]).read_text().splitlines()
