@@ -46,11 +46,11 @@ def _three_runs_together(server_url: str, results: Path, *extra: str) -> list[tu
 def _check_three(results: Path, outs: list[tuple[int, str]]) -> list[dict]:
     for code, err in outs:
         assert code == 0, err
-    printed = [line.split("result: ", 1)[1].strip() for _, err in outs
-               for line in err.splitlines() if line.startswith("result: ")]
-    assert len(set(printed)) == 3, printed  # each run names its own file
     files = sorted(results.glob("*.json"))
     assert len(files) == 3, files
+    printed = [line.split("result: ", 1)[1].strip() for _, err in outs
+               for line in err.splitlines() if line.startswith("result: ")]
+    assert sorted(printed) == [str(f) for f in files]  # each run names its own file
     docs = [json.loads(f.read_text()) for f in files]
     assert len({d["run_id"] for d in docs}) == 3
     assert all(UUID7.match(d["run_id"]) for d in docs)
