@@ -335,7 +335,7 @@ def import_command(
 def export_command(
     ctx: typer.Context,
     output: Path = typer.Option(
-        ..., "--output", "-o", help="The folder to write <run id>.json and its requests file to."
+        ..., "--output", "-o", help="The folder to write <run name>.json and its requests file to."
     ),
     db_option: str = typer.Option(None, "--history", help=HISTORY_HELP),
     model: str = typer.Option(None, "--model", "-m", help="Only runs of this model."),
@@ -364,12 +364,19 @@ def export_command(
                 fail(f"not recorded in {history_database.describe(db)}: {', '.join(missing)}")
             runs = [r for r in runs if r.run_id in set(run_id) or r.run_name in set(run_id)]
         written, with_records, without = 0, 0, []
+        names: set[str] = set()
         for r in runs:
             files = history.load_files(db, r.run_id)
             if files is None:
                 without.append(r.run_id)
                 continue
-            _, req = export_run(files, output, r.run_id)
+            # the file name the run wrote (unique where it ran), else its readable name; two
+            # runs of one name from different machines get their IDs' ends
+            name = Path(r.result_path).stem if r.result_path else r.run_name
+            if name in names:
+                name = f"{name}-{r.run_id[-8:]}"
+            names.add(name)
+            _, req = export_run(files, output, name)
             written += 1
             with_records += req is not None
     except history_database.HistoryError as exc:

@@ -419,7 +419,8 @@ def history_result(
 
 
 def export_run(files: history.RunFiles, folder: Path, run_id: str) -> tuple[Path, Path | None]:
-    """Write a run's kept files into ``folder``: ``<run_id>.json`` (the text as recorded) and its
+    """Write a run's kept files into ``folder``: ``<run_id>.json`` (``run_id``: the file name to
+    use, the run's name as a rule; the text as recorded) and its
     requests file under the name the result gives (``requests_file``); returns both paths (the
     second None when no records were kept)."""
     result_path = folder / f"{run_id}.json"
