@@ -68,13 +68,20 @@ def write_point(
     """Write a point's result and requests files (:func:`save_run_files`: exclusive unless
     ``--output`` with ``--overwrite``, atomic). When that fails (a full disk, a folder made
     read-only meanwhile), the files go to a new temporary folder instead, and ``error`` says
-    why and where; when that fails too, OSError."""
+    why and where (or, when that fails too, that the result is lost)."""
     overwrite = bool(cfg.output and cfg.overwrite)
     try:
         res, req = save_run_files(result_path, result, records, overwrite=overwrite)
         return WrittenFiles(res, req)
     except OSError as exc:
         why = f"cannot write {result_path}: {exc.strerror or exc}"
-    folder = Path(tempfile.mkdtemp(prefix="infer-prof-result-"))
-    res, req = save_run_files(folder / result_path.name, result, records)
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="infer-prof-result-"))
+        res, req = save_run_files(folder / result_path.name, result, records)
+    except OSError as exc:  # nowhere to put it: said, not raised over the other points
+        req = result_path.with_name(result_path.name[: -len(".json")] + ".requests.jsonl")
+        return WrittenFiles(
+            result_path, req,
+            f"{why}; nor in a temporary folder ({exc.strerror or exc}): the result is lost",
+        )
     return WrittenFiles(res, req, f"{why}; the result is in {res} instead")

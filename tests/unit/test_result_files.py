@@ -114,3 +114,15 @@ def test_a_results_folder_without_space_is_refused_before_the_run(tmp_path, monk
     monkeypatch.setattr(result_files.os, "statvfs", lambda _p: Full())
     with pytest.raises(ConfigError, match="40 KiB free"):
         result_files.check_result_location(RunConfig(results_dir=str(tmp_path)))
+
+
+def test_nowhere_to_write_is_said_not_raised(tmp_path, monkeypatch):
+    def full(where, name, text):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(store, "_temp_copy", full)
+    written = result_files.write_point(
+        RunConfig(results_dir=str(tmp_path)), _result("m"), _records(), tmp_path / "r.json"
+    )
+    assert written.error and written.error.endswith("the result is lost")
+    assert not list(tmp_path.iterdir())
