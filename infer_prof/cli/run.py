@@ -425,19 +425,22 @@ def run_command(
         fail(f"{exc or 'interrupted'} before any load was sent: nothing measured", code=3)
     out = Console(stderr=False)
     err = Console(stderr=True)
-    if json_output:
-        summaries = [public_result(p.result) for p in outcome.points]
-        doc: Any = (
-            summaries[0]
-            if len(summaries) == 1 and not outcome.sweep
-            else {"points": summaries, "sweep": outcome.sweep}
-        )
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        for p in outcome.points:
-            print_summary(p.result, out)
-        if outcome.sweep:
-            print_sweep(outcome.sweep, out)
+    try:
+        if json_output:
+            summaries = [public_result(p.result) for p in outcome.points]
+            doc: Any = (
+                summaries[0]
+                if len(summaries) == 1 and not outcome.sweep
+                else {"points": summaries, "sweep": outcome.sweep}
+            )
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        else:
+            for p in outcome.points:
+                print_summary(p.result, out)
+            if outcome.sweep:
+                print_sweep(outcome.sweep, out)
+    except OSError:  # the terminal is gone (SIGHUP): the files are written; the exit code counts
+        pass
     finish_run(outcome, err)
 
 

@@ -20,6 +20,8 @@ When several hold, the highest in this order wins: 6, 5, 3, 4 (each still gets i
 
 from __future__ import annotations
 
+import contextlib
+
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -35,15 +37,21 @@ EXIT_NOT_WRITTEN = 6
 
 def finish_run(outcome: SweepOutcome, err: Console) -> None:
     """Print where the files are and each problem on stderr, then exit with the code above
-    (return normally for 0)."""
+    (return normally for 0). A terminal that is gone (SIGHUP after an SSH session closed:
+    writes fail with EIO) changes nothing but the printing."""
+
+    def say(text: str) -> None:
+        with contextlib.suppress(OSError):
+            err.print(text, soft_wrap=True, highlight=False)
+
     for p in outcome.points:
-        err.print(f"result: {p.result_path}", soft_wrap=True, highlight=False)
+        say(f"result: {p.result_path}")
     if outcome.sweep_path:
-        err.print(f"sweep: {outcome.sweep_path}", soft_wrap=True, highlight=False)
+        say(f"sweep: {outcome.sweep_path}")
     codes: list[int] = []
 
     def line(message: str, code: int) -> None:
-        err.print(f"error: {escape(message)}", soft_wrap=True, highlight=False)
+        say(f"error: {escape(message)}")
         codes.append(code)
 
     for message in outcome.write_errors:
@@ -61,7 +69,7 @@ def finish_run(outcome: SweepOutcome, err: Console) -> None:
         ]
         reason = reasons[0] if reasons else "interrupted before the next load point"
         by = f" ({outcome.stopped_by})" if outcome.stopped_by else ""
-        err.print(f"[bold red]run incomplete: {escape(reason)}{by}[/]", soft_wrap=True)
+        say(f"[bold red]run incomplete: {escape(reason)}{by}[/]")
         codes.append(EXIT_INCOMPLETE)
     for p in outcome.points:
         failed = every_request_failed(p.result, p.requests_path)

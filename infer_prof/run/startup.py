@@ -5,6 +5,7 @@ share. The caller stops the server it started, on every exit path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -38,7 +39,8 @@ def warn(progress: ProgressLine, message: str) -> None:
     if progress.enabled:
         progress.status(message)
     else:
-        print(message, file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError, ValueError):  # a terminal that is gone (SIGHUP)
+            print(message, file=sys.stderr, flush=True)
 
 
 @dataclass

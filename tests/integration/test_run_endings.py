@@ -14,6 +14,7 @@ import signal
 import socket
 import sqlite3
 import subprocess
+import sys
 import time
 import urllib.request
 from pathlib import Path
@@ -24,7 +25,7 @@ from infer_prof.results import history as h
 from infer_prof.results import history_database as hdb
 from tests import postgres
 
-from .conftest import cli, long_run
+from .conftest import REPO, cli, long_run
 
 pytestmark = pytest.mark.integration
 QUICK = ("-n", "24")  # with long_run's 4 streams of 50 tokens at 10 ms: about 3 s
@@ -275,3 +276,38 @@ def test_a_disk_that_fills_during_the_run_keeps_old_files_and_names_the_result(
         assert f"result: {moved}" in err
     finally:
         subprocess.run(["umount", str(disk)], capture_output=True)
+
+
+def test_a_closed_ssh_session_sighup_on_a_dead_terminal_keeps_the_result(synthetic, tmp_path):
+    """The run's terminal is a pty whose other end is closed (writes fail with EIO: the live
+    progress line, the summary) for a second before SIGHUP arrives, as when an SSH session
+    drops: the measured requests are still written and recorded, exit 3."""
+    import pty  # noqa: F401 -- os.openpty needs the platform's pty support
+
+    server = synthetic(ttft_ms=10.0, itl_ms=10.0, tokens=50)
+    master, slave = os.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "infer_prof", "run", "--model", "llama-2-7b", "--endpoint",
+         server.url, "-c", "4", "-n", "400", "--input-len", "8", "--output-len", "50",
+         "--warmup-requests", "0", "--results-dir", str(tmp_path)],
+        cwd=REPO, stdin=slave, stdout=slave, stderr=slave, start_new_session=True,
+    )
+    os.close(slave)
+    try:
+        _wait_for_load(server.url)
+        time.sleep(1.0)
+        os.close(master)  # the terminal is gone: the progress line now writes into EIO
+        master = -1
+        time.sleep(1.0)
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=60) == 3
+    finally:
+        if master >= 0:
+            os.close(master)
+        if proc.poll() is None:
+            proc.kill()
+    [path] = _result_files(tmp_path)
+    result = json.loads(path.read_text())
+    assert result["incomplete_reason"] == "interrupted"
+    assert result["summary"]["requests_completed"] > 0
+    assert h.count_runs(tmp_path / "history.sqlite") == 1
