@@ -311,3 +311,21 @@ def test_a_closed_ssh_session_sighup_on_a_dead_terminal_keeps_the_result(synthet
     assert result["incomplete_reason"] == "interrupted"
     assert result["summary"]["requests_completed"] > 0
     assert h.count_runs(tmp_path / "history.sqlite") == 1
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_signal_before_any_load_ends_the_run_with_exit_3(tmp_path, sig):
+    """During start-up (here: waiting on an endpoint that accepts and never answers) a stop
+    signal unwinds the run: one line, nothing written, exit 3 (SIGHUP used to kill it: 129)."""
+    silent = _SilentServer()
+    try:
+        proc = long_run(f"http://127.0.0.1:{silent.port}", tmp_path)
+        time.sleep(4.0)
+        assert proc.poll() is None
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        silent.close()
+    assert proc.returncode == 3, err
+    assert f"interrupted by {sig.name} before any load was sent" in err
+    assert not _result_files(tmp_path)
