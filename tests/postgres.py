@@ -53,6 +53,7 @@ class PgServer:
     port: int
     _prefix: list[str]
     _dbs: int = 0
+    _opts: str = ""
 
     @property
     def data(self) -> Path:
@@ -82,6 +83,25 @@ class PgServer:
         name = f"t{os.getpid()}_{self._dbs}"
         self.admin(f'CREATE DATABASE "{name}" OWNER {USER}')
         return name
+
+    def halt(self) -> None:
+        """Stop the server (fast shutdown: open connections are cut), keeping its data, as a
+        restart or an outage does; :meth:`resume` starts it again."""
+        self._ctl("-m", "fast", "-w", "stop")
+
+    def resume(self) -> None:
+        """Start the server again after :meth:`halt`, on the same port and data."""
+        self._ctl("-l", str(self.root / "log"), "-o", self._opts, "-w", "-t", "60", "start")
+
+    def _ctl(self, *args: str) -> None:
+        p = subprocess.run(
+            [*self._prefix, str(self.bindir / "pg_ctl"), "-D", str(self.data), *args],
+            capture_output=True,
+            text=True,
+            timeout=90,
+        )
+        if p.returncode != 0:
+            raise RuntimeError(f"pg_ctl {' '.join(args)} failed: {p.stdout}{p.stderr}")
 
     def stop(self) -> None:
         subprocess.run(
@@ -145,6 +165,7 @@ def start() -> PgServer:
             f"-p {server.port} -k {root} -c listen_addresses=127.0.0.1 -c max_connections=100 "
             "-c fsync=off -c full_page_writes=off"
         )
+        server._opts = opts
         try:
             run(
                 str(bindir / "pg_ctl"),

@@ -18,6 +18,7 @@ from infer_prof.cli.common import fail
 from infer_prof.core.comparison import COLUMNS, comparison_table, format_value
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.loading import PLACEMENT_FIELDS, differing_fields, load_results
+from infer_prof.results.run_ids import run_name_of
 from infer_prof.results.schema import ResultFileError
 
 FORMATS = ("table", "markdown", "csv", "json")
@@ -85,7 +86,7 @@ def compare_command(
     except ResultFileError as exc:
         fail(str(exc))
     dicts = [r for _, r in loaded]
-    names = [str(r.get("run_id") or p.stem) for p, r in loaded]
+    names = [run_name_of(r) or p.stem for p, r in loaded]
     diff = differing_fields(dicts, ignore=PLACEMENT_FIELDS)
     if diff:
         listing = describe_differences(diff, names)

@@ -66,6 +66,7 @@ def _run_dict(r: history.RunRecord) -> dict[str, Any]:
     m = r.metrics()
     return {
         "run_id": r.run_id,
+        "run_name": r.run_name,
         "started_at": r.started_at,
         "fingerprint": r.config_fingerprint,
         "model": r.model,
@@ -86,7 +87,7 @@ def _list_table(runs: list[history.RunRecord], db: str | Path) -> Table:
         box=box.SIMPLE_HEAVY,
         title=f"{len(runs)} run(s) in {history_database.describe(db)}, newest first",
     )
-    for h in ("time (UTC)", "run id", "model", "GPU", "conc."):
+    for h in ("time (UTC)", "run", "model", "GPU", "conc."):
         t.add_column(h, justify="right" if h == "conc." else "left")
     for h, _, _ in KEY_METRICS:
         t.add_column(h, justify="right")
@@ -96,7 +97,7 @@ def _list_table(runs: list[history.RunRecord], db: str | Path) -> Table:
         m = r.metrics()
         t.add_row(
             _time(r.started_at),
-            r.run_id + ("" if r.complete else " (incomplete)"),
+            _run_cell(r),
             r.model or "",
             r.gpu or "",
             fmt_value(r.concurrency),
@@ -105,6 +106,13 @@ def _list_table(runs: list[history.RunRecord], db: str | Path) -> Table:
             ",".join(f"{k}={v}" for k, v in sorted(r.labels.items())),
         )
     return t
+
+
+def _run_cell(r: history.RunRecord) -> str:
+    """The run's readable name, the last 8 hex digits of its unique ID when it has one (two runs
+    of the same second share a name), and whether it is incomplete."""
+    short = f" {r.run_id[-8:]}" if r.run_id != r.run_name else ""
+    return r.run_name + short + ("" if r.complete else " (incomplete)")
 
 
 def _pick_fingerprint(db: str | Path, model: str | None, label: str | None) -> str:
@@ -327,13 +335,15 @@ def import_command(
 def export_command(
     ctx: typer.Context,
     output: Path = typer.Option(
-        ..., "--output", "-o", help="The folder to write <run id>.json and its requests file to."
+        ..., "--output", "-o", help="The folder to write <run name>.json and its requests file to."
     ),
     db_option: str = typer.Option(None, "--history", help=HISTORY_HELP),
     model: str = typer.Option(None, "--model", "-m", help="Only runs of this model."),
     label: str = typer.Option(None, "--label", help="Only runs with this label (KEY=VALUE)."),
     fingerprint: str = typer.Option(None, "--fingerprint", help="Only runs of this configuration."),
-    run_id: list[str] = typer.Option(None, "--run-id", help="Only this run (repeatable)."),
+    run_id: list[str] = typer.Option(
+        None, "--run-id", help="Only this run: its ID or its readable name (repeatable)."
+    ),
     limit: int = typer.Option(0, "--limit", help="At most this many runs, newest first (0: all)."),
 ) -> None:
     """Write recorded runs back out as result files (the result JSON as it was written, and its
@@ -348,17 +358,25 @@ def export_command(
             db, model=model, label=label, fingerprint=fingerprint, limit=0 if run_id else limit
         )
         if run_id:
-            missing = sorted(set(run_id) - {r.run_id for r in runs})
+            # a run's ID, or its readable name (every run of that name)
+            missing = sorted(set(run_id) - {r.run_id for r in runs} - {r.run_name for r in runs})
             if missing:
                 fail(f"not recorded in {history_database.describe(db)}: {', '.join(missing)}")
-            runs = [r for r in runs if r.run_id in set(run_id)]
+            runs = [r for r in runs if r.run_id in set(run_id) or r.run_name in set(run_id)]
         written, with_records, without = 0, 0, []
+        names: set[str] = set()
         for r in runs:
             files = history.load_files(db, r.run_id)
             if files is None:
                 without.append(r.run_id)
                 continue
-            _, req = export_run(files, output, r.run_id)
+            # the file name the run wrote (unique where it ran), else its readable name; two
+            # runs of one name from different machines get their IDs' ends
+            name = Path(r.result_path).stem if r.result_path else r.run_name
+            if name in names:
+                name = f"{name}-{r.run_id[-8:]}"
+            names.add(name)
+            _, req = export_run(files, output, name)
             written += 1
             with_records += req is not None
     except history_database.HistoryError as exc:

@@ -13,9 +13,9 @@ from rich.console import Console
 from infer_prof.catalog.gpus import detect_gpus
 from infer_prof.catalog.models import TINY_LLAMA
 from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
+from infer_prof.cli.run_exit import finish_run
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
 from infer_prof.report.console import print_summary, print_sweep
-from infer_prof.results.failed_run import every_request_failed
 from infer_prof.results.schema import public_result
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.default_model import choose_default
@@ -303,7 +303,14 @@ def run_command(
         900.0, "--server-timeout", help="Seconds to wait for the server to become healthy."
     ),
     output: str = typer.Option(
-        None, "--output", "-o", help="Result file path (default: results/<run id>.json)."
+        None,
+        "--output",
+        "-o",
+        help="Result file path (default: <results dir>/<run name>.json, a new name if taken); "
+        "one that exists is refused unless --overwrite.",
+    ),
+    overwrite: bool = typer.Option(
+        False, "--overwrite", help="Replace the --output file if it exists."
     ),
     results_dir: str = typer.Option(
         "results", "--results-dir", envvar="INFER_PROF_RESULTS_DIR", help="Folder for result files."
@@ -398,6 +405,7 @@ def run_command(
         engine_args=engine_args,
         server_timeout_s=server_timeout,
         output=output,
+        overwrite=overwrite,
         results_dir=results_dir,
         labels=parse_labels(label),
         progress=not no_progress,
@@ -415,41 +423,27 @@ def run_command(
         fail(str(exc))
     except ServerStartError as exc:
         fail(str(exc), code=1)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP before any load was sent
+        fail(f"{exc or 'interrupted'} before any load was sent: nothing measured", code=3)
     out = Console(stderr=False)
     err = Console(stderr=True)
-    if json_output:
-        summaries = [public_result(p.result) for p in outcome.points]
-        doc: Any = (
-            summaries[0]
-            if len(summaries) == 1 and not outcome.sweep
-            else {"points": summaries, "sweep": outcome.sweep}
-        )
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-    else:
-        for p in outcome.points:
-            print_summary(p.result, out)
-        if outcome.sweep:
-            print_sweep(outcome.sweep, out)
-    for p in outcome.points:
-        err.print(f"result: {p.result_path}")
-    if outcome.sweep_path:
-        err.print(f"sweep: {outcome.sweep_path}")
-    if outcome.history_errors:
-        paths = " ".join(str(p.result_path) for p in outcome.points if p.history_error)
-        fail(
-            f"{outcome.history_errors[0]} -- the result files are written; record them later "
-            f"with: infer-prof history import {paths} --history URL"
-        )
-    if not outcome.complete:
-        reason = next(
-            p.result["incomplete_reason"] for p in outcome.points if not p.result["complete"]
-        )
-        err.print(f"[bold red]run incomplete: {reason}[/]")
-        raise typer.Exit(3)
-    for p in outcome.points:
-        message = every_request_failed(p.result, p.requests_path)
-        if message:
-            fail(f"{message} (result written: {p.result_path})", code=4)
+    try:
+        if json_output:
+            summaries = [public_result(p.result) for p in outcome.points]
+            doc: Any = (
+                summaries[0]
+                if len(summaries) == 1 and not outcome.sweep
+                else {"points": summaries, "sweep": outcome.sweep}
+            )
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        else:
+            for p in outcome.points:
+                print_summary(p.result, out)
+            if outcome.sweep:
+                print_sweep(outcome.sweep, out)
+    except OSError:  # the terminal is gone (SIGHUP): the files are written; the exit code counts
+        pass
+    finish_run(outcome, err)
 
 
 def _default_model(

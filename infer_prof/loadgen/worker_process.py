@@ -68,7 +68,9 @@ def worker_main(w: int, n: int, job: WorkerJob, shared: Shared) -> None:
     """A forked worker's entry point: run its share of ``job`` on a fresh event loop (uvloop
     when installed) with the garbage collector paused, then put ``(w, records, health)`` on
     the shared results queue, also when it failed (``health.error``)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides; it tells us via events
+    # the parent decides (it tells us via events); a closed terminal's SIGHUP reaches us too
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)  # not a handler the parent had when forking
     with contextlib.suppress(Exception):
         asyncio.events._set_running_loop(None)  # a forked child inherits no running loop

@@ -38,9 +38,11 @@ worker's own run is :mod:`infer_prof.loadgen.worker_process`, the state they sha
 
 from __future__ import annotations
 
+import contextlib
 import math
 import multiprocessing as mp
 import os
+import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -175,6 +177,13 @@ class WorkerPool:
         self.shared.stop.set()
         if cancel:
             self.shared.cancel.set()
+
+    def kill_now(self) -> None:
+        """SIGKILL every worker at once, without waiting (a second stop signal)."""
+        for p in self.procs:
+            if p.pid is not None:
+                with contextlib.suppress(OSError):
+                    os.kill(p.pid, signal.SIGKILL)
 
     def abort(self) -> None:
         """Cancel every worker and reap them; one still alive after 5 s is killed."""

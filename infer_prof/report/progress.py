@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from dataclasses import dataclass, field
@@ -61,6 +62,11 @@ class ProgressLine:
             self.stream.flush()
 
     def _write(self, line: str, force_plain: bool = False) -> None:
+        # a terminal that is gone (an SSH session closed: EIO) must not end the measuring
+        with contextlib.suppress(OSError, ValueError):
+            self._write_line(line, force_plain)
+
+    def _write_line(self, line: str, force_plain: bool) -> None:
         if self.stream.isatty() and not force_plain:
             self.stream.write("\r\x1b[2K" + line)
         else:

@@ -15,6 +15,7 @@ from typing import Any
 from infer_prof.core.metrics import NS_PER_MS, RequestRecord, e2e_ns, itl_ns, tpot_ns, ttft_ns
 from infer_prof.report.svg import fmt_number
 from infer_prof.results.loading import config_fields, load_request_records, requests_path
+from infer_prof.results.run_ids import run_name_of
 from infer_prof.results.schema import load_result
 
 NOT_MEASURED = "not measured"
@@ -197,6 +198,6 @@ def run_names(runs: Sequence[RunData]) -> list[str]:
     base = [" ".join(p[i] for i in varying) for p in parts]
     counts = {b: base.count(b) for b in base}
     return [
-        b if counts[b] == 1 else f"{b} [{r.result.get('run_id', i)}]"
+        b if counts[b] == 1 else f"{b} [{run_name_of(r.result) or i}]"
         for i, (b, r) in enumerate(zip(base, runs, strict=True))
     ]

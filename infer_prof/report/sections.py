@@ -42,6 +42,7 @@ from infer_prof.report.run_data import (
     sweep_groups,
 )
 from infer_prof.report.svg import PALETTE, Axis, Plot, Series, fmt_number, safe_name
+from infer_prof.results.run_ids import run_name_of
 
 GIB = 2**30
 
@@ -93,7 +94,7 @@ def summary_section(runs: Sequence[RunData], names: Sequence[str]) -> str:
         cost = as_dict(r.get("cost"))
         energy = as_dict(r.get("energy"))
         cells = [
-            f'<td class="wrap" title="{esc(run.source)}">{esc(r.get("run_id", name))}{badge}'
+            f'<td class="wrap" title="{esc(run.source)}">{esc(run_name_of(r) or name)}{badge}'
             f"{lab}</td>",
             f"<td>{esc(model_label(r))}</td>",
             f'<td class="wrap">{esc(gpu_label(r))}</td>',
@@ -359,11 +360,11 @@ def telemetry_section(runs: Sequence[RunData], names: Sequence[str], plots: list
     stems: set[str] = set()
     for ri, (run, name) in enumerate(zip(runs, names, strict=True)):
         tel = as_dict(run.result.get("telemetry"))
-        stem = safe_name(str(run.result.get("run_id") or f"run{ri}"))
+        stem = safe_name(run_name_of(run.result) or f"run{ri}")
         stem = stem if stem not in stems else f"{stem}_{ri}"  # plot names stay unique
         stems.add(stem)
         parts.append(
-            f'<h3>{esc(name)} <span class="labels">{esc(run.result.get("run_id", ""))}</span></h3>'
+            f'<h3>{esc(name)} <span class="labels">{esc(run_name_of(run.result))}</span></h3>'
         )
         figs: list[str] = []
         notes: list[str] = []

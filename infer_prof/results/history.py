@@ -7,8 +7,10 @@ tables are :mod:`infer_prof.results.history_schema`.
 ``started_at`` is stored as UTC ISO 8601 with a fixed width (``2024-05-01T02:00:00.000000Z``) so
 that text order is time order. Metric names are the summary's keys joined with dots
 (``ttft_ms.p99``, ``output_throughput``, ``cost.usd_per_1m_output_tokens``); nulls, booleans,
-strings and non-finite numbers are not stored. Recording a run_id again replaces that run (a
-retried upload or a second import is idempotent).
+strings and non-finite numbers are not stored. Runs are keyed by ``run_id``, unique per run (a
+UUIDv7; results of earlier releases have their readable name there): recording a run_id again
+replaces that run (a retried upload or a second import is idempotent), while two runs with the
+same readable ``run_name`` are two rows.
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ class RunRecord:
     result_path: str | None
     summary: dict[str, Any]
     complete: bool
+    run_name: str = ""  # readable, not unique (run_id for runs of earlier releases)
 
     def metrics(self) -> dict[str, float]:
         """The summary flattened into metric names (see :func:`flatten_summary`)."""
@@ -116,6 +119,7 @@ def record_run(
     result_path: str | None = None,
     complete: bool = True,
     files: RunFiles | None = None,
+    run_name: str | None = None,
 ) -> None:
     """Record one run, its flattened metrics, labels and (if given) files in one transaction,
     replacing a run of the same run_id.
@@ -142,6 +146,7 @@ def record_run(
         "result_path": result_path,
         "summary_json": json.dumps(summary, sort_keys=True, allow_nan=False),
         "complete": int(bool(complete)),
+        "run_name": run_name or run_id,
     }
     metric_rows = [
         {"run_id": run_id, "name": k, "value": v} for k, v in flatten_summary(summary).items()
@@ -191,6 +196,7 @@ def _record(row: Any) -> RunRecord:
         result_path=m["result_path"],
         summary=json.loads(m["summary_json"]),
         complete=bool(m["complete"]),
+        run_name=m["run_name"] or m["run_id"],
     )
 
 

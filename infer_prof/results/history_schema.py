@@ -2,17 +2,22 @@
 
     schema_version(version PK, applied_at)   -- one row per applied migration
     runs(id, run_id UNIQUE, started_at, config_fingerprint, model, gpu, precision, concurrency,
-         workload, labels_json, git_rev, result_path, summary_json, complete)
+         workload, labels_json, git_rev, result_path, summary_json, complete, run_name)
          index runs_fp_time(config_fingerprint, started_at): what ``history:N`` looks up
+         run_id: the run's unique ID (a UUIDv7; the readable name for results of releases
+         before schema 3); run_name: the readable ``<time>-<model>-<load>`` (schema 3), not
+         unique: two runs started in the same second share it and are two rows
     metrics(run_id, name, value)          -- one row per numeric leaf of the summary
     run_labels(run_id, key, value)        -- labels, one row each, for exact filtering
     run_files(run_id, result_json, requests_gz)  -- the result file's text and its gzipped
                                                     per-request records (schema 2), so that a
                                                     run can be exported after its runner is gone
 
-Version 1 is the SQLite layout of earlier infer-prof releases (``PRAGMA user_version = 1``, no
-``schema_version`` table); :data:`SCHEMA_VERSION` is the version this release writes. Applying the
-migrations (under a lock) is :mod:`infer_prof.results.history_database`'s job.
+Version 3 adds ``run_name`` (filled with ``run_id`` for the rows already there, which were
+keyed by that readable name). Version 1 is the SQLite layout of earlier infer-prof releases
+(``PRAGMA user_version = 1``, no ``schema_version`` table); :data:`SCHEMA_VERSION` is the
+version this release writes. Applying the migrations (under a lock) is
+:mod:`infer_prof.results.history_database`'s job.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # SQLAlchemy is imported on first use: a command without history starts faster
     from sqlalchemy import Connection
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 
 @functools.cache
@@ -68,8 +73,10 @@ def schema() -> SimpleNamespace:
         Column("result_path", Text),
         Column("summary_json", Text, nullable=False),
         Column("complete", Integer, nullable=False),
+        Column("run_name", Text),
         Index("runs_fp_time", "config_fingerprint", "started_at"),
         Index("runs_model", "model"),
+        Index("runs_name", "run_name"),
         sqlite_autoincrement=True,
     )
     fk = ForeignKey("runs.run_id", ondelete="CASCADE")
@@ -106,8 +113,24 @@ def schema() -> SimpleNamespace:
         """Keep each run's result file and per-request records (export, gating on a fleet)."""
         run_files.create(conn, checkfirst=True)
 
+    def migration_3(conn: Connection) -> None:
+        """Runs keyed by a unique ID: the readable name gets its own column. Rows already
+        there keep their run_id (their readable name) and get it as their run_name too."""
+        from sqlalchemy import inspect, update
+
+        if "run_name" not in {c["name"] for c in inspect(conn).get_columns("runs")}:
+            conn.exec_driver_sql("ALTER TABLE runs ADD COLUMN run_name TEXT")
+        conn.execute(update(runs).where(runs.c.run_name.is_(None)).values(run_name=runs.c.run_id))
+        for index in runs.indexes:
+            if index.name == "runs_name":
+                index.create(conn, checkfirst=True)
+
     # migrations[v] brings a database from version v - 1 to version v.
-    migrations: dict[int, Callable[[Connection], None]] = {1: migration_1, 2: migration_2}
+    migrations: dict[int, Callable[[Connection], None]] = {
+        1: migration_1,
+        2: migration_2,
+        3: migration_3,
+    }
     assert sorted(migrations) == list(range(1, SCHEMA_VERSION + 1))
     return SimpleNamespace(
         metadata=metadata,

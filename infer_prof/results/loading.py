@@ -22,6 +22,7 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.results import history, history_database
+from infer_prof.results.run_ids import run_name_of
 from infer_prof.results.schema import RESULT_KIND, ResultFileError, load_result
 from infer_prof.results.store import parse_requests, read_requests, write_file
 
@@ -366,8 +367,9 @@ def record_result(
 
     Stores the run id, start time, :func:`config_fingerprint`, :func:`history_summary`, model,
     GPU (:func:`gpu_name`), precision, concurrency, workload, labels, the git revision from the
-    environment, the result path, whether the run completed, and the result file with its
-    per-request records (:func:`run_files_of`). Recording the same run id again replaces it.
+    environment, the result path, whether the run completed, the readable run name, and the
+    result file with its per-request records (:func:`run_files_of`). Recording the same run id
+    again replaces it.
     Raises :class:`infer_prof.results.history_database.HistoryError` when the history cannot be
     written.
     """
@@ -393,6 +395,7 @@ def record_result(
         result_path=str(result_path) if result_path is not None else None,
         complete=bool(result.get("complete", True)),
         files=run_files_of(result, result_path),
+        run_name=run_name_of(result),
     )
     return fp
 
@@ -416,7 +419,8 @@ def history_result(
 
 
 def export_run(files: history.RunFiles, folder: Path, run_id: str) -> tuple[Path, Path | None]:
-    """Write a run's kept files into ``folder``: ``<run_id>.json`` (the text as recorded) and its
+    """Write a run's kept files into ``folder``: ``<run_id>.json`` (``run_id``: the file name to
+    use, the run's name as a rule; the text as recorded) and its
     requests file under the name the result gives (``requests_file``); returns both paths (the
     second None when no records were kept)."""
     result_path = folder / f"{run_id}.json"

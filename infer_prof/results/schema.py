@@ -2,7 +2,10 @@
 
 Top-level fields (schema_version 1):
 
-- ``schema_version``, ``kind`` ("infer-prof.run"), ``run_id``, ``started_at``/``finished_at``
+- ``schema_version``, ``kind`` ("infer-prof.run"), ``run_id`` (a UUIDv7, unique across
+  processes and machines: the history's key), ``run_name`` (readable
+  ``<time>-<model>-<load>``, not unique; absent in older results, whose ``run_id`` is that
+  readable name: :mod:`infer_prof.results.run_ids`), ``started_at``/``finished_at``
   (ISO 8601 UTC wall clock: labels only, never used for timing)
 - ``complete`` (bool) and ``incomplete_reason`` (why a run stopped early: interrupted,
   server_died, ...). An incomplete result still holds everything measured until then.

@@ -72,6 +72,7 @@ class RunConfig:
     engine_args: list[str] = field(default_factory=list)
     server_timeout_s: float = 900.0
     output: str | None = None
+    overwrite: bool = False  # --output may replace an existing file
     results_dir: str = "results"
     labels: dict[str, str] = field(default_factory=dict)
     # put in the run id and file names before the load label (several endpoints in one

@@ -1,14 +1,13 @@
 """Driving one load point: the requests sent (closed loop, open loop, multi-turn sessions or
 a trace's schedule), in this process's event loop or over worker processes, with GPU and
-server-metrics telemetry sampled over the measured window, a server watchdog and Ctrl-C
-handling.
+server-metrics telemetry sampled over the measured window, a server watchdog and the stop
+signals (Ctrl-C, SIGTERM, SIGHUP: :mod:`infer_prof.run.stopping`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-import signal
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -41,6 +40,7 @@ from infer_prof.run.load_points import client_processes
 from infer_prof.run.load_pool import PooledPoint, drive_pool
 from infer_prof.run.record import dist_ms, record_health, relabel_server_died
 from infer_prof.run.startup import Session, healthy
+from infer_prof.run.stopping import during_load
 from infer_prof.run.warmup import continuous_warmup, warmup_gate
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper
@@ -150,7 +150,8 @@ def _drive(
     session_run: SessionRun | None = None,
 ) -> None:
     """Run one point's load in an event loop with a server watchdog, a lag probe, progress,
-    and Ctrl-C handling (first Ctrl-C stops sending and cancels streams in flight)."""
+    and stop-signal handling (the first Ctrl-C, SIGTERM or SIGHUP stops sending and cancels
+    the streams in flight)."""
     cfg, server, endpoint = sess.cfg, sess.server, sess.endpoint
     stop = asyncio.Event()
     lag: list[float] = []
@@ -198,8 +199,6 @@ def _drive(
             stop.set()
             driver.cancel()
 
-        loop.add_signal_handler(signal.SIGINT, interrupt)
-        loop.add_signal_handler(signal.SIGTERM, interrupt)
 
         async def watch() -> None:
             marked = False
@@ -226,7 +225,9 @@ def _drive(
         probe = asyncio.create_task(loop_lag_probe(lag))
         watcher = asyncio.create_task(watch())
         try:
-            await driver
+            # Ctrl-C, SIGTERM, SIGHUP: stop sending, cancel the streams (the loop's own thread)
+            with during_load(lambda: _call_soon(loop, interrupt)):
+                await driver
         except asyncio.CancelledError:
             pass
         finally:
@@ -339,3 +340,8 @@ def _pool_job(
         arrivals=list(arrivals) if counted else arrivals,
         open_plan=OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
     )
+
+
+def _call_soon(loop: asyncio.AbstractEventLoop, fn: Callable[[], None]) -> None:
+    """``fn`` on ``loop`` as soon as it can (safe from a signal handler: wakes the loop)."""
+    loop.call_soon_threadsafe(fn)

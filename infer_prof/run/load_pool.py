@@ -1,11 +1,10 @@
 """A load point driven over worker processes (:class:`WorkerPool`): what the in-process
-driver has (server watchdog, progress, telemetry window marks, Ctrl-C/SIGTERM), watched from
+driver has (server watchdog, progress, telemetry window marks, Ctrl-C/SIGTERM/SIGHUP), watched from
 the parent while the workers send, and the ``client`` section pooled over the workers.
 """
 
 from __future__ import annotations
 
-import signal
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +17,7 @@ from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merg
 from infer_prof.report.progress import ProgressLine
 from infer_prof.run.record import record_health, relabel_server_died
 from infer_prof.run.startup import Session, healthy
+from infer_prof.run.stopping import during_load
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper
 
@@ -43,29 +43,26 @@ def drive_pool(
 ) -> None:
     """Run one point's load over ``point.processes`` worker processes (:class:`WorkerPool`)
     with what the in-process driver (:mod:`infer_prof.run.load`) has: the server watchdog,
-    progress, the telemetry window marks, and Ctrl-C/SIGTERM (the first cancels every
+    progress, the telemetry window marks, and Ctrl-C/SIGTERM/SIGHUP (the first cancels every
     worker's streams; every record measured so far is kept). Forks before starting the
     telemetry threads; fills ``records`` and ``client`` (the merged health, plus each
     worker's under ``workers``)."""
     pool = WorkerPool(point.processes, job)
     watch = _PoolWatch(point, pool)
-    sigs = (signal.SIGINT, signal.SIGTERM)
-    previous = {sig: signal.signal(sig, watch.on_signal) for sig in sigs}
     try:
-        pool.start()
-        point.sampler.start()
-        point.scraper.start()
-        recs, health = pool.join(watch.poll)
-        if pool.job.continuous_warmup:
-            point.state["warmup"] = pool.warmup()
+        with during_load(watch.on_signal, pool.kill_now):
+            pool.start()
+            point.sampler.start()
+            point.scraper.start()
+            recs, health = pool.join(watch.poll)
+            if pool.job.continuous_warmup:
+                point.state["warmup"] = pool.warmup()
     except BaseException:
         pool.abort()
         raise
     finally:
         point.sampler.mark_window_end()
         point.scraper.mark_window_end()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
     records.extend(recs)
     state = point.state
     if state["incomplete_reason"] == "server_died":
@@ -105,7 +102,7 @@ def _pooled_client(
 @dataclass
 class _PoolWatch:
     """The pooled point's watcher, called by :meth:`WorkerPool.join` about every 0.1 s: acts on
-    Ctrl-C/SIGTERM, marks the telemetry window, watches the server, redraws the progress."""
+    Ctrl-C/SIGTERM/SIGHUP, marks the telemetry window, watches the server, redraws the progress."""
 
     point: PooledPoint
     pool: WorkerPool
@@ -114,8 +111,8 @@ class _PoolWatch:
     marked: bool = False
     died_at: float | None = None
 
-    def on_signal(self, signum: int, frame: Any) -> None:
-        """Ctrl-C or SIGTERM: the point is interrupted; the next :meth:`poll` cancels the
+    def on_signal(self) -> None:
+        """Ctrl-C, SIGTERM or SIGHUP: the point is interrupted; the next :meth:`poll` cancels the
         workers (a signal handler touches no lock the main thread may hold)."""
         state = self.point.state
         state["incomplete_reason"] = state["incomplete_reason"] or "interrupted"

@@ -300,6 +300,7 @@ def run_endpoints(
     rest. Raises ConfigError (no table) when every endpoint was refused with the same bad-input
     error (e.g. a workload longer than the model's context)."""
     from infer_prof.run.runner import execute  # not at import: keeps --help fast
+    from infer_prof.run.stopping import stop_signals
 
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")
     runs: list[EndpointRun] = []
@@ -307,32 +308,38 @@ def run_endpoints(
     sweep_paths: list[Path] = []
     bad_input: list[str] = []
     interrupted = False
-    for i, t in enumerate(targets):
-        run = EndpointRun(str(t.label), t.url, t.gpu, t.gpu_count or 1)
-        runs.append(run)
-        if interrupted:
-            run.skipped = "interrupted"
-            continue
-        announce(i, t)
-        try:
-            outcome = execute(target_config(cfg, t))
-        except KeyboardInterrupt:
-            run.error = "interrupted before any load was sent"
-            interrupted = True
-            continue
-        except ConfigError as exc:  # bad input found before this endpoint was sent anything
-            run.error = _one_line(exc)
-            bad_input.append(run.error)
-            continue
-        except Exception as exc:  # noqa: BLE001 -- any failure is this endpoint's row
-            run.error = _one_line(exc)
-            continue
-        run.results = [(p.result, str(p.result_path)) for p in outcome.points]
-        history_errors += outcome.history_errors
-        if outcome.sweep_path:
-            sweep_paths.append(outcome.sweep_path)
-        if any(p.result.get("incomplete_reason") == "interrupted" for p in outcome.points):
-            interrupted = True
+    # Ctrl-C, SIGTERM, SIGHUP: one handler for all the endpoints (also between two of them);
+    # shielded, so that a signal is acted on where it is safe (the load, the next endpoint)
+    with stop_signals() as stopper, stopper.shielded():
+        for i, t in enumerate(targets):
+            run = EndpointRun(str(t.label), t.url, t.gpu, t.gpu_count or 1)
+            runs.append(run)
+            interrupted = interrupted or stopper.requested
+            if interrupted:
+                run.skipped = "interrupted"
+                continue
+            announce(i, t)
+            try:
+                outcome = execute(target_config(cfg, t))
+            except KeyboardInterrupt:
+                run.error = "interrupted before any load was sent"
+                interrupted = True
+                continue
+            except ConfigError as exc:  # bad input found before this endpoint was sent anything
+                run.error = _one_line(exc)
+                bad_input.append(run.error)
+                continue
+            except Exception as exc:  # noqa: BLE001 -- any failure is this endpoint's row
+                run.error = _one_line(exc)
+                continue
+            run.results = [(p.result, str(p.result_path)) for p in outcome.points]
+            history_errors += outcome.history_errors
+            if outcome.sweep_path:
+                sweep_paths.append(outcome.sweep_path)
+            if any(p.result.get("incomplete_reason") == "interrupted" for p in outcome.points):
+                interrupted = True
+            if not outcome.points and stopper.requested:
+                run.error = "interrupted before any load was sent"
     if len(bad_input) == len(runs) and len(set(bad_input)) == 1:
         raise ConfigError(bad_input[0])  # the same bad input for all: nothing to tabulate
     rows = endpoint_rows(runs)

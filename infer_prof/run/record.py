@@ -6,6 +6,7 @@ over the points.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -31,14 +32,15 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
 from infer_prof.results.loading import record_result
+from infer_prof.results.run_ids import new_run_id
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.results.store import (
-    make_run_id,
+    make_run_name,
     result_paths,
     safe_name,
-    write_requests,
-    write_result,
+    write_new_file,
 )
+from infer_prof.run import result_files
 from infer_prof.run.config import RunConfig
 from infer_prof.run.economics import (
     CostOptions,
@@ -65,6 +67,7 @@ class RunOutcome:
     result_path: Path
     requests_path: Path
     history_error: str | None = None  # why the run is not in the history (result still written)
+    write_error: str | None = None  # why the files are not where asked (and where they are)
 
 
 @dataclass
@@ -76,10 +79,16 @@ class SweepOutcome:
     points: list[RunOutcome]
     sweep: dict[str, Any] | None = None
     sweep_path: Path | None = None
+    stopped_by: str | None = None  # the stop signal that ended the run (SIGTERM, ...), if any
 
     @property
     def complete(self) -> bool:
         return all(p.result["complete"] for p in self.points)
+
+    @property
+    def write_errors(self) -> list[str]:
+        """Why points' files are not where asked, each naming where they are instead."""
+        return [p.write_error for p in self.points if p.write_error]
 
     @property
     def history_errors(self) -> list[str]:
@@ -102,25 +111,22 @@ def check_history(cfg: RunConfig, progress: ProgressLine) -> None:
             warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
 
 
-def point_files(sess: Session, wl: Workload, many: bool) -> tuple[str, str, Path, Path]:
-    """A load point's label, run ID, result file and requests file (a second point in the
-    same second with the same label gets ``-2``, ...; ``--output`` with ``many`` points gets
-    the label appended)."""
+def point_files(sess: Session, wl: Workload, many: bool) -> tuple[str, str, str, Path]:
+    """A load point's label, run ID (a new UUIDv7), readable run name and result file (as
+    asked: the file is created exclusively at the end, :func:`save_point`, so a name another
+    run took meanwhile becomes ``-2``; ``--output`` with ``many`` points gets the label
+    appended)."""
     cfg = sess.cfg
     label = point_label(wl) if wl.name == "custom" else f"{wl.name}-{point_label(wl)}"
     if cfg.run_tag:  # several endpoints in one command: the endpoint's label
         label = f"{cfg.run_tag}-{label}"
-    run_id = make_run_id(now().strftime("%Y%m%d-%H%M%S"), sess.model.name, label)
-    taken = 1
-    while (Path(cfg.results_dir) / f"{run_id}.json").exists() and not cfg.output:
-        taken += 1  # two points in the same second with the same label
-        run_id = make_run_id(now().strftime("%Y%m%d-%H%M%S"), sess.model.name, f"{label}-{taken}")
+    run_name = make_run_name(now().strftime("%Y%m%d-%H%M%S"), sess.model.name, label)
     output = cfg.output
     if output and many:
         out = Path(output)
         output = str(out.with_name(f"{out.stem}-{label}{out.suffix or '.json'}"))
-    result_path, requests_path = result_paths(output, Path(cfg.results_dir), run_id)
-    return label, run_id, result_path, requests_path
+    result_path, _ = result_paths(output, Path(cfg.results_dir), run_name)
+    return label, new_run_id(), run_name, result_path
 
 
 def server_section(sess: Session, state: dict[str, Any]) -> dict[str, Any]:
@@ -142,23 +148,27 @@ def save_point(
     result: dict[str, Any],
     records: list[RequestRecord],
     result_path: Path,
-    requests_path: Path,
     progress: ProgressLine,
-) -> str | None:
-    """Write the point's requests and result files and, with --history, record it there.
-    Returns why it is not in the history (None when it is, or when not asked)."""
-    write_requests(requests_path, records)
-    write_result(result_path, result)
+) -> RunOutcome:
+    """Write the point's result and requests files (:func:`result_files.write_point`: created
+    exclusively, atomically, in a temporary folder when the results folder fails) and, with
+    --history, record it there. The outcome says where the files are, and why the run is not
+    in the history or not where asked."""
+    written = result_files.write_point(cfg, result, records, result_path)
+    if written.error:
+        warn(progress, f"warning: {written.error}")
     history_error = None
     if cfg.history:
         db = history_location(cfg)
         try:
-            record_result(db, result, result_path)
+            record_result(db, result, written.result_path)
         # the result file is written; say so
         except (OSError, history_database.HistoryError) as exc:
             history_error = str(exc)
             warn(progress, f"warning: not recorded in the history: {exc}")
-    return history_error
+    return RunOutcome(
+        result, written.result_path, written.requests_path, history_error, written.error
+    )
 
 
 def build_result(
@@ -171,7 +181,7 @@ def build_result(
     client: dict[str, Any],
     telemetry: dict[str, Any],
     server_info: dict[str, Any],
-    requests_file: str,
+    run_name: str,
 ) -> dict[str, Any]:
     """The result document of one load point (see :mod:`infer_prof.results.schema`)."""
     cfg, model, gpu = sess.cfg, sess.model, sess.gpu
@@ -215,7 +225,8 @@ def build_result(
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": RESULT_KIND,
-        "run_id": run_id,
+        "run_id": run_id,  # UUIDv7: unique across processes and machines
+        "run_name": run_name,  # readable, not unique: <time>-<model>-<load>
         "started_at": started.isoformat(),
         "finished_at": now().isoformat(),
         "complete": state["incomplete_reason"] is None,
@@ -309,7 +320,7 @@ def build_result(
             batch_source,
         ),
         "telemetry": telemetry or None,
-        "requests_file": requests_file,
+        "requests_file": None,  # set when written (save_point)
     }
 
 
@@ -428,8 +439,10 @@ def record_sweep(
     if len(outcomes) > 1 or cfg.find_max:
         sweep = sweep_summary(outcomes, search)
         tag = f"-{cfg.run_tag}" if cfg.run_tag else ""
-        sweep_path = results_dir / f"{stamp}-{safe_name(model_name)}{tag}.sweep.json"
-        write_result(sweep_path, sweep)
+        sweep_path = write_new_file(
+            results_dir / f"{stamp}-{safe_name(model_name)}{tag}.sweep.json",
+            json.dumps(sweep, indent=2, default=str) + "\n",
+        )
     return SweepOutcome(outcomes, sweep, sweep_path)
 
 

@@ -2,7 +2,8 @@
 attach to) the server -> for each load point: warm-up and measured specs (the warm-up's size
 and kind: :mod:`infer_prof.run.warmup`) -> load with telemetry (a warm-up under the load
 itself is the load's first seconds) -> record (result files, history) -> the sweep summary.
-Every exit path stops the server it started.
+Every exit path stops the server it started; Ctrl-C, SIGTERM and SIGHUP are handled alike
+(:mod:`infer_prof.run.stopping`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from infer_prof.run.record import (
     save_point,
     server_section,
 )
+from infer_prof.run.result_files import check_result_location
 from infer_prof.run.startup import (
     Session,
     attach_endpoint,
@@ -35,53 +37,72 @@ from infer_prof.run.startup import (
     open_session,
     start_server,
 )
+from infer_prof.run.stopping import Stopper, stop_signals
 from infer_prof.servers.vllm_server import VllmServer
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
     """Profile every load point of ``cfg`` on one server launch and write one result per point.
 
-    Raises ConfigError on bad input (before anything starts) and ServerStartError when the
-    server cannot start; every other event (server death, hung streams, Ctrl-C) is recorded in
-    the point's result, marked incomplete, and ends the sweep.
+    Raises ConfigError on bad input (before anything starts: also an ``--output`` that exists,
+    or a results folder that cannot be written), ServerStartError when the server cannot start,
+    and RunInterrupted (a KeyboardInterrupt) when a stop signal came before any load was sent;
+    every other event (server death, hung streams, Ctrl-C, SIGTERM, SIGHUP) is recorded in the
+    point's result, marked incomplete, and ends the sweep (:mod:`infer_prof.run.stopping`).
     """
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     cfg, points = plan.cfg, plan.points
+    check_result_location(cfg)
     stamp = now().strftime("%Y%m%d-%H%M%S")
     server: VllmServer | None = None
     outcomes: list[RunOutcome] = []
     progress = ProgressLine(total=None, enabled=cfg.progress)
     announce_plan(plan, progress)
     check_history(cfg, progress)
-    try:
-        if cfg.endpoint:
-            endpoint, served, server_info = attach_endpoint(cfg, plan.model, progress)
-        else:
-            server = new_server(plan, stamp)
-            endpoint, served, server_info = start_server(server, plan, progress)
-        sess = open_session(plan, endpoint, served, server, server_info)
-        search: dict[str, Any] | None = None
-        if cfg.find_max:
-            search = _find_max(sess, points[0], outcomes)
-        else:
-            for w in points:
-                out = _run_point(sess, w, len(points) > 1)
-                outcomes.append(out)
-                if not out.result["complete"]:
-                    break
-    except KeyboardInterrupt:  # during server start-up: nothing measured yet
-        progress.status("interrupted before any load was sent")
-        raise
-    finally:
-        if server is not None:
-            server.stop()
-    return record_sweep(cfg, plan.model.name, stamp, outcomes, search)
+    search: dict[str, Any] | None = None
+    with stop_signals() as stopper:
+        try:
+            if cfg.endpoint:
+                endpoint, served, server_info = attach_endpoint(cfg, plan.model, progress)
+            else:
+                server = new_server(plan, stamp)
+                with stopper.kill_on_second(server.kill):
+                    endpoint, served, server_info = start_server(server, plan, progress)
+            sess = open_session(plan, endpoint, served, server, server_info)
+            with stopper.shielded(), stopper.kill_on_second(server.kill if server else _none):
+                if cfg.find_max:
+                    search = _find_max(sess, points[0], outcomes, stopper)
+                else:
+                    for w in points:
+                        if stopper.requested:  # between points: end the sweep here
+                            break
+                        out = _run_point(sess, w, len(points) > 1)
+                        outcomes.append(out)
+                        if not out.result["complete"]:
+                            break
+        except KeyboardInterrupt:  # during server start-up: nothing measured yet
+            progress.status("interrupted before any load was sent")
+            raise
+        finally:
+            if server is not None:
+                with stopper.shielded(), stopper.kill_on_second(server.kill):
+                    server.stop()
+        with stopper.shielded():
+            swept = record_sweep(cfg, plan.model.name, stamp, outcomes, search)
+        # a signal that cut the sweep short (an interrupted point says so itself)
+        cut = cfg.find_max or len(outcomes) < len(points)
+        swept.stopped_by = stopper.signal_name if cut or not swept.complete else None
+        return swept
+
+
+def _none() -> None:
+    return None
 
 
 def _run_point(sess: Session, wl: Workload, many: bool) -> RunOutcome:
     """Drive one load point against the session's server and write its result."""
     cfg = sess.cfg
-    label, run_id, result_path, requests_path = point_files(sess, wl, many)
+    label, run_id, run_name, result_path = point_files(sess, wl, many)
     started = now()
     progress = ProgressLine(total=wl.num_requests, duration_s=wl.duration_s, enabled=cfg.progress)
     progress.status(
@@ -106,17 +127,19 @@ def _run_point(sess: Session, wl: Workload, many: bool) -> RunOutcome:
         client,
         telemetry,
         server_info,
-        requests_path.name,
+        run_name,
     )
-    history_error = save_point(cfg, result, records, result_path, requests_path, progress)
-    return RunOutcome(result, result_path, requests_path, history_error)
+    return save_point(cfg, result, records, result_path, progress)
 
 
-def _find_max(sess: Session, base: Workload, outcomes: list[RunOutcome]) -> dict[str, Any]:
+def _find_max(
+    sess: Session, base: Workload, outcomes: list[RunOutcome], stopper: Stopper
+) -> dict[str, Any]:
     """Search the highest concurrency (closed loop) or rate (open loop) that meets the SLOs."""
 
     def at(**override: Any) -> bool:
-        if sess.interrupted or (outcomes and not outcomes[-1].result["complete"]):
+        stopped = sess.interrupted or stopper.requested
+        if stopped or (outcomes and not outcomes[-1].result["complete"]):
             raise _Stop
         out = _run_point(sess, base.with_overrides(**override), True)
         outcomes.append(out)

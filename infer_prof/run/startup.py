@@ -5,6 +5,7 @@ share. The caller stops the server it started, on every exit path.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable
@@ -23,7 +24,7 @@ from infer_prof.loadgen.sessions import SessionPlan
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine, StartupLine
-from infer_prof.results.store import make_run_id, result_paths
+from infer_prof.results.store import make_run_name, result_paths, write_new_file
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.engine_setup import engine_arguments
 from infer_prof.run.load_points import dataset_ids, point_label, token_pool
@@ -38,7 +39,8 @@ def warn(progress: ProgressLine, message: str) -> None:
     if progress.enabled:
         progress.status(message)
     else:
-        print(message, file=sys.stderr, flush=True)
+        with contextlib.suppress(OSError, ValueError):  # a terminal that is gone (SIGHUP)
+            print(message, file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -101,9 +103,12 @@ def new_server(plan: RunPlan, stamp: str) -> VllmServer:
     beside the first point's result file."""
     cfg, model, points = plan.cfg, plan.model, plan.points
     served = cfg.served_model_name or model.name
-    first_id = make_run_id(stamp, model.name, point_label(points[0]))
-    first_path, _ = result_paths(cfg.output, Path(cfg.results_dir), first_id)
-    log_path = first_path.with_name(first_path.name[: -len(".json")] + ".server.log")
+    first_name = make_run_name(stamp, model.name, point_label(points[0]))
+    first_path, _ = result_paths(cfg.output, Path(cfg.results_dir), first_name)
+    # created now, exclusively: runs started together never share (append to) one log
+    log_path = write_new_file(
+        first_path.with_name(first_path.name[: -len(".json")] + ".server.log"), b""
+    )
     return VllmServer(
         model=plan.engine_path,
         served_model_name=served,

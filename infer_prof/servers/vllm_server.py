@@ -208,6 +208,14 @@ class VllmServer:
             f"{failure_report(read_log_end(self.log_path))}"
         )
 
+    def kill(self) -> None:
+        """SIGKILL the whole process group at once, without waiting (a second stop signal while
+        stopping: nothing may be left behind holding memory)."""
+        proc = self.proc
+        if proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+
     def stop(self, grace_s: float = 10.0) -> int | None:
         """Stop the whole process group: SIGTERM, then SIGKILL after ``grace_s``. Idempotent."""
         proc = self.proc

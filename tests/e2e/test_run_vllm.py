@@ -166,7 +166,7 @@ def test_server_that_fails_to_start_reports_its_log_quickly(tmp_path):
     assert time.monotonic() - t0 < 120
 
 
-@pytest.mark.parametrize("event", ["server_killed", "ctrl_c"])
+@pytest.mark.parametrize("event", ["server_killed", "ctrl_c", "sighup", "sigterm_twice"])
 def test_faults_mid_run_keep_results_and_leave_no_server(tmp_path, event):
     name = f"e2e-{event}-{uuid.uuid4().hex[:8]}"
     proc = infer_prof(
@@ -201,13 +201,23 @@ def test_faults_mid_run_keep_results_and_leave_no_server(tmp_path, event):
             break
         time.sleep(0.5)
     assert proc.poll() is None, proc.communicate()
+    groups = {os.getpgid(pid) for pid in server_pids(name)}
     if event == "server_killed":
         for pid in server_pids(name):
             os.killpg(os.getpgid(pid), signal.SIGKILL)
             break
         expected = "server_died"
+    elif event == "sigterm_twice":  # the second while stopping: at once, no engine left
+        proc.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=30)
+        assert proc.returncode == 128 + signal.SIGTERM, stderr[-3000:]
+        time.sleep(1)
+        assert server_pids(name) == [] and not [g for g in groups if _group_alive(g)]
+        return
     else:
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signal.SIGHUP if event == "sighup" else signal.SIGINT)
         expected = "interrupted"
     _, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 3, stderr[-3000:]
@@ -218,7 +228,15 @@ def test_faults_mid_run_keep_results_and_leave_no_server(tmp_path, event):
     assert result["incomplete_reason"] == expected
     assert result["summary"]["requests_completed"] > 0
     time.sleep(1)
-    assert server_pids(name) == []
+    assert server_pids(name) == [] and not [g for g in groups if _group_alive(g)]
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
 
 
 def test_memory_budget_makes_the_planner_quantize_and_vllm_runs_it(tmp_path):

@@ -330,7 +330,7 @@ def test_a_fleet_records_into_postgres_and_the_gate_reads_it_after_the_runners_a
     assert listed.returncode == 0, listed.stderr
     runs = json.loads(listed.stdout)
     assert len(runs) == 2 and len({r["fingerprint"] for r in runs}) == 1
-    newest, older = runs[0]["run_id"], runs[1]["run_id"]
+    newest, older = runs[0]["run_name"], runs[1]["run_name"]  # exported as <run name>.json
 
     # the runners are thrown away; their files come back out of the database, byte for byte
     for d in ("runner1", "runner2"):
@@ -368,7 +368,7 @@ def test_a_run_whose_history_is_unreachable_still_writes_its_result(tmp_path: Pa
         bad = _run(server.url, tmp_path / "bad", "--history", "mysql://u@h/db")
     finally:
         server.stop()
-    assert p.returncode == 2, p.stdout + p.stderr
+    assert p.returncode == 5, p.stdout + p.stderr  # 5: the history write failed
     results = sorted((tmp_path / "res").glob("*.json"))
     assert len(results) == 1 and json.loads(results[0].read_text())["complete"] is True
     lines = [line for line in p.stderr.splitlines() if line.strip()]

@@ -108,7 +108,7 @@ def test_two_servers_and_a_dead_one(synthetic, tmp_path):
         "endpoint=fast,team=perf", "endpoint=slow,team=perf"]
     h = cli("history", "--history", str(tmp_path / "history.sqlite"), "--json")
     assert h.returncode == 0, h.stderr
-    assert sorted(r["run_id"] for r in json.loads(h.stdout)) == [p.stem for p in results]
+    assert sorted(r["run_name"] for r in json.loads(h.stdout)) == [p.stem for p in results]
     rep = cli("report", str(tmp_path), "--output", str(tmp_path / "report.html"))
     assert rep.returncode == 0, rep.stderr
     html = (tmp_path / "report.html").read_text()

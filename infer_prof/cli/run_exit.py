@@ -1,0 +1,81 @@
+"""How ``infer-prof run`` ends: where its files are, one line for each thing that went wrong,
+and the exit code (README "Exit codes"; docs/results-and-history.md):
+
+====  =====================================================================================
+0     every point measured, written and recorded
+1     the server could not start (its log tail is printed)
+2     bad input, found before anything started (also: ``--output`` exists, results folder
+      not writable or full)
+3     the run ended early (server died, Ctrl-C, SIGTERM, SIGHUP): what was measured is
+      written, marked incomplete
+4     not one measured request of a point completed (every one failed)
+5     the result files are written but the history write failed: record them later with
+      ``infer-prof history import``
+6     the result files could not be written where asked (full disk, no permission): they are
+      in the temporary folder named, or lost when even that failed
+====  =====================================================================================
+
+When several hold, the highest in this order wins: 6, 5, 3, 4 (each still gets its line).
+"""
+
+from __future__ import annotations
+
+import contextlib
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+
+from infer_prof.results.failed_run import every_request_failed
+from infer_prof.run.record import SweepOutcome
+
+EXIT_INCOMPLETE = 3
+EXIT_ALL_FAILED = 4
+EXIT_HISTORY_FAILED = 5
+EXIT_NOT_WRITTEN = 6
+
+
+def finish_run(outcome: SweepOutcome, err: Console) -> None:
+    """Print where the files are and each problem on stderr, then exit with the code above
+    (return normally for 0). A terminal that is gone (SIGHUP after an SSH session closed:
+    writes fail with EIO) changes nothing but the printing."""
+
+    def say(text: str) -> None:
+        with contextlib.suppress(OSError):
+            err.print(text, soft_wrap=True, highlight=False)
+
+    for p in outcome.points:
+        say(f"result: {p.result_path}")
+    if outcome.sweep_path:
+        say(f"sweep: {outcome.sweep_path}")
+    codes: list[int] = []
+
+    def line(message: str, code: int) -> None:
+        say(f"error: {escape(message)}")
+        codes.append(code)
+
+    for message in outcome.write_errors:
+        line(message, EXIT_NOT_WRITTEN)
+    if outcome.history_errors:
+        paths = " ".join(str(p.result_path) for p in outcome.points if p.history_error)
+        line(
+            f"{outcome.history_errors[0]} -- the result files are kept; record them later "
+            f"with: infer-prof history import {paths} --history URL",
+            EXIT_HISTORY_FAILED,
+        )
+    if not outcome.complete or outcome.stopped_by:
+        reasons = [
+            str(p.result["incomplete_reason"]) for p in outcome.points if not p.result["complete"]
+        ]
+        reason = reasons[0] if reasons else "interrupted before the next load point"
+        by = f" ({outcome.stopped_by})" if outcome.stopped_by else ""
+        say(f"[bold red]run incomplete: {escape(reason)}{by}[/]")
+        codes.append(EXIT_INCOMPLETE)
+    for p in outcome.points:
+        failed = every_request_failed(p.result, p.requests_path)
+        if failed:
+            line(f"{failed} (result written: {p.result_path})", EXIT_ALL_FAILED)
+    order = (EXIT_NOT_WRITTEN, EXIT_HISTORY_FAILED, EXIT_INCOMPLETE, EXIT_ALL_FAILED)
+    for code in order:
+        if code in codes:
+            raise typer.Exit(code)
