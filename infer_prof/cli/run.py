@@ -15,7 +15,7 @@ from infer_prof.catalog.models import TINY_LLAMA
 from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
 from infer_prof.report.console import print_summary, print_sweep
-from infer_prof.results.failed_run import every_request_failed
+from infer_prof.results.failed_run import every_request_failed, warmup_failed
 from infer_prof.results.schema import public_result
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.default_model import choose_default
@@ -411,8 +411,8 @@ def run_command(
         outcome = execute(cfg)
     except ConfigError as exc:
         fail(str(exc))
-    except ServerStartError as exc:
-        fail(str(exc), code=1)
+    except ServerStartError as exc:  # a refused key: the exit code of a run that measured nothing
+        fail(str(exc), code=getattr(exc, "exit_code", 1))
     out = Console(stderr=False)
     err = Console(stderr=True)
     if json_output:
@@ -438,6 +438,10 @@ def run_command(
             f"{outcome.history_errors[0]} -- the result files are written; record them later "
             f"with: infer-prof history import {paths} --history URL"
         )
+    for p in outcome.points:
+        message = warmup_failed(p.result, p.requests_path)
+        if message:
+            fail(f"{message} (result written: {p.result_path})", code=4)
     if not outcome.complete:
         reason = next(
             p.result["incomplete_reason"] for p in outcome.points if not p.result["complete"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summary_dict
+from infer_prof.core.warmup import warmup_all_failed
 from infer_prof.core.workload_sampling import send_offsets
 from infer_prof.core.workloads import Workload, warmup_seconds
 from infer_prof.loadgen.client_health import loop_lag_probe
@@ -205,6 +206,11 @@ def _drive(
             marked = False
             while not driver.done():
                 if not marked and counters.phase == "measuring":
+                    if warmup_all_failed(records):  # the load would only repeat the failure
+                        state["incomplete_reason"] = "warmup_failed"
+                        stop.set()
+                        driver.cancel()
+                        return
                     sampler.mark_window_start()
                     scraper.mark_window_start()
                     cpu.start()
@@ -243,6 +249,8 @@ def _drive(
     wakeups = measuring.reader_wakeups
     if gate is not None:
         state["warmup"] = gate.to_dict()
+        if state["incomplete_reason"] == "warmup_failed":
+            state["warmup"]["ended_by"] = "every_request_failed"
     if state["incomplete_reason"] == "server_died":
         relabel_server_died(records)
     client.update(

@@ -128,6 +128,7 @@ class Stream:
     cancelled: bool = False
     finished: bool = False
     prefix: bytes = b""  # the event up to the completion-token count (same for every token)
+    framed: bool = True  # chunked transfer encoding (HTTP/1.1); else the close ends the body
 
 
 class SyntheticServer:
@@ -234,9 +235,13 @@ class SyntheticServer:
             )
             stream.prefix = _EVENT_PREFIX % (stream.index, prompt_tokens)
             self.next_index += 1
+            # HTTP/1.0 (nginx's default to an upstream): no chunked framing, the close ends
+            # the body, as uvicorn answers it
+            stream.framed = not conn.http10
             conn.send_raw(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                b"transfer-encoding: chunked\r\n\r\n"
+                + (b"transfer-encoding: chunked\r\n\r\n" if stream.framed
+                   else b"connection: close\r\n\r\n")
             )
             conn.active = stream
             self._schedule(stream, arrival_ns + self.ttft_ns)
@@ -329,7 +334,7 @@ class SyntheticServer:
                 burn_cpu(cost)
             s.sent = n
             data = s.prefix + _EVENT_TAIL % (n, s.prompt_tokens + n)
-            if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data)):
+            if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data):
                 continue  # the connection is gone; closing it finished the stream
             s.send_ns.append(perf_ns())
             due = s.arrival_ns + ttft + n * itl
@@ -355,16 +360,18 @@ class SyntheticServer:
         p = s.prompt_tokens
         if last:
             data = _LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n)
-            payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data)
+            payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data) if s.framed else data
         else:
             data = s.prefix + _EVENT_TAIL % (n, p + n)
-            payload = b"%x\r\n%s\r\n" % (len(data), data)
+            payload = b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data
         if not s.conn.send_raw(payload):
             self.finish(s, aborted=True)
             return
         s.send_ns.append(time.perf_counter_ns())
         if last:
             self.finish(s, aborted=False)
+            if not s.framed:
+                s.conn.end_unframed()
         elif self.hang_every and (s.index + 1) % self.hang_every == 0 and n >= 3:
             s.handle = None  # stall: the stream stays open and silent
         else:
