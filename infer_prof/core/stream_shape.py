@@ -24,7 +24,8 @@ Over the run:
   engine's own stream, read in time, has almost none (one event per step); a buffered one has
   nearly all.
 - deliveries: a request's events grouped where the gap is close; a delivery of 2+ events is a
-  ``burst``. ``bursts_per_request`` (mean), ``tokens_per_burst`` (mean over bursts).
+  ``burst``. ``bursts_per_request`` (mean), ``tokens_per_burst`` and ``events_per_burst``
+  (means over bursts).
 - ``first_token_unknown``: requests of more than one token whose every event arrived at one
   time (one event carried all of them, as behind a gateway that drops per-chunk usage and empty
   deltas, or one buffer flush held the whole response). When their first token came cannot be
@@ -64,7 +65,7 @@ def stream_shape(records: Iterable[RequestRecord]) -> dict[str, Any] | None:
                  for r in done)
     steady = [g for r in done if (g := _steady_gap_ns(r.chunk_ns)) is not None]
     ref = median(steady) if steady else None
-    gaps = close = bursts = burst_tokens = deliveries = 0
+    gaps = close = bursts = burst_tokens = burst_events = deliveries = 0
     for r in done:
         t, k = r.chunk_ns, r.chunk_tokens
         deliveries += 1
@@ -80,11 +81,13 @@ def stream_shape(records: Iterable[RequestRecord]) -> dict[str, Any] | None:
             if run_events > 1:
                 bursts += 1
                 burst_tokens += run_tokens
+                burst_events += run_events
             deliveries += 1
             run_events, run_tokens = 1, ki
         if run_events > 1:
             bursts += 1
             burst_tokens += run_tokens
+            burst_events += run_events
     unknown = sum(1 for r in done if not first_token_known(r))
     share = close / gaps if gaps and ref is not None else None
     return {
@@ -102,6 +105,7 @@ def stream_shape(records: Iterable[RequestRecord]) -> dict[str, Any] | None:
         "deliveries_per_request": round(deliveries / len(done), 3),
         "bursts_per_request": round(bursts / len(done), 3),
         "tokens_per_burst": round(burst_tokens / bursts, 2) if bursts else None,
+        "events_per_burst": round(burst_events / bursts, 2) if bursts else None,
         "first_token_unknown": unknown,
         "first_token_unknown_share": round(unknown / len(done), 4),
         "bunched": share is not None and share > MAX_CLOSE_GAP_SHARE,

@@ -35,8 +35,10 @@ Client could not keep up (``client_overloaded``, also invalid):
   late read costs nothing *until* the next token of the same stream arrives before the read:
   then both are read together and get the later token's time. Half an ITL of p99 lag leaves a
   margin before that happens. When the stream is bunched its ITL p50 is the proxy's (often 0)
-  and says nothing about the engine's pace: the basis is then the steady gap
-  (``stream.reference_gap_ms``), and a client within it is not blamed (``buffered_stream``).
+  and says nothing about the engine's pace: the basis is then the span of a burst,
+  ``(stream.events_per_burst - 1) x stream.reference_gap_ms`` (a client late by L reads about
+  1 + L / gap events as one, so only a lag near that span could have made the bursts itself);
+  a client within it is not blamed and the run is ``buffered_stream``.
   A check is never skipped because its basis is 0: only when no basis was measured.
 - ``dispatch_lag``: the p99 of how late requests were sent against their schedule, when not
   waiting for a concurrency slot, > ``max_dispatch_lag_ms`` (default 5 ms): the open-loop
@@ -155,7 +157,10 @@ def check_validity(
     ref = stream.get("reference_gap_ms")
     basis = None
     if bunched and ref:
-        basis = (float(ref), "the steady gap between a request's events")
+        # a client late by L reads about 1 + L / gap events as one: to have made bursts of e
+        # events itself it must have been late by (e - 1) steady gaps
+        span = (float(stream.get("events_per_burst") or 2) - 1) * float(ref)
+        basis = (span, "the span of a burst ((events per burst - 1) x steady gap)")
     elif itl_p50_ms is not None:
         basis = (itl_p50_ms, "ITL p50")
     late = False
@@ -171,13 +176,15 @@ def check_validity(
             )
     if bunched and not late:
         share = stream.get("close_gap_share") or 0.0
-        bursts = stream.get("bursts_per_request")
         streamed.append(
             f"buffered_stream: {share:.0%} of the gaps between a request's events were under "
             f"{stream.get('close_gap_fraction', 0.1):g} x the steady gap ({float(ref or 0):.3f}"
-            f" ms; {bursts} bursts per request) while the client read in time: the server or a "
-            "proxy delivered tokens in bursts, so TTFT, ITL and TPOT describe the proxy, not the "
-            "engine; for nginx set `proxy_buffering off` and `proxy_http_version 1.1`"
+            f" ms): {stream.get('bursts_per_request')} bursts per request of "
+            f"{stream.get('events_per_burst')} events, while the client read in time (read-lag "
+            f"p99 {read_lag_p99_ms if read_lag_p99_ms is not None else float('nan'):.3f} ms). "
+            "The server or a proxy delivered tokens in bursts, so TTFT, ITL and TPOT describe "
+            "the proxy, not the engine; for nginx set `proxy_buffering off` and "
+            "`proxy_http_version 1.1`"
         )
     unknown = int(stream.get("first_token_unknown") or 0)
     unknown_share = float(stream.get("first_token_unknown_share") or 0.0)

@@ -160,6 +160,18 @@ def _drive(
     a = wl.arrival
     gate = warmup_gate(wl, sessions=session_run is not None)
 
+    def unless_warmup_failed(specs: Iterator[RequestSpec]) -> Iterator[RequestSpec]:
+        """The measured specs, none of them when every warm-up request failed: the load would
+        only repeat the failure (the run stops, ``warmup_failed``)."""
+        for i, spec in enumerate(specs):
+            if i == 0 and warmup_all_failed(records):
+                state["incomplete_reason"] = "warmup_failed"
+                stop.set()
+                return
+            yield spec
+
+    measured = unless_warmup_failed(measured)
+
     async def main() -> None:
         loop = asyncio.get_running_loop()
         if session_run is not None:
@@ -206,11 +218,6 @@ def _drive(
             marked = False
             while not driver.done():
                 if not marked and counters.phase == "measuring":
-                    if warmup_all_failed(records):  # the load would only repeat the failure
-                        state["incomplete_reason"] = "warmup_failed"
-                        stop.set()
-                        driver.cancel()
-                        return
                     sampler.mark_window_start()
                     scraper.mark_window_start()
                     cpu.start()

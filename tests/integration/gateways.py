@@ -16,6 +16,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-gateway-test"
+#: LiteLLM refuses to start without a master key, or with a weak one
+LITELLM_KEY = "sk-" + "5f3a9c2e7b1d4086" * 4
 
 
 def free_port() -> int:
@@ -127,11 +129,11 @@ class LiteLLM:
     (``provider``: ``text-completion-openai`` for /v1/completions, ``openai`` for chat)."""
 
     def __init__(self, folder: Path, upstream_url: str, name: str, provider: str,
-                 master_key: str | None = None, timeout_s: float = 120.0) -> None:
+                 master_key: str = LITELLM_KEY, timeout_s: float = 120.0) -> None:
         folder.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
         conf = folder / "litellm.yaml"
-        general = f"general_settings:\n  master_key: {master_key}\n" if master_key else ""
+        general = f"general_settings:\n  master_key: {master_key}\n"
         conf.write_text(
             "model_list:\n"
             f"  - model_name: {name}\n"

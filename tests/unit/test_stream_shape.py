@@ -44,6 +44,7 @@ def test_a_buffered_stream_is_its_own_reason_even_with_itl_p50_zero():
     shape = stream_shape(recs)
     assert shape["bunched"] and shape["close_gap_share"] > 0.95
     assert shape["bursts_per_request"] == 2 and shape["tokens_per_burst"] == 32
+    assert shape["events_per_burst"] == 32
     v = check_validity(20, 10, read_lag_p99_ms=0.2, itl_p50_ms=s.itl_ms.p50, stream=shape)
     assert not v.valid and not v.client_overloaded and v.stream_problem
     reason = v.stream_reasons[0]
@@ -56,9 +57,12 @@ def test_a_late_client_is_blamed_not_the_stream():
     """Bunched because the client read late: read_lag, against the steady gap, not the proxy."""
     shape = stream_shape([buffered(i) for i in range(20)])
     ref = shape["reference_gap_ms"]
-    v = check_validity(20, 10, read_lag_p99_ms=ref, itl_p50_ms=0.0, stream=shape)
+    v = check_validity(20, 10, read_lag_p99_ms=31 * ref, itl_p50_ms=0.0, stream=shape)
     assert v.client_overloaded and not v.stream_problem
-    assert "steady gap" in v.client_reasons[0]
+    # a p99 lag of a few steady gaps cannot have made bursts of 32 events: the stream's doing
+    few = check_validity(20, 10, read_lag_p99_ms=3 * ref, itl_p50_ms=0.0, stream=shape)
+    assert few.stream_problem and not few.client_overloaded
+    assert "span of a burst" in v.client_reasons[0]
 
 
 def test_read_lag_reason_names_the_itl_p50_the_table_shows():
