@@ -166,6 +166,9 @@ class SyntheticServer:
         # (vLLM's rule: a request hits on its leading full blocks seen before), counted as
         # vllm:prefix_cache_{queries,hits}_total; 0: none, and no such counters
         self.prefix_block = 0
+        # --empty-text: every token's event but the last has text "" (as a random-weight model's
+        # partial UTF-8 sequences stream), its per-chunk usage still counting it
+        self.event_prefix = _EVENT_PREFIX
         self.prefix_seen: set[int] = set()
         self.prefix_queries = 0
         self.prefix_hits = 0
@@ -233,7 +236,7 @@ class SyntheticServer:
             stream = Stream(
                 conn, self.next_index, arrival_ns, prompt_tokens, max_tokens, request_id
             )
-            stream.prefix = _EVENT_PREFIX % (stream.index, prompt_tokens)
+            stream.prefix = self.event_prefix % (stream.index, prompt_tokens)
             self.next_index += 1
             # HTTP/1.0 (nginx's default to an upstream): no chunked framing, the close ends
             # the body, as uvicorn answers it
@@ -438,6 +441,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    parser.add_argument("--empty-text", action="store_true",
+                        help='every event but the last carries text "" (usage still counts it)')
     args = parser.parse_args(argv)
     if args.cost_us < 0:
         parser.error("--cost-us must be >= 0")
@@ -465,6 +470,8 @@ def main(argv: list[str] | None = None) -> None:
         args.cost_us,
     )
     server.prefix_block = max(0, args.prefix_cache_block)
+    if args.empty_text:
+        server.event_prefix = _EVENT_PREFIX.replace(b'"text":" tok"', b'"text":""')
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
     # No collector pauses: a full collection of the truth records stalls sends for milliseconds
     # and then releases them as one burst, which a client 2 cores share with this server then
