@@ -35,7 +35,8 @@ def nginx_binary() -> str:
 
 
 def _key_check(on: bool) -> str:
-    return 'if ($http_authorization != "Bearer %s") { return 401; }' % KEY if on else ""
+    check = 'if ($http_authorization != "Bearer ' + KEY + '") { return 401; }'
+    return check if on else ""
 
 
 def nginx_config(folder: Path, port: int, upstream: int, *, tls: tuple[Path, Path] | None,
