@@ -58,13 +58,14 @@ def failure_hint(kind: str | None, detail: str | None, prompt: str | None = None
     """The likely fix for failures of ``kind`` with ``detail``: the tokenizer for an
     out-of-vocabulary token ID (token-ID prompts come from ``--model``'s tokenizer); ``--prompt
     text`` when token-ID prompts (``prompt``) were refused with anything but a key or path
-    error (a gateway that takes text only); else the kind's hint."""
+    error and the detail names the prompt (a gateway that takes text only); else the kind's
+    hint."""
     d = detail or ""
     if _OUT_OF_VOCAB.search(d):
         return (f"the prompts' token IDs came from --model's tokenizer ({model or 'the model'}),"
                 " which is not the served model's: pass --model with the served model's name or "
                 "folder, or send --prompt text")
-    if (prompt == "token-ids" and kind and kind.startswith("http_")
+    if (prompt == "token-ids" and kind and kind.startswith("http_") and "prompt" in d.lower()
             and kind not in ("http_401", "http_403", "http_404")):
         return ("the server or a gateway in front of it refused token-ID prompts: use "
                 "--prompt text (and --api chat if it serves chat only)")
