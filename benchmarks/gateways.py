@@ -4,7 +4,9 @@ HTTP/1.0 upstream) and LiteLLM's proxy, each in front of the synthetic server. P
 Markdown row per path: TTFT p50, TPOT p50, req/s, how tokens arrived, and the verdict.
 
 Needs nginx (scripts/install_nginx.sh) and LiteLLM (scripts/install_litellm.sh). Run it as
-``flock /tmp/infer-prof-heavy.lock python benchmarks/gateways.py [-c 8 -n 200]``.
+``flock /tmp/infer-prof-heavy.lock python benchmarks/gateways.py [-c 8 -n 200]``;
+``--upstream http://127.0.0.1:8000 --model tiny-llama --served-model-name NAME`` measures in
+front of a server already running there (vLLM) instead of the synthetic one.
 """
 
 from __future__ import annotations
@@ -25,9 +27,9 @@ from tests.integration.gateways import LITELLM_KEY, LiteLLM, Nginx  # noqa: E402
 
 
 def run(url: str, out: Path, args: argparse.Namespace, *extra: str) -> dict:
-    cmd = [sys.executable, "-m", "infer_prof", "run", "--model", "llama-2-7b", "--no-progress",
+    cmd = [sys.executable, "-m", "infer_prof", "run", "--model", args.model, "--no-progress",
            "--endpoint", url, "-c", str(args.c), "-n", str(args.n), "--input-len", "128",
-           "--output-len", "64", "--results-dir", str(out), *extra]
+           "--output-len", "64", "--results-dir", str(out), *args.extra, *extra]
     subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=REPO)
     (path,) = [p for p in out.glob("*.json") if not p.name.endswith(".sweep.json")]
     return json.loads(path.read_text())
@@ -46,15 +48,31 @@ def row(name: str, r: dict) -> str:
             f"{s['request_throughput']:.2f} | {arrived} | {verdict} |")
 
 
+class _Attached:
+    """A server someone else started: nothing to stop."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url.rstrip("/")
+
+    def stop(self) -> None:
+        pass
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-c", type=int, default=8)
     ap.add_argument("-n", type=int, default=200)
     ap.add_argument("--ttft-ms", type=float, default=9.0)
     ap.add_argument("--itl-ms", type=float, default=3.5)
+    ap.add_argument("--upstream", help="a server already running (default: the synthetic one)")
+    ap.add_argument("--model", default="llama-2-7b")
+    ap.add_argument("--served-model-name", default="synthetic")
+    ap.add_argument("--api", default="completions", choices=["completions", "chat"])
     args = ap.parse_args()
+    args.extra = ["--api", args.api]
     tmp = Path(tempfile.mkdtemp(prefix="gateways-"))
-    up = start_synthetic(args.ttft_ms, args.itl_ms, 64)
+    up = _Attached(args.upstream) if args.upstream else start_synthetic(args.ttft_ms,
+                                                                        args.itl_ms, 64)
     port = int(up.url.rsplit(":", 1)[1])
     certs = make_certs(tmp / "certs")
     rows = []
@@ -68,7 +86,8 @@ def main() -> None:
         dflt = Nginx(tmp / "dflt", port, tls=None, buffering=True, http11=False, key=None)
         rows.append(row("nginx defaults", run(dflt.url, tmp / "d", args)))
         dflt.stop()
-        lite = LiteLLM(tmp / "lite", up.url, "synthetic", "text-completion-openai")
+        lite = LiteLLM(tmp / "lite", up.url, args.served_model_name,
+                       "openai" if args.api == "chat" else "text-completion-openai")
         rows.append(row("LiteLLM", run(lite.url, tmp / "l", args, "--api-key", LITELLM_KEY)))
         lite.stop()
     finally:
