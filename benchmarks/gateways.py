@@ -68,8 +68,9 @@ def main() -> None:
     ap.add_argument("--model", default="llama-2-7b")
     ap.add_argument("--served-model-name", default="synthetic")
     ap.add_argument("--api", default="completions", choices=["completions", "chat"])
+    ap.add_argument("--prompt", choices=["text", "token-ids"], help="passed to every run")
     args = ap.parse_args()
-    args.extra = ["--api", args.api]
+    args.extra = ["--api", args.api, *(["--prompt", args.prompt] if args.prompt else [])]
     tmp = Path(tempfile.mkdtemp(prefix="gateways-"))
     up = _Attached(args.upstream) if args.upstream else start_synthetic(args.ttft_ms,
                                                                         args.itl_ms, 64)
