@@ -180,8 +180,9 @@ def check_validity(
             f"buffered_stream: {share:.0%} of the gaps between a request's events were under "
             f"{stream.get('close_gap_fraction', 0.1):g} x the steady gap ({float(ref or 0):.3f}"
             f" ms): {stream.get('bursts_per_request')} bursts per request of "
-            f"{stream.get('events_per_burst')} events, while the client read in time (read-lag "
-            f"p99 {read_lag_p99_ms if read_lag_p99_ms is not None else float('nan'):.3f} ms). "
+            f"{stream.get('events_per_burst')} events, while the client read in time"
+            + (f" (read-lag p99 {read_lag_p99_ms:.3f} ms). " if read_lag_p99_ms is not None
+               else ". ") +
             "The server or a proxy delivered tokens in bursts, so TTFT, ITL and TPOT describe "
             "the proxy, not the engine; for nginx set `proxy_buffering off` and "
             "`proxy_http_version 1.1`"
