@@ -39,7 +39,9 @@ Client could not keep up (``client_overloaded``, also invalid):
   ``(stream.events_per_burst - 1) x stream.reference_gap_ms`` (a client late by L reads about
   1 + L / gap events as one, so only a lag near that span could have made the bursts itself);
   a client within it is not blamed and the run is ``buffered_stream``.
-  A check is never skipped because its basis is 0: only when no basis was measured.
+  A check is never skipped because its basis is 0: only when no basis was measured. A client
+  that read late while busy under half the window (``cpu_share``) was starved, not slow: the
+  reason says that other processes on its machine (the server, a gateway) held its cores.
 - ``dispatch_lag``: the p99 of how late requests were sent against their schedule, when not
   waiting for a concurrency slot, > ``max_dispatch_lag_ms`` (default 5 ms): the open-loop
   arrival pattern that was asked for is not the one the server saw.
@@ -65,6 +67,8 @@ DEFAULT_MAX_READ_LAG_FRACTION = 0.5
 DEFAULT_MAX_DISPATCH_LAG_MS = 5.0
 DEFAULT_MAX_CPU_SHARE = 0.9
 DEFAULT_MAX_FIRST_TOKEN_UNKNOWN_SHARE = 0.05
+#: a client late to read while busier than this was slow itself; below it, it was starved
+STARVED_CPU_SHARE = 0.5
 MIN_CPU_WINDOW_S = 1.0
 
 
@@ -173,6 +177,10 @@ def check_validity(
                 f"{rules.max_read_lag_fraction:g} x {basis[1]} {basis[0]:.3f} ms "
                 f"(limit {limit:.3f} ms): the client could not keep up; tokens of a stream may "
                 "have been read together and timed late"
+                + (f"; the client itself was busy only {cpu_share_max:.0%} of the window: other "
+                   "processes on its machine (the server, a gateway) held the cores it needed, "
+                   "so run the client on another machine"
+                   if cpu_share_max is not None and cpu_share_max < STARVED_CPU_SHARE else "")
             )
     if bunched and not late:
         share = stream.get("close_gap_share") or 0.0

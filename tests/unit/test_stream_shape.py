@@ -69,6 +69,10 @@ def test_read_lag_reason_names_the_itl_p50_the_table_shows():
     v = check_validity(100, 30, read_lag_p99_ms=1.81, itl_p50_ms=3.356)
     r = v.client_reasons[0]
     assert "0.5 x ITL p50 3.356 ms (limit 1.678 ms)" in r and "could not keep up" in r
+    assert "held the cores" not in r
+    starved = check_validity(100, 30, read_lag_p99_ms=1.81, itl_p50_ms=3.356, cpu_share_max=0.04)
+    assert "busy only 4% of the window" in starved.client_reasons[0]
+    assert "a gateway) held the cores it needed" in starved.client_reasons[0]
 
 
 def test_all_tokens_in_one_event_has_no_ttft_and_is_counted():
