@@ -24,6 +24,8 @@ run: $(STAMP)
 test: $(STAMP)
 	bash scripts/install_browser.sh
 	bash scripts/install_postgres.sh
+	bash scripts/install_nginx.sh
+	PYTHON=$(PYTHON) bash scripts/install_litellm.sh
 	$(VENV)/bin/ruff check infer_prof tests benchmarks
 	$(VENV)/bin/mypy infer_prof
 	$(PY) -m pytest -ra $(ARGS)

@@ -421,8 +421,8 @@ def run_command(
         outcome = execute(cfg)
     except ConfigError as exc:
         fail(str(exc))
-    except ServerStartError as exc:
-        fail(str(exc), code=1)
+    except ServerStartError as exc:  # a refused key: the exit code of a run that measured nothing
+        fail(str(exc), code=getattr(exc, "exit_code", 1))
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP before any load was sent
         fail(f"{exc or 'interrupted'} before any load was sent: nothing measured", code=3)
     out = Console(stderr=False)

@@ -8,7 +8,8 @@ and the exit code (README "Exit codes"; docs/results-and-history.md):
       not writable or full)
 3     the run ended early (server died, Ctrl-C, SIGTERM, SIGHUP): what was measured is
       written, marked incomplete
-4     not one measured request of a point completed (every one failed)
+4     not one measured request of a point completed (every one failed), or every warm-up
+      request failed, so the load was not sent
 5     the result files are written but the history write failed: record them later with
       ``infer-prof history import``
 6     the result files could not be written where asked (full disk, no permission): they are
@@ -26,7 +27,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from infer_prof.results.failed_run import every_request_failed
+from infer_prof.results.failed_run import every_request_failed, warmup_failed
 from infer_prof.run.record import SweepOutcome
 
 EXIT_INCOMPLETE = 3
@@ -63,15 +64,25 @@ def finish_run(outcome: SweepOutcome, err: Console) -> None:
             f"with: infer-prof history import {paths} --history URL",
             EXIT_HISTORY_FAILED,
         )
-    if not outcome.complete or outcome.stopped_by:
-        reasons = [
-            str(p.result["incomplete_reason"]) for p in outcome.points if not p.result["complete"]
-        ]
+    warmup_failures: dict[int, str] = {}
+    for i, p in enumerate(outcome.points):
+        warm = warmup_failed(p.result, p.requests_path)
+        if warm:
+            warmup_failures[i] = warm
+            line(f"{warm} (result written: {p.result_path})", EXIT_ALL_FAILED)
+    reasons = [
+        str(p.result["incomplete_reason"])
+        for i, p in enumerate(outcome.points)
+        if not p.result["complete"] and i not in warmup_failures
+    ]
+    if reasons or outcome.stopped_by:
         reason = reasons[0] if reasons else "interrupted before the next load point"
         by = f" ({outcome.stopped_by})" if outcome.stopped_by else ""
         say(f"[bold red]run incomplete: {escape(reason)}{by}[/]")
         codes.append(EXIT_INCOMPLETE)
-    for p in outcome.points:
+    for i, p in enumerate(outcome.points):
+        if i in warmup_failures:
+            continue
         failed = every_request_failed(p.result, p.requests_path)
         if failed:
             line(f"{failed} (result written: {p.result_path})", EXIT_ALL_FAILED)

@@ -2,12 +2,14 @@
 
 Pure: computed from the request records.
 
-- ``token_count_source``: how the measured requests' output tokens were counted, one label for
-  the run: ``usage`` (the server's per-chunk usage: exact per chunk), ``usage_total`` (the
-  final usage gave the total; the per-chunk split was counted from the chunks, so ITL and the
-  tokens per chunk are approximate), ``chunks`` (no usage at all: 1 per chunk with generated
-  text, or ``len(token_ids)``; totals approximate too), or ``mixed`` when requests differ
-  (``token_count_sources`` has the counts).
+- ``token_count_sources``: how the measured requests' output tokens were counted, each kind with
+  its count of requests: ``usage`` (the server's usage on every content chunk: exact per
+  chunk), ``usage_one_event`` (usage given, but all of the request's tokens came in one event:
+  the total is exact, their timing unknown), ``usage_total`` (usage at the end only: the total is
+  exact, the per-chunk split was counted from the chunks, so ITL and tokens per chunk are
+  approximate), ``chunks`` (no usage at all: 1 per chunk with generated text, or
+  ``len(token_ids)``; totals approximate too). ``token_count_source`` is the kind when there is
+  one, else the kinds joined by ``+``, most requests first (never one word for a mix).
 - ``chat_template_tokens`` (chat API): the prompt tokens the server's chat template added,
   per request ``usage.prompt_tokens - input_len`` where ``input_len`` is the prompt's own token
   count as the completions API would count it (special tokens such as BOS included); mean, min
@@ -30,13 +32,13 @@ def api_block(api: str, records: Sequence[RequestRecord]) -> dict[str, Any]:
     """The ``api`` block of a result: the API used, how tokens were counted, and (chat) the
     prompt tokens the chat template added (see the module docstring)."""
     done = [r for r in records if not r.warmup and r.ok]
-    sources = Counter(r.token_count_source for r in done)
-    label = None if not sources else next(iter(sources)) if len(sources) == 1 else "mixed"
+    sources = Counter(count_kind(r) for r in done)
+    label = "+".join(k for k, _ in sources.most_common()) or None
     block: dict[str, Any] = {
         "name": api,
         "path": PATHS.get(api),
         "token_count_source": label,
-        "token_count_sources": dict(sources),
+        "token_count_sources": dict(sources.most_common()),
         "chat_template_tokens": None,
         "chat_template_tokens_reason": None,
     }
@@ -58,11 +60,26 @@ def api_block(api: str, records: Sequence[RequestRecord]) -> dict[str, Any]:
     return block
 
 
-def describe_token_source(label: str | None) -> str:
-    """One line for the console: how output tokens were counted."""
-    return {
-        "usage": "server usage, per chunk (exact)",
-        "usage_total": "usage total; per-chunk split counted from chunks (ITL approximate)",
-        "chunks": "counted from chunks, no usage (approximate)",
-        "mixed": "mixed across requests (see api.token_count_sources)",
-    }.get(label or "", "-")
+def count_kind(r: RequestRecord) -> str:
+    """How one request's output tokens were counted (see the module docstring): the client's
+    ``token_count_source``, with ``usage`` split off as ``usage_one_event`` when a single
+    event carried all of its tokens (per-chunk usage in name only)."""
+    if r.token_count_source == "usage" and len(r.chunk_ns) == 1 and (r.output_tokens or 0) > 1:
+        return "usage_one_event"
+    return r.token_count_source
+
+
+_KIND_TEXT = {
+    "usage": "usage per chunk (exact)",
+    "usage_one_event": "usage with all tokens in one event (no per-token timing)",
+    "usage_total": "usage at the end only, per-chunk split counted from chunks",
+    "chunks": "counted from chunks, no usage (approximate)",
+}
+
+
+def describe_token_source(label: str | None, counts: dict[str, int] | None = None) -> str:
+    """One line for the console: how output tokens were counted; with several kinds, each
+    with its count of requests (``counts``: ``api.token_count_sources``)."""
+    if counts and len(counts) > 1:
+        return "; ".join(f"{_KIND_TEXT.get(k, k)}: {n}" for k, n in counts.items())
+    return _KIND_TEXT.get(label or "", label or "-")

@@ -101,9 +101,22 @@ def _ms(ns: float | None) -> float | None:
     return None if ns is None else ns / NS_PER_MS
 
 
+def first_token_known(r: RequestRecord) -> bool:
+    """Whether the arrival of a request's first token can be known: False when it produced
+    more than one token (``output_tokens``, else the sum of ``chunk_tokens``) and every one of
+    its token-carrying events arrived at one time (one event carried them all, or one read held
+    the whole response). Then the first token came at some unknown time before that event, and
+    the request has no TTFT and no TPOT (:mod:`infer_prof.core.stream_shape` counts them)."""
+    if not r.chunk_ns:
+        return False
+    tokens = r.output_tokens if r.output_tokens is not None else sum(r.chunk_tokens)
+    return tokens <= 1 or r.chunk_ns[-1] != r.chunk_ns[0]
+
+
 def ttft_ns(r: RequestRecord) -> int | None:
-    """Time to first token: first token-carrying chunk arrival - send. None if never measured."""
-    if r.send_ns is None or not r.chunk_ns:
+    """Time to first token: first token-carrying chunk arrival - send. None if never measured,
+    or when the first token's arrival cannot be known (:func:`first_token_known`)."""
+    if r.send_ns is None or not r.chunk_ns or not first_token_known(r):
         return None
     return r.chunk_ns[0] - r.send_ns
 
@@ -175,6 +188,9 @@ class RunSummary:
     #: the streams' mean span (:func:`stream_span_s`); ``rate_basis`` says which.
     rate_window_s: float | None = None
     rate_basis: str = "window"
+    #: completed requests left out of TTFT and TPOT: their first token's arrival cannot be
+    #: known (:func:`first_token_known`)
+    first_token_unknown: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         def dist(d: Distribution | None) -> dict[str, Any] | None:
@@ -197,6 +213,7 @@ class RunSummary:
             "itl_ms": dist(self.itl_ms),
             "e2e_ms": dist(self.e2e_ms),
             "queue_ms": dist(self.queue_ms),
+            "first_token_unknown": self.first_token_unknown,
             "percentile_method": self.percentile_method,
         }
 
@@ -342,7 +359,9 @@ def summarize_run(
 ) -> RunSummary:
     """Aggregate measured (non-warm-up) requests into a :class:`RunSummary`.
 
-    Latency metrics pool completed requests only; failures are counted by kind. ``window_ns``
+    Latency metrics pool completed requests only; failures are counted by kind. TTFT and TPOT
+    leave out the requests whose first token's arrival cannot be known (counted in
+    ``first_token_unknown``). ``window_ns``
     defaults to :func:`measured_window_ns`. Rates (requests/s, tokens/s) are counts over
     ``rate_window_s`` where given (a closed loop's :func:`stream_span_s`), else over the window.
     """
@@ -384,4 +403,5 @@ def summarize_run(
         queue_ms=dist_ms([float(v) for r in measured if (v := queue_ns(r)) is not None]),
         rate_window_s=per_s,
         rate_basis=basis,
+        first_token_unknown=sum(1 for r in ok if not first_token_known(r)),
     )

@@ -28,7 +28,16 @@ WARMUP_JUDGED = {
               "running on without a pause",
     "duration": "the asked warm-up duration passed, the load running on without a pause",
     "pool_exhausted": "the warm-up's requests ran out before every stream had finished one",
+    "every_request_failed": "every warm-up request failed: the run stopped there, before the "
+                            "load (nothing measured)",
 }
+
+
+def warmup_all_failed(records: Sequence[RequestRecord]) -> bool:
+    """Whether the warm-up (cool-down requests aside) sent requests and every one that ended
+    failed: the load would only repeat the failure, so the run stops there."""
+    warm = [r for r in records if r.warmup and not r.cooldown]
+    return bool(warm) and not any(r.ok for r in warm)
 
 
 def staggered_output_len(output_len: int, k: int, streams: int) -> int:
@@ -113,6 +122,8 @@ def warmup_block(mode: str, warmup_requests: int, records: Sequence[RequestRecor
         if sends and ends_ns:
             seconds = round((max(ends_ns) - min(sends)) / 1e9, 3)
         ended_by = "requests" if warm else None
+    if warmup_all_failed(records):  # not steady, whatever the gate saw: nothing ran
+        ended_by = "every_request_failed"
     judged = WARMUP_JUDGED.get(ended_by or "")
     if ended_by == "requests":
         judged = (f"{len(warm)} warm-up requests all finished before measuring began (a pause "

@@ -65,6 +65,7 @@ def totals_table(result: dict[str, Any]) -> Table:
         ("total tokens/s", fmt_value(s.get("total_throughput"), 1)),
     ]
     rows += _api_rows(result)
+    rows += _stream_rows(result)
     rows += _client_rows(result)
     rows += _warmup_rows(result)
     rows += _session_rows(result)
@@ -74,14 +75,47 @@ def totals_table(result: dict[str, Any]) -> Table:
         verdict = "PASS" if slo.get("passed") else "FAIL: " + "; ".join(slo.get("failures", []))
         rows.append((f"SLO {slo.get('slos')}", verdict))
         rows.append(("goodput (req/s)", fmt_value(slo.get("goodput"), 3)))
-    validity = result.get("validity")
-    if validity and not validity.get("valid"):
-        rows.append(("INVALID", "; ".join(validity.get("reasons", []))))
+    rows += _validity_rows(result.get("validity"))
     if not result.get("complete", True):
         rows.append(("INCOMPLETE", str(result.get("incomplete_reason"))))
     for k, v in rows:
         t.add_row(k, v)
     return t
+
+
+#: which side each validity reason blames (core.validity): the rest is size or length
+_STREAM_REASONS = ("buffered_stream", "first_token_unknown")
+_CLIENT_REASONS = ("read_lag", "dispatch_lag", "client_cpu")
+
+
+def _validity_rows(validity: dict[str, Any] | None) -> list[tuple[str, str]]:
+    """An invalid run's reasons, grouped by whom they blame: the run's size, the server or a
+    proxy on the way (late or bunched delivery), or the client (could not keep up)."""
+    if not validity or validity.get("valid"):
+        return []
+    groups: dict[str, list[str]] = {}
+    for reason in validity.get("reasons", []):
+        name = reason.split(":", 1)[0]
+        head = ("INVALID: server or proxy delivered late or in bursts" if name in _STREAM_REASONS
+                else "INVALID: client could not keep up" if name in _CLIENT_REASONS
+                else "INVALID")
+        groups.setdefault(head, []).append(reason)
+    return [(head, "; ".join(rs)) for head, rs in groups.items()]
+
+
+def _stream_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """How tokens arrived, and the requests left out of TTFT and TPOT (no first-token time)."""
+    from infer_prof.core.stream_shape import describe_shape
+
+    shape = result.get("stream")
+    if not shape:
+        return []
+    rows = [("tokens arrived as", describe_shape(shape))]
+    if shape.get("first_token_unknown"):
+        rows.append(("no TTFT/TPOT (left out)",
+                     f"{shape['first_token_unknown']} of {shape['requests']} requests: all their "
+                     "tokens came in one event, so their first token's time is unknown"))
+    return rows
 
 
 def _api_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -92,7 +126,8 @@ def _api_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     from infer_prof.core.api_tokens import describe_token_source
 
     rows = [("API", f"{api.get('name')} ({api.get('path')})"),
-            ("output tokens counted by", describe_token_source(api.get("token_count_source")))]
+            ("output tokens counted by", describe_token_source(
+                api.get("token_count_source"), api.get("token_count_sources")))]
     if api.get("name") == "chat":
         ct = api.get("chat_template_tokens")
         rows.append(("chat template prompt tokens (mean, min-max)",

@@ -64,6 +64,9 @@ def gpu_label(result: Mapping[str, Any], short: bool = False) -> str:
     ``short``); ``" x N"`` for several GPUs."""
     gpu = as_dict(result.get("gpu"))
     env = as_dict(result.get("environment"))
+    if as_dict(result.get("server")).get("kind") == "endpoint" and not gpu.get("key"):
+        # the machine measured is the server's, which no one named: never the client's own
+        return "hardware unknown" if short else "hardware unknown (endpoint; no --gpu)"
     name = gpu.get("key") or env.get("gpu_name")
     count = gpu.get("count") or env.get("gpu_count") or 1
     if not name:
@@ -83,13 +86,20 @@ def model_label(result: Mapping[str, Any]) -> str:
 def load_of(result: Mapping[str, Any]) -> tuple[str, float | None]:
     """("rate", requests/s offered) for an open-loop run, else ("concurrency", streams)."""
     cfg = as_dict(result.get("config"))
-    rate = num(cfg.get("request_rate"))
+    rate = num(cfg.get("request_rate") if "request_rate" in cfg else cfg.get("rate"))
     if rate is not None:
         return "rate", rate
     return "concurrency", num(cfg.get("concurrency"))
 
 
 def load_text(result: Mapping[str, Any]) -> str:
+    """The load a run was under, for people: ``c=N``, ``R req/s``, or for a trace replay
+    ``trace replay, R req/s`` (the achieved arrival rate, else the scheduled one)."""
+    replay = as_dict(result.get("trace_replay"))
+    if replay:
+        rate = num(replay.get("achieved_rate"))
+        rate = rate if rate is not None else num(replay.get("scheduled_rate"))
+        return "trace replay" + (f", {fmt_number(rate)} req/s" if rate is not None else "")
     kind, value = load_of(result)
     if value is None:
         return NOT_MEASURED

@@ -1,12 +1,19 @@
-"""A point that measured nothing: every measured request failed. ``run`` writes its result and
-exits 4 with one line saying why (:func:`every_request_failed`), so a nightly job notices."""
+"""A point that measured nothing: every measured request failed, or every warm-up request did
+(then the run stops after its warm-up, before the load). ``run`` writes its result and exits 4
+with one line saying why (:func:`every_request_failed`, :func:`warmup_failed`): the failure
+kinds, the first failure's detail shortened (:func:`shorten`), and the likely fix
+(:func:`failure_hint`), so a nightly job notices and a user knows what to change.
+"""
 
 from __future__ import annotations
 
 import contextlib
+import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from infer_prof.core.metrics import RequestRecord
 from infer_prof.results.store import read_requests
 
 #: What to check when every request failed with this kind.
@@ -29,6 +36,64 @@ _FAILURE_HINTS = {
                  "front of the server (idle or body timeouts, TLS termination)",
 }
 
+_ID_LIST = re.compile(r"\[\s*-?\d+(?:\s*,\s*-?\d+){8,}\s*,?\s*\]?")
+_OUT_OF_VOCAB = re.compile(r"token id -?\d+ is out of vocabulary", re.IGNORECASE)
+
+
+def shorten(text: str, limit: int = 240) -> str:
+    """``text`` on one line within about ``limit`` characters, elided in the middle, never cut:
+    a long list of token IDs (a prompt echoed in an error) becomes its first 4 and last ID
+    around a count (``[74, 253, 125, 293, ... 1,019 more ..., 7]``), HTML tags are dropped, and
+    what is still too long keeps its head and tail around `` ... ``."""
+    text = re.sub(r"<[^>]+>", " ", text)
+    text = " ".join(text.split())
+
+    def ids(m: re.Match[str]) -> str:
+        nums = re.findall(r"-?\d+", m.group(0))
+        closed = m.group(0).rstrip().endswith("]")
+        tail = f", {nums[-1]}]" if closed else ", ...]"
+        return f"[{', '.join(nums[:4])}, ... {len(nums) - 5:,} more ...{tail}"
+
+    text = _ID_LIST.sub(ids, text)
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    return f"{text[:head]} ... {text[-(limit - head - 5):]}"
+
+
+def failure_hint(kind: str | None, detail: str | None, prompt: str | None = None,
+                 model: str | None = None) -> str | None:
+    """The likely fix for failures of ``kind`` with ``detail``: the tokenizer for an
+    out-of-vocabulary token ID (token-ID prompts come from ``--model``'s tokenizer); ``--prompt
+    text`` when token-ID prompts (``prompt``) were refused with anything but a key or path
+    error and the detail names the prompt (a gateway that takes text only); else the kind's
+    hint."""
+    d = detail or ""
+    if _OUT_OF_VOCAB.search(d):
+        return (f"the prompts' token IDs came from --model's tokenizer ({model or 'the model'}),"
+                " which is not the served model's: pass --model with the served model's name or "
+                "folder, or send --prompt text")
+    if (prompt == "token-ids" and kind and kind.startswith("http_") and "prompt" in d.lower()
+            and kind not in ("http_401", "http_403", "http_404")):
+        return ("the server or a gateway in front of it refused token-ID prompts: use "
+                "--prompt text (and --api chat if it serves chat only)")
+    return _FAILURE_HINTS.get(kind or "")
+
+
+def _config(result: dict[str, Any]) -> tuple[str | None, str | None]:
+    cfg = result.get("config") or {}
+    return cfg.get("prompt"), (result.get("model") or {}).get("name") or cfg.get("model")
+
+
+def _line(what: str, kinds: dict[str, int], detail: str | None, result: dict[str, Any]) -> str:
+    top = max(kinds, key=lambda k: kinds[k]) if kinds else None
+    text = ", ".join(f"{k}: {v}" for k, v in kinds.items())
+    line = f"{what} ({text})"
+    if detail:
+        line += f": {shorten(detail)}"
+    hint = failure_hint(top, detail, *_config(result))
+    return f"{line}; {hint}" if hint else line
+
 
 def every_request_failed(result: dict[str, Any], requests_path: Path) -> str | None:
     """One line when not one measured request of a point completed and some failed (None
@@ -42,11 +107,18 @@ def every_request_failed(result: dict[str, Any], requests_path: Path) -> str | N
     with contextlib.suppress(OSError, ValueError, TypeError):  # no file: the kinds still tell
         detail = next((r.error_detail for r in read_requests(requests_path)
                        if not r.warmup and r.error and r.error_detail), None)
-    top = max(kinds, key=lambda k: kinds[k]) if kinds else None
-    text = ", ".join(f"{k}: {v}" for k, v in kinds.items())
-    line = f"every measured request failed ({text})"
-    if detail:
-        line += f": {detail[:200]}"
-    hint = _FAILURE_HINTS.get(top or "")
-    return f"{line}; {hint}" if hint else line
+    return _line("every measured request failed", kinds, detail, result)
 
+
+def warmup_failed(result: dict[str, Any], requests_path: Path) -> str | None:
+    """One line for a point stopped after its warm-up because every warm-up request failed
+    (``incomplete_reason`` ``warmup_failed``; None otherwise): kinds, first detail, fix."""
+    if result.get("incomplete_reason") != "warmup_failed":
+        return None
+    recs: list[RequestRecord] = []
+    with contextlib.suppress(OSError, ValueError, TypeError):
+        recs = [r for r in read_requests(requests_path) if r.warmup and not r.cooldown]
+    kinds = dict(sorted(Counter(r.error or "no_tokens" for r in recs if not r.ok).items()))
+    detail = next((r.error_detail for r in recs if r.error and r.error_detail), None)
+    return _line("every warm-up request failed, so the load was not sent", kinds, detail,
+                 result)

@@ -15,6 +15,7 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summary_dict
+from infer_prof.core.warmup import warmup_all_failed
 from infer_prof.core.workload_sampling import send_offsets
 from infer_prof.core.workloads import Workload, warmup_seconds
 from infer_prof.loadgen.client_health import loop_lag_probe
@@ -160,6 +161,18 @@ def _drive(
     a = wl.arrival
     gate = warmup_gate(wl, sessions=session_run is not None)
 
+    def unless_warmup_failed(specs: Iterator[RequestSpec]) -> Iterator[RequestSpec]:
+        """The measured specs, none of them when every warm-up request failed: the load would
+        only repeat the failure (the run stops, ``warmup_failed``)."""
+        for i, spec in enumerate(specs):
+            if i == 0 and warmup_all_failed(records):
+                state["incomplete_reason"] = "warmup_failed"
+                stop.set()
+                return
+            yield spec
+
+    measured = unless_warmup_failed(measured)
+
     async def main() -> None:
         loop = asyncio.get_running_loop()
         if session_run is not None:
@@ -244,6 +257,8 @@ def _drive(
     wakeups = measuring.reader_wakeups
     if gate is not None:
         state["warmup"] = gate.to_dict()
+        if state["incomplete_reason"] == "warmup_failed":
+            state["warmup"]["ended_by"] = "every_request_failed"
     if state["incomplete_reason"] == "server_died":
         relabel_server_died(records)
     client.update(

@@ -24,6 +24,7 @@ from infer_prof.core.metrics import (
 )
 from infer_prof.core.slo import evaluate_slos, slos_from_mapping
 from infer_prof.core.stats import summary_dict
+from infer_prof.core.stream_shape import stream_shape
 from infer_prof.core.sweep import find_knee
 from infer_prof.core.validity import ValidityRules, check_validity, client_figures
 from infer_prof.core.warmup import warmup_block
@@ -210,6 +211,7 @@ def build_result(
     slos = sess.slos if sess.cfg.slo else (slos_from_mapping(wl.slo) or sess.slos)
     slo = evaluate_slos(records, slos, rate_window_s=rate_window_s).to_dict() if slos else None
     figures = client_figures(client)
+    shape = stream_shape(records)
     validity = check_validity(
         summary.requests_completed,
         summary.duration_s,
@@ -221,6 +223,7 @@ def build_result(
         itl_p50_ms=summary.itl_ms.p50 if summary.itl_ms else None,
         dispatch_lag_p99_ms=figures["dispatch_lag_p99_ms"] if a.mode == "open" else None,
         cpu_share_max=figures["cpu_share_max"],
+        stream=shape,
     )
     return {
         "schema_version": SCHEMA_VERSION,
@@ -283,6 +286,7 @@ def build_result(
         "server": server_info,
         "environment": fingerprint(),
         "summary": sdict,
+        "stream": shape,  # how tokens arrived (core.stream_shape)
         "slo": slo,
         "validity": validity.to_dict(),
         "client": client,

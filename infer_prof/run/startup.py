@@ -26,11 +26,12 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results.store import make_run_name, result_paths, write_new_file
 from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.endpoint_check import list_models
 from infer_prof.run.engine_setup import engine_arguments
 from infer_prof.run.load_points import dataset_ids, point_label, token_pool
 from infer_prof.run.planning import RunPlan
 from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
-from infer_prof.servers.http_get import http_get, served_model_names
+from infer_prof.servers.http_get import http_get
 from infer_prof.servers.vllm_server import ServerStartError, VllmServer
 
 
@@ -81,12 +82,7 @@ def attach_endpoint(
         cfg.endpoint, cfg.api_key, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure
     )
     tls_info = check_tls(endpoint, progress)  # exit 2 on a certificate error, before load
-    try:
-        names = served_model_names(endpoint.url, cfg.api_key, endpoint.ssl_context())
-    except (OSError, ValueError) as exc:
-        raise ServerStartError(
-            f"endpoint {endpoint.url} did not answer GET /v1/models: {exc}"
-        ) from None
+    names = list_models(endpoint, cfg.api_key)  # one line and exit 1 or 4 when it cannot
     served = cfg.served_model_name or (names[0] if names else model.name)
     server_info: dict[str, Any] = {
         "kind": "endpoint",

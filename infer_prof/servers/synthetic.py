@@ -128,6 +128,7 @@ class Stream:
     cancelled: bool = False
     finished: bool = False
     prefix: bytes = b""  # the event up to the completion-token count (same for every token)
+    framed: bool = True  # chunked transfer encoding (HTTP/1.1); else the close ends the body
 
 
 class SyntheticServer:
@@ -165,6 +166,9 @@ class SyntheticServer:
         # (vLLM's rule: a request hits on its leading full blocks seen before), counted as
         # vllm:prefix_cache_{queries,hits}_total; 0: none, and no such counters
         self.prefix_block = 0
+        # --empty-text: every token's event but the last has text "" (as a random-weight model's
+        # partial UTF-8 sequences stream), its per-chunk usage still counting it
+        self.event_prefix = _EVENT_PREFIX
         self.prefix_seen: set[int] = set()
         self.prefix_queries = 0
         self.prefix_hits = 0
@@ -232,11 +236,15 @@ class SyntheticServer:
             stream = Stream(
                 conn, self.next_index, arrival_ns, prompt_tokens, max_tokens, request_id
             )
-            stream.prefix = _EVENT_PREFIX % (stream.index, prompt_tokens)
+            stream.prefix = self.event_prefix % (stream.index, prompt_tokens)
             self.next_index += 1
+            # HTTP/1.0 (nginx's default to an upstream): no chunked framing, the close ends
+            # the body, as uvicorn answers it
+            stream.framed = not conn.http10
             conn.send_raw(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                b"transfer-encoding: chunked\r\n\r\n"
+                + (b"transfer-encoding: chunked\r\n\r\n" if stream.framed
+                   else b"connection: close\r\n\r\n")
             )
             conn.active = stream
             self._schedule(stream, arrival_ns + self.ttft_ns)
@@ -329,7 +337,7 @@ class SyntheticServer:
                 burn_cpu(cost)
             s.sent = n
             data = s.prefix + _EVENT_TAIL % (n, s.prompt_tokens + n)
-            if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data)):
+            if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data):
                 continue  # the connection is gone; closing it finished the stream
             s.send_ns.append(perf_ns())
             due = s.arrival_ns + ttft + n * itl
@@ -355,16 +363,18 @@ class SyntheticServer:
         p = s.prompt_tokens
         if last:
             data = _LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n)
-            payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data)
+            payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data) if s.framed else data
         else:
             data = s.prefix + _EVENT_TAIL % (n, p + n)
-            payload = b"%x\r\n%s\r\n" % (len(data), data)
+            payload = b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data
         if not s.conn.send_raw(payload):
             self.finish(s, aborted=True)
             return
         s.send_ns.append(time.perf_counter_ns())
         if last:
             self.finish(s, aborted=False)
+            if not s.framed:
+                s.conn.end_unframed()
         elif self.hang_every and (s.index + 1) % self.hang_every == 0 and n >= 3:
             s.handle = None  # stall: the stream stays open and silent
         else:
@@ -431,6 +441,8 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
+    parser.add_argument("--empty-text", action="store_true",
+                        help='every event but the last carries text "" (usage still counts it)')
     args = parser.parse_args(argv)
     if args.cost_us < 0:
         parser.error("--cost-us must be >= 0")
@@ -458,6 +470,8 @@ def main(argv: list[str] | None = None) -> None:
         args.cost_us,
     )
     server.prefix_block = max(0, args.prefix_cache_block)
+    if args.empty_text:
+        server.event_prefix = _EVENT_PREFIX.replace(b'"text":" tok"', b'"text":""')
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
     # No collector pauses: a full collection of the truth records stalls sends for milliseconds
     # and then releases them as one burst, which a client 2 cores share with this server then

@@ -29,6 +29,8 @@ class Conn:
         self.arrival_ns: int | None = None
         self.active: Stream | None = None
         self.pending = bytearray()
+        self.http10 = False  # the current request is HTTP/1.0: its body ends at close
+        self.close_when_sent = False
         self.tls: ssl.SSLObject | None = None
         self.handshaken = False
         if server.ssl_context is not None:
@@ -66,6 +68,7 @@ class Conn:
             return
         head = bytes(self.buf[:end]).decode("latin-1").split("\r\n")
         method, path = (head[0].split(" ") + ["", ""])[:2]
+        self.http10 = head[0].endswith("HTTP/1.0")
         length = 0
         request_id = None
         for line in head[1:]:
@@ -161,6 +164,16 @@ class Conn:
         del self.pending[:sent]
         if not self.pending:
             self.server.loop.remove_writer(self.sock.fileno())
+            if self.close_when_sent:
+                self.close()
+
+    def end_unframed(self) -> None:
+        """End an HTTP/1.0 response (no chunked framing: the close marks its end) once all of
+        it has been sent."""
+        if self.pending:
+            self.close_when_sent = True
+        else:
+            self.close()
 
     def respond(self, status: int, obj: Any, content_type: str = "application/json") -> None:
         body = obj if isinstance(obj, bytes) else (b"" if obj is None else json.dumps(obj).encode())

@@ -128,9 +128,10 @@ def test_api_block_template_tokens_and_the_run_label():
     b = api_block("chat", recs)
     assert b["path"] == "/v1/chat/completions" and b["token_count_source"] == "usage"
     assert b["chat_template_tokens"] == {"mean": 5.0, "min": 4, "max": 6, "requests": 2}
-    mixed = api_block("chat", [_rec(0, "usage", None), _rec(1, "usage_total", None)])
-    assert mixed["token_count_source"] == "mixed"
-    assert mixed["token_count_sources"] == {"usage": 1, "usage_total": 1}
+    mixed = api_block("chat", [_rec(0, "usage", None), _rec(1, "usage_total", None),
+                               _rec(2, "usage_total", None)])
+    assert mixed["token_count_source"] == "usage_total+usage"  # never one word for a mix
+    assert mixed["token_count_sources"] == {"usage_total": 2, "usage": 1}
     assert mixed["chat_template_tokens"] is None and "prompt_tokens" in mixed[
         "chat_template_tokens_reason"]
     comp = api_block("completions", [_rec(0, "chunks", 10)])
