@@ -35,8 +35,8 @@ def run(server: MisbehavingServer, tmp_path: Path, *extra: str):
 @pytest.mark.parametrize(("reply", "kind"), [(RATE_LIMITED, "rate_limited"),
                                              (HTML_200, "not_sse")])
 def test_every_request_failing_exits_4_naming_the_kind_and_count(tmp_path, reply, kind):
-    with MisbehavingServer(Reply([reply])) as server:
-        p, out, records = run(server, tmp_path, "--json")
+    with MisbehavingServer(Reply([reply])) as server:  # no warm-up: the load itself fails
+        p, out, records = run(server, tmp_path, "--json", "--warmup-requests", "0")
     assert p.returncode == 4, p.stderr
     measured = [r for r in records if not r.warmup]
     assert len(measured) >= 6 and {r.error for r in records} == {kind}
@@ -48,6 +48,20 @@ def test_every_request_failing_exits_4_naming_the_kind_and_count(tmp_path, reply
     if kind == "rate_limited":
         assert {r.retry_after_s for r in records} == {7.0}
         assert "Retry-After: 7" in line and "lower --concurrency" in line
+
+
+@pytest.mark.parametrize(("reply", "kind"), [(RATE_LIMITED, "rate_limited"),
+                                             (HTML_200, "not_sse")])
+def test_a_warm_up_that_fails_whole_stops_before_the_load_naming_the_kind(tmp_path, reply, kind):
+    with MisbehavingServer(Reply([reply])) as server:
+        p, out, records = run(server, tmp_path)
+    assert p.returncode == 4, p.stderr
+    assert records and all(r.warmup for r in records) and {r.error for r in records} == {kind}
+    line = p.stderr.strip().splitlines()[-1]
+    assert f"every warm-up request failed, so the load was not sent ({kind}: {len(records)})" in (
+        line
+    ), p.stderr
+    assert json.loads(out.read_text())["incomplete_reason"] == "warmup_failed"
 
 
 def test_some_requests_rate_limited_the_console_summary_counts_them(tmp_path):

@@ -32,10 +32,10 @@ def test_run_without_results_dir_writes_into_infer_prof_results_dir_not_the_chec
     assert checkout_guard.changes(before, checkout_guard.snapshot(REPO)) == []
 
     # the history commands read the same default
-    h = cli("history")
+    h = cli("history", "--json")
     assert h.returncode == 0, h.stderr
     run_id = json.loads(results[0].read_text())["run_id"]
-    assert run_id in h.stdout
+    assert run_id in {r["run_id"] for r in json.loads(h.stdout)}
 
 
 def test_the_guard_sees_results_files_and_untracked_files(tmp_path: Path) -> None:
