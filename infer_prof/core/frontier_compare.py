@@ -45,8 +45,9 @@ class Curve:
 @dataclass(frozen=True)
 class TargetRow:
     """One curve read at the target: ``at`` (None when it does not reach it) and ``note``
-    (``measured``, ``interpolated between c4 and c8``, ``does not reach 50 tok/s/user (front:
-    12.3-40.1)``, ``no point meets the SLOs``)."""
+    (``measured at 4``, ``interpolated between 8 and 4``, ``does not reach 50 tok/s/user (front:
+    12.3-40.1)``, ``front stops at 55.6 tok/s/user: ...`` when the target is slower than the
+    most loaded point, ``no point meets the SLOs``)."""
 
     curve: Curve
     at: AtTarget | None
@@ -98,8 +99,11 @@ def read_curve(curve: Curve, target: float | None, slo: bool) -> TargetRow:
     at = at_target(points, target, curve.usd_per_gpu_hour)
     if at is None:
         span = front_span(points)
-        where = f"front: {span[0]:.1f}-{span[1]:.1f}" if span else "no point with a TPOT"
         within = " within the SLOs" if slo else ""
+        if span is not None and target < span[0]:
+            return TargetRow(curve, None, f"front stops at {span[0]:.1f} tok/s/user{within}: "
+                                          f"load not raised until users slow to {target:g}")
+        where = f"front: {span[0]:.1f}-{span[1]:.1f}" if span else "no point with a TPOT"
         return TargetRow(curve, None, f"does not reach {target:g} tok/s/user{within} ({where})")
     if at.between is not None:
         lo, hi = at.between
