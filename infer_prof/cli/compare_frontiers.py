@@ -53,7 +53,10 @@ def flat_row(row: TargetRow) -> dict[str, Any]:
                 "output_tok_s_per_gpu", "total_tok_s_per_gpu", "interactivity", "interpolated",
                 "between"):
         out[key] = at.get(key)
-    out.update(note=d["note"], reaches=d["reaches"], source=d["source"],
+    note = d["note"]
+    if d["problems"]:  # a point whose numbers do not hold is said in the row
+        note += f" [{len(d['problems'])} point(s) not ok: " + "; ".join(d["problems"]) + "]"
+    out.update(note=note, reaches=d["reaches"], source=d["source"], problems=d["problems"],
                usd_per_gpu_hour=d["usd_per_gpu_hour"], points=d["points"], files=d["files"])
     return out
 

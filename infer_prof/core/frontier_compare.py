@@ -40,6 +40,8 @@ class Curve:
     source: str = "sweep"
     passes: tuple[bool, ...] = ()
     files: tuple[str, ...] = field(default=())
+    #: What is wrong with points of this curve (incomplete or invalid runs), said in its row.
+    problems: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class TargetRow:
             "reaches": self.at is not None,
             "at_target": self.at.to_dict() if self.at is not None else None,
             "note": self.note,
+            "problems": list(c.problems),
             "files": list(c.files),
         }
 

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.comparison import labels_text
+from infer_prof.core.comparison import labels_text, run_status
 from infer_prof.core.frontier import FrontierPoint
 from infer_prof.core.frontier_axes import point_from_result, run_price
 from infer_prof.core.frontier_compare import Curve
@@ -139,6 +139,9 @@ def _curve(
                 return False
             return all(c.passed for c in check_summary(_map(hit[1].get("summary")), slos))
         passes = tuple(ok(p) for p in pts)
+    used = [by_load[p.concurrency] for p in pts if p.concurrency in by_load]
+    problems = tuple(f"{name}: {status}" for name, r in used
+                     if (status := run_status(r)) != "ok")
     labels = _map(newest.get("labels")) or _map(_map(newest.get("config")).get("labels"))
     return Curve(
         gpu=_gpu_text(newest),
@@ -149,6 +152,7 @@ def _curve(
         source=source,
         passes=passes,
         files=tuple(name for name, _ in group),
+        problems=problems,
     )
 
 

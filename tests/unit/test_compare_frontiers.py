@@ -221,3 +221,16 @@ def test_from_the_history(files: Path, tmp_path: Path) -> None:
     code, _, err = compare_json("--history", str(db), "--model", "nope",
                                 "--target-interactivity", "60")
     assert code == 2 and "nothing to compare" in err
+
+
+def test_an_invalid_point_is_said_in_its_row(files: Path) -> None:
+    bad = point_result(H100, 4)
+    bad["validity"] = {"valid": False, "reasons": ["too few requests: 3 < 10"]}
+    (files / "H100-SXM-c4.json").write_text(json.dumps(bad))
+    code, payload, _ = compare_json(str(files), "--target-interactivity", "60")
+    assert code == 0 and payload is not None
+    h100 = next(r for r in payload["rows"] if r["gpu"] == "H100-SXM")
+    assert h100["problems"] == [f"{files / 'H100-SXM-c4.json'}: INVALID: too few requests: 3 < 10"]
+    assert "[1 point(s) not ok: " in h100["note"]
+    l4 = next(r for r in payload["rows"] if r["gpu"] == "L4")
+    assert l4["problems"] == []
