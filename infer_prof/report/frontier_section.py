@@ -100,13 +100,15 @@ def _table(curves: Sequence[Curve], target: float) -> str:
     for row in rows_at_target(curves, target):
         at = row.at
         c = row.curve
+        if at is None:  # the curve stops short of the target: nothing to read there
+            values = ['<td class="num"><span class="nm">not reached</span></td>'] * 4
+        else:
+            values = [cell(v) for v in (at.usd_per_million_output_tokens,
+                                        at.usd_per_million_total_tokens,
+                                        at.output_tok_s_per_gpu, at.total_tok_s_per_gpu)]
         rows.append(
             f"<tr><td>{esc(c.gpu)}</td><td>{esc(c.instance)}</td><td>{esc(c.configuration)}</td>"
-            + cell(at.usd_per_million_output_tokens if at else None)
-            + cell(at.usd_per_million_total_tokens if at else None)
-            + cell(at.output_tok_s_per_gpu if at else None)
-            + cell(at.total_tok_s_per_gpu if at else None)
-            + f'<td class="wrap">{esc(row.note)}</td></tr>'
+            + "".join(values) + f'<td class="wrap">{esc(row.note)}</td></tr>'
         )
     return (f"<h3>At {target:g} tokens/s per user, cheapest first</h3>"
             '<div class="table-wrap"><table class="frontier-at-target"><thead><tr>'

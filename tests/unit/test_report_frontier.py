@@ -41,6 +41,7 @@ def test_section_draws_each_curve_its_points_and_the_target() -> None:
     rows = re.findall(r"<tr><td>([^<]+)</td>", html.split("frontier-at-target")[1])
     assert rows == ["L4", "H100-SXM", "A100-80GB"]  # cheapest first, "does not reach" last
     assert "does not reach 60 tok/s/user" in html
+    assert html.count(">not reached</span>") == 4  # the A100's four cells, not "not measured"
 
 
 def test_front_line_follows_steffen_between_the_front_points() -> None:
