@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -63,6 +64,11 @@ def report_command(
         "postgresql://USER@HOST:PORT/DB. Default: $INFER_PROF_HISTORY, else "
         f"{history_database.DEFAULT_HELP}.",
     ),
+    target_interactivity: float = typer.Option(
+        None, "--target-interactivity",
+        help="Tokens/s per user to mark on the frontier charts, with a table of every frontier "
+        "read at it (cheapest first).",
+    ),
 ) -> None:
     """Write one self-contained HTML report (no network needed to view it): summary table,
     latency CDFs, throughput/latency against load for sweeps, cost per 1M tokens by GPU, and
@@ -84,7 +90,10 @@ def report_command(
     if output.is_dir():
         fail(f"--output {output} is a folder; name the HTML file to write")
     runs.sort(key=run_order)
-    report = build_report(runs, title=title)
+    if target_interactivity is not None and not (
+            math.isfinite(target_interactivity) and target_interactivity > 0):
+        fail(f"--target-interactivity {target_interactivity:g}: give tokens/s per user > 0")
+    report = build_report(runs, title=title, target_interactivity=target_interactivity)
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(report.html, encoding="utf-8")
     typer.echo(f"report: {output} ({len(runs)} runs, {len(report.plots)} plots)")

@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from infer_prof.report.frontier_section import frontier_section
 from infer_prof.report.html_fragments import esc
 from infer_prof.report.run_data import RunData, gpu_label, model_label, run_names
 from infer_prof.report.sections import (
@@ -75,8 +76,10 @@ def build_report(
     *,
     title: str = "infer-prof report",
     generated_at: str | None = None,
+    target_interactivity: float | None = None,
 ) -> Report:
-    """The report over ``runs`` (in the order given): one HTML document and its plots."""
+    """The report over ``runs`` (in the order given): one HTML document and its plots;
+    ``target_interactivity`` (tokens/s per user) is marked on the frontier charts."""
     if not runs:
         raise ValueError("a report needs at least one run")
     when = generated_at or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -86,6 +89,7 @@ def build_report(
         summary_section(runs, names),
         latency_section(runs, names, plots),
         sweep_section(runs, plots),
+        frontier_section(runs, plots, target_interactivity),
         cost_section(runs, plots),
         telemetry_section(runs, names, plots),
     ]
@@ -100,7 +104,7 @@ def build_report(
         f"<p>{len(runs)} run{'s' if len(runs) != 1 else ''} · models: {esc(', '.join(models))} · "
         f"hardware: {esc(', '.join(gpus))} · generated {esc(when)}</p>"
         '<nav><a href="#summary">Summary</a><a href="#latency">Latency</a>'
-        '<a href="#sweeps">Sweeps</a><a href="#cost">Cost</a>'
+        '<a href="#sweeps">Sweeps</a><a href="#frontier">Frontier</a><a href="#cost">Cost</a>'
         '<a href="#telemetry">Telemetry</a></nav></header>'
         f"<main>{''.join(body)}</main>{footer(runs)}</body></html>\n"
     )

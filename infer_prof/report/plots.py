@@ -81,17 +81,21 @@ def line_chart(
     band: tuple[float, float, str] | None = None,
     hlines: Sequence[tuple[float, str]] = (),
     note: str | None = None,
+    vlines: Sequence[tuple[float, str]] = (),
 ) -> Plot:
     """A line chart of ``series`` (gaps where values are None).
 
     ``band``: a shaded x interval with a label (e.g. the measured window); ``hlines``: dashed
-    horizontal reference lines with labels (e.g. p50, p99 on a CDF); ``note``: a line of small
-    text under the title (e.g. what the axis leaves out).
+    horizontal reference lines with labels (e.g. p50, p99 on a CDF); ``vlines``: dashed vertical
+    ones (e.g. a target interactivity), kept in view; ``note``: a line of small text under the
+    title (e.g. what the axis leaves out).
     """
     xs_all = [float(v) for s in series for v in s.x if v is not None and math.isfinite(v)]
     ys_all = [float(v) for s in series for v in s.y if v is not None and math.isfinite(v)]
     if ys_all:  # reference lines (a power limit, p99) stay in view
         ys_all += [float(v) for v, _ in hlines if math.isfinite(v)]
+    if xs_all:
+        xs_all += [float(v) for v, _ in vlines if math.isfinite(v)]
     drawable = any(
         a is not None and b is not None for s in series for a, b in zip(s.x, s.y, strict=True)
     )
@@ -166,20 +170,30 @@ def line_chart(
                 'stroke="#999" stroke-dasharray="3 3"/>'
             )
             c.text(width - right - 2, py - 3, label, anchor="end", size=10, color="#777")
+    for value, label in vlines:
+        if xs.shows(value) and xlo <= value <= xhi:
+            px = xs(value)
+            c.add(
+                f'<line class="vline" x1="{px:.1f}" x2="{px:.1f}" y1="{ph1:.1f}" y2="{ph0:.1f}" '
+                'stroke="#555" stroke-dasharray="5 4"/>'
+            )
+            c.text(px + 4, ph1 + 12, label, size=10, color="#555", extra=' class="vline-label"')
     # data
     for i, s in enumerate(series):
         color, dash = _style(i, s)
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
         c.add(f'<g class="series" data-series="{html.escape(s.name)}">')
+        fill = f'fill="#ffffff" stroke="{color}" stroke-width="1.5"' if s.hollow \
+            else f'fill="{color}"'
         for seg in _segments(s, xs, ys):
-            if len(seg) == 1 or s.markers:
+            if len(seg) == 1 or s.markers or not s.line:
                 for px, py, vx, vy in seg:
                     c.add(
-                        f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}">'
-                        f"<title>{html.escape(s.name)}: {fmt_number(vx)}, "
+                        f'<circle cx="{px:.1f}" cy="{py:.1f}" r="{3.5 if s.hollow else 3}" '
+                        f"{fill}><title>{html.escape(s.name)}: {fmt_number(vx)}, "
                         f"{fmt_number(vy)}</title></circle>"
                     )
-            if len(seg) > 1:
+            if len(seg) > 1 and s.line:
                 pts = " ".join(f"{px:.1f},{py:.1f}" for px, py, _, _ in seg)
                 c.add(
                     f'<polyline points="{pts}" fill="none" stroke="{color}" '
@@ -203,10 +217,15 @@ def line_chart(
         for i in row:
             color, dash = _style(i, series[i])
             dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-            c.add(
-                f'<line x1="{lx:.1f}" x2="{lx + 22:.1f}" y1="{ly - 4:.1f}" y2="{ly - 4:.1f}" '
-                f'stroke="{color}" stroke-width="2.5"{dash_attr}/>'
-            )
+            if series[i].line:
+                c.add(
+                    f'<line x1="{lx:.1f}" x2="{lx + 22:.1f}" y1="{ly - 4:.1f}" '
+                    f'y2="{ly - 4:.1f}" stroke="{color}" stroke-width="2.5"{dash_attr}/>'
+                )
+            else:  # a scatter: its marker
+                fill = f'fill="#ffffff" stroke="{color}" stroke-width="1.5"' \
+                    if series[i].hollow else f'fill="{color}"'
+                c.add(f'<circle cx="{lx + 11:.1f}" cy="{ly - 4:.1f}" r="3.5" {fill}/>')
             c.text(lx + 28, ly, names[i], color="#333")
             lx += 28 + text_w(names[i], 11) + 16
     return Plot(name, title, c.svg(name, title), c.width, c.height)

@@ -44,6 +44,8 @@ class Series:
     color: str | None = None  # None: taken from PALETTE by position
     dashed: bool = False
     markers: bool = False  # a dot (with a hover title) at every point
+    line: bool = True  # False: the points alone, no line between them (a scatter)
+    hollow: bool = False  # markers as rings (e.g. measured points off a Pareto front)
 
 
 @dataclass(frozen=True)

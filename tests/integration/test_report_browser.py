@@ -80,6 +80,8 @@ class Page:
         self.requested: list[str] = []
         self.plots: list[dict[str, Any]] = []
         self.screenshot = b""
+        self.extra: Any = None  # what load_page's ``js`` returned
+        self.element_shot = b""  # load_page's ``shoot`` element, at full scale
 
 
 _PLOTS_JS = """
@@ -94,8 +96,12 @@ _PLOTS_JS = """
 """
 
 
-def load_page(port: int, url: str, origin: str) -> Page:
-    """Open ``url`` in a new tab; collect problems until the load event, then inspect it."""
+def load_page(
+    port: int, url: str, origin: str, js: str | None = None, shoot: str | None = None
+) -> Page:
+    """Open ``url`` in a new tab; collect problems until the load event, then inspect it
+    (``js``: an expression whose value is kept in ``page.extra``; ``shoot``: a CSS selector
+    whose element is also captured on its own, at full scale)."""
     dt = open_page(port)
     page = Page()
     try:
@@ -132,6 +138,18 @@ def load_page(port: int, url: str, origin: str) -> Page:
             clip={"x": 0, "y": 0, "width": size["width"], "height": size["height"], "scale": 0.5},
         )
         page.screenshot = base64.b64decode(shot["data"])
+        if js is not None:
+            page.extra = dt.call("Runtime.evaluate", expression=js,
+                                 returnByValue=True)["result"]["value"]
+        if shoot is not None:
+            box = dt.call("Runtime.evaluate", returnByValue=True, expression=(
+                f"(() => {{const r = document.querySelector({json.dumps(shoot)})"
+                ".getBoundingClientRect(); return {x: r.x + window.scrollX, "
+                "y: r.y + window.scrollY, width: r.width, height: r.height};})()"
+            ))["result"]["value"]
+            part = dt.call("Page.captureScreenshot", format="png", captureBeyondViewport=True,
+                           clip={**box, "scale": 1})
+            page.element_shot = base64.b64decode(part["data"])
     finally:
         dt.close()
     return page
@@ -473,3 +491,90 @@ def test_report_marks_an_invalid_run_with_its_reason(
         assert f"INVALID: {reason}" in res.stdout, res.stdout
         assert res.stdout.count("| ok |" if fmt == "markdown" else " ok ") == 1, res.stdout
     assert f"invalid runs: {invalid[0]['run_id']}" in res.stderr
+
+
+_FRONTIER_JS = """
+(() => {
+  const out = {};
+  for (const name of ['frontier_throughput', 'frontier_cost']) {
+    const svg = document.querySelector(`svg[data-plot="${name}"]`);
+    if (!svg) continue;
+    out[name] = {
+      series: [...svg.querySelectorAll('g.series')].map(g => ({
+        name: g.dataset.series,
+        lines: [...g.querySelectorAll('polyline')].map(p => p.getAttribute('points').split(' ')
+          .length),
+        dots: [...g.querySelectorAll('circle')].filter(c => c.getBBox().width > 0).length,
+        rings: [...g.querySelectorAll('circle')].filter(c => c.getAttribute('fill') === '#ffffff')
+          .length})),
+      vlines: [...svg.querySelectorAll('line.vline')].map(l => l.getBoundingClientRect().height),
+      vlabels: [...svg.querySelectorAll('text.vline-label')].map(t => t.textContent)};
+  }
+  out.table = [...document.querySelectorAll('table.frontier-at-target tbody tr')]
+    .map(tr => [...tr.querySelectorAll('td')].map(td => td.textContent));
+  return out;
+})()
+"""
+
+
+def test_frontier_charts_render_in_chromium(browser: int, serve: Any, tmp_path: Path) -> None:
+    """Three frontiers written by hand (tests/unit/test_compare_frontiers: two sweeps whose TPOT
+    grows with load, TPOT = a + b c, and a `run --frontier` result; one A100 point dominated):
+    a curve each on tokens/s per GPU and on $ per 1M against interactivity, the Pareto points as
+    dots, the dominated one as a ring, the target line, and the table at the target."""
+    from tests.unit.test_compare_frontiers import (
+        A100,
+        H100,
+        LOADS,
+        frontier_result,
+        point_result,
+    )
+
+    results = tmp_path / "results"
+    results.mkdir()
+    for gpu in (H100, A100):
+        for c in LOADS:
+            (results / f"{gpu.name}-c{c}.json").write_text(json.dumps(point_result(gpu, c)))
+    slow = point_result(A100, 6)  # slower for users and less throughput than c4: off the front
+    slow["summary"].update(output_throughput=100.0, total_throughput=500.0)
+    (results / "A100-c6.json").write_text(json.dumps(slow))
+    (results / "L4.json").write_text(json.dumps(frontier_result()))
+    site = tmp_path / "site"
+    site.mkdir()
+    res = cli("report", str(results), "-o", str(site / "report.html"),
+              "--target-interactivity", "60")
+    assert res.returncode == 0, res.stderr
+    origin, _ = serve(site)
+    page = load_page(browser, f"{origin}/report.html", origin, js=_FRONTIER_JS,
+                     shoot="#frontier")
+    assert page.problems == []
+    fr = page.extra
+    tput = fr["frontier_throughput"]
+    fronts = [s for s in tput["series"] if s["name"].endswith("· front")]
+    paretos = [s for s in tput["series"] if s["name"].endswith("· Pareto points")]
+    rings = [s for s in tput["series"] if s["name"].endswith("· other points")]
+    assert len(fronts) == 3 and len(paretos) == 3, tput["series"]
+    for f in fronts:  # Steffen's curve sampled along each front, drawn as one line
+        assert len(f["lines"]) == 1 and f["lines"][0] > 40, f
+    assert sorted(p["dots"] for p in paretos) == [3, 4, 4] and not any(p["lines"] for p in paretos)
+    assert [(r["name"], r["dots"], r["rings"]) for r in rings] == [
+        ("A100-80GB · cloud=b · other points", 1, 1)]
+    assert len(tput["vlines"]) == 1 and tput["vlines"][0] > 100
+    assert tput["vlabels"] == ["target 60 tok/s/user"]
+    cost = fr["frontier_cost"]
+    assert len([s for s in cost["series"] if s["name"].endswith("· front")]) == 3
+    assert cost["vlabels"] == ["target 60 tok/s/user"]
+    table = fr["table"]
+    assert [r[0] for r in table] == ["L4", "H100-SXM", "A100-80GB"]  # cheapest first
+    assert table[0][-1] == "measured at 2"
+    assert table[1][-1] == "interpolated between 8 and 4"
+    assert table[2][-1].startswith("does not reach 60 tok/s/user")
+    shot = tmp_path / "frontier.png"
+    shot.write_bytes(page.element_shot)
+    keep = os.environ.get("INFER_PROF_SCREENSHOT_DIR")
+    if keep:
+        shutil.copy(shot, Path(keep) / "frontier.png")
+    w, h, rows = png_pixels(page.element_shot)
+    assert w > 600 and h > 300, (w, h)
+    share, colours = ink(rows)
+    assert 0.01 < share < 0.6 and colours > 30, (share, colours)
