@@ -69,6 +69,12 @@ def _check_filters(market: Market, gpu: str | None, cloud: str | None, region: s
     if region is not None and region.lower() not in {r.lower() for r in regions}:
         _fail(f"--region {region!r} is not in {market.describe()}"
               + (f" for {cloud}" if cloud else "") + f"; nearest: {nearest(region, regions)}")
+    if key is not None and cloud is not None and not any(
+        o.gpu == key and o.cloud == cloud.lower() for o in market.offers
+    ):
+        having = sorted({o.cloud for o in market.offers if o.gpu == key})
+        _fail(f"{cloud} has no {key} instance in {market.describe()}; clouds with {key}: "
+              f"{', '.join(having) or 'none'}")
     if max_price is not None and not max_price > 0:
         _fail(f"--max-price must be a positive USD per GPU-hour, got {max_price}")
     return key
