@@ -32,7 +32,8 @@ REPO = Path(__file__).resolve().parents[2]
 EXCERPT = REPO / "tests" / "data" / "skypilot_excerpt"
 
 # SkyPilot's exact headers (Lambda's order; AWS's order with zones)
-LAMBDA_HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,GpuInfo,SpotPrice"
+LAMBDA_HEADER = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,Price,Region,"
+                 "GpuInfo,SpotPrice")
 AWS_HEADER = ("InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,"
               "SpotPrice,Region,AvailabilityZone")
 H100_INFO = ("\"{'Gpus': [{'Name': 'H100', 'Manufacturer': 'NVIDIA', 'Count': 8, 'MemoryInfo': "
