@@ -73,3 +73,11 @@ def test_provider_and_price_per_hour_keep_their_meaning():
     assert (c["price"]["provider"], c["usd_per_hour"]) == ("lambda", 1.48)
     c = cost("H100-SXM", 2, price_per_hour=1.5)
     assert (c["price"]["kind"], c["usd_per_hour"]) == ("user", 3.0)
+
+
+def test_summary_names_the_instance_and_the_range():
+    from infer_prof.report.console import _derived_rows
+
+    rows = dict(_derived_rows({"cost": cost("H100-SXM", 8)}))
+    assert rows["price"].startswith("$23.92/h for 8 GPU(s) (lambda gpu_8x_h100_sxm5 ")
+    assert "on-demand); $2.99-$15.98 per GPU-hour across instances" in rows["price"]
