@@ -54,8 +54,8 @@ def market_table(rows: list[tuple[InstanceOffer, int]], market: Market, tier: Ti
     columns.append((f"{other} $/GPU-h", lambda o, n: _money(o.per_gpu(other))))
     if any(o.note for o, _ in rows):
         columns.append(("note", lambda o, n: "!" if o.note else ""))
-    title = f"GPU instances ({market.describe()})"
-    table = Table(title=title, box=box.SIMPLE_HEAD, show_edge=False, padding=0)
+    table = Table(title="GPU instances, cheapest per GPU-hour first", box=box.SIMPLE_HEAD,
+                  show_edge=False, padding=0)
     cells = [[cell(o, n) for _, cell in columns] for o, n in rows]
     for i, (name, _) in enumerate(columns):
         widest = max([len(name)] + [len(c[i]) for c in cells])
@@ -83,5 +83,6 @@ def print_market(console: Console, rows: list[tuple[InstanceOffer, int]], market
         console.print("one row per instance type at its cheapest region (+N: other regions "
                       "listed); --all-regions lists each", markup=False, highlight=False)
     if default is not None:
-        console.print("* = the instance a run with --gpu on that many GPUs is priced at",
+        console.print(f"* = the instance a 1-GPU run with --gpu {default.gpu} is priced at "
+                      "(a run on N GPUs: the cheapest N-GPU instance)",
                       markup=False, highlight=False)
