@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from infer_prof.catalog.accelerators import fixed_gpu_count, match_accelerator
-from infer_prof.core.instance_prices import InstanceOffer
+from infer_prof.core.market import InstanceOffer
 
 REQUIRED_COLUMNS: tuple[str, ...] = (
     "InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region",

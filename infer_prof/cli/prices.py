@@ -113,7 +113,7 @@ def prices_command(
     snapshot with its commit and date; older than 90 days: printed with its age) or the
     article it was copied from.
     """
-    from infer_prof.core.instance_prices import Tier, cheapest_offer, filter_offers
+    from infer_prof.core.market import Tier, cheapest_offer, filter_offers
 
     try:
         catalog = load_prices(prices_file)

@@ -3,7 +3,7 @@
 For ``compare --tiers``: the run's GPU (``gpu.key``) and GPU count (``gpu.count``) at
 
 - ``on-demand``: the cheapest on-demand instance of that GPU in the market (exactly that many
-  GPUs preferred; ``infer_prof.core.instance_prices.cheapest_offer``),
+  GPUs preferred; ``infer_prof.core.market.cheapest_offer``),
 - ``spot``: likewise in the spot tier,
 - ``owned``: the seed articles' purchase price of that GPU, amortized over
   :data:`OWNED_YEARS` years of 24/7 use, plus its TDP at :data:`OWNED_USD_PER_KWH`
@@ -21,7 +21,7 @@ from typing import Any
 from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.market import Market
 from infer_prof.catalog.prices import PriceCatalog, PriceError, select_purchase
-from infer_prof.core.instance_prices import TIERS, cheapest_offer
+from infer_prof.core.market import TIERS, cheapest_offer
 from infer_prof.core.prices import cost_per_million_output_tokens, owned_cost_per_hour
 
 OWNED_YEARS = 3.0

@@ -13,7 +13,7 @@ from typing import Any
 from infer_prof.catalog.market import find_instance, load_market
 from infer_prof.catalog.prices import PriceError, PriceQuote, load_prices, select_price
 from infer_prof.core.gpus import GpuSpec
-from infer_prof.core.instance_prices import InstanceQuote, Tier, cheapest_offer, quote_instance
+from infer_prof.core.market import InstanceQuote, Tier, cheapest_offer, quote_instance
 from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
 from infer_prof.core.models import ModelSpec
 from infer_prof.core.prices import (
