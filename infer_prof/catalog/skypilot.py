@@ -27,6 +27,7 @@ import io
 import math
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from infer_prof.catalog.accelerators import fixed_gpu_count, match_accelerator
@@ -95,11 +96,13 @@ class _Cheapest:
             self.spot = spot
 
 
+@cache
 def gpu_memory_gib(gpu_info: str) -> float | None:
     """One GPU's memory in GiB from a ``GpuInfo`` cell (``SizeInMiB`` / 1024), else None.
 
     ``GpuInfo`` is a Python-literal dict, ``{'Gpus': [{'MemoryInfo': {'SizeInMiB': 81920}}]}``;
-    a bare name (Azure, RunPod) or anything unreadable gives None.
+    a bare name (Azure, RunPod) or anything unreadable gives None. Cached: a catalog repeats
+    the same cell on every row of an instance type.
     """
     text = gpu_info.strip()
     if not text.startswith("{"):
