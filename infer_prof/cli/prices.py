@@ -149,6 +149,8 @@ def prices_command(
         rows = ([(o, 1) for o in offers] if all_regions or region
                 else cheapest_region(offers, tier))
         print_market(console, rows, market, tier, default, all_regions or bool(region))
+        if key is not None:
+            _print_siblings(console, market, key)
     elif show_market:
         typer.echo(f"no instance in {market.describe()} matches the filters", err=True)
     if seed:
@@ -201,4 +203,18 @@ def _print_seed(console: Console, catalog: PriceCatalog, rows: list[PriceRow],
         console.print(f"[{n}] {source}", markup=False, highlight=False)
     if picked:
         console.print("* = the on-demand price a run on that GPU uses by default; notes: --json",
+                      markup=False, highlight=False)
+
+
+def _print_siblings(console: Console, market: Market, key: str) -> None:
+    """``also in the catalog: H100-PCIe (lambda), H100-NVL (azure)``: the other models of the
+    same GPU family (the key's first part), which ``--gpu`` keeps apart."""
+    family = key.split("-")[0]
+    others: dict[str, set[str]] = {}
+    for o in market.offers:
+        if o.gpu and o.gpu != key and o.gpu.split("-")[0] == family:
+            others.setdefault(o.gpu, set()).add(o.cloud)
+    if others:
+        listed = ", ".join(f"{k} ({', '.join(sorted(c))})" for k, c in sorted(others.items()))
+        console.print(f"also in the catalog: {listed}; --gpu KEY lists one",
                       markup=False, highlight=False)

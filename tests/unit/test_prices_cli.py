@@ -51,6 +51,8 @@ def test_table_names_the_source_and_collapses_regions(app):
     assert "snapshot of SkyPilot's catalog (commit" in res.stdout
     assert "$98.32" in res.stdout and "$12.29" in res.stdout
     assert "Seed price rows" not in res.stdout  # the seed rows have no cloud
+    res = run(app, "--gpu", "H100")
+    assert "also in the catalog: H100-NVL (azure), H100-PCIe (lambda)" in res.stdout
     res = run(app, "--gpu", "H100", "--cloud", "aws", "--all-regions")
     assert res.stdout.count("p5.48xlarge") == 10
 
