@@ -32,31 +32,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from infer_prof.catalog.gpus import known_gpu_keys, match_gpu_name
 from infer_prof.core.messages import OneLineError
 
 SHIPPED_PRICES = "prices.csv"
 
-CANONICAL_GPU_KEYS: tuple[str, ...] = (
-    "RTX-4090",
-    "RTX-3090",
-    "RTX-5090",
-    "A4000",
-    "A5000",
-    "A6000",
-    "RTX-6000-Ada",
-    "L40",
-    "L40S",
-    "A100-40GB-PCIe",
-    "A100-80GB-PCIe",
-    "A100-40GB-SXM",
-    "A100-80GB-SXM",
-    "H100-PCIe",
-    "H100-SXM",
-    "H100-NVL",
-    "H200",
-    "V100",
-    "MI100",
-)
+CANONICAL_GPU_KEYS: tuple[str, ...] = tuple(known_gpu_keys())
+"""The GPU keys a price row may name: the GPU catalog's (``catalog/data/gpus.json``)."""
 
 REQUIRED_COLUMNS: tuple[str, ...] = (
     "provider",
@@ -92,12 +74,17 @@ _BY_SQUASHED = {_squash(k): k for k in CANONICAL_GPU_KEYS}
 
 
 def canonical_gpu_key(name: str) -> str | None:
-    """The canonical key for a GPU name, ignoring case, spaces, dashes and underscores; else None.
+    """The GPU catalog key for a GPU name, ignoring case, spaces, dashes and underscores, or
+    one of the catalog's aliases and NVML names; else None.
 
     ``canonical_gpu_key("rtx 4090") == "RTX-4090"``;
-    ``canonical_gpu_key("h100_sxm") == "H100-SXM"``.
+    ``canonical_gpu_key("h100_sxm") == "H100-SXM"``; ``canonical_gpu_key("H100") == "H100-SXM"``.
     """
-    return _BY_SQUASHED.get(_squash(name))
+    key = _BY_SQUASHED.get(_squash(name))
+    if key is None:
+        spec = match_gpu_name(name)
+        key = spec.key if spec else None
+    return key
 
 
 @dataclass(frozen=True)

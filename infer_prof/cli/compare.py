@@ -94,6 +94,13 @@ def compare_command(
         "instead of, or besides, result files; with --target-interactivity or --slo.",
     ),
     model: str = typer.Option(None, "--model", help="With --history: only this model's runs."),
+    tiers: bool = typer.Option(
+        False, "--tiers", help="Also cost each run per 1M output tokens on-demand, spot and "
+        "owned (cheapest instance of its GPU; seed purchase price).",
+    ),
+    prices_from: str = typer.Option(
+        None, "--prices-from", help="With --tiers: a folder of SkyPilot catalogs to price from.",
+    ),
 ) -> None:
     """Compare runs side by side: GPU, label, throughput, latency percentiles, cost, energy.
 
@@ -139,6 +146,7 @@ def compare_command(
     if invalid:
         typer.echo(f"warning: invalid runs: {', '.join(invalid)} (see the status column)", err=True)
     paths = [str(p) for p, _ in loaded]
+    tier_costs = _tiers(dicts, prices_from) if tiers else None
     if output_format == "json":
         payload = {
             "columns": [{"key": c.key, "header": c.header, "better": c.better} for c in COLUMNS],
@@ -146,6 +154,8 @@ def compare_command(
             "best": {k: sorted(v) for k, v in best.items()},
             "differing_fields": diff,
         }
+        if tier_costs is not None:
+            payload["tiers"] = {"market": tier_costs["market"], "runs": tier_costs["runs"]}
         typer.echo(json.dumps(payload, indent=2, default=str))
     elif output_format == "csv":
         sys.stdout.write(_csv(rows, best, paths))
@@ -156,3 +166,14 @@ def compare_command(
         if not console.is_terminal:
             console = Console(width=400)  # a pipe or file: never squeeze or wrap the columns
         console.print(_table(rows, best))
+        if tier_costs is not None:
+            from infer_prof.cli.compare_tiers import print_tiers
+
+            print_tiers(console, names, tier_costs)
+
+
+def _tiers(dicts: list[dict[str, Any]], prices_from: str | None) -> dict[str, Any]:
+    """``compare --tiers``: each run's cost per tier (infer_prof.cli.compare_tiers)."""
+    from infer_prof.cli.compare_tiers import tiers_for
+
+    return tiers_for(dicts, prices_from)

@@ -1,4 +1,5 @@
-"""``infer-prof prices``: list the price catalog (the shipped one or ``--prices FILE``)."""
+"""``infer-prof prices``: the GPU instances one can rent (SkyPilot's catalogs, or the snapshot of
+them infer-prof ships), cheapest per GPU-hour first, and the seed articles' price rows."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from infer_prof.catalog.market import Market, load_market, nearest
 from infer_prof.catalog.prices import (
     CANONICAL_GPU_KEYS,
     PriceCatalog,
@@ -49,43 +51,116 @@ def _filter(catalog: PriceCatalog, gpu: str | None, provider: str | None) -> lis
     return rows
 
 
+def _check_filters(market: Market, gpu: str | None, cloud: str | None, region: str | None,
+                   max_price: float | None) -> str | None:
+    """The GPU key of ``--gpu``; exits 2 naming the nearest match for anything not listed."""
+    key = None
+    if gpu is not None:
+        key = canonical_gpu_key(gpu)
+        if key is None:
+            _fail(f"unknown GPU {gpu!r}; nearest: {nearest(gpu, list(CANONICAL_GPU_KEYS))} "
+                  f"(known GPUs: {', '.join(CANONICAL_GPU_KEYS)})")
+    clouds = sorted({o.cloud for o in market.offers})
+    if cloud is not None and cloud.lower() not in clouds:
+        _fail(f"--cloud {cloud!r} is not in {market.describe()}; nearest: "
+              f"{nearest(cloud, clouds)}")
+    regions = sorted({o.region for o in market.offers
+                      if cloud is None or o.cloud == cloud.lower()})
+    if region is not None and region.lower() not in {r.lower() for r in regions}:
+        _fail(f"--region {region!r} is not in {market.describe()}"
+              + (f" for {cloud}" if cloud else "") + f"; nearest: {nearest(region, regions)}")
+    if key is not None and cloud is not None and not any(
+        o.gpu == key and o.cloud == cloud.lower() for o in market.offers
+    ):
+        having = sorted({o.cloud for o in market.offers if o.gpu == key})
+        _fail(f"{cloud} has no {key} instance in {market.describe()}; clouds with {key}: "
+              f"{', '.join(having) or 'none'}")
+    if max_price is not None and not max_price > 0:
+        _fail(f"--max-price must be a positive USD per GPU-hour, got {max_price}")
+    return key
+
+
 def prices_command(
     gpu: str | None = typer.Option(
-        None, "--gpu", help="Only this GPU (canonical key, e.g. RTX-4090, H100-SXM)."
+        None, "--gpu", help="Only this GPU (catalog key or alias, e.g. H100, RTX-4090)."
     ),
-    provider: str | None = typer.Option(None, "--provider", help="Only this provider."),
+    cloud: str | None = typer.Option(None, "--cloud", help="Only this cloud (aws, gcp, ...)."),
+    region: str | None = typer.Option(None, "--region", help="Only this region."),
+    spot: bool = typer.Option(False, "--spot", help="Sort by and keep only spot prices."),
+    max_price: float | None = typer.Option(
+        None, "--max-price", help="Only prices up to this many USD per GPU-hour."
+    ),
+    all_regions: bool = typer.Option(
+        False, "--all-regions", help="A row per region (default: each instance's cheapest)."
+    ),
+    prices_from: str | None = typer.Option(
+        None, "--prices-from", help="A folder of SkyPilot catalogs to read instead of "
+        "~/.sky/catalogs or the shipped snapshot.",
+    ),
+    provider: str | None = typer.Option(
+        None, "--provider", help="Only this provider's seed rows (no instance table)."
+    ),
     prices_file: str | None = typer.Option(
-        None, "--prices", help="A price CSV to read instead of the shipped catalog."
+        None, "--prices", help="A seed price CSV to read instead of the shipped one."
     ),
     json_output: bool = typer.Option(False, "--json", help="Print a JSON list of rows."),
 ) -> None:
-    """List GPU prices: provider, $/hour (per listing and per GPU), purchase price, source, date.
+    """List GPU prices: rentable instances (cloud, instance type, region, on-demand and spot,
+    per instance and per GPU-hour) from SkyPilot's catalogs, cheapest per GPU-hour first, then
+    the seed articles' rows (provider, $/hour, purchase price, source, date).
 
-    The row marked '*' (``"default": true`` in JSON) is the on-demand price a run on that GPU is
-    costed at when neither --provider nor --price-per-hour is given.
+    Each price says where it comes from: the catalog (live ~/.sky/catalogs, or the shipped
+    snapshot with its commit and date; older than 90 days: printed with its age) or the
+    article it was copied from.
     """
+    from infer_prof.core.market import Tier, cheapest_offer, filter_offers
+
     try:
         catalog = load_prices(prices_file)
     except ValueError as exc:
         _fail(f"{exc}; fix the file, or leave out --prices to use the shipped catalog")
-    if gpu is not None and canonical_gpu_key(gpu) is None:
-        _fail(f"unknown GPU {gpu!r}; use one of {', '.join(CANONICAL_GPU_KEYS)}")
-    rows = _filter(catalog, gpu, provider)
-    picked = default_rows(catalog)
+    market = load_market(prices_from)
+    if market.notice:
+        typer.echo(f"note: {market.notice}", err=True)
+    key = _check_filters(market, gpu, cloud, region, max_price)
+    tier: Tier = "spot" if spot else "on-demand"
+    show_market = provider is None
+    offers = filter_offers(market.offers, gpu=key, cloud=cloud, region=region, tier=tier,
+                           max_usd_per_gpu_hour=max_price) if show_market else []
+    quote = cheapest_offer(market.offers, key, "on-demand", 1) if key and show_market else None
+    default = next((o for o in offers if quote and o.key() == f"{quote.provider}:"
+                    f"{quote.instance_type}:{quote.region}"), None)
+    seed = [] if cloud or region or spot else _filter(catalog, gpu, provider)
+    if max_price is not None:
+        seed = [r for r in seed if (r.per_gpu("on_demand_usd_per_hour") or 0) <= max_price]
+    picked = set() if default is not None else default_rows(catalog)
     if json_output:
-        data = [{**r.to_dict(), "default": r.line in picked} for r in rows]
+        data = [{**o.to_dict(), "provider": o.cloud, "kind": "instance",
+                 "catalog": market.to_dict(), "default": o == default} for o in offers]
+        data += [{**r.to_dict(), "kind": "seed", "default": r.line in picked} for r in seed]
         typer.echo(json.dumps(data, indent=2))
         return
-    if not rows:
-        typer.echo(
-            f"no rows in {catalog.origin} match"
-            + (f" --gpu {gpu}" if gpu else "")
-            + (f" --provider {provider}" if provider else "")
-            + f"; GPUs: {', '.join(catalog.gpus()) or 'none'}; "
-            + f"providers: {', '.join(catalog.providers()) or 'none'}",
-            err=True,
-        )
-        return
+    console = Console()
+    if not console.is_terminal:
+        console = Console(width=200)
+    if offers:
+        from infer_prof.cli.prices_market import cheapest_region, print_market
+
+        rows = ([(o, 1) for o in offers] if all_regions or region
+                else cheapest_region(offers, tier))
+        print_market(console, rows, market, tier, default, all_regions or bool(region))
+        if key is not None:
+            _print_siblings(console, market, key)
+    elif show_market:
+        typer.echo(f"no instance in {market.describe()} matches the filters", err=True)
+    if seed:
+        console.print()
+        _print_seed(console, catalog, seed, picked)
+
+
+def _print_seed(console: Console, catalog: PriceCatalog, rows: list[PriceRow],
+                picked: set[int]) -> None:
+    """The seed rows' table (provider, $/h, $/GPU-h, spot, purchase, date, source)."""
     sources: dict[str, int] = {}
     for r in rows:
         sources.setdefault(r.source, len(sources) + 1)
@@ -106,7 +181,7 @@ def prices_command(
         columns.append(("buy $", lambda r: _money(r.per_gpu("purchase_usd"), 0)))
     columns += [("date", lambda r: r.date or "-"), ("src", lambda r: f"[{sources[r.source]}]")]
     table = Table(
-        title=f"GPU prices ({catalog.origin})",
+        title=f"Seed price rows ({catalog.origin})",
         box=box.SIMPLE_HEAD,
         show_edge=False,
         padding=0,  # the box's blank column separator leaves one space between columns
@@ -123,8 +198,23 @@ def prices_command(
         )
     for c in cells:
         table.add_row(*c)
-    console = Console()
     console.print(table)
     for source, n in sources.items():
         console.print(f"[{n}] {source}", markup=False, highlight=False)
-    typer.echo("* = the on-demand price a run on that GPU uses by default; notes: --json")
+    if picked:
+        console.print("* = the on-demand price a run on that GPU uses by default; notes: --json",
+                      markup=False, highlight=False)
+
+
+def _print_siblings(console: Console, market: Market, key: str) -> None:
+    """``also in the catalog: H100-PCIe (lambda), H100-NVL (azure)``: the other models of the
+    same GPU family (the key's first part), which ``--gpu`` keeps apart."""
+    family = key.split("-")[0]
+    others: dict[str, set[str]] = {}
+    for o in market.offers:
+        if o.gpu and o.gpu != key and o.gpu.split("-")[0] == family:
+            others.setdefault(o.gpu, set()).add(o.cloud)
+    if others:
+        listed = ", ".join(f"{k} ({', '.join(sorted(c))})" for k, c in sorted(others.items()))
+        console.print(f"also in the catalog: {listed}; --gpu KEY lists one",
+                      markup=False, highlight=False)

@@ -14,6 +14,7 @@ from infer_prof.catalog.gpus import detect_gpus
 from infer_prof.catalog.models import TINY_LLAMA
 from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
 from infer_prof.cli.run_exit import finish_run
+from infer_prof.cli.run_prices import check_instance
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
 from infer_prof.report.console import print_summary, print_sweep
 from infer_prof.results.schema import public_result
@@ -267,6 +268,15 @@ def run_command(
     ),
     prices: str = typer.Option(None, "--prices", help="Price catalog CSV to use instead."),
     spot: bool = typer.Option(False, "--spot", help="Use spot prices where known."),
+    # instance market (infer_prof.catalog.market; docs/prices.md)
+    instance: str = typer.Option(
+        None, "--instance", help="Price as this rented instance: CLOUD:TYPE[:REGION], e.g. "
+        "aws:p5.48xlarge:us-east-1 (see infer-prof prices); its GPU if --gpu is not given.",
+    ),
+    prices_from: str = typer.Option(
+        None, "--prices-from", help="Folder of SkyPilot catalogs to price from (default: "
+        "~/.sky/catalogs, else the shipped snapshot).",
+    ),
     purchase_price: float = typer.Option(
         None,
         "--purchase-price",
@@ -324,6 +334,9 @@ def run_command(
     """Profile a model: start vLLM, drive concurrent streams, report latency, throughput."""
     from infer_prof.cli.run_endpoints import endpoint_targets, run_many
 
+    instance_gpu = check_instance(instance, prices_from, gpu[0] if gpu else None)
+    if instance_gpu and not gpu:
+        gpu = [instance_gpu]
     targets = endpoint_targets(
         endpoint, gpu, gpus, price_per_hour, endpoint_label, endpoints_file
     )
@@ -397,6 +410,8 @@ def run_command(
         provider=provider,
         prices_file=prices,
         spot=spot,
+        instance=instance,
+        prices_from=prices_from,
         purchase_usd=purchase_price,
         amortize_years=amortize_years,
         usd_per_kwh=usd_per_kwh,

@@ -286,13 +286,16 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     cost = result.get("cost") or {}
     if cost.get("available"):
         price = cost.get("price") or {}
-        rows.append(
-            (
-                "price",
-                f"${cost['usd_per_hour']:.2f}/h for {cost['gpus']} GPU(s) "
-                f"({price.get('provider')}, {price.get('kind')})",
-            )
-        )
+        where = " ".join(str(price[k]) for k in ("provider", "instance_type", "region")
+                         if price.get(k))
+        text = f"${cost['usd_per_hour']:.2f}/h for {cost['gpus']} GPU(s) ({where}, " \
+            f"{price.get('kind')})"
+        if price.get("low") is not None and price.get("high") != price.get("low"):
+            text += f"; ${price['low']:.2f}-${price['high']:.2f} per GPU-hour across instances"
+        age = (price.get("catalog") or {}).get("age_days")
+        if age is not None and age > 90:
+            text += f"; prices {age} days old"
+        rows.append(("price", text))
         rows.append(
             ("$ per 1M output tokens", fmt_value(cost.get("usd_per_million_output_tokens"), 4))
         )

@@ -64,6 +64,8 @@ class RunConfig:
     provider: str | None = None
     prices_file: str | None = None
     spot: bool = False
+    instance: str | None = None
+    prices_from: str | None = None
     purchase_usd: float | None = None
     amortize_years: float = 3.0
     usd_per_kwh: float = 0.12

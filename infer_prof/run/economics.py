@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infer_prof.catalog.prices import PriceError, load_prices, select_price
+from infer_prof.catalog.market import find_instance, load_market
+from infer_prof.catalog.prices import PriceError, PriceQuote, load_prices, select_price
 from infer_prof.core.gpus import GpuSpec
+from infer_prof.core.market import InstanceQuote, Tier, cheapest_offer, quote_instance
 from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
 from infer_prof.core.models import ModelSpec
 from infer_prof.core.prices import (
@@ -36,6 +38,41 @@ class CostOptions:
     amortize_years: float = 3.0
     usd_per_kwh: float = 0.12
     utilization: float = 1.0
+    instance: str | None = None  # CLOUD:TYPE[:REGION] from the instance market
+    prices_from: str | None = None  # a folder of SkyPilot catalogs (else ~/.sky, else snapshot)
+
+
+def choose_price(
+    gpu: GpuSpec | None, gpus: int, opts: CostOptions
+) -> tuple[PriceQuote | InstanceQuote, int, dict[str, Any] | None]:
+    """The price a run is costed at, the GPUs it covers, and the market it came from.
+
+    In order: ``--price-per-hour``; ``--instance`` (the whole instance is costed: its price
+    for its GPUs); ``--provider``/``--prices`` (the seed price rows); the cheapest instance of
+    the GPU in the market (``--prices-from``, ``~/.sky/catalogs`` or the snapshot), preferring
+    instances of exactly ``gpus`` GPUs; the seed rows when the market has none. ``--spot``
+    picks the spot tier. Raises PriceError (or ValueError) when nothing applies.
+    """
+    tier: Tier = "spot" if opts.spot else "on-demand"
+    if opts.price_per_hour is not None or opts.provider or opts.prices_file:
+        catalog = load_prices(opts.prices_file)
+        key = gpu.key if gpu else None
+        return select_price(catalog, key, opts.provider, opts.price_per_hour, opts.spot), gpus, None
+    if opts.instance:
+        market = load_market(opts.prices_from)
+        offer = find_instance(market, opts.instance)
+        if offer.price(tier) is None:
+            raise PriceError(f"--instance {opts.instance}: {offer.key()} has no {tier} price in "
+                             f"{market.describe()}")
+        quote = quote_instance(offer, tier, f"named with --instance {opts.instance}")
+        return quote, offer.gpu_count, market.to_dict()
+    if gpu is not None:
+        market = load_market(opts.prices_from)
+        found = cheapest_offer(market.offers, gpu.key, tier, gpus)
+        if found is not None:
+            return found, gpus, market.to_dict()
+    seed = select_price(load_prices(None), gpu.key if gpu else None, None, None, opts.spot)
+    return seed, gpus, None
 
 
 def cost_block(
@@ -50,15 +87,15 @@ def cost_block(
     the owned-hardware cost and the break-even hours against renting. Null with a reason when
     no price applies (e.g. a CPU run without ``--price-per-hour``)."""
     out: dict[str, Any] = {"available": False, "reason": None}
+    priced_gpus = gpus
+    market: dict[str, Any] | None = None
+    quote: PriceQuote | InstanceQuote | None
     try:
-        catalog = load_prices(opts.prices_file)
-        quote = select_price(
-            catalog, gpu.key if gpu else None, opts.provider, opts.price_per_hour, opts.spot
-        )
+        quote, priced_gpus, market = choose_price(gpu, gpus, opts)
     except (PriceError, ValueError) as exc:
         out["reason"] = (
             str(exc)
-            if gpu or opts.price_per_hour
+            if gpu or opts.price_per_hour or opts.instance
             else ("no GPU to price: pass --gpu NAME (for --endpoint runs) or --price-per-hour")
         )
         quote = None
@@ -66,12 +103,15 @@ def cost_block(
         out.update(
             cost_report(
                 quote.usd_per_hour,
-                gpus,
+                priced_gpus,
                 summary.get("output_throughput"),
                 summary.get("total_throughput"),
             )
         )
         out["price"] = quote.to_dict()
+        out["run_gpus"] = gpus
+        if market is not None:
+            out["price"]["catalog"] = market
         out["available"] = True
     if opts.purchase_usd is not None:
         tdp = gpu.tdp_watts * gpus if gpu and gpu.tdp_watts else None

@@ -308,6 +308,8 @@ def build_result(
                 cfg.purchase_usd,
                 cfg.amortize_years,
                 cfg.usd_per_kwh,
+                instance=cfg.instance,
+                prices_from=cfg.prices_from,
             ),
             energy["energy_j"],
             sdict.get("duration_s"),

@@ -1,0 +1,68 @@
+"""`compare --tiers`: each run's cost per 1M output tokens on-demand, spot and owned."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from infer_prof.catalog.gpus import catalog
+from infer_prof.catalog.market import snapshot_market
+from infer_prof.catalog.prices import load_prices
+from infer_prof.cli.compare import compare_command
+from infer_prof.results.tier_costs import tier_costs
+
+from .test_report_html import make_result
+
+
+@pytest.fixture(autouse=True)
+def no_sky_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+def test_tiers_by_hand():
+    r = make_result("a", gpu="A100-80GB-SXM", gpu_count=1)
+    thr = r["summary"]["output_throughput"]
+    t = tier_costs(r, snapshot_market(), load_prices(None))
+    # on-demand: RunPod's 1x A100-80GB-SXM at $1.89/h
+    assert t["on-demand"]["what"].startswith("runpod 1x_A100-80GB-SXM_SECURE")
+    assert t["on-demand"]["usd_per_million_output_tokens"] == pytest.approx(
+        1.89 / (thr * 3600) * 1e6)
+    # spot: no 1-GPU A100-80GB-SXM spot price; the cheapest per GPU of any size is Azure's
+    # ND96amsr A100 v4 at $3.6047/h for 8 (AWS p4de's best is $5.8394)
+    assert t["spot"]["usd_per_hour"] == pytest.approx(3.6047 / 8)
+    assert t["spot"]["what"] == "azure Standard_ND96amsr_A100_v4 eastus"
+    # owned: $37,500 over 3 years 24/7 + 400 W at $0.12/kWh
+    tdp = catalog()["A100-80GB-SXM"].tdp_watts
+    per_hour = 37500 / (3 * 8760) + tdp / 1000 * 0.12
+    assert t["owned"]["usd_per_hour"] == pytest.approx(per_hour)
+    assert t["owned"]["usd_per_million_output_tokens"] == pytest.approx(
+        per_hour / (thr * 3600) * 1e6)
+
+
+def test_missing_prices_say_why():
+    t = tier_costs(make_result("h", gpu="H100-SXM"), snapshot_market(), load_prices(None))
+    assert "no purchase price for H100-SXM" in t["owned"]["reason"]
+    t = tier_costs(make_result("c", gpu=None), snapshot_market(), load_prices(None))
+    assert all("no GPU key" in t[k]["reason"] for k in ("on-demand", "spot", "owned"))
+
+
+def test_compare_cli_shows_the_tiers(tmp_path):
+    paths = []
+    for name, gpu in (("r4090", "RTX-4090"), ("a100", "A100-80GB-SXM")):
+        p = tmp_path / f"{name}.json"
+        p.write_text(json.dumps(make_result(name, gpu=gpu)))
+        paths.append(str(p))
+    app = typer.Typer()
+    app.command()(compare_command)
+    res = CliRunner().invoke(app, [*paths, "--tiers"])
+    assert res.exit_code == 0, res.output
+    assert "$ per 1M output tokens by price tier" in res.stdout
+    assert "r4090 on-demand: runpod 1x_RTX4090_SECURE" in res.stdout
+    assert "r4090 owned: $1,600/GPU (street)" in res.stdout
+    res = CliRunner().invoke(app, [*paths, "--tiers", "--format", "json"])
+    runs = json.loads(res.stdout)["tiers"]["runs"]
+    assert [r["gpu"] for r in runs] == ["RTX-4090", "A100-80GB-SXM"]
+    assert runs[0]["spot"]["usd_per_hour"] == pytest.approx(0.34)  # RunPod 4090 spot

@@ -1,0 +1,83 @@
+"""A run's cost priced from the instance market: --instance, --gpu, --spot, and the seed rows."""
+
+from __future__ import annotations
+
+import pytest
+
+from infer_prof.catalog.gpus import find_gpu
+from infer_prof.run.economics import CostOptions, cost_block
+
+from .test_skypilot_catalog import write_live_catalog
+
+SUMMARY = {"output_throughput": 1000.0, "total_throughput": 3000.0}
+
+
+@pytest.fixture(autouse=True)
+def no_sky_home(tmp_path, monkeypatch):
+    """No ~/.sky/catalogs unless a test writes one: the shipped snapshot prices."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+def cost(gpu: str | None, gpus: int, **opts) -> dict:
+    return cost_block(SUMMARY, find_gpu(gpu) if gpu else None, gpus, CostOptions(**opts),
+                      None, None)
+
+
+def test_named_instance_costs_the_whole_instance():
+    c = cost("H100-SXM", 1, instance="aws:p5.48xlarge:us-east-1")
+    assert c["available"] and c["gpus"] == 8 and c["run_gpus"] == 1
+    assert c["usd_per_hour"] == pytest.approx(98.32)
+    assert c["usd_per_gpu_hour"] == pytest.approx(12.29)
+    p = c["price"]
+    assert (p["cloud"], p["instance_type"], p["region"], p["tier"]) == (
+        "aws", "p5.48xlarge", "us-east-1", "on-demand")
+    assert p["source"].startswith("skypilot-org/skypilot-catalog@") and p["date"]
+    assert p["catalog"]["source"] == "snapshot"
+    # $98.32/h at 1000 output tokens/s: 98.32 / 3.6e6 * 1e6 USD per 1M tokens
+    assert c["usd_per_million_output_tokens"] == pytest.approx(98.32 / 3.6)
+
+
+def test_named_instance_spot_tier():
+    c = cost(None, 8, instance="aws:p5.48xlarge:us-east-1", spot=True)
+    assert c["usd_per_hour"] == pytest.approx(20.9934) and c["price"]["tier"] == "spot"
+    no_spot = cost(None, 1, instance="lambda:gpu_1x_h100_sxm5:us-east-1", spot=True)
+    assert not no_spot["available"] and "no spot price" in no_spot["reason"]
+
+
+def test_gpu_is_priced_at_the_cheapest_instance_named_with_its_range():
+    """Before the market the --gpu price was the seed articles' 'cloud-low' $1.99 range end."""
+    c = cost("H100-SXM", 1)
+    p = c["price"]
+    assert (p["cloud"], p["instance_type"], p["usd_per_hour"]) == (
+        "lambda", "gpu_1x_h100_sxm5", 3.29)
+    assert c["usd_per_hour"] == pytest.approx(3.29)
+    # 1-GPU H100-SXM instances: only Lambda's, at $3.29 in every region
+    assert (p["low"], p["high"], p["candidates"]) == (3.29, 3.29, 17)
+    c8 = cost("H100-SXM", 8)
+    assert c8["price"]["usd_per_hour"] == pytest.approx(23.92 / 8)  # Lambda or RunPod 8x
+    assert c8["usd_per_hour"] == pytest.approx(23.92)
+    assert c8["price"]["high"] == pytest.approx(127.816 / 8)  # AWS/Azure's dearest region
+    assert c8["price"]["low"] < c8["price"]["high"]
+
+
+def test_gpu_missing_from_the_market_falls_back_to_the_seed_rows(tmp_path):
+    root = write_live_catalog(tmp_path)  # Lambda and AWS H100s only
+    c = cost("RTX-4090", 1, prices_from=str(root))
+    assert (c["price"]["provider"], c["price"]["usd_per_hour"]) == ("runpod", 0.34)
+    h = cost("H100-SXM", 1, prices_from=str(root))
+    assert h["price"]["catalog"]["source"] == "live" and h["price"]["usd_per_hour"] == 2.50
+
+
+def test_provider_and_price_per_hour_keep_their_meaning():
+    c = cost("A100-80GB-SXM", 1, provider="lambda")
+    assert (c["price"]["provider"], c["usd_per_hour"]) == ("lambda", 1.48)
+    c = cost("H100-SXM", 2, price_per_hour=1.5)
+    assert (c["price"]["kind"], c["usd_per_hour"]) == ("user", 3.0)
+
+
+def test_summary_names_the_instance_and_the_range():
+    from infer_prof.report.console import _derived_rows
+
+    rows = dict(_derived_rows({"cost": cost("H100-SXM", 8)}))
+    assert rows["price"].startswith("$23.92/h for 8 GPU(s) (lambda gpu_8x_h100_sxm5 ")
+    assert "on-demand); $2.99-$15.98 per GPU-hour across instances" in rows["price"]

@@ -1,0 +1,106 @@
+"""`infer-prof prices`: the instance market with its filters, where each price comes from."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from infer_prof.cli.prices import prices_command
+
+from .test_skypilot_catalog import write_live_catalog
+
+
+@pytest.fixture(autouse=True)
+def no_sky_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+
+
+@pytest.fixture()
+def app() -> typer.Typer:
+    a = typer.Typer()
+    a.command()(prices_command)
+    return a
+
+
+def run(app, *args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def test_h100_from_five_clouds_cheapest_per_gpu_first(app):
+    res = run(app, "--gpu", "H100", "--json")
+    assert res.exit_code == 0, res.output
+    rows = [r for r in json.loads(res.stdout) if r["kind"] == "instance"]
+    assert {"aws", "gcp", "azure", "lambda", "runpod"} <= {r["cloud"] for r in rows}
+    per_gpu = [r["on_demand_usd_per_gpu_hour"] for r in rows]
+    assert per_gpu == sorted(per_gpu)
+    assert all(r["gpu"] == "H100-SXM" for r in rows)
+    assert rows[0]["catalog"]["source"] == "snapshot"
+    assert rows[0]["source"].startswith("skypilot-org/skypilot-catalog@")
+    assert [r["instance_type"] for r in rows if r["default"]] == ["gpu_1x_h100_sxm5"]
+    seed = [r for r in json.loads(res.stdout) if r["kind"] == "seed"]
+    assert {r["provider"] for r in seed} == {"cloud-low", "cloud-high"}
+
+
+def test_table_names_the_source_and_collapses_regions(app):
+    res = run(app, "--gpu", "H100", "--cloud", "aws")
+    assert res.exit_code == 0, res.output
+    assert "p5.48xlarge" in res.stdout and "us-east-1 (+9)" in res.stdout
+    assert "snapshot of SkyPilot's catalog (commit" in res.stdout
+    assert "$98.32" in res.stdout and "$12.29" in res.stdout
+    assert "Seed price rows" not in res.stdout  # the seed rows have no cloud
+    res = run(app, "--gpu", "H100")
+    assert "also in the catalog: H100-NVL (azure), H100-PCIe (lambda)" in res.stdout
+    res = run(app, "--gpu", "H100", "--cloud", "aws", "--all-regions")
+    assert res.stdout.count("p5.48xlarge") == 10
+
+
+def test_spot_region_and_max_price_filters(app):
+    res = run(app, "--spot", "--region", "us-east-1", "--max-price", "3", "--json")
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)
+    assert rows and all(r["region"] == "us-east-1" for r in rows)
+    assert all(r["spot_usd_per_gpu_hour"] <= 3 for r in rows)
+    spot = [r["spot_usd_per_gpu_hour"] for r in rows]
+    assert spot == sorted(spot)
+    # p5 in us-east-1: $20.9934 spot / 8 GPUs
+    p5 = [r for r in rows if r["instance_type"] == "p5.48xlarge"]
+    assert p5[0]["spot_usd_per_gpu_hour"] == pytest.approx(20.9934 / 8)
+
+
+@pytest.mark.parametrize(
+    ("args", "words"),
+    [
+        (("--cloud", "awz"), "nearest: aws"),
+        (("--region", "us-est-1"), "nearest: "),
+        (("--gpu", "H10"), "unknown GPU 'H10'; nearest: "),
+        (("--gpu", "RTX-4090", "--cloud", "aws"), "aws has no RTX-4090 instance"),
+    ],
+)
+def test_bad_filters_exit_2_with_one_line(app, args, words):
+    res = run(app, *args)
+    assert res.exit_code == 2
+    assert res.stderr.count("\n") == 1 and words in res.stderr
+
+
+def test_live_catalog_is_used_and_says_so(app, tmp_path):
+    root = write_live_catalog(tmp_path)
+    res = run(app, "--gpu", "H100", "--prices-from", str(root))
+    assert res.exit_code == 0, res.output
+    assert f"SkyPilot's catalogs in {root}" in res.stdout
+    assert "gpu_1x_h100_sxm5" in res.stdout and "$2.5" in res.stdout
+    res = run(app, "--prices-from", str(tmp_path / "nope"), "--gpu", "H100")
+    assert res.exit_code == 0
+    assert "no such folder; using the shipped snapshot" in res.stderr
+    assert "snapshot of SkyPilot's catalog" in res.stdout
+
+
+def test_unknown_accelerators_are_listed_as_such(app, tmp_path):
+    root = write_live_catalog(tmp_path)
+    res = run(app, "--prices-from", str(root), "--json")
+    mi = [r for r in json.loads(res.stdout) if r.get("accelerator") == "MI300X"]
+    assert mi and mi[0]["gpu"] is None
+    res = run(app, "--prices-from", str(root))
+    assert "? MI300X" in res.stdout
