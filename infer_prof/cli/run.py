@@ -15,6 +15,7 @@ from infer_prof.catalog.models import TINY_LLAMA
 from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
 from infer_prof.report.console import print_summary, print_sweep
+from infer_prof.report.frontier_table import print_frontier
 from infer_prof.results.failed_run import every_request_failed
 from infer_prof.results.schema import public_result
 from infer_prof.run.config import ConfigError, RunConfig
@@ -311,6 +312,20 @@ def run_command(
     ),
     json_output: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No live progress display."),
+    # --- the cost-interactivity frontier (docs/frontier.md): keep these together
+    frontier: bool = typer.Option(
+        False, "--frontier", help="Double the load (1, 2, 4, ... streams; a --concurrency or "
+        "--rate list overrides) until throughput plateaus, an --slo breaks or "
+        "--max-concurrency; each point measured until precise (±2 %, 95 %).",
+    ),
+    target_interactivity: float = typer.Option(
+        None, "--target-interactivity", help="--frontier: tokens/s/user to read throughput "
+        "per GPU and $/1M tokens at (interpolated along the front, never extrapolated).",
+    ),
+    engine_sweep: str = typer.Option(
+        None, "--engine-sweep", help="--frontier per engine configuration: a TOML file of "
+        "named configurations, or one setting's values (max-num-seqs=64,128,256).",
+    ),
 ) -> None:
     """Profile a model: start vLLM, drive concurrent streams, report latency, throughput."""
     from infer_prof.cli.run_endpoints import endpoint_targets, run_many
@@ -399,6 +414,9 @@ def run_command(
         results_dir=results_dir,
         labels=parse_labels(label),
         progress=not no_progress,
+        frontier=frontier,
+        target_interactivity=target_interactivity,
+        engine_sweep=engine_sweep,
     )
     if targets:
         run_many(cfg, targets, json_output)
@@ -428,6 +446,8 @@ def run_command(
             print_summary(p.result, out)
         if outcome.sweep:
             print_sweep(outcome.sweep, out)
+        if outcome.sweep and outcome.sweep.get("frontier"):
+            print_frontier(outcome.sweep["frontier"], out)
     for p in outcome.points:
         err.print(f"result: {p.result_path}")
     if outcome.sweep_path:
@@ -438,6 +458,9 @@ def run_command(
             f"{outcome.history_errors[0]} -- the result files are written; record them later "
             f"with: infer-prof history import {paths} --history URL"
         )
+    problems = ((outcome.sweep or {}).get("frontier") or {}).get("problems")
+    if problems:
+        fail("; ".join(problems))
     if not outcome.complete:
         reason = next(
             p.result["incomplete_reason"] for p in outcome.points if not p.result["complete"]

@@ -10,12 +10,15 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from infer_prof.core.precision import PrecisionRule
+from infer_prof.core.slo import format_slos
 from infer_prof.core.sweep import find_max_float, find_max_int
 from infer_prof.core.workloads import Workload
 from infer_prof.report.progress import ProgressLine
-from infer_prof.run.config import RunConfig
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.frontier_run import FrontierSpec, answer, prepare, run_frontier
 from infer_prof.run.load import drive_point, request_builder
-from infer_prof.run.load_points import build_specs
+from infer_prof.run.load_points import base_workload, build_specs
 from infer_prof.run.planning import announce_plan, plan_run
 from infer_prof.run.record import (
     RunOutcome,
@@ -45,8 +48,15 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     server cannot start; every other event (server death, hung streams, Ctrl-C) is recorded in
     the point's result, marked incomplete, and ends the sweep.
     """
+    fspec: FrontierSpec | None = None
+    if cfg.frontier:  # the levels to try, checked before anything starts
+        cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
+    elif cfg.target_interactivity is not None:
+        raise ConfigError("--target-interactivity reads a frontier: add --frontier (or use "
+                          "compare --target-interactivity on frontier results)")
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     cfg, points = plan.cfg, plan.points
+    frontier: dict[str, Any] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")
     server: VllmServer | None = None
     outcomes: list[RunOutcome] = []
@@ -63,6 +73,14 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         search: dict[str, Any] | None = None
         if cfg.find_max:
             search = _find_max(sess, points[0], outcomes)
+        elif fspec is not None:
+            memory = plan.plan.memory if plan.plan else None
+            frontier = run_frontier(
+                points, fspec, lambda w, rule: _run_point(sess, w, True, rule), outcomes,
+                cfg.client_processes, memory.max_sequences if memory else None, progress.status,
+            )
+            frontier["problems"] = answer(frontier, fspec.target,
+                                          format_slos(plan.slos) if plan.slos else None)
         else:
             for w in points:
                 out = _run_point(sess, w, len(points) > 1)
@@ -75,11 +93,14 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     finally:
         if server is not None:
             server.stop()
-    return record_sweep(cfg, plan.model.name, stamp, outcomes, search)
+    return record_sweep(cfg, plan.model.name, stamp, outcomes, search, frontier)
 
 
-def _run_point(sess: Session, wl: Workload, many: bool) -> RunOutcome:
-    """Drive one load point against the session's server and write its result."""
+def _run_point(
+    sess: Session, wl: Workload, many: bool, precision: PrecisionRule | None = None
+) -> RunOutcome:
+    """Drive one load point against the session's server and write its result (with a
+    ``precision`` rule: measured until precise, the interval in ``result["precision"]``)."""
     cfg = sess.cfg
     label, run_id, result_path, requests_path = point_files(sess, wl, many)
     started = now()
@@ -92,7 +113,8 @@ def _run_point(sess: Session, wl: Workload, many: bool) -> RunOutcome:
         stagger=cfg.warmup_stagger and not sess.sessions,
     )
     build = request_builder(sess, run_id)
-    records, state, client, telemetry = drive_point(sess, wl, build, warm, measured, progress)
+    records, state, client, telemetry = drive_point(sess, wl, build, warm, measured, progress,
+                                                    precision)
     if state["incomplete_reason"] == "interrupted":
         sess.interrupted = True
     server_info = server_section(sess, state)
@@ -108,6 +130,8 @@ def _run_point(sess: Session, wl: Workload, many: bool) -> RunOutcome:
         server_info,
         requests_path.name,
     )
+    if "precision" in state:
+        result["precision"] = state["precision"]
     history_error = save_point(cfg, result, records, result_path, requests_path, progress)
     return RunOutcome(result, result_path, requests_path, history_error)
 

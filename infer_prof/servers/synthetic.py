@@ -128,6 +128,7 @@ class Stream:
     cancelled: bool = False
     finished: bool = False
     prefix: bytes = b""  # the event up to the completion-token count (same for every token)
+    itl_ns: int = 0  # this stream's gap between tokens (load-dependent with --itl-per-stream-ms)
 
 
 class SyntheticServer:
@@ -143,6 +144,7 @@ class SyntheticServer:
         tick_ms: float = 0.5,
         ssl_context: ssl.SSLContext | None = None,
         cost_us: float = 0.0,
+        itl_per_stream_ms: float = 0.0,
     ) -> None:
         self.ssl_context = ssl_context  # HTTPS when set
         if cost_us < 0:
@@ -154,6 +156,13 @@ class SyntheticServer:
         self.fail_every = fail_every  # every n-th request is answered HTTP 500 (fault tests)
         self.ttft_ns = int(ttft_ms * 1e6)
         self.itl_ns = int(itl_ms * 1e6)
+        # --itl-per-stream-ms b: a request arriving with n streams in service (itself
+        # included) gets ITL = itl_ms + b x n for all its tokens, as a batched engine's decode
+        # step grows with its batch: a server whose speed falls with load in a known way
+        if itl_per_stream_ms < 0:
+            raise ValueError(f"itl_per_stream_ms must be >= 0, got {itl_per_stream_ms}")
+        self.itl_slope_ns = int(itl_per_stream_ms * 1e6)
+        self.active = 0  # streams in service (arrived, not finished)
         self.default_tokens = default_tokens
         self.truth: list[dict[str, Any]] = []
         self.next_index = 0
@@ -233,6 +242,8 @@ class SyntheticServer:
                 conn, self.next_index, arrival_ns, prompt_tokens, max_tokens, request_id
             )
             stream.prefix = _EVENT_PREFIX % (stream.index, prompt_tokens)
+            self.active += 1
+            stream.itl_ns = self.itl_ns + self.itl_slope_ns * self.active
             self.next_index += 1
             conn.send_raw(
                 b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
@@ -250,6 +261,7 @@ class SyntheticServer:
                 {
                     "ttft_ns": self.ttft_ns,
                     "itl_ns": self.itl_ns,
+                    "itl_per_stream_ns": self.itl_slope_ns,
                     "cost_ns_per_token": self.cost_ns,
                     "requests": self.truth,
                 },
@@ -316,7 +328,7 @@ class SyntheticServer:
         perf_ns = time.perf_counter_ns
         buckets = self.buckets
         tick = self.tick_ns
-        ttft, itl = self.ttft_ns, self.itl_ns
+        ttft = self.ttft_ns
         cost = self._burn_ns
         for s in bucket:
             if s.cancelled:
@@ -332,7 +344,7 @@ class SyntheticServer:
             if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data)):
                 continue  # the connection is gone; closing it finished the stream
             s.send_ns.append(perf_ns())
-            due = s.arrival_ns + ttft + n * itl
+            due = s.arrival_ns + ttft + n * s.itl_ns
             s.due_ns = due
             kk = -(-due // tick)
             nxt = buckets.get(kk)
@@ -368,7 +380,7 @@ class SyntheticServer:
         elif self.hang_every and (s.index + 1) % self.hang_every == 0 and n >= 3:
             s.handle = None  # stall: the stream stays open and silent
         else:
-            self._schedule(s, s.arrival_ns + self.ttft_ns + n * self.itl_ns)
+            self._schedule(s, s.arrival_ns + self.ttft_ns + n * s.itl_ns)
 
     def finish(self, s: Stream, aborted: bool) -> None:
         """End stream ``s`` (once): record its truth (``aborted``: it did not send every token)
@@ -377,6 +389,7 @@ class SyntheticServer:
             return
         s.finished = True
         s.cancelled = True
+        self.active -= 1
         s.conn.active = None
         self.truth.append(
             {
@@ -429,6 +442,11 @@ def main(argv: list[str] | None = None) -> None:
         default=0,
         help="count prefix-cache hits of token-ID prompts in blocks of N tokens (0: no cache)",
     )
+    parser.add_argument(
+        "--itl-per-stream-ms", type=float, default=0.0,
+        help="ITL grows by this many ms per stream in service at a request's arrival "
+        "(a server whose speed falls with load in a known way)",
+    )
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     args = parser.parse_args(argv)
@@ -456,6 +474,7 @@ def main(argv: list[str] | None = None) -> None:
         args.tick_ms,
         ctx,
         args.cost_us,
+        args.itl_per_stream_ms,
     )
     server.prefix_block = max(0, args.prefix_cache_block)
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
