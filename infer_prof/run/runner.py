@@ -100,7 +100,7 @@ def _run_point(
     sess: Session, wl: Workload, many: bool, precision: PrecisionRule | None = None
 ) -> RunOutcome:
     """Drive one load point against the session's server and write its result (with a
-    ``precision`` rule: measured until precise, the interval in ``result["precision"]``)."""
+    ``precision`` rule: measured until precise, the intervals in ``result["precision_stop"]``)."""
     cfg = sess.cfg
     label, run_id, result_path, requests_path = point_files(sess, wl, many)
     started = now()
@@ -131,7 +131,7 @@ def _run_point(
         requests_path.name,
     )
     if "precision" in state:
-        result["precision"] = state["precision"]
+        result["precision_stop"] = state["precision"]  # ("precision" is the weights')
     history_error = save_point(cfg, result, records, result_path, requests_path, progress)
     return RunOutcome(result, result_path, requests_path, history_error)
 

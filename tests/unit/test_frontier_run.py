@@ -65,7 +65,7 @@ def _result(level, tpot_ms, out_tok_s, in_tok_s, slo_passed=None, complete=True,
                     "requests_completed": 40},
         "slo": slo, "gpu": {"count": 2},
         "cost": {"available": price is not None, "price": {"usd_per_hour": price}},
-        "precision": {"stopped_by": "precision", "requests": 40},
+        "precision_stop": {"stopped_by": "precision", "requests": 40},
     }
 
 
