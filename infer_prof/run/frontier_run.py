@@ -200,7 +200,8 @@ def run_frontier(
         slo = r.get("slo")
         passes.append(bool(slo["passed"]) if slo else True)
         extra.append({"requests": r["summary"].get("requests_completed"),
-                      "precision": r.get("precision_stop"), "slo_passed": passes[-1] if slo else None})
+                      "precision": r.get("precision_stop"),
+                      "slo_passed": passes[-1] if slo else None})
         say(_line(spec.loop, p, r.get("precision_stop")))
         if slo and not slo["passed"]:
             reason = f"slo: the point at {level:g} breaks {_broken(slo)}"
