@@ -112,7 +112,8 @@ def prepare(cfg: RunConfig, open_loop_workload: bool) -> tuple[RunConfig, Fronti
                               f"{cfg.max_concurrency}")
         levels = doubling(start, ceiling)
     fixed = cfg.num_requests is not None or cfg.duration_s is not None or cfg.turns is not None
-    rule = None if fixed else PrecisionRule()
+    # open loop: TPOT p50 must be precise; the throughput follows the offered rate
+    rule = None if fixed else PrecisionRule(require_throughput=not open_loop)
     new = replace(
         cfg,
         concurrency=None if open_loop else [int(x) for x in levels],

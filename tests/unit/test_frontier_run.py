@@ -37,6 +37,7 @@ def test_prepare_lists_and_fixed_counts():
     assert spec.levels == (4, 8, 16, 32) and not spec.explicit  # one value: the start
     cfg, spec = prepare(RunConfig(frontier=True, rates=[0.5]), False)
     assert spec.loop == "open" and spec.levels[:3] == (0.5, 1.0, 2.0)
+    assert spec.precision is not None and not spec.precision.require_throughput
     assert cfg.rates == list(spec.levels) and cfg.concurrency is None
     _, spec = prepare(RunConfig(frontier=True), True)  # an open-loop workload file
     assert spec.loop == "open"

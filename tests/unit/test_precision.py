@@ -97,3 +97,19 @@ def test_rule_rejects_a_floor_over_the_ceiling():
         PrecisionRule(min_seconds=10, max_seconds=5)
     with pytest.raises(ValueError):
         PrecisionRule(batches=7)
+
+
+def test_open_loop_rule_needs_only_tpot_precise():
+    """Bursty throughput but a steady TPOT: done when the throughput is not required."""
+    for required, done in ((True, False), (False, True)):
+        tr = PrecisionTracker(PrecisionRule(min_requests=1, min_seconds=1.0,
+                                            require_throughput=required))
+        tr.start(0)
+        t = 0
+        for sec in range(10):
+            rate = 50 if sec % 2 else 150
+            for _ in range(rate):
+                t += S // rate
+                tr.add_tokens(t, 1)
+            tr.add_request(10.0)
+        assert tr.check(t) is done
