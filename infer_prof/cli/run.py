@@ -15,7 +15,7 @@ from infer_prof.catalog.models import TINY_LLAMA
 from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
 from infer_prof.report.console import print_summary, print_sweep
-from infer_prof.report.frontier_table import print_frontier
+from infer_prof.report.frontier_table import frontier_problems, print_frontiers
 from infer_prof.results.failed_run import every_request_failed
 from infer_prof.results.schema import public_result
 from infer_prof.run.config import ConfigError, RunConfig
@@ -446,8 +446,7 @@ def run_command(
             print_summary(p.result, out)
         if outcome.sweep:
             print_sweep(outcome.sweep, out)
-        if outcome.sweep and outcome.sweep.get("frontier"):
-            print_frontier(outcome.sweep["frontier"], out)
+            print_frontiers(outcome.sweep, out)
     for p in outcome.points:
         err.print(f"result: {p.result_path}")
     if outcome.sweep_path:
@@ -458,7 +457,7 @@ def run_command(
             f"{outcome.history_errors[0]} -- the result files are written; record them later "
             f"with: infer-prof history import {paths} --history URL"
         )
-    problems = ((outcome.sweep or {}).get("frontier") or {}).get("problems")
+    problems = frontier_problems(outcome.sweep)
     if problems:
         fail("; ".join(problems))
     if not outcome.complete:

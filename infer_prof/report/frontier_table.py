@@ -72,3 +72,37 @@ def print_frontier(frontier: dict[str, Any], console: Console | None = None) -> 
     console.print(t)
     for line in frontier_lines(frontier):
         console.print(line)
+
+
+def print_frontiers(sweep: dict[str, Any], console: Console | None = None) -> None:
+    """A sweep summary's frontier (``run --frontier``), or each configuration's frontier and
+    the upper envelope (``--engine-sweep``); nothing for a plain sweep."""
+    console = console or Console(stderr=True)
+    if sweep.get("frontier"):
+        print_frontier(sweep["frontier"], console)
+    es = sweep.get("engine_sweep")
+    if not es:
+        return
+    for c in es.get("configs") or []:
+        console.print(f"[bold]engine configuration {c['name']}[/]")
+        if c.get("frontier"):
+            print_frontier(c["frontier"], console)
+    t = Table(title="upper envelope over the configurations (which wins where)",
+              title_justify="left")
+    for col in ("configuration", "load", "user", "out/GPU", "total/GPU", "$/1M all"):
+        t.add_column(col, justify="right")
+    for r in es.get("envelope") or []:
+        if r.get("envelope"):
+            t.add_row(r["config"], f"{r['concurrency']:g}", _f(r.get("interactivity")),
+                      _f(r.get("output_tok_s_per_gpu"), 0), _f(r.get("total_tok_s_per_gpu"), 0),
+                      _g(r.get("usd_per_million_total_tokens")))
+    console.print(t)
+
+
+def frontier_problems(sweep: dict[str, Any] | None) -> list[str]:
+    """What a frontier could not answer (a target no point reaches, an SLO no point meets),
+    one plain sentence each; empty when it answered or none was asked."""
+    if not sweep:
+        return []
+    return list(((sweep.get("frontier") or {}).get("problems") or [])
+                + ((sweep.get("engine_sweep") or {}).get("problems") or []))

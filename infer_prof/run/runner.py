@@ -16,6 +16,7 @@ from infer_prof.core.sweep import find_max_float, find_max_int
 from infer_prof.core.workloads import Workload
 from infer_prof.report.progress import ProgressLine
 from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.engine_sweep import execute_engine_sweep
 from infer_prof.run.frontier_run import FrontierSpec, answer, prepare, run_frontier
 from infer_prof.run.load import drive_point, request_builder
 from infer_prof.run.load_points import base_workload, build_specs
@@ -48,6 +49,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     server cannot start; every other event (server death, hung streams, Ctrl-C) is recorded in
     the point's result, marked incomplete, and ends the sweep.
     """
+    if cfg.engine_sweep:  # one frontier per engine configuration, each on its own launch
+        return execute_engine_sweep(cfg, execute)
     fspec: FrontierSpec | None = None
     if cfg.frontier:  # the levels to try, checked before anything starts
         cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
