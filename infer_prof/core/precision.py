@@ -62,7 +62,7 @@ class PrecisionRule:
     min_requests: int = 20
     min_seconds: float = 5.0
     max_requests: int = 5000
-    max_seconds: float = 60.0
+    max_seconds: float = 30.0
     batches: int = 10
     bin_ms: float = 20.0
     # an open loop's throughput is its offered rate (below saturation) plus the Poisson noise

@@ -44,7 +44,7 @@ def test_frontier_measures_each_point_until_precise(synthetic, tmp_path):
         assert pt["interactivity"] == pytest.approx(want_inter, rel=0.03)
         assert pt["output_tok_s_per_gpu"] == pytest.approx(want_out, rel=0.05)
         prec = pt["precision"]
-        # a steady server is known to ±2 % long before the 60 s / 5000-request ceiling
+        # a steady server is known to ±2 % long before the 30 s / 5000-request ceiling
         assert prec["stopped_by"] == "precision" and prec["reached"]
         assert prec["output_throughput"]["rel_half_width"] <= 0.02
         assert prec["tpot_p50_ms"]["rel_half_width"] <= 0.02
