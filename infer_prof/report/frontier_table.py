@@ -78,6 +78,8 @@ def print_frontiers(sweep: dict[str, Any], console: Console | None = None) -> No
     """A sweep summary's frontier (``run --frontier``), or each configuration's frontier and
     the upper envelope (``--engine-sweep``); nothing for a plain sweep."""
     console = console or Console(stderr=True)
+    if not console.is_terminal:  # a pipe or file: never squeeze or wrap the columns
+        console = Console(width=200, stderr=console.stderr)
     if sweep.get("frontier"):
         print_frontier(sweep["frontier"], console)
     es = sweep.get("engine_sweep")

@@ -211,8 +211,9 @@ def run_frontier(
             prev = fpoints[-2].total_tok_s_per_gpu
             if plateaued(prev, p.total_tok_s_per_gpu, MIN_GAIN):
                 gain = (p.total_tok_s_per_gpu / prev - 1) * 100 if prev > 0 else 0.0
-                reason = (f"plateaued: total throughput rose {gain:.1f} % from "
-                          f"{fpoints[-2].concurrency:g} to {level:g} (< {MIN_GAIN:.0%})")
+                moved = "rose" if gain >= 0 else "fell"
+                reason = (f"plateaued: total throughput {moved} {abs(gain):.1f} % from "
+                          f"{fpoints[-2].concurrency:g} to {level:g} (a gain < {MIN_GAIN:.0%})")
                 break
     marked = mark_pareto(fpoints)
     doc = frontier_dict(marked, reason, None)
