@@ -71,6 +71,7 @@ def vllm_sweep(url: str, port: int, levels: list[int], a: argparse.Namespace,
     """``vllm bench sweep serve`` over the levels; plot_pareto's prepared records."""
     from infer_prof.catalog.tinymodel import ensure_tiny_llama
 
+    folder.mkdir(parents=True, exist_ok=True)
     params = folder / "bench_params.json"
     params.write_text(json.dumps([{"max_concurrency": c,
                                    "num_prompts": max(20, a.prompts_per_stream * c)}
