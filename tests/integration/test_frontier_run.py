@@ -87,3 +87,21 @@ def test_bad_combinations_exit_2_before_anything_starts(tmp_path, extra, words):
     assert p.stderr.strip().startswith("error:") and words in p.stderr
     assert len(p.stderr.strip().splitlines()) == 1
     assert not list(tmp_path.glob("*.json"))
+
+
+def test_open_loop_frontier_varies_the_rate_and_stops_on_tpot_precision(synthetic, tmp_path):
+    server = synthetic(ttft_ms=TTFT_MS, itl_ms=ITL_MS, tokens=TOKENS)
+    p = cli(*BASE, "--endpoint", server.url, "--frontier", "--rate", "10,20",
+            "--results-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    f = _sweep(tmp_path)["frontier"]
+    assert f["loop"] == "open" and f["variable"].startswith("rate")
+    assert [pt["concurrency"] for pt in f["points"]] == [10.0, 20.0]
+    assert f["stopped_because"].startswith("list")
+    for pt in f["points"]:
+        prec = pt["precision"]
+        # an open loop's throughput follows its Poisson arrivals: only TPOT p50 must be precise
+        assert prec["throughput_required"] is False
+        assert prec["stopped_by"] == "precision" and prec["tpot_p50_ms"]["rel_half_width"] <= 0.02
+        assert pt["interactivity"] == pytest.approx(1000.0 / ITL_MS, rel=0.03)
+    assert len(list(tmp_path.glob("*-r10.json")) + list(tmp_path.glob("*-r20.json"))) == 2
