@@ -15,6 +15,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from infer_prof.cli.common import fail
+from infer_prof.cli.compare_frontiers import compare_frontiers
 from infer_prof.core.comparison import COLUMNS, comparison_table, format_value
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.loading import PLACEMENT_FIELDS, differing_fields, load_results
@@ -66,7 +67,7 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
 
 def compare_command(
     results: list[str] = typer.Argument(
-        ..., help="Result files, folders of them, or glob patterns (quote them: 'results/*.json')."
+        None, help="Result files, folders of them, or glob patterns (quote them: 'results/*.json')."
     ),
     output_format: str = typer.Option(
         "table", "--format", "-f", help="table, markdown, csv or json."
@@ -76,10 +77,38 @@ def compare_command(
         "--force",
         help="Compare even when the runs' workload or settings differ (they are listed).",
     ),
+    target_interactivity: float = typer.Option(
+        None, "--target-interactivity",
+        help="Tokens/s each user sees (1000 / TPOT p50 in ms): one row per GPU, instance and "
+        "configuration, cheapest first, read off each frontier at this speed (docs/frontier.md).",
+    ),
+    slo: str = typer.Option(
+        None, "--slo",
+        help="With the frontier comparison: only points meeting these, e.g. "
+        "ttft_p99=2000,tpot_p99=50 (ms); alone, each frontier's best point meeting them.",
+    ),
+    history_db: str = typer.Option(
+        None, "--history",
+        help="Compare frontiers from this history (sqlite:///PATH, a path, or postgresql://...) "
+        "instead of, or besides, result files; with --target-interactivity or --slo.",
+    ),
+    model: str = typer.Option(None, "--model", help="With --history: only this model's runs."),
 ) -> None:
-    """Compare runs side by side: GPU, label, throughput, latency percentiles, cost, energy."""
+    """Compare runs side by side: GPU, label, throughput, latency percentiles, cost, energy.
+
+    With --target-interactivity or --slo: compare frontiers (GPUs, instances, configurations)
+    by what a million tokens costs at the speed the users need."""
     if output_format not in FORMATS:
         fail(f"--format {output_format!r} is not one of {', '.join(FORMATS)}")
+    if target_interactivity is not None or slo is not None:
+        compare_frontiers(results or [], output_format, force, target_interactivity, slo,
+                          history_db, model)
+        return
+    if history_db is not None or model is not None:
+        fail("--history and --model go with --target-interactivity or --slo (a frontier "
+             "comparison); to compare result files, name them")
+    if not results:
+        fail("name result files, folders or glob patterns to compare")
     try:
         loaded = load_results(results)
     except ResultFileError as exc:

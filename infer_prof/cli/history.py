@@ -39,7 +39,10 @@ KEY_METRICS = (
     ("TTFT p50", "ttft_ms.p50", 2),
     ("TTFT p99", "ttft_ms.p99", 2),
     ("TPOT p50", "tpot_ms.p50", 2),
+    ("tok/s/user", "interactivity_tok_s_user", 1),
+    ("tot tok/s/GPU", "total_tok_s_per_gpu", 1),
     ("$/1M out", "cost.usd_per_million_output_tokens|cost.usd_per_1m_output_tokens", 4),
+    ("$/1M tot", "usd_per_million_total_tokens|cost.usd_per_million_total_tokens", 4),
 )
 
 

@@ -127,6 +127,8 @@ HEADERS = (
     ("itl_p99", "ITL p99", 2),
     ("e2e_p50", "E2E p50", 1),
     ("e2e_p99", "E2E p99", 1),
+    ("interactivity", "tok/s/user", 1),
+    ("total_tok_s_per_gpu", "tot tok/s/GPU", 1),
     ("usd_per_hour", "$/h", 2),
     ("usd_per_1m_output", "$/1M out", 3),
     ("usd_per_1m_total", "$/1M total", 3),

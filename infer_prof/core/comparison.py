@@ -16,15 +16,27 @@ output_throughput         summary.output_throughput (tokens/s)       higher
 ttft_p50, ttft_p99        summary.ttft_ms.p50 / .p99 (ms)            lower
 tpot_p50, tpot_p99        summary.tpot_ms.p50 / .p99 (ms)            lower
 e2e_p50, e2e_p99          summary.e2e_ms.p50 / .p99 (ms)             lower
+interactivity             summary.interactivity_tok_s_user           higher
+interactivity_p90         summary.interactivity_p90_tok_s_user       higher
+output_tok_s_per_gpu      summary.output_tok_s_per_gpu               higher
+input_tok_s_per_gpu       summary.input_tok_s_per_gpu                higher
+total_tok_s_per_gpu       summary.total_tok_s_per_gpu                higher
 usd_per_hour              cost.usd_per_hour ($)                      lower
-usd_per_1m_output         cost.usd_per_million_output_tokens ($)     lower
+usd_per_1m_output         summary.usd_per_million_output_tokens ($)  lower
+usd_per_1m_input          summary.usd_per_million_input_tokens ($)   lower
+usd_per_1m_total          summary.usd_per_million_total_tokens ($)   lower
 output_tokens_per_usd     cost.output_tokens_per_usd                 higher
 joules_per_token          energy.joules_per_output_token (J)         lower
+joules_per_total_token    summary.joules_per_total_token (J)         lower
 ========================  =========================================  ==========
+
+Interactivity is tokens/s each user sees (1000 / TPOT p50, p90), throughput per GPU and $ per
+1M tokens count the GPUs the engine used (:mod:`infer_prof.core.frontier_axes`).
 
 ``gpu`` falls back to ``gpu.key`` (the GPU named with ``--gpu`` for an endpoint run) and then to
 "cpu"; ``precision`` also looks at the result's top-level ``precision``. The $/1M column also
-reads ``cost.usd_per_1m_output_tokens`` (an alternative spelling, ``|`` in :attr:`Column.path`).
+falls back to ``cost.usd_per_million_output_tokens`` and ``cost.usd_per_1m_output_tokens`` (an
+alternative spelling; ``|`` in :attr:`Column.path`).
 
 ``status`` is ``ok``, or ``INCOMPLETE: <why>`` and/or ``INVALID: <reasons>`` (see
 :func:`run_status`): a run whose numbers do not hold is marked in every table.
@@ -75,16 +87,27 @@ METRIC_COLUMNS = (
     Column("tpot_p99", "TPOT p99 ms", "summary.tpot_ms.p99", "lower", 2),
     Column("e2e_p50", "E2E p50 ms", "summary.e2e_ms.p50", "lower", 2),
     Column("e2e_p99", "E2E p99 ms", "summary.e2e_ms.p99", "lower", 2),
+    Column("interactivity", "tok/s/user", "summary.interactivity_tok_s_user", "higher", 1),
+    Column("interactivity_p90", "tok/s/user p90", "summary.interactivity_p90_tok_s_user",
+           "higher", 1),
+    Column("output_tok_s_per_gpu", "out tok/s/GPU", "summary.output_tok_s_per_gpu", "higher", 1),
+    Column("input_tok_s_per_gpu", "in tok/s/GPU", "summary.input_tok_s_per_gpu", "higher", 1),
+    Column("total_tok_s_per_gpu", "tot tok/s/GPU", "summary.total_tok_s_per_gpu", "higher", 1),
     Column("usd_per_hour", "$/hour", "cost.usd_per_hour", "lower", 2),
     Column(
         "usd_per_1m_output",
         "$/1M out tok",
-        "cost.usd_per_million_output_tokens|cost.usd_per_1m_output_tokens",
+        "summary.usd_per_million_output_tokens|cost.usd_per_million_output_tokens"
+        "|cost.usd_per_1m_output_tokens",
         "lower",
         4,
     ),
+    Column("usd_per_1m_input", "$/1M in tok", "summary.usd_per_million_input_tokens", "lower", 4),
+    Column("usd_per_1m_total", "$/1M tot tok",
+           "summary.usd_per_million_total_tokens|cost.usd_per_million_total_tokens", "lower", 4),
     Column("output_tokens_per_usd", "out tok/$", "cost.output_tokens_per_usd", "higher", 0),
     Column("joules_per_token", "J/out tok", "energy.joules_per_output_token", "lower", 4),
+    Column("joules_per_total_token", "J/tot tok", "summary.joules_per_total_token", "lower", 4),
 )
 
 COLUMNS = TEXT_COLUMNS + METRIC_COLUMNS

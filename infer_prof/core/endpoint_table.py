@@ -15,6 +15,8 @@ status                  ``ok``, ``failed: <why>``, ``incomplete: <why>``,
 request_throughput      summary.request_throughput                       requests/s
 output_throughput       summary.output_throughput                        output tokens/s
 ttft/tpot/itl/e2e       summary.<x>_ms.p50 / .p99                        ms
+interactivity           summary.interactivity_tok_s_user (1000/TPOT p50)  tokens/s/user
+total_tok_s_per_gpu     summary.total_tok_s_per_gpu                      tokens/s per GPU
 usd_per_hour            cost.usd_per_hour (all the endpoint's GPUs)       $
 usd_per_1m_output       cost.usd_per_million_output_tokens               $ per 1e6 output tok
 usd_per_1m_total        cost.usd_per_million_total_tokens                $ per 1e6 prompt+output
@@ -53,6 +55,8 @@ METRICS: tuple[tuple[str, str], ...] = (
     ("itl_p99", "summary.itl_ms.p99"),
     ("e2e_p50", "summary.e2e_ms.p50"),
     ("e2e_p99", "summary.e2e_ms.p99"),
+    ("interactivity", "summary.interactivity_tok_s_user"),
+    ("total_tok_s_per_gpu", "summary.total_tok_s_per_gpu"),
     ("usd_per_hour", "cost.usd_per_hour"),
     ("usd_per_1m_output", "cost.usd_per_million_output_tokens"),
     ("usd_per_1m_total", "cost.usd_per_million_total_tokens"),

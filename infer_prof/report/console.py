@@ -64,6 +64,7 @@ def totals_table(result: dict[str, Any]) -> Table:
         ("output tokens/s", fmt_value(s.get("output_throughput"), 1)),
         ("total tokens/s", fmt_value(s.get("total_throughput"), 1)),
     ]
+    rows += _frontier_rows(result)
     rows += _api_rows(result)
     rows += _client_rows(result)
     rows += _warmup_rows(result)
@@ -82,6 +83,32 @@ def totals_table(result: dict[str, Any]) -> Table:
     for k, v in rows:
         t.add_row(k, v)
     return t
+
+
+def _frontier_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The point on the cost-interactivity frontier (``core.frontier_axes``): tokens/s each user
+    sees, tokens/s per GPU the engine used, and $ and J per token (n/a where not measured)."""
+    s = result["summary"]
+    gpus = (result.get("gpu") or {}).get("engine_gpus")
+    per = f" ({gpus} GPU{'s' if gpus != 1 else ''})" if gpus else ""
+    rows = [
+        ("tokens/s/user (1000/TPOT p50 / p90)",
+         f"{fmt_value(s.get('interactivity_tok_s_user'), 1)} / "
+         f"{fmt_value(s.get('interactivity_p90_tok_s_user'), 1)}"),
+        (f"tokens/s per GPU out / in / total{per}",
+         " / ".join(fmt_value(s.get(k), 1) for k in (
+             "output_tok_s_per_gpu", "input_tok_s_per_gpu", "total_tok_s_per_gpu"))),
+    ]
+    if s.get("usd_per_million_total_tokens") is not None:
+        rows.append(("$ per 1M out / in / total tokens (per GPU)",
+                     " / ".join(fmt_value(s.get(k), 4) for k in (
+                         "usd_per_million_output_tokens", "usd_per_million_input_tokens",
+                         "usd_per_million_total_tokens"))))
+    if s.get("joules_per_total_token") is not None:
+        rows.append(("J per output / total token",
+                     f"{fmt_value(s.get('joules_per_output_token'), 4)} / "
+                     f"{fmt_value(s.get('joules_per_total_token'), 4)}"))
+    return rows
 
 
 def _api_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
@@ -294,6 +321,8 @@ def print_sweep(sweep: dict[str, Any], console: Console | None = None) -> None:
         "TTFT p99",
         "TPOT p50",
         "TPOT p99",
+        "tok/s/user",
+        "tot tok/s/GPU",
         "goodput",
         "SLO",
         "valid",
@@ -312,6 +341,8 @@ def print_sweep(sweep: dict[str, Any], console: Console | None = None) -> None:
             fmt_value(row["ttft_p99_ms"]),
             fmt_value(row["tpot_p50_ms"]),
             fmt_value(row["tpot_p99_ms"]),
+            fmt_value(row.get("interactivity_tok_s_user"), 1),
+            fmt_value(row.get("total_tok_s_per_gpu"), 1),
             fmt_value(row["goodput"], 2),
             slo,
             "yes" if row.get("valid") else "NO",

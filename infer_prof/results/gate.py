@@ -6,7 +6,11 @@ numbers (from the result's summary, cost and energy, or from a history row) and,
 
 Metrics judged (names as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
 
-* ``request_throughput``, ``output_throughput``, ``cost.usd_per_million_output_tokens`` (or
+* ``request_throughput``, ``output_throughput``, the frontier's axes (``output_tok_s_per_gpu``,
+  ``input_tok_s_per_gpu``, ``total_tok_s_per_gpu``, ``interactivity_tok_s_user`` and its p90,
+  ``usd_per_million_input_tokens``, ``usd_per_million_total_tokens``,
+  ``joules_per_total_token``; see :mod:`infer_prof.core.frontier_axes`),
+  ``cost.usd_per_million_output_tokens`` (or
   ``cost.usd_per_1m_output_tokens``), ``energy.joules_per_output_token`` (cost and energy when
   both sides have them): one value per
   run, :func:`infer_prof.core.regression.compare_runs` (Welch / prediction interval / threshold
@@ -73,10 +77,21 @@ from infer_prof.results.schema import ResultFileError, load_result
 AGGREGATE_METRICS = (
     "request_throughput",
     "output_throughput",
+    # the frontier's axes (core.frontier_axes): per GPU used, and tokens/s each user sees
+    "output_tok_s_per_gpu",
+    "input_tok_s_per_gpu",
+    "total_tok_s_per_gpu",
+    "interactivity_tok_s_user",
+    "interactivity_p90_tok_s_user",
     "cost.usd_per_million_output_tokens",
     "cost.usd_per_1m_output_tokens",
+    "usd_per_million_input_tokens",
+    "usd_per_million_total_tokens",
     "energy.joules_per_output_token",
+    "joules_per_total_token",
 )
+#: How many of AGGREGATE_METRICS come before the latencies (the rest come after).
+_LEADING_AGGREGATES = 7
 LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
 LATENCY_STATS = ("p50", "p99")
 DEFAULT_MAX_SAMPLES = 2000
@@ -232,7 +247,7 @@ def evaluate(
                 )
             )
 
-    for name in AGGREGATE_METRICS[:2]:
+    for name in AGGREGATE_METRICS[:_LEADING_AGGREGATES]:
         runs_metric(name)
     all_samples = all(r.samples is not None for r in (*baseline, *current))
     for base in LATENCY_METRICS:
@@ -279,7 +294,7 @@ def evaluate(
                 cmp, n_baseline=len(b_full), n_current=len(c_full), note="; ".join(notes)
             )
             out.append(cmp)
-    for name in AGGREGATE_METRICS[2:]:
+    for name in AGGREGATE_METRICS[_LEADING_AGGREGATES:]:
         runs_metric(name)
     return out
 

@@ -14,7 +14,11 @@ Top-level fields (schema_version 1):
   the server log, see :mod:`infer_prof.servers.vllm_startup`; absent in older results); when the
   server died during the run, ``log_tail`` and ``root_cause`` (lines, or null)
 - ``environment``: versions, GPU/CPU model, host (see :mod:`infer_prof.run.environment`)
-- ``summary``: the run's numbers (see :class:`infer_prof.core.metrics.RunSummary`)
+- ``summary``: the run's numbers (see :class:`infer_prof.core.metrics.RunSummary`), with the
+  frontier's axes of the point (``interactivity_tok_s_user``, ``output_tok_s_per_gpu``,
+  ``usd_per_million_total_tokens``, ``joules_per_total_token``, ...: see
+  :mod:`infer_prof.core.frontier_axes`). :func:`load_result` derives them for an older file
+  that lacks them, from what it recorded (null where that cannot be known)
 - ``client``: the load generator's own health (timestamp source, dispatch delay, read and
   event-loop lag, CPU, ``processes``; with more than one process, pooled figures and each
   worker's own under ``workers``)
@@ -32,6 +36,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
+
+from infer_prof.core.frontier_axes import AXIS_KEYS, summary_with_axes
 
 SCHEMA_VERSION = 1
 RESULT_KIND = "infer-prof.run"
@@ -61,6 +67,8 @@ def load_result(path: str | Path) -> dict[str, Any]:
     for key in ("summary", "config"):
         if key not in data:
             raise ResultFileError(f"{p} lacks the field {key!r}")
+    if isinstance(data["summary"], dict):
+        data["summary"] = summary_with_axes(data)  # older files: the axes derived, or null
     return data
 
 
@@ -84,6 +92,8 @@ def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
     }
     for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"):
         out[name] = dist(summary.get(name))
+    for name in AXIS_KEYS:  # the frontier's axes (null where not measured)
+        out[name] = summary.get(name)
     return out
 
 

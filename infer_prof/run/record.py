@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.core.api_tokens import api_block
+from infer_prof.core.frontier_axes import gpus_used, result_axes
 from infer_prof.core.metrics import (
     RequestRecord,
     busy_concurrency,
@@ -212,7 +213,7 @@ def build_result(
         dispatch_lag_p99_ms=figures["dispatch_lag_p99_ms"] if a.mode == "open" else None,
         cpu_share_max=figures["cpu_share_max"],
     )
-    return {
+    result: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "kind": RESULT_KIND,
         "run_id": run_id,
@@ -311,6 +312,11 @@ def build_result(
         "telemetry": telemetry or None,
         "requests_file": requests_file,
     }
+    # the frontier's axes (interactivity, tok/s, $ and J per GPU used): core.frontier_axes
+    used, used_how = gpus_used(result)
+    result["gpu"].update(engine_gpus=used, engine_gpus_how=used_how)
+    sdict.update(result_axes(result))
+    return result
 
 
 def trace_replay(trace: Trace, records: list[RequestRecord]) -> dict[str, Any]:
@@ -384,6 +390,9 @@ def sweep_summary(outcomes: list[RunOutcome], search: dict[str, Any] | None) -> 
                 "ttft_p99_ms": (s["ttft_ms"] or {}).get("p99"),
                 "tpot_p50_ms": (s["tpot_ms"] or {}).get("p50"),
                 "tpot_p99_ms": (s["tpot_ms"] or {}).get("p99"),
+                "interactivity_tok_s_user": s.get("interactivity_tok_s_user"),
+                "total_tok_s_per_gpu": s.get("total_tok_s_per_gpu"),
+                "usd_per_million_output_tokens": s.get("usd_per_million_output_tokens"),
                 "e2e_p50_ms": (s["e2e_ms"] or {}).get("p50"),
                 "goodput": (r.get("slo") or {}).get("goodput"),
                 "slo_passed": (r.get("slo") or {}).get("passed"),

@@ -63,11 +63,26 @@ def test_json_summary_and_result_files(synthetic, tmp_path):
     assert summary["energy"]["joules_per_output_token"] is None and summary["energy"]["reason"]
     assert summary["efficiency"]["mbu_pct"] is not None
     assert 4.5 < summary["itl_ms"]["p50"] < 8.0
+    # the frontier's axes (issue 23 section 1): per user, and per GPU of the endpoint's --gpus 2
+    assert summary["interactivity_tok_s_user"] == pytest.approx(1000 / summary["tpot_ms"]["p50"])
+    assert summary["interactivity_p90_tok_s_user"] == pytest.approx(
+        1000 / summary["tpot_ms"]["p90"])
+    assert summary["output_tok_s_per_gpu"] == pytest.approx(summary["output_throughput"] / 2)
+    assert summary["total_tok_s_per_gpu"] == pytest.approx(summary["total_throughput"] / 2)
+    assert summary["input_tok_s_per_gpu"] == pytest.approx(
+        (summary["total_throughput"] - summary["output_throughput"]) / 2)
+    assert summary["usd_per_million_output_tokens"] == pytest.approx(
+        summary["cost"]["usd_per_million_output_tokens"])
+    assert summary["usd_per_million_total_tokens"] == pytest.approx(
+        1.5 / (summary["total_tok_s_per_gpu"] * 3600 / 1e6))
+    assert summary["joules_per_output_token"] is None  # no NVML: null, never 0
 
     result = load_result(out)
     assert result["complete"] is True
     assert result["schema_version"] == 1
     assert result["server"]["kind"] == "endpoint"
+    assert result["gpu"]["engine_gpus"] == 2 and result["gpu"]["engine_gpus_how"] == "--gpus"
+    assert result["summary"]["total_tok_s_per_gpu"] == summary["total_tok_s_per_gpu"]
     assert result["server"]["served_model_name"] == "synthetic"  # read from /v1/models
     assert result["labels"] == {"instance": "local"}
     assert result["config"]["concurrency"] == 4

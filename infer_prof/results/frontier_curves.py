@@ -1,0 +1,204 @@
+"""Frontier curves from result files or the history, for ``compare --target-interactivity``.
+
+Results are grouped into one :class:`infer_prof.core.frontier_compare.Curve` per GPU, instance
+(labels) and configuration: everything :func:`infer_prof.results.loading.settings_fields` looks
+at except the load (concurrency, request rate) and the host. Within a group:
+
+- a result with a ``frontier`` section (``run --frontier``; see docs/frontier.md) gives the
+  points as that run placed them (the newest such result when there are several);
+- otherwise each load point's own result gives one point (its summary's axes, recorded or
+  derived for older files: :mod:`infer_prof.core.frontier_axes`); the newest result wins when
+  a load was run twice. A plain ``--concurrency 1,2,4,8`` sweep is a frontier this way.
+
+SLOs are checked on each point's summary (:func:`infer_prof.core.slo.check_summary`); a
+frontier point without its own result cannot be checked and counts as not meeting them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from infer_prof.core.comparison import labels_text
+from infer_prof.core.frontier import FrontierPoint
+from infer_prof.core.frontier_axes import point_from_result, run_price
+from infer_prof.core.frontier_compare import Curve
+from infer_prof.core.slo import Slo, check_summary
+from infer_prof.results import history, history_database
+from infer_prof.results.loading import device_name, gpu_count, history_result, settings_fields
+
+#: Fields that vary along one frontier, or say where it ran rather than what: not grouped on.
+_ALONG_THE_CURVE = ("concurrency", "request_rate", "max_concurrency", "burstiness", "host")
+#: Fields shown in the GPU and instance columns rather than the configuration column.
+_PLACEMENT = ("gpu", "gpu_count", "labels")
+#: Fields that must agree for a comparison at one target to mean anything.
+WORKLOAD_FIELDS = ("model", "workload", "input_len", "output_len", "api", "dataset_sha256",
+                   "trace_sha256", "sessions", "served_model")
+
+
+def _map(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def group_fields(result: Mapping[str, Any]) -> dict[str, Any]:
+    """What makes two results points of one frontier: :func:`settings_fields` without the load
+    and the host."""
+    return {k: v for k, v in settings_fields(result).items() if k not in _ALONG_THE_CURVE}
+
+
+def load_of(result: Mapping[str, Any]) -> float | None:
+    """The point's load: the closed loop's streams, the open loop's rate (requests/s)."""
+    load = _map(result.get("load"))
+    value = load.get("rate") if load.get("mode") == "open" else load.get("concurrency")
+    if value is None:
+        value = _map(result.get("config")).get("concurrency")
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
+        else None
+
+
+def _when(result: Mapping[str, Any]) -> str:
+    return str(result.get("finished_at") or result.get("started_at") or "")
+
+
+def _point_from_dict(d: Mapping[str, Any]) -> FrontierPoint | None:
+    """A point of a ``frontier.points[]`` entry (None when a throughput is missing)."""
+    def num(key: str) -> float | None:
+        v = d.get(key)
+        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+    need = [num(k) for k in ("concurrency", "output_tok_s_per_gpu", "total_tok_s_per_gpu")]
+    if any(v is None for v in need):
+        return None
+    total = num("total_tok_s_per_gpu") or 0.0
+    out = num("output_tok_s_per_gpu") or 0.0
+    inp = num("input_tok_s_per_gpu")
+    return FrontierPoint(
+        concurrency=num("concurrency") or 0.0,
+        interactivity=num("interactivity"),
+        interactivity_p90=num("interactivity_p90"),
+        output_tok_s_per_gpu=out,
+        input_tok_s_per_gpu=inp if inp is not None else total - out,
+        total_tok_s_per_gpu=total,
+        usd_per_million_output_tokens=num("usd_per_million_output_tokens"),
+        usd_per_million_input_tokens=num("usd_per_million_input_tokens"),
+        usd_per_million_total_tokens=num("usd_per_million_total_tokens"),
+        pareto=bool(d.get("pareto")),
+    )
+
+
+def _gpu_text(result: Mapping[str, Any]) -> str:
+    name, count = device_name(result), gpu_count(result)
+    return f"{count}x {name}" if count > 1 else name
+
+
+def _configuration(fields: Mapping[str, Any], varying: Sequence[str]) -> str:
+    parts = [str(fields.get("precision") or "auto")]
+    for key in varying:
+        if key == "precision":
+            continue
+        value = fields.get(key)
+        if value not in (None, [], {}, ""):
+            text = " ".join(str(v) for v in value) if isinstance(value, list) else str(value)
+            parts.append(f"{key}={text}")
+    return ", ".join(parts)
+
+
+def _curve(
+    group: Sequence[tuple[str, dict[str, Any]]], configuration: str, slos: Sequence[Slo] | None,
+) -> Curve | None:
+    newest = max(group, key=lambda pr: _when(pr[1]))[1]
+    by_load: dict[float, tuple[str, dict[str, Any]]] = {}
+    for name, r in sorted(group, key=lambda pr: _when(pr[1])):
+        c = load_of(r)
+        if c is not None:
+            by_load[c] = (name, r)  # the newest run of a load wins
+    framed = [r for _, r in group if _map(r.get("frontier")).get("points")]
+    price = run_price(newest)
+    if framed:
+        run = max(framed, key=_when)
+        fr = _map(run.get("frontier"))
+        pts = [p for d in fr.get("points") or [] if (p := _point_from_dict(_map(d))) is not None]
+        source = "frontier"
+        if isinstance(fr.get("usd_per_gpu_hour"), (int, float)):
+            price = float(fr["usd_per_gpu_hour"])
+        else:
+            price = run_price(run)
+    else:
+        pts = [p for c, (_, r) in sorted(by_load.items())
+               if (p := point_from_result(r, c)) is not None]
+        source = "sweep"
+    if not pts:
+        return None
+    passes: tuple[bool, ...] = ()
+    if slos:
+        def ok(p: FrontierPoint) -> bool:
+            hit = by_load.get(p.concurrency)
+            if hit is None:
+                return False
+            return all(c.passed for c in check_summary(_map(hit[1].get("summary")), slos))
+        passes = tuple(ok(p) for p in pts)
+    labels = _map(newest.get("labels")) or _map(_map(newest.get("config")).get("labels"))
+    return Curve(
+        gpu=_gpu_text(newest),
+        instance=labels_text(labels),
+        configuration=configuration,
+        points=tuple(pts),
+        usd_per_gpu_hour=price,
+        source=source,
+        passes=passes,
+        files=tuple(name for name, _ in group),
+    )
+
+
+def curves_from_results(
+    loaded: Sequence[tuple[str, dict[str, Any]]], slos: Sequence[Slo] | None = None,
+) -> list[Curve]:
+    """One curve per GPU, instance and configuration among ``(name, result)`` pairs, in the
+    order each first appears (module docstring). The configuration column names the precision
+    and every setting that differs between the curves."""
+    groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    fields: dict[str, dict[str, Any]] = {}
+    for name, r in loaded:
+        f = group_fields(r)
+        key = json.dumps(f, sort_keys=True, default=str)
+        groups.setdefault(key, []).append((name, r))
+        fields.setdefault(key, f)
+    reps = list(fields.values())
+    varying = sorted(k for k in set().union(*(f.keys() for f in reps)) if k not in _PLACEMENT
+                     and len({json.dumps(f.get(k), sort_keys=True, default=str)
+                              for f in reps}) > 1) if reps else []
+    out = []
+    for key, group in groups.items():
+        curve = _curve(group, _configuration(fields[key], varying), slos)
+        if curve is not None:
+            out.append(curve)
+    return out
+
+
+def differing_workloads(loaded: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, list[Any]]:
+    """The :data:`WORKLOAD_FIELDS` whose values differ among the results (what makes a
+    comparison at one target meaningless: another model, another workload), value per result."""
+    values = [settings_fields(r) for _, r in loaded]
+    out: dict[str, list[Any]] = {}
+    for k in WORKLOAD_FIELDS:
+        column = [v.get(k) for v in values]
+        if len({json.dumps(c, sort_keys=True, default=str) for c in column}) > 1:
+            out[k] = column
+    return out
+
+
+def results_from_history(
+    db: str | Path | history_database.Location, model: str | None = None,
+) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+    """Every run the history keeps a result document for (``history:<run id>``, result), and
+    how many runs it holds without one (recorded before the history kept result files)."""
+    loaded, missing = [], 0
+    for rec in history.list_runs(db, model=model, limit=0):
+        kept = history_result(db, rec.run_id)
+        if kept is None:
+            missing += 1
+            continue
+        loaded.append((f"history:{rec.run_id}", kept[0]))
+    return loaded, missing
