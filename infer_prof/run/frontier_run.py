@@ -34,6 +34,7 @@ from infer_prof.core.frontier import (
     mark_pareto,
     plateaued,
 )
+from infer_prof.core.frontier_axes import gpus_used, point_from_result, run_price
 from infer_prof.core.precision import PrecisionRule
 from infer_prof.core.workloads import Workload
 from infer_prof.run.config import ConfigError, RunConfig
@@ -135,30 +136,22 @@ def fixed_count(wl: Workload, rule: PrecisionRule) -> Workload:
 
 
 def point_of(level: float, result: dict[str, Any]) -> FrontierPoint:
-    """The frontier point of one load point's result: TPOT p50/p90, output and input tokens/s
-    (input = total - output), the GPUs it used (at least 1: a CPU counts as one) and the
-    per-GPU-hour price it was run with."""
-    s = result["summary"]
-    tpot = s.get("tpot_ms") or {}
-    out = s.get("output_throughput") or 0.0
-    total = s.get("total_throughput") or out
-    return make_point(level, tpot.get("p50"), tpot.get("p90"), out, max(0.0, total - out),
-                      gpus_of(result), price_of(result))
+    """The frontier point of one load point's result, placed by
+    :func:`~infer_prof.core.frontier_axes.point_from_result` (the GPUs the engine used, the
+    price the point ran with); a point without throughput sits at zero."""
+    p = point_from_result(result, level)
+    return p if p is not None else make_point(level, None, None, 0.0, 0.0, 1, None)
 
 
 def gpus_of(result: dict[str, Any]) -> int:
-    """GPUs a point used: the result's GPU count, at least 1."""
-    return max(1, int((result.get("gpu") or {}).get("count") or 1))
+    """GPUs a point's engine used (tensor x pipeline x data parallel; ``--gpus`` for an
+    endpoint)."""
+    return gpus_used(result)[0]
 
 
 def price_of(result: dict[str, Any]) -> float | None:
     """USD per GPU-hour the point was priced at, None without a price."""
-    cost = result.get("cost") or {}
-    if not cost.get("available"):
-        return None
-    price = cost.get("price") or {}
-    v = price.get("usd_per_hour")
-    return float(v) if v is not None else None
+    return run_price(result)
 
 
 RunPoint = Callable[[Workload, PrecisionRule | None], RunOutcome]

@@ -65,7 +65,8 @@ def _result(level, tpot_ms, out_tok_s, in_tok_s, slo_passed=None, complete=True,
                     "output_throughput": out_tok_s, "total_throughput": out_tok_s + in_tok_s,
                     "requests_completed": 40},
         "slo": slo, "gpu": {"count": 2},
-        "cost": {"available": price is not None, "price": {"usd_per_hour": price}},
+        "config": {"endpoint": "http://127.0.0.1:9", "gpus": 2},  # --endpoint ... --gpus 2
+        "cost": {"available": price is not None, "usd_per_gpu_hour": price},
         "precision_stop": {"stopped_by": "precision", "requests": 40},
     }
 
