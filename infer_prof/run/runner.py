@@ -15,6 +15,7 @@ from infer_prof.core.slo import format_slos
 from infer_prof.core.sweep import find_max_float, find_max_int
 from infer_prof.core.workloads import Workload
 from infer_prof.report.progress import ProgressLine
+from infer_prof.results.store import write_result
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
 from infer_prof.run.frontier_run import FrontierSpec, answer, prepare, run_frontier
@@ -84,6 +85,9 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             )
             frontier["problems"] = answer(frontier, fspec.target,
                                           format_slos(plan.slos) if plan.slos else None)
+            if outcomes:  # the frontier run's result: its last point's file carries it too
+                outcomes[-1].result["frontier"] = frontier
+                write_result(outcomes[-1].result_path, outcomes[-1].result)
         else:
             for w in points:
                 out = _run_point(sess, w, len(points) > 1)

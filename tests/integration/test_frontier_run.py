@@ -56,6 +56,9 @@ def test_frontier_measures_each_point_until_precise(synthetic, tmp_path):
     assert a["usd_per_million_output_tokens"] == pytest.approx(
         2.0 / (a["output_tok_s_per_gpu"] * 3600 / 1e6))
     assert "frontier" in p.stdout and "interpolated between 2 and 4" in p.stdout
+    # the last point's result carries the frontier too (compare --target-interactivity reads it)
+    last = json.loads(next(tmp_path.glob("*-c4.json")).read_text())
+    assert last["frontier"]["at_target"] == a and last["kind"] == "infer-prof.run"
 
 
 def test_target_out_of_reach_says_so_and_keeps_every_point(synthetic, tmp_path):
