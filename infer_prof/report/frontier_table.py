@@ -82,6 +82,9 @@ def print_frontiers(sweep: dict[str, Any], console: Console | None = None) -> No
         console = Console(width=200, stderr=console.stderr)
     if sweep.get("frontier"):
         print_frontier(sweep["frontier"], console)
+    for f in sweep.get("frontiers") or []:  # --suite: one per member
+        console.print(f"[bold]workload {f.get('workload')} ({f.get('loop')} loop)[/]")
+        print_frontier(f, console)
     es = sweep.get("engine_sweep")
     if not es:
         return
@@ -107,4 +110,5 @@ def frontier_problems(sweep: dict[str, Any] | None) -> list[str]:
     if not sweep:
         return []
     return list(((sweep.get("frontier") or {}).get("problems") or [])
+                + [p for f in sweep.get("frontiers") or [] for p in f.get("problems") or []]
                 + ((sweep.get("engine_sweep") or {}).get("problems") or []))

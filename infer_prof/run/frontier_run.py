@@ -80,9 +80,9 @@ def prepare(cfg: RunConfig, open_loop_workload: bool) -> tuple[RunConfig, Fronti
     if cfg.trace:
         raise ConfigError("--trace replays its own arrival times; --frontier needs the load to "
                           "vary: drop one of them")
-    if cfg.suite:
-        raise ConfigError("--frontier runs one workload; give it with --workload (a suite's "
-                          "members each have their own load points)")
+    if cfg.suite:  # each member's own points, one frontier per member (suite_frontiers)
+        return cfg, FrontierSpec("suite", (), True, "list: every level given was run", None,
+                                 cfg.target_interactivity)
     t = cfg.target_interactivity
     if t is not None and not (t > 0 and math.isfinite(t)):
         raise ConfigError(f"--target-interactivity must be positive tokens/s/user, got {t}")
@@ -249,6 +249,45 @@ def answer(doc: dict[str, Any], target: float | None, slo_text: str | None) -> l
                                                   target is None else None)
     doc["at_slo"] = slo_hit.to_dict() if slo_hit else None
     return problems
+
+
+def member_groups(points: list[Workload]) -> list[list[Workload]]:
+    """A suite's points split into its members' frontiers: consecutive points of the same
+    workload and loop (closed or open) form one."""
+    groups: list[list[Workload]] = []
+    for w in points:
+        if groups and (groups[-1][0].name, groups[-1][0].arrival.mode) == (w.name,
+                                                                           w.arrival.mode):
+            groups[-1].append(w)
+        else:
+            groups.append([w])
+    return groups
+
+
+def suite_frontiers(
+    points: list[Workload],
+    spec: FrontierSpec,
+    run_point: RunPoint,
+    outcomes: list[RunOutcome],
+    slo_text: str | None,
+    say: Callable[[str], None] = lambda _: None,
+) -> list[dict[str, Any]]:
+    """``--frontier --suite``: each member's points (as the suite lists them, its counts) run
+    as one frontier (the stop rules as for a list); a point that did not complete ends them
+    all. Each frontier document gets ``workload``; its problems are prefixed with it."""
+    docs = []
+    for group in member_groups(points):
+        mode = group[0].arrival.mode
+        levels = tuple(float(w.arrival.concurrency or 1) if mode == "closed"
+                       else float(w.arrival.rate or 0.0) for w in group)
+        member = FrontierSpec(mode, levels, True, spec.ceiling_reason, None, spec.target)
+        doc = run_frontier(group, member, run_point, outcomes, say=say)
+        doc["problems"] = [f"{group[0].name}: {p}"
+                           for p in answer(doc, spec.target, slo_text)]
+        docs.append({"workload": group[0].name, **doc})
+        if outcomes and not outcomes[-1].result["complete"]:
+            break
+    return docs
 
 
 def _out_of_reach(target: float, f: list[FrontierPoint]) -> str:

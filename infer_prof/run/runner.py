@@ -18,7 +18,13 @@ from infer_prof.report.progress import ProgressLine
 from infer_prof.results.store import write_result
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
-from infer_prof.run.frontier_run import FrontierSpec, answer, prepare, run_frontier
+from infer_prof.run.frontier_run import (
+    FrontierSpec,
+    answer,
+    prepare,
+    run_frontier,
+    suite_frontiers,
+)
 from infer_prof.run.load import drive_point, request_builder
 from infer_prof.run.load_points import base_workload, build_specs
 from infer_prof.run.planning import announce_plan, plan_run
@@ -61,6 +67,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     cfg, points = plan.cfg, plan.points
     frontier: dict[str, Any] | None = None
+    frontiers: list[dict[str, Any]] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")
     server: VllmServer | None = None
     outcomes: list[RunOutcome] = []
@@ -77,6 +84,11 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         search: dict[str, Any] | None = None
         if cfg.find_max:
             search = _find_max(sess, points[0], outcomes)
+        elif fspec is not None and fspec.loop == "suite":
+            frontiers = suite_frontiers(
+                points, fspec, lambda w, rule: _run_point(sess, w, True, rule), outcomes,
+                format_slos(plan.slos) if cfg.slo and plan.slos else None, progress.status,
+            )
         elif fspec is not None:
             memory = plan.plan.memory if plan.plan else None
             frontier = run_frontier(
@@ -100,7 +112,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     finally:
         if server is not None:
             server.stop()
-    return record_sweep(cfg, plan.model.name, stamp, outcomes, search, frontier)
+    return record_sweep(cfg, plan.model.name, stamp, outcomes, search, frontier, frontiers)
 
 
 def _run_point(

@@ -108,3 +108,17 @@ def test_open_loop_frontier_varies_the_rate_and_stops_on_tpot_precision(syntheti
         assert prec["stopped_by"] == "precision" and prec["tpot_p50_ms"]["rel_half_width"] <= 0.02
         assert pt["interactivity"] == pytest.approx(1000.0 / ITL_MS, rel=0.03)
     assert len(list(tmp_path.glob("*-r10.json")) + list(tmp_path.glob("*-r20.json"))) == 2
+
+
+def test_frontier_over_the_nightly_suite_one_per_member(synthetic, tmp_path):
+    server = synthetic("--itl-per-stream-ms", "1", ttft_ms=10.0, itl_ms=3.0)
+    p = cli("run", "--model", "llama-3.1-8b", "--no-progress", "--no-history", "--endpoint",
+            server.url, "--frontier", "--suite", "nightly", "--scale", "tiny",
+            "--results-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    sweep = _sweep(tmp_path)
+    members = [(f["workload"], f["loop"]) for f in sweep["frontiers"]]
+    assert members == [("fixed-512-128", "closed"), ("chat", "closed"), ("chat", "open"),
+                       ("rag", "closed"), ("codegen", "closed")]
+    assert all(len(f["points"]) == 2 for f in sweep["frontiers"])
+    assert sweep["frontier"] is None and "workload codegen (closed loop)" in p.stdout

@@ -9,7 +9,14 @@ from infer_prof.core.distributions import Fixed
 from infer_prof.core.precision import PrecisionRule
 from infer_prof.core.workloads import Arrival, Workload
 from infer_prof.run.config import ConfigError, RunConfig
-from infer_prof.run.frontier_run import answer, doubling, prepare, run_frontier
+from infer_prof.run.frontier_run import (
+    answer,
+    doubling,
+    member_groups,
+    prepare,
+    run_frontier,
+    suite_frontiers,
+)
 from infer_prof.run.record import RunOutcome
 
 
@@ -46,7 +53,6 @@ def test_prepare_lists_and_fixed_counts():
 @pytest.mark.parametrize("cfg, words", [
     (RunConfig(frontier=True, find_max=True, slo="ttft_p99=100"), "--find-max"),
     (RunConfig(frontier=True, trace="t.csv"), "--trace"),
-    (RunConfig(frontier=True, suite="nightly"), "--workload"),
     (RunConfig(frontier=True, target_interactivity=0.0), "positive"),
     (RunConfig(frontier=True, rates=[1.0, float("inf")]), "infinite"),
     (RunConfig(frontier=True, concurrency=[64, 128], max_concurrency=32), "above"),
@@ -149,3 +155,17 @@ def test_answer_at_an_slo_none_met():
     doc = run_frontier(_points([1, 2]), _spec([1, 2]), _driver(table)[0], [])
     problems = answer(doc, None, "tpot_p99<=50ms")
     assert doc["at_slo"] is None and "no measured point meets --slo" in problems[0]
+
+
+def test_suite_runs_one_frontier_per_member():
+    cfg, spec = prepare(RunConfig(frontier=True, suite="nightly", scale="tiny"), False)
+    assert spec.loop == "suite" and cfg.concurrency is None  # the suite's own points
+    a = _points([1, 2])
+    b = [w.with_overrides(name="other") for w in _points([1, 2])]
+    assert [len(g) for g in member_groups([*a, *b])] == [2, 2]
+    table = {1: _result(1, 10, 100, 0), 2: _result(2, 12, 200, 0)}
+    run_point, asked = _driver(table)
+    out = []
+    docs = suite_frontiers([*a, *b], spec, run_point, out, None)
+    assert [d["workload"] for d in docs] == ["w", "other"] and len(out) == 4
+    assert all(d["stopped_because"].startswith("list") and len(d["points"]) == 2 for d in docs)
