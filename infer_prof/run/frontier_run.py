@@ -80,12 +80,12 @@ def prepare(cfg: RunConfig, open_loop_workload: bool) -> tuple[RunConfig, Fronti
     if cfg.trace:
         raise ConfigError("--trace replays its own arrival times; --frontier needs the load to "
                           "vary: drop one of them")
-    if cfg.suite:  # each member's own points, one frontier per member (suite_frontiers)
-        return cfg, FrontierSpec("suite", (), True, "list: every level given was run", None,
-                                 cfg.target_interactivity)
     t = cfg.target_interactivity
     if t is not None and not (t > 0 and math.isfinite(t)):
         raise ConfigError(f"--target-interactivity must be positive tokens/s/user, got {t}")
+    if cfg.suite:  # each member's own points, one frontier per member (suite_frontiers)
+        return cfg, FrontierSpec("suite", (), True, "list: every level given was run", None,
+                                 cfg.target_interactivity)
     open_loop = bool(cfg.rates) or (open_loop_workload and not cfg.concurrency)
     given = cfg.rates if open_loop else cfg.concurrency
     if open_loop:

@@ -54,6 +54,7 @@ def test_prepare_lists_and_fixed_counts():
     (RunConfig(frontier=True, find_max=True, slo="ttft_p99=100"), "--find-max"),
     (RunConfig(frontier=True, trace="t.csv"), "--trace"),
     (RunConfig(frontier=True, target_interactivity=0.0), "positive"),
+    (RunConfig(frontier=True, suite="nightly", target_interactivity=-1.0), "positive"),
     (RunConfig(frontier=True, rates=[1.0, float("inf")]), "infinite"),
     (RunConfig(frontier=True, concurrency=[64, 128], max_concurrency=32), "above"),
 ])
