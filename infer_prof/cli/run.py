@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -13,11 +11,9 @@ from rich.console import Console
 from infer_prof.catalog.gpus import detect_gpus
 from infer_prof.catalog.models import TINY_LLAMA
 from infer_prof.cli.common import fail, parse_labels, parse_size, parse_warmup
-from infer_prof.cli.run_exit import finish_run
+from infer_prof.cli.run_exit import finish_run, print_outcome
 from infer_prof.cli.run_prices import check_instance
 from infer_prof.core.sweep import SweepError, parse_concurrency_list, parse_rate_list
-from infer_prof.report.console import print_summary, print_sweep
-from infer_prof.results.schema import public_result
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.default_model import choose_default
 
@@ -330,6 +326,20 @@ def run_command(
     ),
     json_output: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout."),
     no_progress: bool = typer.Option(False, "--no-progress", help="No live progress display."),
+    # --- the cost-interactivity frontier (docs/frontier.md): keep these together
+    frontier: bool = typer.Option(
+        False, "--frontier", help="Double the load (1, 2, 4, ... streams; a --concurrency or "
+        "--rate list overrides) until throughput plateaus, an --slo breaks or "
+        "--max-concurrency; each point measured until precise (±2 %, 95 %).",
+    ),
+    target_interactivity: float = typer.Option(
+        None, "--target-interactivity", help="--frontier: tokens/s/user to read throughput "
+        "per GPU and $/1M tokens at (interpolated along the front, never extrapolated).",
+    ),
+    engine_sweep: str = typer.Option(
+        None, "--engine-sweep", help="--frontier per engine configuration: a TOML file of "
+        "named configurations, or one setting's values (max-num-seqs=64,128,256).",
+    ),
 ) -> None:
     """Profile a model: start vLLM, drive concurrent streams, report latency, throughput."""
     from infer_prof.cli.run_endpoints import endpoint_targets, run_many
@@ -424,6 +434,9 @@ def run_command(
         results_dir=results_dir,
         labels=parse_labels(label),
         progress=not no_progress,
+        frontier=frontier,
+        target_interactivity=target_interactivity,
+        engine_sweep=engine_sweep,
     )
     if targets:
         run_many(cfg, targets, json_output)
@@ -440,25 +453,8 @@ def run_command(
         fail(str(exc), code=getattr(exc, "exit_code", 1))
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM, SIGHUP before any load was sent
         fail(f"{exc or 'interrupted'} before any load was sent: nothing measured", code=3)
-    out = Console(stderr=False)
-    err = Console(stderr=True)
-    try:
-        if json_output:
-            summaries = [public_result(p.result) for p in outcome.points]
-            doc: Any = (
-                summaries[0]
-                if len(summaries) == 1 and not outcome.sweep
-                else {"points": summaries, "sweep": outcome.sweep}
-            )
-            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
-        else:
-            for p in outcome.points:
-                print_summary(p.result, out)
-            if outcome.sweep:
-                print_sweep(outcome.sweep, out)
-    except OSError:  # the terminal is gone (SIGHUP): the files are written; the exit code counts
-        pass
-    finish_run(outcome, err)
+    print_outcome(outcome, json_output, Console(stderr=False))
+    finish_run(outcome, Console(stderr=True))
 
 
 def _default_model(

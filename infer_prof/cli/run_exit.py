@@ -16,24 +16,56 @@ and the exit code (README "Exit codes"; docs/results-and-history.md):
       in the temporary folder named, or lost when even that failed
 ====  =====================================================================================
 
-When several hold, the highest in this order wins: 6, 5, 3, 4 (each still gets its line).
+A ``--frontier`` whose ``--target-interactivity`` or ``--slo`` no point reaches exits 2 after
+every point is written (the answer is the bad input). When several hold, the first in this
+order wins: 6, 5, 3, 4, 2 (each still gets its line).
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
+import sys
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
+from infer_prof.report.console import print_summary, print_sweep
+from infer_prof.report.frontier_table import frontier_problems, print_frontiers
 from infer_prof.results.failed_run import every_request_failed, warmup_failed
+from infer_prof.results.schema import public_result
 from infer_prof.run.record import SweepOutcome
 
+EXIT_BAD_INPUT = 2
 EXIT_INCOMPLETE = 3
 EXIT_ALL_FAILED = 4
 EXIT_HISTORY_FAILED = 5
 EXIT_NOT_WRITTEN = 6
+
+
+def print_outcome(outcome: SweepOutcome, json_output: bool, out: Console) -> None:
+    """The run's numbers on stdout: each point's summary table, the sweep and the frontier
+    (or, with ``--json``, one point's public result, else ``{"points": [...], "sweep": ...}``).
+    A terminal that is gone (SIGHUP) changes nothing: the files are written."""
+    try:
+        if json_output:
+            summaries = [public_result(p.result) for p in outcome.points]
+            doc: Any = (
+                summaries[0]
+                if len(summaries) == 1 and not outcome.sweep
+                else {"points": summaries, "sweep": outcome.sweep}
+            )
+            sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        else:
+            for p in outcome.points:
+                print_summary(p.result, out)
+            if outcome.sweep:
+                print_sweep(outcome.sweep, out)
+                print_frontiers(outcome.sweep, out)
+    except OSError:
+        pass
 
 
 def finish_run(outcome: SweepOutcome, err: Console) -> None:
@@ -86,7 +118,11 @@ def finish_run(outcome: SweepOutcome, err: Console) -> None:
         failed = every_request_failed(p.result, p.requests_path)
         if failed:
             line(f"{failed} (result written: {p.result_path})", EXIT_ALL_FAILED)
-    order = (EXIT_NOT_WRITTEN, EXIT_HISTORY_FAILED, EXIT_INCOMPLETE, EXIT_ALL_FAILED)
+    problems = frontier_problems(outcome.sweep)
+    if problems:
+        line("; ".join(problems), EXIT_BAD_INPUT)
+    order = (EXIT_NOT_WRITTEN, EXIT_HISTORY_FAILED, EXIT_INCOMPLETE, EXIT_ALL_FAILED,
+             EXIT_BAD_INPUT)
     for code in order:
         if code in codes:
             raise typer.Exit(code)

@@ -55,6 +55,9 @@ class ClosedLoopPlan:
     concurrency: int
     timeout_s: float
     duration_s: float | None = None
+    # asked before each measured request is taken (never per token): True ends the measured
+    # phase as the duration does (a point measured until precise: infer_prof.core.precision)
+    stop_when: Callable[[], bool] | None = None
 
 
 RequestBuilder = Callable[[RequestSpec], bytes]
@@ -226,7 +229,8 @@ async def _run_gated(
             return None
         end = deadline["ns"]
         spec = None
-        if end is None or time.perf_counter_ns() < end:
+        if (end is None or time.perf_counter_ns() < end) and not (
+                plan.stop_when is not None and plan.stop_when()):
             spec = next(measured, None)
         if spec is None:
             measured_left["exhausted"] = True
@@ -337,11 +341,14 @@ async def run_closed_loop(
     conns = [StreamConnection(addr, family, endpoint) for _ in range(plan.concurrency)]
     pacer = SendPacer(per_turn_for(plan.concurrency))  # no waits at <= 256 streams
 
-    async def worker(wid: int, specs: Iterator[RequestSpec], deadline_ns: int | None) -> None:
+    async def worker(wid: int, specs: Iterator[RequestSpec], deadline_ns: int | None,
+                     stop_when: Callable[[], bool] | None = None) -> None:
         conn = conns[wid]
         free_ns = time.perf_counter_ns()
         while not stop.is_set():
             if deadline_ns is not None and time.perf_counter_ns() >= deadline_ns:
+                return
+            if stop_when is not None and stop_when():
                 return
             await pacer.turn()  # a burst of sends must not starve the reads (loadgen.pacing)
             if stop.is_set():
@@ -380,7 +387,8 @@ async def run_closed_loop(
         counters.phase = "measuring"
         deadline = time.perf_counter_ns() + int(plan.duration_s * 1e9) if plan.duration_s else None
         tasks = [
-            asyncio.create_task(worker(i, measured, deadline)) for i in range(plan.concurrency)
+            asyncio.create_task(worker(i, measured, deadline, plan.stop_when))
+            for i in range(plan.concurrency)
         ]
         await asyncio.gather(*tasks)
         counters.phase = "done"

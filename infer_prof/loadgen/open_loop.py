@@ -56,6 +56,8 @@ class OpenLoopPlan:
     duration_s: float | None = None
     preconnect: int | None = None
     warmup_concurrency: int = 64
+    # asked before each measured send (never per token): True stops sending, as the deadline
+    stop_when: Callable[[], bool] | None = None
 
 
 @dataclass
@@ -176,7 +178,8 @@ async def run_open_loop(
         block_end_ns = 0  # when the dispatcher last got a slot it had to wait for
         for spec, offset in specs_with_offsets:
             due = t0 + int(offset * 1e9)
-            if stop.is_set() or (deadline is not None and due >= deadline):
+            if stop.is_set() or (deadline is not None and due >= deadline) or (
+                    plan.stop_when is not None and plan.stop_when()):
                 health.not_sent += 1
                 break
             wait_s = (due - time.perf_counter_ns()) / 1e9

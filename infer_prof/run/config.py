@@ -95,6 +95,10 @@ class RunConfig:
     trace_window: str | None = None  # "START:END" seconds of the trace to replay
     turns: int | None = None  # multi-turn sessions of this many turns (infer_prof.loadgen.sessions)
     think_time_s: float = 0.0  # seconds between a turn's answer and the next turn
+    # --frontier: double the load until throughput plateaus (infer_prof.run.frontier_run)
+    frontier: bool = False
+    target_interactivity: float | None = None  # tokens/s/user to read the frontier at
+    engine_sweep: str | None = None  # a TOML file or "setting=v1,v2": one frontier per config
 
 
 def validate(cfg: RunConfig) -> None:

@@ -164,6 +164,8 @@ def make_plan(
             memory_source=source,
             kv_cache_dtype=cfg.kv_cache_dtype or "auto",
             load_format=cfg.load_format,
+            max_num_seqs=_int_engine_arg(cfg.engine_args, "--max-num-seqs"),
+            max_num_batched_tokens=_int_engine_arg(cfg.engine_args, "--max-num-batched-tokens"),
             caps=engine_capabilities(gpu is not None),
             catalog=tuple(gpu_catalog().values()),
         )
@@ -174,6 +176,17 @@ def make_plan(
         fix = "; ".join(p.suggestions) or "use a larger GPU or more of them"
         raise ConfigError(f"{model.name} does not fit ({why}); would fit: {fix}")
     return p, None
+
+
+def _int_engine_arg(args: list[str], flag: str) -> int | None:
+    """The integer an ``--engine-arg`` gives ``flag`` (``--flag=N`` or ``--flag N``), else
+    None: the planner plans with the engine's own limits."""
+    for i, a in enumerate(args):
+        value = (a.split("=", 1)[1] if a.startswith(flag + "=")
+                 else args[i + 1] if a == flag and i + 1 < len(args) else None)
+        if value is not None and value.strip().isdigit():
+            return int(value)
+    return None
 
 
 def engine_model_path(cfg: RunConfig, model: ResolvedModel) -> str:

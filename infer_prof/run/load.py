@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.precision import PrecisionRule
 from infer_prof.core.stats import summary_dict
 from infer_prof.core.warmup import warmup_all_failed
 from infer_prof.core.workload_sampling import send_offsets
@@ -39,6 +40,7 @@ from infer_prof.loadgen.workers import WorkerJob
 from infer_prof.report.progress import ProgressLine
 from infer_prof.run.load_points import client_processes
 from infer_prof.run.load_pool import PooledPoint, drive_pool
+from infer_prof.run.point_precision import PrecisionStop
 from infer_prof.run.record import dist_ms, record_health, relabel_server_died
 from infer_prof.run.startup import Session, healthy
 from infer_prof.run.stopping import during_load
@@ -79,10 +81,14 @@ def drive_point(
     warm: list[RequestSpec] | Iterator[RequestSpec],
     measured: Iterator[RequestSpec],
     progress: ProgressLine,
+    precision: PrecisionRule | None = None,
 ) -> tuple[list[RequestRecord], dict[str, Any], dict[str, Any], dict[str, Any]]:
     """Drive one point's load with telemetry. Returns its records, its state (the
-    ``incomplete_reason``, the sessions' run, the warm-up), the ``client`` section and the
-    ``telemetry`` section (``gpu``, ``server_metrics``)."""
+    ``incomplete_reason``, the sessions' run, the warm-up, ``precision``), the ``client``
+    section and the ``telemetry`` section (``gpu``, ``server_metrics``).
+
+    ``precision``: measure until the rule is met (:class:`PrecisionStop`; one client process,
+    closed or open loop, not sessions), with ``wl`` bound by the rule's ceiling seconds."""
     cfg = sess.cfg
     records: list[RequestRecord] = []
     state: dict[str, Any] = {"incomplete_reason": None}
@@ -101,6 +107,7 @@ def drive_point(
     processes = 1 if session_run else client_processes(
         cfg.client_processes, wl, tls=sess.endpoint.tls is not None
     )
+    stopper = PrecisionStop(precision, records) if precision and processes == 1 else None
     try:
         if processes > 1:
             # forks the workers before this process starts the telemetry threads
@@ -127,8 +134,11 @@ def drive_point(
                 sampler,
                 scraper,
                 session_run,
+                stopper,
             )
     finally:
+        if stopper is not None:
+            state["precision"] = stopper.to_dict()
         telemetry["gpu"] = sampler.stop()
         telemetry["server_metrics"] = scraper.stop()
         progress.finish()
@@ -149,6 +159,7 @@ def _drive(
     sampler: NvmlSampler,
     scraper: MetricsScraper,
     session_run: SessionRun | None = None,
+    stopper: PrecisionStop | None = None,
 ) -> None:
     """Run one point's load in an event loop with a server watchdog, a lag probe, progress,
     and stop-signal handling (the first Ctrl-C, SIGTERM or SIGHUP stops sending and cancels
@@ -187,7 +198,7 @@ def _drive(
                 build,
                 warm,
                 measured,
-                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s),
+                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s, stopper),
                 counters,
                 stop,
                 records,
@@ -199,7 +210,8 @@ def _drive(
                 build,
                 list(warm),
                 _open_arrivals(wl, measured, sess.trace),
-                OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
+                OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s,
+                             stop_when=stopper),
                 counters,
                 stop,
                 records,

@@ -446,13 +446,19 @@ def record_sweep(
     stamp: str,
     outcomes: list[RunOutcome],
     search: dict[str, Any] | None,
+    frontier: dict[str, Any] | None = None,
+    frontiers: list[dict[str, Any]] | None = None,
 ) -> SweepOutcome:
-    """The execution's outcome; with several points or --find-max, the sweep summary written
-    to ``<results dir>/<stamp>-<model>[-<tag>].sweep.json``."""
+    """The execution's outcome; with several points, --find-max or --frontier, the sweep
+    summary (with ``frontier``: :mod:`infer_prof.run.frontier_run`) written to
+    ``<results dir>/<stamp>-<model>[-<tag>].sweep.json``."""
     results_dir = Path(cfg.results_dir)
     sweep, sweep_path = None, None
-    if len(outcomes) > 1 or cfg.find_max:
+    if len(outcomes) > 1 or cfg.find_max or frontier is not None or frontiers:
         sweep = sweep_summary(outcomes, search)
+        sweep["frontier"] = frontier
+        if frontiers is not None:  # --frontier --suite: one per member
+            sweep["frontiers"] = frontiers
         tag = f"-{cfg.run_tag}" if cfg.run_tag else ""
         sweep_path = write_new_file(
             results_dir / f"{stamp}-{safe_name(model_name)}{tag}.sweep.json",

@@ -11,12 +11,23 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from infer_prof.core.precision import PrecisionRule
+from infer_prof.core.slo import format_slos
 from infer_prof.core.sweep import find_max_float, find_max_int
 from infer_prof.core.workloads import Workload
 from infer_prof.report.progress import ProgressLine
-from infer_prof.run.config import RunConfig
+from infer_prof.results.store import write_result
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.engine_sweep import execute_engine_sweep
+from infer_prof.run.frontier_run import (
+    FrontierSpec,
+    answer,
+    prepare,
+    run_frontier,
+    suite_frontiers,
+)
 from infer_prof.run.load import drive_point, request_builder
-from infer_prof.run.load_points import build_specs
+from infer_prof.run.load_points import base_workload, build_specs
 from infer_prof.run.planning import announce_plan, plan_run
 from infer_prof.run.record import (
     RunOutcome,
@@ -50,9 +61,19 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     every other event (server death, hung streams, Ctrl-C, SIGTERM, SIGHUP) is recorded in the
     point's result, marked incomplete, and ends the sweep (:mod:`infer_prof.run.stopping`).
     """
+    if cfg.engine_sweep:  # one frontier per engine configuration, each on its own launch
+        return execute_engine_sweep(cfg, execute)
+    fspec: FrontierSpec | None = None
+    if cfg.frontier:  # the levels to try, checked before anything starts
+        cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
+    elif cfg.target_interactivity is not None:
+        raise ConfigError("--target-interactivity reads a frontier: add --frontier (or use "
+                          "compare --target-interactivity on frontier results)")
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     cfg, points = plan.cfg, plan.points
     check_result_location(cfg)
+    frontier: dict[str, Any] | None = None
+    frontiers: list[dict[str, Any]] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")
     server: VllmServer | None = None
     outcomes: list[RunOutcome] = []
@@ -69,9 +90,33 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 with stopper.kill_on_second(server.kill):
                     endpoint, served, server_info = start_server(server, plan, progress)
             sess = open_session(plan, endpoint, served, server, server_info)
+
+            def run_at(w: Workload, rule: PrecisionRule | None) -> RunOutcome:
+                return _run_point(sess, w, True, rule)
+
+            def stop_requested() -> bool:
+                return stopper.requested
+
+            slo_text = format_slos(plan.slos) if plan.slos else None
             with stopper.shielded(), stopper.kill_on_second(server.kill if server else _none):
                 if cfg.find_max:
                     search = _find_max(sess, points[0], outcomes, stopper)
+                elif fspec is not None and fspec.loop == "suite":
+                    frontiers = suite_frontiers(
+                        points, fspec, run_at, outcomes, slo_text if cfg.slo else None,
+                        progress.status, stop_requested,
+                    )
+                elif fspec is not None:
+                    memory = plan.plan.memory if plan.plan else None
+                    frontier = run_frontier(
+                        points, fspec, run_at, outcomes, cfg.client_processes,
+                        memory.max_sequences if memory else None, progress.status,
+                        stop_requested,
+                    )
+                    frontier["problems"] = answer(frontier, fspec.target, slo_text)
+                    if outcomes:  # the frontier run's result: its last point's file carries it
+                        outcomes[-1].result["frontier"] = frontier
+                        write_result(outcomes[-1].result_path, outcomes[-1].result)
                 else:
                     for w in points:
                         if stopper.requested:  # between points: end the sweep here
@@ -88,7 +133,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 with stopper.shielded(), stopper.kill_on_second(server.kill):
                     server.stop()
         with stopper.shielded():
-            swept = record_sweep(cfg, plan.model.name, stamp, outcomes, search)
+            swept = record_sweep(cfg, plan.model.name, stamp, outcomes, search, frontier,
+                                 frontiers)
         # a signal that cut the sweep short (an interrupted point says so itself)
         cut = cfg.find_max or len(outcomes) < len(points)
         swept.stopped_by = stopper.signal_name if cut or not swept.complete else None
@@ -99,8 +145,11 @@ def _none() -> None:
     return None
 
 
-def _run_point(sess: Session, wl: Workload, many: bool) -> RunOutcome:
-    """Drive one load point against the session's server and write its result."""
+def _run_point(
+    sess: Session, wl: Workload, many: bool, precision: PrecisionRule | None = None
+) -> RunOutcome:
+    """Drive one load point against the session's server and write its result (with a
+    ``precision`` rule: measured until precise, the intervals in ``result["precision_stop"]``)."""
     cfg = sess.cfg
     label, run_id, run_name, result_path = point_files(sess, wl, many)
     started = now()
@@ -113,7 +162,8 @@ def _run_point(sess: Session, wl: Workload, many: bool) -> RunOutcome:
         stagger=cfg.warmup_stagger and not sess.sessions,
     )
     build = request_builder(sess, run_id)
-    records, state, client, telemetry = drive_point(sess, wl, build, warm, measured, progress)
+    records, state, client, telemetry = drive_point(sess, wl, build, warm, measured, progress,
+                                                    precision)
     if state["incomplete_reason"] == "interrupted":
         sess.interrupted = True
     server_info = server_section(sess, state)
@@ -129,6 +179,8 @@ def _run_point(sess: Session, wl: Workload, many: bool) -> RunOutcome:
         server_info,
         run_name,
     )
+    if "precision" in state:
+        result["precision_stop"] = state["precision"]  # ("precision" is the weights')
     return save_point(cfg, result, records, result_path, progress)
 
 

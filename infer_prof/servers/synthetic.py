@@ -52,6 +52,7 @@ from typing import Any
 
 from infer_prof.loadgen.endpoint import no_pacing
 from infer_prof.loadgen.stamped_reader import SO_TIMESTAMPNS
+from infer_prof.servers.cpu_burn import burn_cpu, cpu_clock_call_ns
 from infer_prof.servers.synthetic_conn import Conn
 
 MODEL_NAME = "synthetic"
@@ -81,35 +82,6 @@ _LAST_EVENT = (
 )
 
 
-def burn_cpu(ns: int) -> None:
-    """Busy-wait until this thread has used ``ns`` more nanoseconds of CPU time
-    (``CLOCK_THREAD_CPUTIME_ID``): time spent descheduled does not count, so the server really
-    takes that much CPU from the cores it shares, as a real server's per-token work does.
-    It spins on the cheap wall clock and checks the thread's CPU clock (a ~1 us system call
-    here) only when the wall says the time is up, so it overshoots by about one such call
-    (:func:`cpu_clock_call_ns`, which the server takes off what it asks for)."""
-    cpu = time.thread_time_ns
-    wall = time.perf_counter_ns
-    end = cpu() + ns
-    left = ns
-    while left > 0:
-        until = wall() + left
-        while wall() < until:
-            pass
-        left = end - cpu()
-
-
-def cpu_clock_call_ns(samples: int = 200) -> int:
-    """The median cost of one ``burn_cpu(0)`` (a thread-CPU clock read and the call), ns."""
-    costs = []
-    for _ in range(samples):
-        t0 = time.thread_time_ns()
-        burn_cpu(0)
-        costs.append(time.thread_time_ns() - t0)
-    costs.sort()
-    return costs[len(costs) // 2]
-
-
 @dataclass
 class Stream:
     """One streamed completion: the request's arrival (perf_counter ns), its token counts, the
@@ -129,6 +101,7 @@ class Stream:
     finished: bool = False
     prefix: bytes = b""  # the event up to the completion-token count (same for every token)
     framed: bool = True  # chunked transfer encoding (HTTP/1.1); else the close ends the body
+    itl_ns: int = 0  # this stream's gap between tokens (load-dependent with --itl-per-stream-ms)
 
 
 class SyntheticServer:
@@ -144,6 +117,7 @@ class SyntheticServer:
         tick_ms: float = 0.5,
         ssl_context: ssl.SSLContext | None = None,
         cost_us: float = 0.0,
+        itl_per_stream_ms: float = 0.0,
     ) -> None:
         self.ssl_context = ssl_context  # HTTPS when set
         if cost_us < 0:
@@ -155,6 +129,13 @@ class SyntheticServer:
         self.fail_every = fail_every  # every n-th request is answered HTTP 500 (fault tests)
         self.ttft_ns = int(ttft_ms * 1e6)
         self.itl_ns = int(itl_ms * 1e6)
+        # --itl-per-stream-ms b: a request arriving with n streams in service (itself
+        # included) gets ITL = itl_ms + b x n for all its tokens, as a batched engine's decode
+        # step grows with its batch: a server whose speed falls with load in a known way
+        if itl_per_stream_ms < 0:
+            raise ValueError(f"itl_per_stream_ms must be >= 0, got {itl_per_stream_ms}")
+        self.itl_slope_ns = int(itl_per_stream_ms * 1e6)
+        self.active = 0  # streams in service (arrived, not finished)
         self.default_tokens = default_tokens
         self.truth: list[dict[str, Any]] = []
         self.next_index = 0
@@ -237,6 +218,8 @@ class SyntheticServer:
                 conn, self.next_index, arrival_ns, prompt_tokens, max_tokens, request_id
             )
             stream.prefix = self.event_prefix % (stream.index, prompt_tokens)
+            self.active += 1
+            stream.itl_ns = self.itl_ns + self.itl_slope_ns * self.active
             self.next_index += 1
             # HTTP/1.0 (nginx's default to an upstream): no chunked framing, the close ends
             # the body, as uvicorn answers it
@@ -258,6 +241,7 @@ class SyntheticServer:
                 {
                     "ttft_ns": self.ttft_ns,
                     "itl_ns": self.itl_ns,
+                    "itl_per_stream_ns": self.itl_slope_ns,
                     "cost_ns_per_token": self.cost_ns,
                     "requests": self.truth,
                 },
@@ -324,7 +308,7 @@ class SyntheticServer:
         perf_ns = time.perf_counter_ns
         buckets = self.buckets
         tick = self.tick_ns
-        ttft, itl = self.ttft_ns, self.itl_ns
+        ttft = self.ttft_ns
         cost = self._burn_ns
         for s in bucket:
             if s.cancelled:
@@ -340,7 +324,7 @@ class SyntheticServer:
             if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data):
                 continue  # the connection is gone; closing it finished the stream
             s.send_ns.append(perf_ns())
-            due = s.arrival_ns + ttft + n * itl
+            due = s.arrival_ns + ttft + n * s.itl_ns
             s.due_ns = due
             kk = -(-due // tick)
             nxt = buckets.get(kk)
@@ -378,7 +362,7 @@ class SyntheticServer:
         elif self.hang_every and (s.index + 1) % self.hang_every == 0 and n >= 3:
             s.handle = None  # stall: the stream stays open and silent
         else:
-            self._schedule(s, s.arrival_ns + self.ttft_ns + n * self.itl_ns)
+            self._schedule(s, s.arrival_ns + self.ttft_ns + n * s.itl_ns)
 
     def finish(self, s: Stream, aborted: bool) -> None:
         """End stream ``s`` (once): record its truth (``aborted``: it did not send every token)
@@ -387,6 +371,7 @@ class SyntheticServer:
             return
         s.finished = True
         s.cancelled = True
+        self.active -= 1
         s.conn.active = None
         self.truth.append(
             {
@@ -439,6 +424,11 @@ def main(argv: list[str] | None = None) -> None:
         default=0,
         help="count prefix-cache hits of token-ID prompts in blocks of N tokens (0: no cache)",
     )
+    parser.add_argument(
+        "--itl-per-stream-ms", type=float, default=0.0,
+        help="ITL grows by this many ms per stream in service at a request's arrival "
+        "(a server whose speed falls with load in a known way)",
+    )
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--empty-text", action="store_true",
@@ -468,6 +458,7 @@ def main(argv: list[str] | None = None) -> None:
         args.tick_ms,
         ctx,
         args.cost_us,
+        args.itl_per_stream_ms,
     )
     server.prefix_block = max(0, args.prefix_cache_block)
     if args.empty_text:

@@ -1,0 +1,135 @@
+"""``run --frontier --engine-sweep``: one frontier per engine configuration, each on its own
+vLLM launch, every frontier kept and the upper envelope marked (which configuration wins where).
+
+Every configuration is checked and planned before the first server starts (an unknown setting,
+or one the planner says does not fit: one line, exit 2); then each runs as ``run --frontier``
+does (:func:`infer_prof.run.runner.execute`), its files tagged with the configuration's name.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from infer_prof.core.engine_sweep import (
+    EngineConfig,
+    EngineSweepError,
+    envelope,
+    parse_document,
+    parse_flag,
+)
+from infer_prof.results.schema import SCHEMA_VERSION
+from infer_prof.results.store import safe_name, write_result
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.frontier_run import prepare
+from infer_prof.run.load_points import base_workload
+from infer_prof.run.planning import plan_run
+from infer_prof.run.record import SweepOutcome, now, sweep_summary
+
+#: Settings passed to vLLM as engine arguments (the others are run options of their own).
+_ENGINE_ARGS = ("max-num-seqs", "max-num-batched-tokens")
+#: Settings that are RunConfig fields.
+_FIELDS = {
+    "quantization": "quantization",
+    "tensor-parallel-size": "tensor_parallel_size",
+    "kv-cache-dtype": "kv_cache_dtype",
+    "dtype": "dtype",
+    "gpu-memory-utilization": "gpu_memory_utilization",
+    "max-model-len": "max_model_len",
+    "enforce-eager": "enforce_eager",
+}
+
+
+def engine_configs(text: str) -> list[EngineConfig]:
+    """``--engine-sweep``'s configurations: a TOML file (``[[config]]`` tables) when ``text``
+    names a file or ends in ``.toml``, else the flag form ``setting=v1,v2``."""
+    try:
+        if text.endswith(".toml") or Path(text).is_file():
+            path = Path(text).expanduser()
+            try:
+                doc = tomllib.loads(path.read_text())
+            except OSError as exc:
+                raise ConfigError(f"--engine-sweep {text}: {exc.strerror or exc}") from None
+            except tomllib.TOMLDecodeError as exc:
+                raise ConfigError(f"--engine-sweep {text}: {exc}") from None
+            return parse_document(doc, str(path))
+        return parse_flag(text)
+    except EngineSweepError as exc:
+        raise ConfigError(str(exc)) from None
+
+
+def configured(cfg: RunConfig, ec: EngineConfig) -> RunConfig:
+    """``cfg`` with configuration ``ec`` applied (engine arguments replace any given with
+    ``--engine-arg``), tagged with its name for the file names."""
+    fields: dict[str, Any] = {}
+    flags = {f"--{k}" for k in ec.settings if k in _ENGINE_ARGS}
+    args = [a for a in cfg.engine_args if a.split("=", 1)[0] not in flags]
+    for key, value in ec.settings.items():
+        if key in _ENGINE_ARGS:
+            args.append(f"--{key}={value}")
+        else:
+            fields[_FIELDS[key]] = value
+    tag = safe_name(ec.name)
+    return replace(cfg, **fields, engine_args=args, engine_sweep=None,
+                   run_tag=f"{cfg.run_tag}-{tag}" if cfg.run_tag else tag,
+                   labels={**cfg.labels, "engine_config": ec.name})
+
+
+def check(cfg: RunConfig) -> list[tuple[EngineConfig, RunConfig]]:
+    """Every configuration, checked and planned before anything starts (ConfigError naming the
+    configuration on bad input or when the planner says it does not fit)."""
+    if not cfg.frontier:
+        raise ConfigError("--engine-sweep runs a frontier per configuration: add --frontier")
+    if cfg.endpoint:
+        raise ConfigError("--engine-sweep relaunches vLLM per configuration; it cannot with "
+                          "--endpoint (drop one)")
+    out = []
+    for ec in engine_configs(cfg.engine_sweep or ""):
+        one = configured(cfg, ec)
+        try:
+            ready, _ = prepare(one, base_workload(one).arrival.mode == "open")
+            plan_run(ready)
+        except ConfigError as exc:
+            raise ConfigError(f"engine configuration {ec.name!r}: {exc}") from None
+        out.append((ec, one))
+    return out
+
+
+def execute_engine_sweep(
+    cfg: RunConfig, execute: Callable[[RunConfig], SweepOutcome]
+) -> SweepOutcome:
+    """Run the frontier of each configuration (``execute``: one launch each) and write the
+    engine sweep summary ``<stamp>-<model>.engine-sweep.json``: the sweep rows of every point,
+    ``engine_sweep.configs`` (each frontier, as ``run --frontier`` writes it) and
+    ``engine_sweep.envelope``."""
+    checked = check(cfg)  # ConfigError before anything starts
+    stamp = now().strftime("%Y%m%d-%H%M%S")
+    outcomes = []
+    configs: list[dict[str, Any]] = []
+    for ec, one in checked:
+        done = execute(one)
+        outcomes.extend(done.points)
+        frontier = (done.sweep or {}).get("frontier")
+        configs.append({**ec.to_dict(), "frontier": frontier,
+                        "sweep_file": done.sweep_path.name if done.sweep_path else None})
+        if not done.complete:
+            break  # a configuration that did not complete ends the sweep, as a point does
+    summary = sweep_summary(outcomes, None)
+    summary["kind"] = "infer-prof.engine-sweep"
+    summary["schema_version"] = SCHEMA_VERSION
+    summary["engine_sweep"] = {
+        "configs": configs,
+        "envelope": envelope([(c["name"], (c["frontier"] or {}).get("points") or [])
+                              for c in configs]),
+        "problems": [],
+    }
+    short = [f"{c['name']}: {'; '.join((c['frontier'] or {}).get('problems') or [])}"
+             for c in configs if (c["frontier"] or {}).get("problems")]
+    if configs and len(short) == len(configs):  # no configuration gives an answer
+        summary["engine_sweep"]["problems"] = short
+    path = Path(cfg.results_dir) / f"{stamp}-{safe_name(cfg.model)}.engine-sweep.json"
+    write_result(path, summary)
+    return SweepOutcome(outcomes, summary, path)

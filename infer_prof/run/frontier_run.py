@@ -1,0 +1,330 @@
+"""``run --frontier``: the cost-interactivity frontier of one server, found by itself.
+
+One engine launch (or one endpoint). The load doubles, 1, 2, 4, 8, ... streams (closed loop) or
+requests/s (open loop: the frontier's variable is the offered rate, doubled from ``--rate``'s
+value or 1/s) unless a list is given, each point warmed up and measured as a sweep point is
+(by default until precise: :mod:`infer_prof.core.precision`), until
+
+- ``plateaued``: total throughput rose less than 5 % over the previous point
+  (:func:`~infer_prof.core.frontier.plateaued`);
+- ``max_sequences``: the next point would pass the planner's maximum concurrent sequences;
+- ``slo``: a point broke an ``--slo``;
+- ``max_concurrency`` / ``max_rate`` / ``list``: the ceiling or the given list ran out;
+- ``incomplete``: a point did not complete (server died, Ctrl-C).
+
+The answer (``--target-interactivity`` and/or ``--slo``) comes from the pure
+:mod:`infer_prof.core.frontier`: interpolated along the Pareto front, never extrapolated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any
+
+from infer_prof.core.frontier import (
+    AtTarget,
+    FrontierPoint,
+    at_slo,
+    at_target,
+    front,
+    frontier_dict,
+    make_point,
+    mark_pareto,
+    plateaued,
+)
+from infer_prof.core.frontier_axes import gpus_used, point_from_result, run_price
+from infer_prof.core.precision import PrecisionRule
+from infer_prof.core.workloads import Workload
+from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.load_points import client_processes
+from infer_prof.run.record import RunOutcome
+
+#: Highest concurrency a closed-loop frontier tries without --max-concurrency or a plan.
+DEFAULT_MAX_CONCURRENCY = 256
+#: Highest rate (requests/s) an open-loop frontier tries.
+DEFAULT_MAX_RATE = 1024.0
+#: A doubling that gains less than this share of total throughput has plateaued.
+MIN_GAIN = 0.05
+
+
+@dataclass(frozen=True)
+class FrontierSpec:
+    """What the frontier loop runs: ``loop`` closed (levels are streams) or open (requests/s);
+    the ``levels`` to try in order; ``ceiling_reason`` when they run out; ``precision`` (None:
+    fixed counts, ``--num-requests``/``--duration``); the ``target`` interactivity."""
+
+    loop: str
+    levels: tuple[float, ...]
+    explicit: bool
+    ceiling_reason: str
+    precision: PrecisionRule | None
+    target: float | None
+
+
+def doubling(start: float, ceiling: float) -> list[float]:
+    """``start, 2 start, 4 start, ...`` up to ``ceiling`` inclusive (``start`` at least)."""
+    out = [start]
+    while out[-1] * 2 <= ceiling:
+        out.append(out[-1] * 2)
+    return out
+
+
+def prepare(cfg: RunConfig, open_loop_workload: bool) -> tuple[RunConfig, FrontierSpec]:
+    """Check ``--frontier``'s options (ConfigError, before anything starts) and set the
+    configuration's load list to the levels to try (the engine is planned for the highest) and,
+    without ``--num-requests``/``--duration``, each point's ceiling in seconds."""
+    if cfg.find_max:
+        raise ConfigError("--frontier and --find-max both choose the load points; give one")
+    if cfg.trace:
+        raise ConfigError("--trace replays its own arrival times; --frontier needs the load to "
+                          "vary: drop one of them")
+    t = cfg.target_interactivity
+    if t is not None and not (t > 0 and math.isfinite(t)):
+        raise ConfigError(f"--target-interactivity must be positive tokens/s/user, got {t}")
+    if cfg.suite:  # each member's own points, one frontier per member (suite_frontiers)
+        return cfg, FrontierSpec("suite", (), True, "list: every level given was run", None,
+                                 cfg.target_interactivity)
+    open_loop = bool(cfg.rates) or (open_loop_workload and not cfg.concurrency)
+    given = cfg.rates if open_loop else cfg.concurrency
+    if open_loop:
+        ceiling, why = DEFAULT_MAX_RATE, f"max_rate: reached {DEFAULT_MAX_RATE:g} requests/s"
+        if given and any(math.isinf(r) for r in given):
+            raise ConfigError("--frontier --rate: an infinite rate is no point on a frontier; "
+                              "give finite requests/s")
+    else:
+        cap = cfg.max_concurrency
+        ceiling = float(cap or DEFAULT_MAX_CONCURRENCY)
+        why = (f"max_concurrency: reached --max-concurrency {cap}" if cap else
+               f"max_concurrency: reached the default ceiling of {DEFAULT_MAX_CONCURRENCY} "
+               "streams")
+    explicit = bool(given) and len(given or []) > 1
+    if explicit:
+        levels = [float(x) for x in given or [] if x <= ceiling]
+        if not levels:
+            raise ConfigError(f"--frontier: every level of the list is above --max-concurrency "
+                              f"{cfg.max_concurrency}")
+        why = "list: every level given was run"
+    else:
+        start = float((given or [1])[0])
+        if start > ceiling:
+            raise ConfigError(f"--frontier: the start {start:g} is above --max-concurrency "
+                              f"{cfg.max_concurrency}")
+        levels = doubling(start, ceiling)
+    fixed = cfg.num_requests is not None or cfg.duration_s is not None or cfg.turns is not None
+    # open loop: TPOT p50 must be precise; the throughput follows the offered rate
+    rule = None if fixed else PrecisionRule(require_throughput=not open_loop)
+    new = replace(
+        cfg,
+        concurrency=None if open_loop else [int(x) for x in levels],
+        rates=levels if open_loop else None,
+        # closed loop: --max-concurrency is the frontier's ceiling, not an in-flight cap
+        max_concurrency=cfg.max_concurrency if open_loop else None,
+        duration_s=cfg.duration_s if rule is None else rule.max_seconds + 5.0,
+    )
+    spec = FrontierSpec("open" if open_loop else "closed", tuple(levels), explicit, why, rule,
+                        cfg.target_interactivity)
+    return new, spec
+
+
+def fixed_count(wl: Workload, rule: PrecisionRule) -> Workload:
+    """A point the precision stop cannot watch (several client processes): InferenceX's
+    10 x concurrency measured requests (at least the rule's floor)."""
+    c = wl.arrival.concurrency or wl.arrival.max_concurrency or 1
+    return wl.with_overrides(num_requests=max(rule.min_requests, 10 * c))
+
+
+def point_of(level: float, result: dict[str, Any]) -> FrontierPoint:
+    """The frontier point of one load point's result, placed by
+    :func:`~infer_prof.core.frontier_axes.point_from_result` (the GPUs the engine used, the
+    price the point ran with); a point without throughput sits at zero."""
+    p = point_from_result(result, level)
+    return p if p is not None else make_point(level, None, None, 0.0, 0.0, 1, None)
+
+
+def gpus_of(result: dict[str, Any]) -> int:
+    """GPUs a point's engine used (tensor x pipeline x data parallel; ``--gpus`` for an
+    endpoint)."""
+    return gpus_used(result)[0]
+
+
+def price_of(result: dict[str, Any]) -> float | None:
+    """USD per GPU-hour the point was priced at, None without a price."""
+    return run_price(result)
+
+
+RunPoint = Callable[[Workload, PrecisionRule | None], RunOutcome]
+
+
+def run_frontier(
+    points: list[Workload],
+    spec: FrontierSpec,
+    run_point: RunPoint,
+    outcomes: list[RunOutcome],
+    setting: str = "auto",
+    max_sequences: int | None = None,
+    say: Callable[[str], None] = lambda _: None,
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> dict[str, Any]:
+    """Run ``points`` (one per level, in order) through ``run_point`` until a stop rule fires
+    (module docstring); each outcome is appended to ``outcomes`` as it is measured, so nothing
+    measured is lost. ``setting``: ``--client-processes``; ``max_sequences``: the planner's;
+    ``stop_requested``: true once a stop signal came (no further point is started).
+    Returns ``result["frontier"]`` less its answer (:func:`answer` adds it)."""
+    fpoints: list[FrontierPoint] = []
+    passes: list[bool] = []
+    extra: list[dict[str, Any]] = []
+    reason = spec.ceiling_reason
+    for wl, level in zip(points, spec.levels, strict=True):
+        if stop_requested():
+            reason = f"interrupted: a stop signal came before the point at {level:g}"
+            break
+        if spec.loop == "closed" and max_sequences and level > max_sequences:
+            reason = (f"max_sequences: {level:g} streams would pass the planner's "
+                      f"{max_sequences} concurrent sequences")
+            break
+        rule = spec.precision
+        if rule is not None and client_processes(setting, wl) > 1:
+            wl, rule = fixed_count(wl, rule), None
+        out = run_point(wl, rule)
+        outcomes.append(out)
+        r = out.result
+        if not r["complete"]:
+            why = r["incomplete_reason"]
+            reason = f"incomplete: the point at {level:g} did not complete ({why})"
+            break
+        p = point_of(level, r)
+        fpoints.append(p)
+        slo = r.get("slo")
+        passes.append(bool(slo["passed"]) if slo else True)
+        extra.append({"requests": r["summary"].get("requests_completed"),
+                      "precision": r.get("precision_stop"),
+                      "slo_passed": passes[-1] if slo else None})
+        say(_line(spec.loop, p, r.get("precision_stop")))
+        if slo and not slo["passed"]:
+            reason = f"slo: the point at {level:g} breaks {_broken(slo)}"
+            break
+        if len(fpoints) > 1 and not spec.explicit:
+            prev = fpoints[-2].total_tok_s_per_gpu
+            if plateaued(prev, p.total_tok_s_per_gpu, MIN_GAIN):
+                gain = (p.total_tok_s_per_gpu / prev - 1) * 100 if prev > 0 else 0.0
+                moved = "rose" if gain >= 0 else "fell"
+                reason = (f"plateaued: total throughput {moved} {abs(gain):.1f} % from "
+                          f"{fpoints[-2].concurrency:g} to {level:g} (a gain < {MIN_GAIN:.0%})")
+                break
+    marked = mark_pareto(fpoints)
+    doc = frontier_dict(marked, reason, None)
+    for row, more in zip(doc["points"], extra, strict=True):
+        row.update(more)
+    doc["loop"] = spec.loop
+    doc["variable"] = "concurrency" if spec.loop == "closed" else "rate (requests/s offered)"
+    doc["gpus"] = gpus_of(outcomes[0].result) if outcomes else 1
+    doc["usd_per_gpu_hour"] = price_of(outcomes[0].result) if outcomes else None
+    return doc
+
+
+def answer(doc: dict[str, Any], target: float | None, slo_text: str | None) -> list[str]:
+    """Add ``target``, ``at_target`` and ``at_slo`` to the frontier document ``doc``; return
+    the plain lines to say when the target or the SLOs are out of the front's reach."""
+    points = [FrontierPoint(**{k: p[k] for k in FrontierPoint.__dataclass_fields__})
+              for p in doc["points"]]
+    price = doc.get("usd_per_gpu_hour")
+    problems: list[str] = []
+    hit: AtTarget | None = None
+    doc["target"] = None
+    if target is not None:
+        hit = at_target(points, target, price)
+        f = front(points)
+        lo = f[0].interactivity if f else None
+        hi = f[-1].interactivity if f else None
+        doc["target"] = {"interactivity": target, "reached": hit is not None,
+                         "front_interactivity": [lo, hi]}
+        if hit is None:
+            problems.append(_out_of_reach(target, f))
+    slo_hit = None
+    if slo_text:
+        passes = [p.get("slo_passed") is not False for p in doc["points"]]
+        slo_hit = at_slo(points, passes, price)
+        doc["target"] = {**(doc["target"] or {}), "slo": slo_text}
+        if slo_hit is None:
+            problems.append(f"no measured point meets --slo {slo_text}: no answer at the SLO "
+                            "(every point measured is in the result)")
+    doc["at_target"] = hit.to_dict() if hit else (slo_hit.to_dict() if slo_hit and
+                                                  target is None else None)
+    doc["at_slo"] = slo_hit.to_dict() if slo_hit else None
+    return problems
+
+
+def member_groups(points: list[Workload]) -> list[list[Workload]]:
+    """A suite's points split into its members' frontiers: consecutive points of the same
+    workload and loop (closed or open) form one."""
+    groups: list[list[Workload]] = []
+    for w in points:
+        if groups and (groups[-1][0].name, groups[-1][0].arrival.mode) == (w.name,
+                                                                           w.arrival.mode):
+            groups[-1].append(w)
+        else:
+            groups.append([w])
+    return groups
+
+
+def suite_frontiers(
+    points: list[Workload],
+    spec: FrontierSpec,
+    run_point: RunPoint,
+    outcomes: list[RunOutcome],
+    slo_text: str | None,
+    say: Callable[[str], None] = lambda _: None,
+    stop_requested: Callable[[], bool] = lambda: False,
+) -> list[dict[str, Any]]:
+    """``--frontier --suite``: each member's points (as the suite lists them, its counts) run
+    as one frontier (the stop rules as for a list); a point that did not complete ends them
+    all. Each frontier document gets ``workload``; its problems are prefixed with it."""
+    docs = []
+    for group in member_groups(points):
+        mode = group[0].arrival.mode
+        levels = tuple(float(w.arrival.concurrency or 1) if mode == "closed"
+                       else float(w.arrival.rate or 0.0) for w in group)
+        member = FrontierSpec(mode, levels, True, spec.ceiling_reason, None, spec.target)
+        if stop_requested():
+            break
+        doc = run_frontier(group, member, run_point, outcomes, say=say,
+                           stop_requested=stop_requested)
+        doc["problems"] = [f"{group[0].name}: {p}"
+                           for p in answer(doc, spec.target, slo_text)]
+        docs.append({"workload": group[0].name, **doc})
+        if outcomes and not outcomes[-1].result["complete"]:
+            break
+    return docs
+
+
+def _out_of_reach(target: float, f: list[FrontierPoint]) -> str:
+    if not f:
+        return (f"target {target:g} tokens/s/user: no point has a TPOT (outputs of one token?), "
+                "so there is no front to read it from")
+    lo, hi = f[0], f[-1]
+    if target > float(hi.interactivity or 0):
+        return (f"target {target:g} tokens/s/user is above the front: even at "
+                f"{hi.concurrency:g} the users see {hi.interactivity:.1f}; not extrapolated "
+                "(every point measured is in the result)")
+    return (f"target {target:g} tokens/s/user is below the front's slowest point "
+            f"({lo.interactivity:.1f} at {lo.concurrency:g}); it stopped before the load got "
+            "that slow; raise --max-concurrency to measure further (not extrapolated)")
+
+
+def _broken(slo: dict[str, Any]) -> str:
+    return "; ".join(slo.get("failures") or []) or "its SLOs"
+
+
+def _line(loop: str, p: FrontierPoint, precision: dict[str, Any] | None) -> str:
+    unit = "streams" if loop == "closed" else "req/s"
+    inter = f"{p.interactivity:.1f}" if p.interactivity is not None else "-"
+    text = (f"frontier: {p.concurrency:g} {unit}: {p.total_tok_s_per_gpu:,.0f} total tok/s/GPU, "
+            f"{p.output_tok_s_per_gpu:,.0f} output, {inter} tok/s/user")
+    if precision:
+        tp = (precision.get("output_throughput") or {}).get("rel_half_width")
+        tq = (precision.get("tpot_p50_ms") or {}).get("rel_half_width")
+        text += (f" (±{(tp or 0) * 100:.1f} % / ±{(tq or 0) * 100:.1f} % after "
+                 f"{precision.get('requests')} requests, {precision.get('stopped_by')})")
+    return text

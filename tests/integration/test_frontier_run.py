@@ -1,0 +1,124 @@
+"""`run --frontier --endpoint` against the synthetic server slowed by load in a known way
+(ITL = itl_ms + b x streams in service): the points, the precision stop, the answer at a
+target, and bad input (one line, exit 2, nothing measured lost)."""
+
+import json
+
+import pytest
+
+from .conftest import cli
+
+pytestmark = pytest.mark.integration
+
+TTFT_MS, ITL_MS, SLOPE_MS, TOKENS = 20.0, 5.0, 2.0, 16
+BASE = ("run", "--model", "llama-2-7b", "--no-progress", "--no-history",
+        "--input-len", "16", "--output-len", str(TOKENS))
+
+
+def exact(c: int) -> tuple[float, float]:
+    """(interactivity tok/s/user, output tok/s) of c closed-loop streams on that server."""
+    itl = ITL_MS + SLOPE_MS * c
+    return 1000.0 / itl, c * TOKENS / ((TTFT_MS + (TOKENS - 1) * itl) / 1000.0)
+
+
+def _sweep(folder):
+    files = list(folder.glob("*.sweep.json"))
+    assert len(files) == 1, files
+    return json.loads(files[0].read_text())
+
+
+def test_frontier_measures_each_point_until_precise(synthetic, tmp_path):
+    server = synthetic("--itl-per-stream-ms", str(SLOPE_MS), ttft_ms=TTFT_MS, itl_ms=ITL_MS,
+                       tokens=TOKENS)
+    target = exact(3)[0]
+    p = cli(*BASE, "--endpoint", server.url, "--frontier", "--max-concurrency", "4",
+            "--target-interactivity", f"{target:.3f}", "--gpu", "H100-SXM",
+            "--price-per-hour", "2.0", "--results-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    f = _sweep(tmp_path)["frontier"]
+    assert [pt["concurrency"] for pt in f["points"]] == [1, 2, 4]
+    assert f["stopped_because"].startswith("max_concurrency")
+    assert f["gpus"] == 1 and f["usd_per_gpu_hour"] == 2.0
+    for pt in f["points"]:
+        want_inter, want_out = exact(int(pt["concurrency"]))
+        assert pt["interactivity"] == pytest.approx(want_inter, rel=0.03)
+        assert pt["output_tok_s_per_gpu"] == pytest.approx(want_out, rel=0.05)
+        prec = pt["precision"]
+        # a steady server is known to ±2 % long before the 30 s / 5000-request ceiling
+        assert prec["stopped_by"] == "precision" and prec["reached"]
+        assert prec["output_throughput"]["rel_half_width"] <= 0.02
+        assert prec["tpot_p50_ms"]["rel_half_width"] <= 0.02
+        assert prec["seconds"] < 20 and pt["requests"] >= 20
+        assert pt["pareto"]
+    a = f["at_target"]
+    assert a["interpolated"] and sorted(a["between"]) == [2.0, 4.0]
+    assert a["output_tok_s_per_gpu"] == pytest.approx(exact(3)[1], rel=0.05)
+    assert a["usd_per_million_output_tokens"] == pytest.approx(
+        2.0 / (a["output_tok_s_per_gpu"] * 3600 / 1e6))
+    assert "frontier" in p.stdout and "interpolated between 2 and 4" in p.stdout
+    # the last point's result carries the frontier too (compare --target-interactivity reads it)
+    last = json.loads(next(tmp_path.glob("*-c4.json")).read_text())
+    assert last["frontier"]["at_target"] == a and last["kind"] == "infer-prof.run"
+
+
+def test_target_out_of_reach_says_so_and_keeps_every_point(synthetic, tmp_path):
+    server = synthetic("--itl-per-stream-ms", str(SLOPE_MS), ttft_ms=TTFT_MS, itl_ms=ITL_MS,
+                       tokens=TOKENS)
+    p = cli(*BASE, "--endpoint", server.url, "--frontier", "--concurrency", "1,2",
+            "-n", "8", "--warmup-requests", "1", "--target-interactivity", "1000",
+            "--results-dir", str(tmp_path))
+    assert p.returncode == 2, p.stderr
+    errors = [line for line in p.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "above the front" in errors[0]
+    assert "not extrapolated" in errors[0]
+    f = _sweep(tmp_path)["frontier"]
+    assert len(f["points"]) == 2 and f["at_target"] is None
+    assert f["target"]["reached"] is False
+    assert all(pt["precision"] is None and pt["requests"] == 8 for pt in f["points"])
+    assert len(list(tmp_path.glob("*-c[12].json"))) == 2
+
+
+@pytest.mark.parametrize("extra, words", [
+    (("--frontier", "--find-max", "--slo", "ttft_p99=100"), "--find-max"),
+    (("--target-interactivity", "20"), "add --frontier"),
+    (("--frontier", "--target-interactivity", "-3"), "positive"),
+])
+def test_bad_combinations_exit_2_before_anything_starts(tmp_path, extra, words):
+    p = cli(*BASE, "--endpoint", "http://127.0.0.1:9", *extra, "--results-dir", str(tmp_path),
+            timeout=60)
+    assert p.returncode == 2
+    assert p.stderr.strip().startswith("error:") and words in p.stderr
+    assert len(p.stderr.strip().splitlines()) == 1
+    assert not list(tmp_path.glob("*.json"))
+
+
+def test_open_loop_frontier_varies_the_rate_and_stops_on_tpot_precision(synthetic, tmp_path):
+    server = synthetic(ttft_ms=TTFT_MS, itl_ms=ITL_MS, tokens=TOKENS)
+    p = cli(*BASE, "--endpoint", server.url, "--frontier", "--rate", "10,20",
+            "--results-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    f = _sweep(tmp_path)["frontier"]
+    assert f["loop"] == "open" and f["variable"].startswith("rate")
+    assert [pt["concurrency"] for pt in f["points"]] == [10.0, 20.0]
+    assert f["stopped_because"].startswith("list")
+    for pt in f["points"]:
+        prec = pt["precision"]
+        # an open loop's throughput follows its Poisson arrivals: only TPOT p50 must be precise
+        assert prec["throughput_required"] is False
+        assert prec["stopped_by"] == "precision" and prec["tpot_p50_ms"]["rel_half_width"] <= 0.02
+        assert pt["interactivity"] == pytest.approx(1000.0 / ITL_MS, rel=0.03)
+    assert len(list(tmp_path.glob("*-r10.json")) + list(tmp_path.glob("*-r20.json"))) == 2
+
+
+def test_frontier_over_the_nightly_suite_one_per_member(synthetic, tmp_path):
+    server = synthetic("--itl-per-stream-ms", "1", ttft_ms=10.0, itl_ms=3.0)
+    p = cli("run", "--model", "llama-3.1-8b", "--no-progress", "--no-history", "--endpoint",
+            server.url, "--frontier", "--suite", "nightly", "--scale", "tiny",
+            "--results-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    sweep = _sweep(tmp_path)
+    members = [(f["workload"], f["loop"]) for f in sweep["frontiers"]]
+    assert members == [("fixed-512-128", "closed"), ("chat", "closed"), ("chat", "open"),
+                       ("rag", "closed"), ("codegen", "closed")]
+    assert all(len(f["points"]) == 2 for f in sweep["frontiers"])
+    assert sweep["frontier"] is None and "workload codegen (closed loop)" in p.stdout
