@@ -473,7 +473,7 @@ def test_report_marks_an_invalid_run_with_its_reason(
         dt.close()
     rows = rows["result"]["value"]
     marked = [r for r in rows if r["badges"]]
-    assert len(marked) == 1 and marked[0]["run"].startswith(invalid[0]["run_id"]), rows
+    assert len(marked) == 1 and marked[0]["run"].startswith(invalid[0]["run_name"]), rows
     (badge,) = marked[0]["badges"]
     assert "invalid" in badge["cls"].split()
     assert badge["text"] == f"invalid: {reason}"
@@ -490,7 +490,7 @@ def test_report_marks_an_invalid_run_with_its_reason(
         assert res.returncode == 0, res.stderr
         assert f"INVALID: {reason}" in res.stdout, res.stdout
         assert res.stdout.count("| ok |" if fmt == "markdown" else " ok ") == 1, res.stdout
-    assert f"invalid runs: {invalid[0]['run_id']}" in res.stderr
+    assert f"invalid runs: {invalid[0]['run_name']}" in res.stderr
 
 
 _FRONTIER_JS = """
