@@ -24,6 +24,7 @@ run: $(STAMP)
 test: $(STAMP)
 	bash scripts/install_browser.sh
 	bash scripts/install_postgres.sh
+	VENV=$(VENV) bash scripts/install_ray.sh
 	$(VENV)/bin/ruff check infer_prof tests benchmarks
 	$(VENV)/bin/mypy infer_prof
 	$(PY) -m pytest -ra $(ARGS)

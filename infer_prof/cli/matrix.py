@@ -4,6 +4,7 @@ workloads), here one cell after another or on a Ray cluster (``--ray``), one tab
 from __future__ import annotations
 
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -112,10 +113,9 @@ def _run(matrix: Any, plans: Any, ray: Any, types: dict[str, str], results_dir: 
     from infer_prof.run.matrix_ray import run_on_ray
     from infer_prof.run.matrix_record import write_summary
 
-    err = Console(stderr=True)
-
-    def say(line: str) -> None:
-        err.print(line, markup=False, highlight=False)
+    def say(line: str) -> None:  # one line each, never wrapped: scripts read them
+        sys.stderr.write(line + "\n")
+        sys.stderr.flush()
 
     results_dir.mkdir(parents=True, exist_ok=True)
     stamp = time.strftime("%Y%m%d-%H%M%S")

@@ -271,7 +271,7 @@ def parse_matrix(doc: Mapping[str, Any], source: str) -> Matrix:
         if frontier and w.concurrency:
             r.fail(where + "concurrency", "frontier = true chooses the concurrencies itself; "
                    "drop the concurrency list")
-    cells = []
+    cells: list[Cell] = []
     for model in models:
         for gpu in gpus:
             for engine in engines or [EngineConfig()]:

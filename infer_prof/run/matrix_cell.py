@@ -8,7 +8,8 @@ answers SIGTERM as it answers Ctrl-C: it records the point interrupted and stops
 started (which itself carries the same parent-death signal). The child also keeps ``run``'s
 own progress, signal and exit-code handling exactly as a user sees them, and writes its files
 to a private folder with ``--no-history``; its result documents and per-request records come
-back as data (:class:`CellRun`) and the driver writes them home (:mod:`infer_prof.run.matrix_record`).
+back as data (:class:`CellRun`) and the driver writes them home
+(:mod:`infer_prof.run.matrix_record`).
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ def run_here(matrix: Matrix, plans: dict[int, CellPlan], results_dir: Path,
                                         "parallel): run it with --ray", placement=placement))
             say(f"[{cell.index}/{n}] {cell.cell_id}: skipped: {outcomes[-1].reason}")
             continue
-        say(f"[{cell.index}/{n}] {cell.cell_id}: starting here")
+        say(f"[{cell.index}/{n}] {cell.cell_id}: starting here" if cell.gpu == "cpu" else
+            f"[{cell.index}/{n}] {cell.cell_id}: checking this machine's GPU, then starting")
         submitted = time.time()
         run = run_cell_here(cell, capture=not live, require_gpu=True, node=placement)
         outcome = save_cell(run, matrix, results_dir, history, 1, placement, submitted)

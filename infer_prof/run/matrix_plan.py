@@ -55,6 +55,7 @@ def plan_cell(cell: Cell, matrix: Matrix) -> CellPlan:
         return CellPlan(f"{cell.model}: architecture not known before the run (planned on "
                         "the node)", None, None)
     gpu = find_gpu(cell.gpu)
+    spec = model.spec
     conc, inp, out = _load(cell)
     e = cell.engine
     results: dict[int, Plan] = {}
@@ -62,7 +63,7 @@ def plan_cell(cell: Cell, matrix: Matrix) -> CellPlan:
     def fits(gpus: int) -> bool:
         try:
             results[gpus] = plan(
-                model.spec, gpu, gpus=gpus, concurrency=conc, input_len=inp, output_len=out,
+                spec, gpu, gpus=gpus, concurrency=conc, input_len=inp, output_len=out,
                 gpu_memory_utilization=e.gpu_memory_utilization or 0.9,
                 quantization=e.quantization or "auto", kv_cache_dtype=e.kv_cache_dtype or "auto",
                 load_format=e.load_format, caps=engine_capabilities(True),
