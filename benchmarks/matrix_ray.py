@@ -6,7 +6,8 @@ process dies with it):
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/matrix_ray.py --requests 32 --repeat 2
 
-Nodes: accelerator_type H100, A100, H100 (``--num-cpus 1 --num-gpus 1``, 100 MB object store).
+Nodes: accelerator_type A100 (head), H100, H100 (``--num-cpus 1 --num-gpus 1``, 100 MB
+object store).
 Cells: the issue's minimal matrix (2 GPU types, concurrency 2 and 8, 64 in / 32 out, 32
 requests) against the built-in synthetic server (``endpoint``): the engine is not what is
 measured here, the driving is. Sequential: each cell's own ``infer-prof run`` command, one after
@@ -54,7 +55,7 @@ def main() -> None:
                  f'num_requests = {args.requests}\nendpoint = "{server.url}"\n'
                  'run_args = ["--warmup", "none", "--min-duration", "0.1"]\n')
     try:
-        for i, accel in enumerate(("H100", "A100", "H100")):
+        for i, accel in enumerate(("A100", "H100", "H100")):
             where = (["--head", "--port", ADDRESS.split(":")[1], "--include-dashboard", "false"]
                      if i == 0 else ["--address", ADDRESS])
             subprocess.run([RAY, "start", *where, *NODE, "--resources",

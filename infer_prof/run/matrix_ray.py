@@ -139,9 +139,15 @@ def run_on_ray(ray: Any, matrix: Matrix, plans: dict[int, CellPlan], types: dict
                ) -> list[CellOutcome]:
     """Submit every cell, write each home as it finishes, retry a lost cell once; on
     KeyboardInterrupt cancel every cell still running (force) and record it cancelled."""
+    from ray.exceptions import RayError
     from ray.util.queue import Queue
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-    events = Queue(actor_options={"num_cpus": 0})
+    # the start events' queue lives on the driver's own node: a worker node lost must not take
+    # it along
+    here = ray.get_runtime_context().get_node_id()
+    events = Queue(actor_options={"num_cpus": 0, "scheduling_strategy":
+                                  NodeAffinitySchedulingStrategy(here, soft=True)})
     task = ray.remote(cell_task)
     pending: dict[Any, _Pending] = {}
     by_index: dict[int, _Pending] = {}
@@ -160,7 +166,11 @@ def run_on_ray(ray: Any, matrix: Matrix, plans: dict[int, CellPlan], types: dict
             f"{plans[cell.index].gpus} x {RESOURCE_PREFIX}{accel})")
 
     def drain() -> None:
-        for ev in events.get_nowait_batch(events.qsize()) if events.qsize() else []:
+        try:
+            batch = events.get_nowait_batch(events.qsize()) if events.qsize() else []
+        except RayError:  # the queue's node is gone: progress lines only, the cells go on
+            batch = []
+        for ev in batch:
             p = by_index.get(ev["cell"])
             if p is not None:
                 p.started = ev

@@ -3,7 +3,8 @@
 --fork --mount-proc``): the only address is 127.0.0.1, and every process started here dies with
 the namespace. Writes what it saw as JSON to ``argv[1]``; the test asserts on it.
 
-Nodes: head ``accelerator_type:H100``, one ``A100``, a second ``H100`` (the retry's), each
+Nodes: head ``accelerator_type:A100`` (the driver's), two ``H100`` workers (one is killed, the
+other takes the retry), each
 ``--num-cpus 1 --num-gpus 1`` and a 100 MB object store. Cells measure the built-in synthetic
 server (``run --endpoint``): the engine is beside the point here, placement and faults are not.
 """
@@ -94,8 +95,9 @@ def main() -> None:
     server = start_synthetic(5.0, 10.0, 32)
     url = server.url
     try:
-        ray_start("H100", head=True)
-        ray_start("A100", head=False)
+        # the driver attaches to the head's raylet: the H100 nodes (one killed below) are workers
+        ray_start("A100", head=True)
+        ray_start("H100", head=False)
         ray_start("H100", head=False)
 
         # 1. placement, results, history: one cell per type, both at once
