@@ -77,6 +77,13 @@ def matrix_command(
         plans = {c.index: plan_cell(c, matrix) for c in matrix.cells}
     except ConfigError as exc:
         fail(str(exc))
+    if matrix.frontier and not ray_address:
+        from infer_prof import __version__
+        from infer_prof.run.matrix_cell import supports_frontier
+
+        if not supports_frontier():
+            fail(f"{matrix.source}: frontier: frontier = true needs infer-prof run --frontier, "
+                 f"which this infer-prof ({__version__}) does not have")
     history: str | Path | None = None
     if not no_history:
         history = history_database.resolve(history_db, Path(results_dir) / "history.sqlite")

@@ -122,3 +122,19 @@ def test_dry_run_plans_pipeline_parallel_for_70b_on_l40s_nodes(tmp_path):
     assert ("--gpus 4 --engine-arg=--tensor-parallel-size=1 --engine-arg=--pipeline-parallel-"
             "size=4 --engine-arg=--distributed-executor-backend=ray") in flat
     assert json.dumps({"GPU": 1.0, "accelerator_type:L40S": 0.001}).replace('"', "'") in p.stdout
+
+
+def test_frontier_cells_need_a_run_with_frontier(tmp_path):
+    from infer_prof.run.matrix_cell import supports_frontier
+
+    f = tmp_path / "m.toml"
+    f.write_text('models = ["llama-2-7b"]\ngpus = ["cpu"]\nfrontier = true\ninput_len = 8\n'
+                 'output_len = 8\n')
+    p = subprocess.run([sys.executable, "-m", "infer_prof", "matrix", str(f), "--dry-run"],
+                       capture_output=True, text=True, cwd=REPO)
+    if supports_frontier():  # the installed run has --frontier: the cell passes it on
+        assert p.returncode == 0 and "--frontier" in p.stdout, p.stderr
+    else:
+        assert p.returncode == 2
+        assert p.stderr.startswith(f"error: {f}: frontier: frontier = true needs infer-prof "
+                                   "run --frontier")
