@@ -41,6 +41,8 @@ def run_here(matrix: Matrix, plans: dict[int, CellPlan], results_dir: Path,
             outcome = save_lost_cell(cell, matrix, results_dir, history, 1, placement,
                                      INTERRUPTED, "cancelled", submitted, run.started_at)
         outcomes.append(outcome)
+        for path in outcome.result_paths:  # (the paths run printed were its private folder's)
+            say(f"[{cell.index}/{n}] result: {path}")
         if run.interrupted:
             say(f"[{cell.index}/{n}] {cell.cell_id}: {INTERRUPTED}")
             raise KeyboardInterrupt

@@ -83,6 +83,17 @@ def pids_matching(*needles: str) -> list[int]:
     return out
 
 
+def node_processes(node_id: str) -> list[int]:
+    """The raylet of ``node_id`` (a prefix) and every process of its node (its workers and
+    agents name the raylet's socket)."""
+    raylets = pids_matching("raylet/raylet", f"--node_id={node_id}")
+    if not raylets:
+        return []
+    cmd = Path(f"/proc/{raylets[0]}/cmdline").read_bytes().decode().split("\0")
+    sock = next(a.split("=", 1)[1] for a in cmd if a.startswith("--raylet_socket_name="))
+    return sorted({*raylets, *(p for p in pids_matching(f"={sock} ") if p != os.getpid())})
+
+
 def results_of(folder: Path) -> list[dict]:
     return [json.loads(p.read_text()) for p in sorted(folder.glob("*.json"))
             if not p.name.endswith((".matrix.json", ".sweep.json"))]
@@ -125,8 +136,8 @@ def main() -> None:
         seen: list[str] = []
         node = wait_started(p, 1, seen)
         time.sleep(3)
-        victims = pids_matching("raylet/raylet", f"--node_id={node[0]}") if node else []
-        for pid in victims:
+        victims = node_processes(node[0]) if node else []
+        for pid in victims:  # the machine gone: its raylet, workers and agents at once
             os.kill(pid, signal.SIGKILL)
         stdout, stderr = p.communicate(timeout=300)
         out["lost"] = {"rc": p.returncode, "stderr": "".join(seen) + stderr, "killed": victims,
