@@ -123,7 +123,13 @@ def _check_versions(ray: Any, types: dict[str, str], matrix: Matrix) -> None:
     probe = ray.remote(probe_node)
     refs = [probe.options(num_cpus=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
         node_id, soft=False)).remote() for node_id in nodes]
-    for facts in ray.get(refs, timeout=120):
+    from ray.exceptions import GetTimeoutError, RayError
+
+    for ref in refs:
+        try:
+            facts = ray.get(ref, timeout=120)
+        except (RayError, GetTimeoutError):  # a node gone since it was listed: no cell goes there
+            continue
         if facts["infer_prof_version"] != __version__:
             raise ConfigError(
                 f"node {facts['ip']} ({facts['node_id'][:12]}) has infer-prof "

@@ -84,14 +84,24 @@ def pids_matching(*needles: str) -> list[int]:
 
 
 def node_processes(node_id: str) -> list[int]:
-    """The raylet of ``node_id`` (a prefix) and every process of its node (its workers and
-    agents name the raylet's socket)."""
+    """The raylet of ``node_id`` (a prefix) and every process under it (its workers, and the
+    cells' ``run`` children under them): the whole node. (Ray workers rename themselves
+    ``ray::...``, so they are found by parentage, not by name.)"""
     raylets = pids_matching("raylet/raylet", f"--node_id={node_id}")
-    if not raylets:
-        return []
-    cmd = Path(f"/proc/{raylets[0]}/cmdline").read_bytes().decode().split("\0")
-    sock = next(a.split("=", 1)[1] for a in cmd if a.startswith("--raylet_socket_name="))
-    return sorted({*raylets, *(p for p in pids_matching(f"={sock} ") if p != os.getpid())})
+    parent: dict[int, int] = {}
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                parent[int(d.name)] = int((d / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+    found = set(raylets)
+    grew = True
+    while grew:
+        more = {p for p, pp in parent.items() if pp in found} - found
+        found |= more
+        grew = bool(more)
+    return sorted(found)
 
 
 def results_of(folder: Path) -> list[dict]:
