@@ -26,6 +26,7 @@ test: $(STAMP)
 	bash scripts/install_postgres.sh
 	bash scripts/install_nginx.sh
 	PYTHON=$(PYTHON) bash scripts/install_litellm.sh
+	VENV=$(VENV) bash scripts/install_ray.sh
 	$(VENV)/bin/ruff check infer_prof tests benchmarks
 	$(VENV)/bin/mypy infer_prof
 	$(PY) -m pytest -ra $(ARGS)

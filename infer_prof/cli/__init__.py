@@ -8,6 +8,7 @@ from infer_prof import __version__
 from infer_prof.cli.calibrate import calibrate_command
 from infer_prof.cli.compare import compare_command
 from infer_prof.cli.history import history_app
+from infer_prof.cli.matrix import matrix_command
 from infer_prof.cli.models import models_command
 from infer_prof.cli.plan import plan_command
 from infer_prof.cli.prices import prices_command
@@ -49,6 +50,7 @@ app.command("compare")(compare_command)
 app.command("regress")(regress_command)
 app.add_typer(history_app, name="history")
 app.command("report")(report_command)
+app.command("matrix")(matrix_command)
 
 
 def main() -> None:
