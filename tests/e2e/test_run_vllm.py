@@ -17,6 +17,7 @@ import pytest
 
 from infer_prof.results.schema import load_result
 from infer_prof.results.store import read_requests
+from infer_prof.servers.process_group import group_running
 
 pytestmark = pytest.mark.e2e
 GENERATING = re.compile(r"Avg generation throughput: [1-9]")
@@ -232,11 +233,9 @@ def test_faults_mid_run_keep_results_and_leave_no_server(tmp_path, event):
 
 
 def _group_alive(pgid: int) -> bool:
-    try:
-        os.killpg(pgid, 0)
-    except ProcessLookupError:
-        return False
-    return True
+    """A process of the group has not exited (zombies left to a PID 1 that never reaps them
+    have exited and hold nothing: :func:`infer_prof.servers.process_group.group_running`)."""
+    return group_running(pgid)
 
 
 def test_memory_budget_makes_the_planner_quantize_and_vllm_runs_it(tmp_path):
