@@ -131,7 +131,7 @@ def test_chat_run_reports_template_tokens_and_how_tokens_were_counted(chat_serve
     assert api["token_count_source"] == "usage_total"
     assert api["chat_template_tokens"] == {"mean": TEMPLATE_TOKENS, "min": TEMPLATE_TOKENS,
                                            "max": TEMPLATE_TOKENS, "requests": 6}
-    assert "chat template prompt tokens" in p.stdout and "usage total" in p.stdout
+    assert "chat template prompt tokens" in p.stdout and "usage at the end only" in p.stdout
     chats = [b for path, _, b in chat_server.seen if path == "/v1/chat/completions"]
     assert len(chats) == 6
     for body in chats:
