@@ -4,7 +4,8 @@ A *side* is one or more runs (repeated runs of one configuration). Each run brin
 numbers (from the result's summary, cost and energy, or from a history row) and, when its
 ``.requests.jsonl`` is at hand, its per-request latency samples in ms.
 
-Metrics judged (names as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
+Metrics judged (the metric table's ``gate`` place, :mod:`infer_prof.core.metric_table`; names
+as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
 
 * ``request_throughput``, ``output_throughput``, the frontier's axes (``output_tok_s_per_gpu``,
   ``input_tok_s_per_gpu``, ``total_tok_s_per_gpu``, ``interactivity_tok_s_user`` and its p90,
