@@ -299,6 +299,13 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
             ("$ per 1M total tokens", fmt_value(cost.get("usd_per_million_total_tokens"), 4))
         )
         rows.append(("output tokens per $", fmt_value(cost.get("output_tokens_per_usd"), 0)))
+        filled = cost.get("filled")
+        if filled:
+            rows.append((
+                f"$ per 1M output tokens, {filled['replicas']} replicas",
+                f"{fmt_value(filled.get('usd_per_million_output_tokens'), 4)} (the engine used "
+                f"{cost.get('run_gpus')} of the instance's {cost.get('gpus')} GPUs; this fills "
+                "them with copies of it)"))
     elif cost:
         rows.append(("cost", f"n/a ({cost.get('reason')})"))
     owned = cost.get("owned") if cost else None

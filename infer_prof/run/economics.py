@@ -110,6 +110,7 @@ def cost_block(
         )
         out["price"] = quote.to_dict()
         out["run_gpus"] = gpus
+        out["filled"] = filled_instance(quote.usd_per_hour, priced_gpus, gpus, summary)
         if market is not None:
             out["price"]["catalog"] = market
         out["available"] = True
@@ -141,6 +142,36 @@ def cost_block(
                 )
             out["owned"] = owned_d
     return out
+
+
+def filled_instance(
+    usd_per_gpu_hour: float, instance_gpus: int, engine_gpus: int, summary: dict[str, Any]
+) -> dict[str, Any] | None:
+    """The cost if every GPU of the instance served a replica like the measured one.
+
+    A run priced by a whole instance (``--instance``) whose engine used fewer GPUs than the
+    instance has pays for idle GPUs: the cost block's $/1M is that whole price over one engine's
+    tokens. With ``replicas = instance_gpus // engine_gpus`` copies of the engine (data
+    parallel, each as fast as the measured one):
+    ``$/1M = usd_per_gpu_hour x instance_gpus / (replicas x tokens/s x 3600 / 1e6)``, which is
+    the frontier's per-GPU figure when the division is exact. None when no GPU sits idle.
+    """
+    if engine_gpus <= 0 or instance_gpus <= engine_gpus:
+        return None
+    replicas = instance_gpus // engine_gpus
+    whole = cost_report(usd_per_gpu_hour, instance_gpus,
+                        _times(summary.get("output_throughput"), replicas),
+                        _times(summary.get("total_throughput"), replicas))
+    return {
+        "replicas": replicas,
+        "idle_gpus": instance_gpus - replicas * engine_gpus,
+        "usd_per_million_output_tokens": whole["usd_per_million_output_tokens"],
+        "usd_per_million_total_tokens": whole["usd_per_million_total_tokens"],
+    }
+
+
+def _times(value: Any, factor: int) -> float | None:
+    return float(value) * factor if isinstance(value, (int, float)) else None
 
 
 def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) -> dict[str, Any]:

@@ -221,7 +221,20 @@ def run_frontier(
     doc["variable"] = "concurrency" if spec.loop == "closed" else "rate (requests/s offered)"
     doc["gpus"] = gpus_of(outcomes[0].result) if outcomes else 1
     doc["usd_per_gpu_hour"] = price_of(outcomes[0].result) if outcomes else None
+    doc["price"] = price_source(outcomes[0].result) if outcomes else None
     return doc
+
+
+def price_source(result: dict[str, Any]) -> dict[str, Any] | None:
+    """Where the frontier's price came from (the first point's ``cost.price``: cloud, instance
+    type, region, tier, source, date, or the seed row / ``--price-per-hour``), None unpriced.
+    Every point of one frontier runs with the same price options, so one source holds for all."""
+    cost = result.get("cost") or {}
+    if not cost.get("available"):
+        return None
+    price = dict(cost.get("price") or {})
+    price.pop("catalog", None)  # the market's listing: in each point's result, not repeated
+    return price
 
 
 def answer(doc: dict[str, Any], target: float | None, slo_text: str | None) -> list[str]:

@@ -65,8 +65,27 @@ def cell_task(cell: Cell, pipeline: int, accelerator_type: str, events: Any) -> 
     ctx = ray.get_runtime_context()
     where = {"node_id": ctx.get_node_id(), "ip": ray.util.get_node_ip_address(),
              "accelerator_type": accelerator_type}
-    events.put({"cell": cell.index, "event": "started", "at": time.time(), **where})
+    _say_started(events, {"cell": cell.index, "event": "started", "at": time.time(), **where})
     return run_cell_here(cell, pipeline=pipeline, capture=True, require_gpu=False, node=where)
+
+
+def _say_started(events: Any, event: dict[str, Any], tries: int = 5) -> None:
+    """Put the start event on the driver's queue; the event is progress only, so a queue that
+    stays unreachable (``ActorUnavailableError`` while Ray reconnects after a lost node) is
+    given up after ``tries`` attempts 0.2 s apart and the cell runs regardless (its result
+    names its node itself)."""
+    from ray.exceptions import RayError
+    from ray.util.queue import Full
+
+    for attempt in range(tries):
+        try:
+            events.put(event, timeout=5)
+            return
+        except Full:  # not drained within 5 s: the driver is busy, the event is not needed
+            return
+        except RayError:
+            if attempt + 1 < tries:
+                time.sleep(0.2)
 
 
 @dataclass
@@ -125,11 +144,16 @@ def _check_versions(ray: Any, types: dict[str, str], matrix: Matrix) -> None:
         node_id, soft=False)).remote() for node_id in nodes]
     from ray.exceptions import GetTimeoutError, RayError
 
-    for ref in refs:
+    for node_id, ref in zip(nodes, refs, strict=True):
         try:
             facts = ray.get(ref, timeout=120)
-        except (RayError, GetTimeoutError):  # a node gone since it was listed: no cell goes there
-            continue
+        except (RayError, GetTimeoutError) as exc:
+            if not any(n["NodeID"] == node_id for n in ray.nodes() if n.get("Alive")):
+                continue  # a node gone since it was listed: no cell goes there
+            raise ConfigError(  # alive but unverified: a cell could run another version there
+                f"node {nodes[node_id].get('NodeManagerAddress')} ({node_id[:12]}) did not "
+                f"answer the version check ({type(exc).__name__}); check its infer-prof "
+                "install or remove it from the cluster") from None
         if facts["infer_prof_version"] != __version__:
             raise ConfigError(
                 f"node {facts['ip']} ({facts['node_id'][:12]}) has infer-prof "

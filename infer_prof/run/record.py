@@ -296,42 +296,44 @@ def build_result(
         "plan_reason": sess.plan_reason,
         "duration_estimate": sess.estimate,
         "precision": precision or "bf16",
-        "cost": cost_block(
-            sdict,
-            gpu,
-            sess.gpu_count,
-            CostOptions(
-                cfg.price_per_hour,
-                cfg.provider,
-                cfg.prices_file,
-                cfg.spot,
-                cfg.purchase_usd,
-                cfg.amortize_years,
-                cfg.usd_per_kwh,
-                instance=cfg.instance,
-                prices_from=cfg.prices_from,
-            ),
-            energy["energy_j"],
-            sdict.get("duration_s"),
-        ),
         "energy": energy,
-        "roofline": roofline_block(
-            model.spec,
-            gpu,
-            sess.gpu_count,
-            precision,
-            sdict,
-            batch,
-            round(wl.input_len.mean()),
-            round(wl.output_len.mean()),
-            batch_source,
-        ),
         "telemetry": telemetry or None,
         "requests_file": None,  # set when written (save_point)
     }
+    # Cost and roofline are for the GPUs the engine used (tp x pp x dp of the server it ran;
+    # --gpus for an --endpoint, default 1), as the frontier's per-GPU axes are.
+    engine_gpus, engine_gpus_how = gpus_used(result)
+    result["gpu"].update(engine_gpus=engine_gpus, engine_gpus_how=engine_gpus_how)
+    result["cost"] = cost_block(
+        sdict,
+        gpu,
+        engine_gpus,
+        CostOptions(
+            cfg.price_per_hour,
+            cfg.provider,
+            cfg.prices_file,
+            cfg.spot,
+            cfg.purchase_usd,
+            cfg.amortize_years,
+            cfg.usd_per_kwh,
+            instance=cfg.instance,
+            prices_from=cfg.prices_from,
+        ),
+        energy["energy_j"],
+        sdict.get("duration_s"),
+    )
+    result["roofline"] = roofline_block(
+        model.spec,
+        gpu,
+        engine_gpus,
+        precision,
+        sdict,
+        batch,
+        round(wl.input_len.mean()),
+        round(wl.output_len.mean()),
+        batch_source,
+    )
     # the frontier's axes (interactivity, tok/s, $ and J per GPU used): core.frontier_axes
-    used, used_how = gpus_used(result)
-    result["gpu"].update(engine_gpus=used, engine_gpus_how=used_how)
     sdict.update(result_axes(result))
     return result
 

@@ -40,6 +40,22 @@ def ray_start(accel: str, head: bool, env: dict[str, str] | None = None) -> None
                    capture_output=True, env=env)
 
 
+def wait_alive(accel: str, timeout: float = 90.0) -> float | None:
+    """Seconds until the cluster lists an alive node of ``accel`` (``ray start`` returns
+    before its raylet has registered), None if none did within ``timeout``."""
+    code = ("import ray, sys; ray.init(address=sys.argv[1], logging_level='ERROR'); "
+            "print(sum(1 for n in ray.nodes() if n['Alive'] and "
+            "n['Resources'].get(sys.argv[2], 0) > 0))")
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        p = subprocess.run([PY, "-c", code, ADDRESS, f"accelerator_type:{accel}"],
+                           capture_output=True, text=True)
+        if p.returncode == 0 and p.stdout.strip().splitlines()[-1:] != ["0"]:
+            return time.monotonic() - t0
+        time.sleep(1)
+    return None
+
+
 def matrix_file(folder: Path, name: str, url: str, gpus: list[str], n: int) -> Path:
     p = folder / f"{name}.toml"
     p.write_text(f'name = "{name}"\nmodels = ["llama-2-7b"]\ngpus = {json.dumps(gpus)}\n'
@@ -175,6 +191,7 @@ def main() -> None:
         init = copy / "infer_prof" / "__init__.py"
         init.write_text(init.read_text().replace('__version__ = "', '__version__ = "9.9.'))
         ray_start("L40S", head=False, env={**os.environ, "PYTHONPATH": str(copy)})
+        out["l40s_alive_after_s"] = wait_alive("L40S")
         p = matrix(matrix_file(work, "version", url, ["L40S"], 8), work / "r5")
         _, stderr = p.communicate(timeout=180)
         out["version"] = {"rc": p.returncode, "stderr": stderr}

@@ -122,3 +122,29 @@ def test_frontier_over_the_nightly_suite_one_per_member(synthetic, tmp_path):
                        ("rag", "closed"), ("codegen", "closed")]
     assert all(len(f["points"]) == 2 for f in sweep["frontiers"])
     assert sweep["frontier"] is None and "workload codegen (closed loop)" in p.stdout
+
+
+def test_a_frontier_priced_as_a_rented_instance(synthetic, tmp_path, monkeypatch):
+    """--instance prices every point: the frontier's $/GPU-hour is the instance's price over its
+    GPUs, its source is named, and each point's $/1M is the point result's cost when the
+    instance's GPUs are filled with copies of the engine (cost.filled)."""
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.sky/catalogs: the shipped snapshot
+    server = synthetic("--itl-per-stream-ms", str(SLOPE_MS), ttft_ms=TTFT_MS, itl_ms=ITL_MS,
+                       tokens=TOKENS)
+    p = cli(*BASE, "--endpoint", server.url, "--frontier", "--concurrency", "1,2", "-n", "8",
+            "--warmup-requests", "1", "--instance", "aws:p5.48xlarge:us-east-1",
+            "--results-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    f = _sweep(tmp_path)["frontier"]
+    per_gpu = f["usd_per_gpu_hour"]
+    assert f["price"]["instance_type"] == "p5.48xlarge" and f["price"]["tier"] == "on-demand"
+    assert f["price"]["cloud"] == "aws" and f["price"]["region"] == "us-east-1"
+    for pt in f["points"]:
+        c = int(pt["concurrency"])
+        result = json.loads(next(tmp_path.glob(f"*-c{c}.json")).read_text())
+        cost = result["cost"]
+        assert per_gpu == pytest.approx(cost["usd_per_hour"] / 8)
+        assert pt["usd_per_million_output_tokens"] == pytest.approx(
+            per_gpu / (pt["output_tok_s_per_gpu"] * 3600 / 1e6))
+        assert pt["usd_per_million_output_tokens"] == pytest.approx(
+            cost["filled"]["usd_per_million_output_tokens"])

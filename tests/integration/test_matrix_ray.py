@@ -60,9 +60,6 @@ def test_a_gpu_type_the_cluster_lacks_is_said_before_anything_starts(seen):
     assert s["files"] == []
 
 
-@pytest.mark.skip(reason=(
-    "flaky (failed 2 of 4 runs): the retried cell can be placed while Ray still lists the "
-    "killed raylet's actors (ActorUnavailableError); open in issue 27"))
 def test_a_node_lost_mid_cell_is_recorded_incomplete_and_retried(seen):
     s = seen["lost"]
     assert s["killed"], s["stderr"]
@@ -85,10 +82,8 @@ def test_ctrl_c_cancels_every_cell_and_leaves_no_run(seen):
     assert len(reasons) == 2 and all("interrupted" in (x or "") for x in reasons)
 
 
-@pytest.mark.skip(reason=(
-    "fails on this module's shared cluster: the raylet of another version is not registered "
-    "when the matrix probes, so the cell runs on an earlier L40S node; open in issue 27"))
 def test_a_node_with_another_infer_prof_version_is_refused(seen):
     s = seen["version"]
+    assert seen["l40s_alive_after_s"] is not None, "the L40S raylet never registered"
     assert s["rc"] == 2, s["stderr"][-3000:]
     assert "has infer-prof 9.9.0.1.0, this driver 0.1.0" in s["stderr"]

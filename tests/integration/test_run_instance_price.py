@@ -32,6 +32,20 @@ def test_run_costed_as_an_instance(synthetic, tmp_path, monkeypatch):
     summary = json.loads(p.stdout)
     assert summary["cost"]["usd_per_million_output_tokens"] == pytest.approx(
         20.9934 / (summary["output_throughput"] * 3600) * 1e6)
+    # the endpoint used one of the eight GPUs (--gpus default 1): filled with eight replicas,
+    # the instance's $/1M is the frontier's per-GPU figure
+    assert cost["run_gpus"] == 1
+    filled = cost["filled"]
+    assert filled["replicas"] == 8 and filled["idle_gpus"] == 0
+    assert filled["usd_per_million_output_tokens"] == pytest.approx(
+        20.9934 / (8 * summary["output_throughput"] * 3600) * 1e6)
+    assert summary["usd_per_million_output_tokens"] == pytest.approx(
+        filled["usd_per_million_output_tokens"])
+    text = cli(*BASE, "--endpoint", server.url, "--instance", "aws:p5.48xlarge:us-east-1")
+    assert text.returncode == 0, text.stderr
+    flat = " ".join(text.stdout.split())
+    assert "$ per 1M output tokens, 8 replicas" in flat
+    assert "the engine used 1 of the instance's 8 GPUs" in flat
 
 
 @pytest.mark.parametrize(
