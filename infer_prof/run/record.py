@@ -55,8 +55,6 @@ from infer_prof.run.environment import fingerprint
 from infer_prof.run.load_points import point_concurrency, point_label, prompt_mode
 from infer_prof.run.planning import history_location
 from infer_prof.run.startup import Session, warn
-from infer_prof.servers.vllm_log import root_cause
-from infer_prof.servers.vllm_server import log_tail, read_log_end
 from infer_prof.telemetry.prometheus import mark_not_counted
 
 
@@ -138,11 +136,18 @@ def server_section(sess: Session, state: dict[str, Any]) -> dict[str, Any]:
     server_info = dict(sess.server_info)
     if server is not None and server.poll() is not None:
         state["incomplete_reason"] = state["incomplete_reason"] or "server_died"
-        server_info["exit_code"] = server.exit_code
-        server_info["log_tail"] = log_tail(server.log_path)
-        cause = root_cause(read_log_end(server.log_path))
-        server_info["root_cause"] = cause.render() if cause else None
+        server_info.update(server.diagnosis())  # exit_code, log_tail, root_cause
     return server_info
+
+
+def plan_section(sess: Session) -> dict[str, Any] | None:
+    """The result's ``plan``: the engine plan, its settings as the server's own options
+    (``engine_args``); None without a plan."""
+    if sess.plan is None:
+        return None
+    settings, server = sess.plan.settings, sess.server
+    spelled = server.plan_arguments(settings) if server and settings else {}
+    return sess.plan.to_dict(spelled)
 
 
 def save_point(
@@ -292,7 +297,7 @@ def build_result(
         "validity": validity.to_dict(),
         "client": client,
         "gpu": {"key": gpu.key if gpu else None, "count": sess.gpu_count, "how": sess.gpu_how},
-        "plan": sess.plan.to_dict() if sess.plan else None,
+        "plan": plan_section(sess),
         "plan_reason": sess.plan_reason,
         "duration_estimate": sess.estimate,
         "precision": precision or "bf16",
