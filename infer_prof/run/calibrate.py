@@ -42,7 +42,7 @@ from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.worker_shared import WorkerJob
 from infer_prof.loadgen.workers import choose_processes, merge_health, run_in_workers
 from infer_prof.servers.http_get import get_json, http_get
-from infer_prof.servers.process import die_with_parent
+from infer_prof.servers.vllm_server import die_with_parent
 
 
 @dataclass
