@@ -54,7 +54,7 @@ from infer_prof.run.economics import (
 from infer_prof.run.environment import fingerprint
 from infer_prof.run.load_points import point_concurrency, point_label, prompt_mode
 from infer_prof.run.planning import history_location
-from infer_prof.run.startup import Session, warn
+from infer_prof.run.startup import RunContext, warn
 from infer_prof.telemetry.prometheus import mark_not_counted
 
 
@@ -111,7 +111,7 @@ def check_history(cfg: RunConfig, progress: ProgressLine) -> None:
             warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
 
 
-def point_files(sess: Session, wl: Workload, many: bool) -> tuple[str, str, str, Path]:
+def point_files(sess: RunContext, wl: Workload, many: bool) -> tuple[str, str, str, Path]:
     """A load point's label, run ID (a new UUIDv7), readable run name and result file (as
     asked: the file is created exclusively at the end, :func:`save_point`, so a name another
     run took meanwhile becomes ``-2``; ``--output`` with ``many`` points gets the label
@@ -129,7 +129,7 @@ def point_files(sess: Session, wl: Workload, many: bool) -> tuple[str, str, str,
     return label, new_run_id(), run_name, result_path
 
 
-def server_section(sess: Session, state: dict[str, Any]) -> dict[str, Any]:
+def server_section(sess: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     """The point's ``server`` section: the session's, plus the exit code, log tail and root
     cause when the server died (which marks the point incomplete in ``state``)."""
     server = sess.server
@@ -140,7 +140,7 @@ def server_section(sess: Session, state: dict[str, Any]) -> dict[str, Any]:
     return server_info
 
 
-def plan_section(sess: Session) -> dict[str, Any] | None:
+def plan_section(sess: RunContext) -> dict[str, Any] | None:
     """The result's ``plan``: the engine plan, its settings as the server's own options
     (``engine_args``); None without a plan."""
     if sess.plan is None:
@@ -179,7 +179,7 @@ def save_point(
 
 
 def build_result(
-    sess: Session,
+    sess: RunContext,
     wl: Workload,
     run_id: str,
     started: dt.datetime,

@@ -42,9 +42,9 @@ from infer_prof.run.record import (
 )
 from infer_prof.run.result_files import check_result_location
 from infer_prof.run.startup import (
-    Session,
+    RunContext,
     new_server,
-    open_session,
+    open_context,
     start_server,
 )
 from infer_prof.run.stopping import Stopper, stop_signals
@@ -85,7 +85,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             server = new_server(plan, stamp)  # --endpoint: attached, nothing to start
             with stopper.kill_on_second(server.kill):
                 endpoint, served, server_info = start_server(server, plan, progress)
-            sess = open_session(plan, endpoint, served, server, server_info)
+            sess = open_context(plan, endpoint, served, server, server_info)
 
             def run_at(w: Workload, rule: PrecisionRule | None) -> RunOutcome:
                 return _run_point(sess, w, True, rule)
@@ -138,7 +138,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
 
 
 def _run_point(
-    sess: Session, wl: Workload, many: bool, precision: PrecisionRule | None = None
+    sess: RunContext, wl: Workload, many: bool, precision: PrecisionRule | None = None
 ) -> RunOutcome:
     """Drive one load point against the session's server and write its result (with a
     ``precision`` rule: measured until precise, the intervals in ``result["precision_stop"]``)."""
@@ -177,7 +177,7 @@ def _run_point(
 
 
 def _find_max(
-    sess: Session, base: Workload, outcomes: list[RunOutcome], stopper: Stopper
+    sess: RunContext, base: Workload, outcomes: list[RunOutcome], stopper: Stopper
 ) -> dict[str, Any]:
     """Search the highest concurrency (closed loop) or rate (open loop) that meets the SLOs."""
 

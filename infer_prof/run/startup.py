@@ -1,6 +1,6 @@
 """Start-up of a run: start its server (the one ``--server`` names, through
 :mod:`infer_prof.servers.registry`; or attach to an endpoint, checking its TLS and the models it
-serves), wait until it is healthy, and open the :class:`Session` the load points
+serves), wait until it is healthy, and open the :class:`RunContext` the load points
 share. The caller stops the server it started, on every exit path.
 """
 
@@ -47,8 +47,9 @@ def warn(progress: ProgressLine, message: str) -> None:
 
 
 @dataclass
-class Session:
-    """What the points of one execution share: the model, the server, the prompt pool."""
+class RunContext:
+    """What the points of one execution share: the model, the server, the prompt pool. (A
+    *session* is a multi-turn conversation, :attr:`sessions`; this is the run's context.)"""
 
     cfg: RunConfig
     model: ResolvedModel
@@ -72,6 +73,11 @@ class Session:
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
     trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
     sessions: SessionPlan | None = None  # --turns: multi-turn sessions
+
+
+Session = RunContext
+"""The old name of :class:`RunContext`, kept for ``run/load.py`` and ``run/load_pool.py`` until
+their imports change (another branch edits them); use :class:`RunContext`."""
 
 
 def attach_endpoint(
@@ -155,7 +161,7 @@ def start_server(
         f"starting {server.label} ({'GPU' if on_gpu else 'CPU'}) for {model.name}; "
         f"log: {described.get('log_file')}"
     )
-    shown = StartupLine(live=cfg.progress)
+    shown = StartupLine(live=cfg.progress, name=server.label)
     shown.phase("starting", 0.0)
     try:
         startup_s = server.wait_healthy(
@@ -184,19 +190,19 @@ def start_server(
     return endpoint, served, server_info
 
 
-def open_session(
+def open_context(
     plan: RunPlan,
     endpoint: Endpoint,
     served: str,
     server: Server | None,
     server_info: dict[str, Any],
-) -> Session:
-    """The session the points share, once the server answers: the plan's choices, the
+) -> RunContext:
+    """The context the points share, once the server answers: the plan's choices, the
     server (kept only when this run launched it: an attached endpoint's death is seen as
     refused connections), and the prompt pool (the tokenizer is loaded here)."""
     cfg, engine_path, dataset = plan.cfg, plan.engine_path, plan.dataset
     weights, estimate = plan.weights, plan.estimate
-    return Session(
+    return RunContext(
         cfg,
         plan.model,
         engine_path,

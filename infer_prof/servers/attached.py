@@ -23,7 +23,7 @@ class AttachedEndpoint:
     """A running OpenAI-compatible server at ``base_url``."""
 
     kind = "endpoint"
-    label = "the endpoint"
+    label = "endpoint"
     launched = False
 
     base_url: str

@@ -32,7 +32,7 @@ class SyntheticProcessServer:
     command-line options (``--ttft-ms 20 --itl-ms 5``)."""
 
     kind = "synthetic"
-    label = "the synthetic server"
+    label = "synthetic server"
     launched = True
 
     log_path: Path
