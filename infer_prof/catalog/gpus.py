@@ -15,13 +15,6 @@ from typing import Any, NamedTuple
 
 from infer_prof.core.gpus import GpuSpec, normalize_gpu_name
 
-CANONICAL_GPU_KEYS: tuple[str, ...] = (
-    "RTX-4090", "RTX-3090", "RTX-5090", "A4000", "A5000", "A6000", "RTX-6000-Ada", "L40", "L40S",
-    "A100-40GB-PCIe", "A100-80GB-PCIe", "A100-40GB-SXM", "A100-80GB-SXM", "H100-PCIe", "H100-SXM",
-    "H100-NVL", "H200", "V100", "MI100",
-)
-"""The GPU keys used across the project (catalog, prices, ``--gpu``)."""
-
 
 class DetectedGpu(NamedTuple):
     """One GPU NVML reports: its name, the catalog entry it matches (or None), total bytes."""
@@ -59,6 +52,11 @@ def _name_index() -> dict[str, str]:
 def known_gpu_keys() -> list[str]:
     """The catalog's keys, in file order."""
     return list(catalog())
+
+
+CANONICAL_GPU_KEYS: tuple[str, ...] = tuple(known_gpu_keys())
+"""The GPU keys used across the project (catalog, prices, ``--gpu``): the catalog's
+(``catalog/data/gpus.json``), in file order. The one list; a new GPU is its catalog entry."""
 
 
 def match_gpu_name(name: str) -> GpuSpec | None:

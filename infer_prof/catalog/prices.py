@@ -32,13 +32,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
-from infer_prof.catalog.gpus import known_gpu_keys, match_gpu_name
+from infer_prof.catalog.gpus import CANONICAL_GPU_KEYS, match_gpu_name
 from infer_prof.core.messages import OneLineError
 
 SHIPPED_PRICES = "prices.csv"
 
-CANONICAL_GPU_KEYS: tuple[str, ...] = tuple(known_gpu_keys())
-"""The GPU keys a price row may name: the GPU catalog's (``catalog/data/gpus.json``)."""
+# CANONICAL_GPU_KEYS (imported above): the keys a price row may name, the GPU catalog's.
 
 REQUIRED_COLUMNS: tuple[str, ...] = (
     "provider",

@@ -8,15 +8,15 @@ A *path* (anything ending in ``.toml``, holding a path separator, or starting wi
 3. the ``workloads/`` folder of the source checkout this package runs from, if any;
 4. the copies shipped inside the package, ``infer_prof/catalog/data/workloads/``.
 
-The first hit wins, so a user's file shadows a shipped one of the same name. The canonical files
-are ``workloads/*.toml`` at the repository root; the shipped copies are generated from them with
-``python -m infer_prof.catalog.workloads --sync`` and a unit test fails when they drift apart.
+The first hit wins, so a user's file shadows a shipped one of the same name. The workload files
+live in one folder, ``infer_prof/catalog/data/workloads/`` (shipped in the wheel as package
+data); ``workloads/`` at the repository root is a symbolic link to it, so that
+``workloads/nightly.toml`` names the same file in a checkout (a unit test holds both).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import tomllib
 from dataclasses import dataclass, replace
@@ -220,36 +220,7 @@ def list_workloads() -> list[WorkloadInfo]:
     return [found[k] for k in sorted(found)]
 
 
-def sync_shipped_copies(src: Path | None = None, dst: Path | None = None) -> list[str]:
-    """Copy ``workloads/*.toml`` of the checkout over the package's shipped copies (and remove
-    shipped copies with no source). Returns the names of the files changed. For maintainers:
-    ``python -m infer_prof.catalog.workloads --sync``."""
-    src = src or repo_workloads_dir()
-    if src is None:
-        raise FileNotFoundError("no workloads/ folder next to the package: run this from a "
-                                "source checkout")
-    dst = dst or Path(__file__).resolve().parent / "data" / _SHIPPED_SUBDIR
-    dst.mkdir(parents=True, exist_ok=True)
-    changed = []
-    wanted = {p.name for p in src.glob("*.toml")}
-    for name in sorted(wanted):
-        data = (src / name).read_bytes()
-        target = dst / name
-        if not target.exists() or target.read_bytes() != data:
-            shutil.copyfile(src / name, target)
-            changed.append(name)
-    for stale in sorted(dst.glob("*.toml")):
-        if stale.name not in wanted:
-            stale.unlink()
-            changed.append(stale.name)
-    return changed
-
-
 def _main(argv: list[str]) -> int:
-    if argv == ["--sync"]:
-        changed = sync_shipped_copies()
-        print("updated: " + (", ".join(changed) if changed else "nothing (already in sync)"))
-        return 0
     for info in list_workloads():
         print(f"{info.name:20} {info.kind:9} {info.description}")
     return 0

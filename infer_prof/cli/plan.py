@@ -146,8 +146,18 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
         console.print(f"to hold the whole load: {s}")
     for n in p.notes:
         console.print(f"note: {n}")
-    if p.engine_args:
-        console.print(f"vLLM engine args: {json.dumps(p.engine_args)}")
+    args = _vllm_args(p)
+    if args:
+        console.print(f"vLLM engine args: {json.dumps(args)}")
+
+
+def _vllm_args(p: Plan) -> dict[str, object]:
+    """The plan's engine settings as vLLM's engine arguments (the engine this command plans
+    for), spelled for the vLLM version the plan was checked against."""
+    from infer_prof.run.engine_setup import planned_engine_version
+    from infer_prof.servers.vllm_args import vllm_engine_args
+
+    return vllm_engine_args(p.settings, planned_engine_version(p))
 
 
 def plan_command(
@@ -200,7 +210,7 @@ def plan_command(
     except PlanError as exc:
         _fail(str(exc))
     if json_output:
-        typer.echo(json.dumps(result.to_dict(), indent=2))
+        typer.echo(json.dumps(result.to_dict(_vllm_args(result)), indent=2))
     else:
         _print_plan(result, how, Console(width=140))
     if not result.fits:

@@ -305,6 +305,10 @@ def run_command(
         "--engine-arg",
         help="Any other vLLM argument, verbatim; repeat it (e.g. --engine-arg=--seed=1).",
     ),
+    server: str = typer.Option(
+        "vllm", "--server", help="The server to start: vllm, or synthetic (the built-in one: "
+        "known delays, no model; --engine-arg gives its options). Ignored with --endpoint.",
+    ),
     server_timeout: float = typer.Option(
         900.0, "--server-timeout", help="Seconds to wait for the server to become healthy."
     ),
@@ -365,6 +369,7 @@ def run_command(
         warmup_mode, warmup_count = "requests", warmup_requests
     cfg = RunConfig(
         model=model,
+        server=server,
         endpoint=one_endpoint,
         served_model_name=served_model_name,
         api_key=api_key,
@@ -443,7 +448,7 @@ def run_command(
         return
     # imported here, not at the top: `infer-prof --help` must not pay for the engine side
     from infer_prof.run.runner import execute
-    from infer_prof.servers.vllm_server import ServerStartError
+    from infer_prof.servers.base import ServerStartError
 
     try:
         outcome = execute(cfg)

@@ -51,8 +51,33 @@ class Candidate:
 
 
 @dataclass(frozen=True)
+class EngineSettings:
+    """How the engine is to run, in no engine's spelling (the server spells it: vLLM's in
+    :mod:`infer_prof.servers.vllm_args`). None everywhere means "the engine's default".
+
+    ``precision`` is the planner's (``bf16``, ``fp8``, ``int8``, ``bnb-nf4``, ``awq``, ``gptq``:
+    :mod:`infer_prof.core.precisions`); ``quantization`` a name the planner does not know,
+    passed to the engine as it is. ``kv_cache_bytes`` is the KV cache budget per GPU in bytes;
+    ``memory_utilization`` the fraction of each GPU's memory the engine may take (one or the
+    other). ``max_model_len`` is the longest sequence (tokens) the engine must hold.
+    """
+
+    dtype: str | None = None  # activation dtype: "auto" (the model's) or "float16"
+    tensor_parallel: int | None = None
+    pipeline_parallel: int | None = None
+    precision: str | None = None
+    quantization: str | None = None
+    load_format: str | None = None  # where weights come from ("dummy": random, real shapes)
+    kv_cache_dtype: str | None = None  # "auto" or "fp8"
+    kv_cache_bytes: int | None = None
+    memory_utilization: float | None = None
+    max_model_len: int | None = None
+
+
+@dataclass(frozen=True)
 class Plan:
-    """The planner's decision, the numbers behind it, and the engine arguments that apply it."""
+    """The planner's decision, the numbers behind it, and the engine settings that apply it
+    (``settings``; None when nothing fits)."""
 
     model: str
     device: str
@@ -70,7 +95,7 @@ class Plan:
     fits_load: bool
     precision: str | None
     dtype: str
-    engine_args: dict[str, Any] = field(default_factory=dict)
+    settings: EngineSettings | None = None
     memory: MemoryBreakdown | None = None
     candidates: tuple[Candidate, ...] = ()
     rejections: tuple[Candidate, ...] = ()
@@ -98,9 +123,13 @@ class Plan:
                 f"requests run at once ({self.seq_len} tokens each); the other {self.queued} wait "
                 "in vLLM's queue and their TTFT includes that wait")
 
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-serializable form: every field; bytes stay integers."""
+    def to_dict(self, engine_args: dict[str, Any] | None = None) -> dict[str, Any]:
+        """JSON-serializable form: every field but ``settings``, which is written as
+        ``engine_args``: the serving engine's spelling of it (``Server.plan_arguments``; {} when
+        none is given); bytes stay integers."""
         out = asdict(self)
+        del out["settings"]
+        out["engine_args"] = dict(engine_args or {})
         out["tensor_parallel_size"] = self.gpu_count
         out["precision_label"] = PRECISION_LABELS.get(self.precision or "")
         if self.kv_cache_dtype == "fp8" and out["precision_label"]:

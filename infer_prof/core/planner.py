@@ -32,7 +32,7 @@ from infer_prof.core.memory import (
     weight_bytes,
 )
 from infer_prof.core.models import ModelSpec
-from infer_prof.core.plan_result import Candidate, MemoryBreakdown, Plan
+from infer_prof.core.plan_result import Candidate, EngineSettings, MemoryBreakdown, Plan
 from infer_prof.core.precisions import (
     AUTO_LADDER,
     INT8_DENSE_NOTE,
@@ -157,26 +157,6 @@ def _setup(model: ModelSpec, gpu: GpuSpec | None, tp: int, concurrency: int, seq
     setup = _Setup(model, gpu, tp, concurrency, seq_len, budget, fixed, act, kv_dtype_bytes,
                    caps, load_format)
     return setup, mnbt, mns
-
-
-def _quantization_args(precision: str, vllm_version: tuple[int, ...] | None) -> dict[str, Any]:
-    """vLLM engine arguments that select ``precision`` (for ``vllm_version``; None = 0.32)."""
-    if precision == "fp8":
-        # `fp8` quantized bf16 checkpoints online up to 0.30; 0.32 refuses and names
-        # `fp8_per_tensor` (in the docs since 0.20).
-        old = vllm_version is not None and vllm_version < (0, 20)
-        return {"quantization": "fp8" if old else "fp8_per_tensor"}
-    if precision == "int8":
-        return {"quantization": "int8_per_channel_weight_only"}
-    if precision == "bnb-nf4":
-        args: dict[str, Any] = {"quantization": "bitsandbytes"}
-        if vllm_version is not None and vllm_version < (0, 8):
-            args["load_format"] = "bitsandbytes"  # vLLM <= 0.7 needed both; later infers it
-        return args
-    if precision in ("awq", "gptq"):
-        return {"quantization": precision}
-    return {}
-
 
 
 def plan(
@@ -346,19 +326,21 @@ def plan(
     if gpu is not None and not gpu.supports_bf16:
         dtype = "float16"
         notes.append(f"{gpu.key} has no BF16: dtype float16")
-    engine_args: dict[str, Any] = {}
+    settings: EngineSettings | None = None
     chosen_kv = chosen.kv_cache_dtype if chosen else kv_dtype
     if chosen is not None and m is not None:
-        engine_args = {"dtype": dtype, "tensor_parallel_size": gpus}
-        engine_args.update(_quantization_args(chosen.precision, vllm_version))
-        if chosen_kv == "fp8":
-            engine_args["kv_cache_dtype"] = "fp8"
-        if memory_budget_bytes is not None:
-            engine_args["kv_cache_memory_bytes"] = m.kv_blocks * BLOCK_SIZE * m.kv_bytes_per_token
-        else:
-            engine_args["gpu_memory_utilization"] = gpu_memory_utilization
-        if m.kv_tokens < model.max_position_embeddings:
-            engine_args["max_model_len"] = seq_len
+        budgeted = memory_budget_bytes is not None
+        short = m.kv_tokens < model.max_position_embeddings
+        settings = EngineSettings(
+            dtype=dtype,
+            tensor_parallel=gpus,
+            precision=chosen.precision,
+            kv_cache_dtype="fp8" if chosen_kv == "fp8" else None,
+            kv_cache_bytes=m.kv_blocks * BLOCK_SIZE * m.kv_bytes_per_token if budgeted else None,
+            memory_utilization=None if budgeted else gpu_memory_utilization,
+            max_model_len=seq_len if short else None,
+        )
+        if short:
             notes.append(f"max_model_len={seq_len}: the KV cache holds {m.kv_tokens} tokens, fewer "
                          f"than the model's context of {model.max_position_embeddings}, and vLLM "
                          "refuses to start unless one max-length sequence fits")
@@ -390,7 +372,7 @@ def plan(
         fits_load=fits_load,
         precision=chosen.precision if chosen else None,
         dtype=dtype,
-        engine_args=engine_args,
+        settings=settings,
         memory=m,
         candidates=tuple(cands),
         rejections=rejections,

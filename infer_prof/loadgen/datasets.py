@@ -256,6 +256,33 @@ def _join_messages(msgs: Sequence[dict[str, str]]) -> str:
     return "\n".join(f"{m['role']}: {m['content']}" for m in msgs) + "\nassistant:"
 
 
+SHAREGPT_SHAPE = "a JSON list of {\"conversations\": [...]} objects"
+
+
+def sharegpt_conversations(
+    path: str, data: Any, not_a_list: str
+) -> list[tuple[str, list[dict[str, str]]]]:
+    """The one ShareGPT reader: the parsed JSON ``data`` of file ``path`` as
+    ``(where, turns)`` pairs, ``where`` naming the entry (``path: entry i``) and each turn a
+    ``{"from", "value"}`` dict of strings. Raises :class:`DatasetError` (one line: file, entry,
+    field): ``not_a_list`` (after ``path: ``) when ``data`` is not a list."""
+    if not isinstance(data, list):
+        raise DatasetError(f"{path}: {not_a_list}")
+    out: list[tuple[str, list[dict[str, str]]]] = []
+    for i, item in enumerate(data):
+        where = f"{path}: entry {i}"
+        turns = item.get("conversations") if isinstance(item, dict) else None
+        if not isinstance(turns, list):
+            raise DatasetError(f"{where}: conversations: missing or not a list")
+        for j, t in enumerate(turns):
+            if (not isinstance(t, dict) or not isinstance(t.get("from"), str)
+                    or not isinstance(t.get("value"), str)):
+                raise DatasetError(f"{where}: conversations[{j}]: must be an object with "
+                                   "string fields \"from\" and \"value\"")
+        out.append((where, turns))
+    return out
+
+
 def _read_sharegpt(path: str, text: str) -> tuple[list[_Raw], int]:
     try:
         data = json.loads(text)
@@ -264,21 +291,11 @@ def _read_sharegpt(path: str, text: str) -> tuple[list[_Raw], int]:
     except ValueError as exc:
         line = getattr(exc, "lineno", "?")
         raise DatasetError(f"{path}:{line}: not valid JSON ({exc})") from None
-    if not isinstance(data, list):
-        raise DatasetError(f"{path}: a ShareGPT file must be a JSON list of "
-                           "{\"conversations\": [...]} objects")
     out: list[_Raw] = []
     no_prompt = 0
-    for i, item in enumerate(data):
-        where = f"{path}: entry {i}"
-        if not isinstance(item, dict) or not isinstance(item.get("conversations"), list):
-            raise DatasetError(f"{where}: conversations: missing or not a list")
-        turns = item["conversations"]
-        for j, t in enumerate(turns):
-            if (not isinstance(t, dict) or not isinstance(t.get("from"), str)
-                    or not isinstance(t.get("value"), str)):
-                raise DatasetError(f"{where}: conversations[{j}]: must be an object with "
-                                   "string fields \"from\" and \"value\"")
+    for where, turns in sharegpt_conversations(
+        path, data, f"a ShareGPT file must be {SHAREGPT_SHAPE}"
+    ):
         first = next((j for j, t in enumerate(turns) if t["from"] == "human" and t["value"]),
                      None)
         if first is None:

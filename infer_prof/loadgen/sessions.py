@@ -57,7 +57,12 @@ from infer_prof.loadgen.closed_loop import (
     open_quietly,
     stream_one,
 )
-from infer_prof.loadgen.datasets import DatasetError, file_sha256
+from infer_prof.loadgen.datasets import (
+    SHAREGPT_SHAPE,
+    DatasetError,
+    file_sha256,
+    sharegpt_conversations,
+)
 from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
 from infer_prof.loadgen.pacing import SendPacer
 from infer_prof.loadgen.prompts import TokenPool, make_prompt
@@ -224,22 +229,13 @@ def load_sharegpt_sessions(
     except (ValueError, UnicodeDecodeError) as exc:
         raise DatasetError(f"{path}: not valid JSON ({exc}); --turns with --dataset needs a "
                            "ShareGPT JSON file") from None
-    if not isinstance(data, list):
-        raise DatasetError(f"{path}: --turns with --dataset needs a ShareGPT file: a JSON list "
-                           "of {\"conversations\": [...]} objects")
+    read = sharegpt_conversations(
+        str(path), data, f"--turns with --dataset needs a ShareGPT file: {SHAREGPT_SHAPE}"
+    )
     overhead = count("")
     convs: list[list[Turn]] = []
     no_pair = cut = 0
-    for i, item in enumerate(data):
-        where = f"{path}: entry {i}"
-        msgs = item.get("conversations") if isinstance(item, dict) else None
-        if not isinstance(msgs, list):
-            raise DatasetError(f"{where}: conversations: missing or not a list")
-        for j, t in enumerate(msgs):
-            if (not isinstance(t, dict) or not isinstance(t.get("from"), str)
-                    or not isinstance(t.get("value"), str)):
-                raise DatasetError(f"{where}: conversations[{j}]: must be an object with "
-                                   "string fields \"from\" and \"value\"")
+    for _where, msgs in read:
         pairs = [(msgs[j]["value"], msgs[j + 1]["value"]) for j in range(len(msgs) - 1)
                  if msgs[j]["from"] == "human" and msgs[j + 1]["from"] == "gpt"
                  and msgs[j]["value"]]

@@ -89,6 +89,7 @@ class StartupLine:
 
     stream: TextIO = field(default_factory=lambda: sys.stderr)
     live: bool = True
+    name: str = "vLLM"  # the server starting (its ``label``)
     _drawn: bool = False
 
     def __post_init__(self) -> None:
@@ -97,14 +98,15 @@ class StartupLine:
     def phase(self, phase: str, at_s: float) -> None:
         """The start-up entered ``phase`` ``at_s`` seconds after launch."""
         if not self.live:
-            self.stream.write(f"vLLM start-up: {phase} (at {at_s:.1f} s)\n")
+            self.stream.write(f"{self.name} start-up: {phase} (at {at_s:.1f} s)\n")
             self.stream.flush()
 
     def tick(self, elapsed_s: float, phase: str, since_s: float) -> None:
         """Redraw the live line (nothing without a terminal)."""
         if self.live:
             self.stream.write(
-                f"\r\x1b[2Kstarting vLLM  {elapsed_s:5.1f} s  {phase} ({elapsed_s - since_s:.1f} s)"
+                f"\r\x1b[2Kstarting {self.name}  {elapsed_s:5.1f} s  {phase} "
+                f"({elapsed_s - since_s:.1f} s)"
             )
             self.stream.flush()
             self._drawn = True

@@ -16,6 +16,8 @@ class RunConfig:
     """Everything a run is given. Field names are the CLI option names (underscored)."""
 
     model: str = "tiny-llama"
+    # the server the run starts (a name in infer_prof.servers.registry); --endpoint: none
+    server: str = "vllm"
     endpoint: str | None = None
     served_model_name: str | None = None
     api_key: str | None = None
@@ -120,6 +122,11 @@ def validate(cfg: RunConfig) -> None:
         raise ConfigError(f"--duration must be positive seconds, got {cfg.duration_s}")
     if cfg.warmup_requests is not None and cfg.warmup_requests < 0:
         raise ConfigError(f"--warmup-requests must be 0 or more, got {cfg.warmup_requests}")
+    from infer_prof.servers.registry import check_server_name  # not at import: --help
+
+    bad_server = check_server_name(cfg.server)
+    if bad_server:
+        raise ConfigError(bad_server)
     if cfg.endpoint is not None:
         try:
             from infer_prof.loadgen.endpoint import Endpoint  # not at import: keeps --help fast

@@ -13,8 +13,8 @@ from typing import Any
 
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.results.failed_run import shorten
+from infer_prof.servers.base import ServerStartError
 from infer_prof.servers.http_get import http_get
-from infer_prof.servers.vllm_server import ServerStartError
 
 #: the exit code of a run that measured nothing because its requests were refused (README)
 REFUSED_EXIT_CODE = 4

@@ -1,5 +1,5 @@
 """How the engine is set up for a run: the GPU it is planned and priced for, the memory plan,
-and the vLLM arguments that apply it."""
+and the engine settings that apply it (spelled as flags by the server, not here)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import importlib.util
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from infer_prof.catalog.gpus import DetectedGpu, detect_gpus, find_gpu
 from infer_prof.catalog.gpus import catalog as gpu_catalog
 from infer_prof.catalog.models import ResolvedModel, alias_config_dir
 from infer_prof.core.gpus import GIB, GpuSpec
-from infer_prof.core.plan_result import Plan
+from infer_prof.core.plan_result import EngineSettings, Plan
 from infer_prof.core.planner import plan
 from infer_prof.core.precisions import (
     BNB_DUMMY_NOTE,
@@ -30,68 +31,58 @@ from infer_prof.run.environment import installed_vllm_version
 CPU_DEFAULT_KV_CACHE_BYTES = 512 * 1024 * 1024
 
 
-_FLAG_NAMES = {
-    "dtype": "--dtype",
-    "tensor_parallel_size": "--tensor-parallel-size",
-    "quantization": "--quantization",
-    "load_format": "--load-format",
-    "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
-    "gpu_memory_utilization": "--gpu-memory-utilization",
-    "max_model_len": "--max-model-len",
-    "kv_cache_dtype": "--kv-cache-dtype",
-}
-
-
-def engine_arguments(
+def launch_settings(
     cfg: RunConfig,
     model: ResolvedModel,
     on_gpu: bool,
-    plan_args: dict[str, Any] | None = None,
+    planned: EngineSettings | None = None,
     max_seq_len: int = 2048,
     kv_tokens: int = 0,
-) -> list[str]:
-    """The vLLM command-line arguments for this run (beyond model, host and port).
+) -> EngineSettings:
+    """The engine settings the run's server starts with, in no engine's spelling (the server
+    spells them: :meth:`infer_prof.servers.base.Server` ``from_launch``).
 
-    Start from the plan's engine arguments (``--quantization auto``), then let every option the
-    user gave explicitly win, then append ``--engine-arg`` values verbatim.
+    Start from the plan's settings (``--quantization auto``; the engine's defaults, dtype
+    ``auto`` and one GPU, left to the engine), then let every option the user gave explicitly
+    win. Unplanned: the longest sequence is ``max_seq_len`` (at least 2048, at most the model's
+    context); on CPU the KV cache is sized for the load, ``kv_tokens`` x the model's KV bytes
+    per token (16-bit) x 1.5 headroom, at least :data:`CPU_DEFAULT_KV_CACHE_BYTES`.
     """
-    merged: dict[str, Any] = {k: v for k, v in (plan_args or {}).items() if k in _FLAG_NAMES}
-    if merged.get("dtype") == "auto":
-        del merged["dtype"]
-    if merged.get("tensor_parallel_size") == 1:
-        del merged["tensor_parallel_size"]
-    explicit = {
+    base = planned or EngineSettings()
+    if base.dtype == "auto":
+        base = replace(base, dtype=None)
+    if base.tensor_parallel == 1:
+        base = replace(base, tensor_parallel=None)
+    explicit: dict[str, Any] = {
         "dtype": cfg.dtype,
-        "tensor_parallel_size": cfg.tensor_parallel_size,
-        "gpu_memory_utilization": cfg.gpu_memory_utilization,
+        "tensor_parallel": cfg.tensor_parallel_size,
+        "memory_utilization": cfg.gpu_memory_utilization,
         "max_model_len": cfg.max_model_len,
         "load_format": cfg.load_format,
-        "kv_cache_memory_bytes": cfg.kv_cache_memory_bytes,
+        "kv_cache_bytes": cfg.kv_cache_memory_bytes,
         "kv_cache_dtype": cfg.kv_cache_dtype,
     }
-    if cfg.quantization not in ("auto", "", None) and not plan_args:
+    if cfg.quantization not in ("auto", "", None) and planned is None:
         explicit["quantization"] = cfg.quantization  # a name the planner does not know
-    merged.update({k: v for k, v in explicit.items() if v is not None})
-    if "max_model_len" not in merged and model.spec is not None:
-        merged["max_model_len"] = min(model.spec.max_position_embeddings, max(2048, max_seq_len))
-    if "kv_cache_memory_bytes" not in merged and not on_gpu:
+    settings = replace(base, **{k: v for k, v in explicit.items() if v is not None})
+    if settings.max_model_len is None and model.spec is not None:
+        longest = min(model.spec.max_position_embeddings, max(2048, max_seq_len))
+        settings = replace(settings, max_model_len=longest)
+    if settings.kv_cache_bytes is None and not on_gpu:
         # On CPU vLLM reserves a fraction of the node's memory unless told an explicit KV size;
         # size it for the load: concurrency x (input + output) tokens, with 50% headroom.
         need = 0
         if model.spec is not None:
             need = int(kv_tokens * model.spec.kv_cache_bytes_per_token(2.0) * 1.5)
-        merged["kv_cache_memory_bytes"] = max(CPU_DEFAULT_KV_CACHE_BYTES, need)
-    # a flag the user passes verbatim (--engine-arg) replaces ours rather than repeating it
-    given = {a.split("=", 1)[0] for a in cfg.engine_args if a.startswith("--")}
-    args: list[str] = []
-    for key, flag in _FLAG_NAMES.items():
-        if key in merged and flag not in given:
-            args += [flag, str(merged[key])]
-    if cfg.enforce_eager:
-        args.append("--enforce-eager")
-    if not model.has_tokenizer:
-        args.append("--skip-tokenizer-init")
-    return args + list(cfg.engine_args)
+        settings = replace(settings, kv_cache_bytes=max(CPU_DEFAULT_KV_CACHE_BYTES, need))
+    return settings
+
+
+def planned_engine_version(p: Plan | None) -> tuple[int, ...] | None:
+    """The engine version the plan was made for (its ``assumptions``; None without a plan)."""
+    text = str((p.assumptions if p else {}).get("vllm_version") or "")
+    parts = [int(x) for x in text.split(".") if x.isdigit()]
+    return tuple(parts) or None
 
 
 def resolve_gpu(cfg: RunConfig) -> tuple[GpuSpec | None, int, str]:

@@ -31,7 +31,7 @@ from infer_prof import __version__
 from infer_prof.catalog.gpus import detect_gpus
 from infer_prof.core.matrix import CPU, Cell, cell_run_args
 from infer_prof.run.config import RunConfig
-from infer_prof.servers.vllm_server import die_with_parent
+from infer_prof.servers.process import die_with_parent
 
 FRONTIER_FIELD = "frontier"
 """The :class:`RunConfig` field that ``run --frontier`` brings; a cell with ``frontier = true``

@@ -54,9 +54,7 @@ from infer_prof.run.economics import (
 from infer_prof.run.environment import fingerprint
 from infer_prof.run.load_points import point_concurrency, point_label, prompt_mode
 from infer_prof.run.planning import history_location
-from infer_prof.run.startup import Session, warn
-from infer_prof.servers.vllm_log import root_cause
-from infer_prof.servers.vllm_server import log_tail, read_log_end
+from infer_prof.run.startup import RunContext, warn
 from infer_prof.telemetry.prometheus import mark_not_counted
 
 
@@ -113,7 +111,7 @@ def check_history(cfg: RunConfig, progress: ProgressLine) -> None:
             warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
 
 
-def point_files(sess: Session, wl: Workload, many: bool) -> tuple[str, str, str, Path]:
+def point_files(sess: RunContext, wl: Workload, many: bool) -> tuple[str, str, str, Path]:
     """A load point's label, run ID (a new UUIDv7), readable run name and result file (as
     asked: the file is created exclusively at the end, :func:`save_point`, so a name another
     run took meanwhile becomes ``-2``; ``--output`` with ``many`` points gets the label
@@ -131,18 +129,25 @@ def point_files(sess: Session, wl: Workload, many: bool) -> tuple[str, str, str,
     return label, new_run_id(), run_name, result_path
 
 
-def server_section(sess: Session, state: dict[str, Any]) -> dict[str, Any]:
+def server_section(sess: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     """The point's ``server`` section: the session's, plus the exit code, log tail and root
     cause when the server died (which marks the point incomplete in ``state``)."""
     server = sess.server
     server_info = dict(sess.server_info)
     if server is not None and server.poll() is not None:
         state["incomplete_reason"] = state["incomplete_reason"] or "server_died"
-        server_info["exit_code"] = server.exit_code
-        server_info["log_tail"] = log_tail(server.log_path)
-        cause = root_cause(read_log_end(server.log_path))
-        server_info["root_cause"] = cause.render() if cause else None
+        server_info.update(server.diagnosis())  # exit_code, log_tail, root_cause
     return server_info
+
+
+def plan_section(sess: RunContext) -> dict[str, Any] | None:
+    """The result's ``plan``: the engine plan, its settings as the server's own options
+    (``engine_args``); None without a plan."""
+    if sess.plan is None:
+        return None
+    settings, server = sess.plan.settings, sess.server
+    spelled = server.plan_arguments(settings) if server and settings else {}
+    return sess.plan.to_dict(spelled)
 
 
 def save_point(
@@ -174,7 +179,7 @@ def save_point(
 
 
 def build_result(
-    sess: Session,
+    sess: RunContext,
     wl: Workload,
     run_id: str,
     started: dt.datetime,
@@ -292,7 +297,7 @@ def build_result(
         "validity": validity.to_dict(),
         "client": client,
         "gpu": {"key": gpu.key if gpu else None, "count": sess.gpu_count, "how": sess.gpu_how},
-        "plan": sess.plan.to_dict() if sess.plan else None,
+        "plan": plan_section(sess),
         "plan_reason": sess.plan_reason,
         "duration_estimate": sess.estimate,
         "precision": precision or "bf16",

@@ -42,14 +42,13 @@ from infer_prof.run.record import (
 )
 from infer_prof.run.result_files import check_result_location
 from infer_prof.run.startup import (
-    Session,
-    attach_endpoint,
+    RunContext,
     new_server,
-    open_session,
+    open_context,
     start_server,
 )
 from infer_prof.run.stopping import Stopper, stop_signals
-from infer_prof.servers.vllm_server import VllmServer
+from infer_prof.servers.base import Server
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
@@ -75,7 +74,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     frontier: dict[str, Any] | None = None
     frontiers: list[dict[str, Any]] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")
-    server: VllmServer | None = None
+    server: Server | None = None
     outcomes: list[RunOutcome] = []
     progress = ProgressLine(total=None, enabled=cfg.progress)
     announce_plan(plan, progress)
@@ -83,13 +82,10 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     search: dict[str, Any] | None = None
     with stop_signals() as stopper:
         try:
-            if cfg.endpoint:
-                endpoint, served, server_info = attach_endpoint(cfg, plan.model, progress)
-            else:
-                server = new_server(plan, stamp)
-                with stopper.kill_on_second(server.kill):
-                    endpoint, served, server_info = start_server(server, plan, progress)
-            sess = open_session(plan, endpoint, served, server, server_info)
+            server = new_server(plan, stamp)  # --endpoint: attached, nothing to start
+            with stopper.kill_on_second(server.kill):
+                endpoint, served, server_info = start_server(server, plan, progress)
+            sess = open_context(plan, endpoint, served, server, server_info)
 
             def run_at(w: Workload, rule: PrecisionRule | None) -> RunOutcome:
                 return _run_point(sess, w, True, rule)
@@ -98,7 +94,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 return stopper.requested
 
             slo_text = format_slos(plan.slos) if plan.slos else None
-            with stopper.shielded(), stopper.kill_on_second(server.kill if server else _none):
+            with stopper.shielded(), stopper.kill_on_second(server.kill):
                 if cfg.find_max:
                     search = _find_max(sess, points[0], outcomes, stopper)
                 elif fspec is not None and fspec.loop == "suite":
@@ -141,12 +137,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         return swept
 
 
-def _none() -> None:
-    return None
-
-
 def _run_point(
-    sess: Session, wl: Workload, many: bool, precision: PrecisionRule | None = None
+    sess: RunContext, wl: Workload, many: bool, precision: PrecisionRule | None = None
 ) -> RunOutcome:
     """Drive one load point against the session's server and write its result (with a
     ``precision`` rule: measured until precise, the intervals in ``result["precision_stop"]``)."""
@@ -185,7 +177,7 @@ def _run_point(
 
 
 def _find_max(
-    sess: Session, base: Workload, outcomes: list[RunOutcome], stopper: Stopper
+    sess: RunContext, base: Workload, outcomes: list[RunOutcome], stopper: Stopper
 ) -> dict[str, Any]:
     """Search the highest concurrency (closed loop) or rate (open loop) that meets the SLOs."""
 

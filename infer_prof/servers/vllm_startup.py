@@ -31,7 +31,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infer_prof.servers.base import PhaseChange
 from infer_prof.servers.vllm_log import parse_line, split_lines
+
+__all__ = ["PHASES", "PhaseChange", "StartupPhases", "phase_marker", "phases_from_log",
+           "startup_dict"]
 
 PHASES: tuple[str, ...] = (
     "starting",
@@ -76,14 +80,6 @@ def phase_marker(line: str) -> str | None:
         if pattern.search(text):
             return name
     return None
-
-
-@dataclass(frozen=True)
-class PhaseChange:
-    """The start-up entered ``phase`` at ``at_s`` seconds after launch."""
-
-    phase: str
-    at_s: float
 
 
 @dataclass

@@ -149,3 +149,39 @@ def test_workload_file_names_a_dataset_relative_to_itself(tmp_path: Path) -> Non
     f.write_text('input_len = 64\noutput_len = 16\nnum_requests = 10\ndataset = 3\n')
     with pytest.raises(ValueError, match="dataset"):
         load_workload(str(f))
+
+
+def test_one_sharegpt_reader(tmp_path: Path) -> None:
+    """ShareGPT is read in one place (``sharegpt_conversations``): the prompts of ``--dataset``
+    and the conversations of ``--turns`` both take its entries, so a bad entry reads the same
+    in both; no other module picks a ShareGPT entry apart."""
+    import ast
+
+    import infer_prof
+    from infer_prof.loadgen import datasets
+    from infer_prof.loadgen.sessions import load_sharegpt_sessions
+
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"conversations": [{"from": "human", "value": "hi"}]},
+                               {"conversations": [{"from": "human", "value": 3}]}]))
+    with pytest.raises(DatasetError) as from_dataset:
+        datasets.sharegpt_conversations(str(bad), json.loads(bad.read_text()), "not a list")
+    with pytest.raises(DatasetError) as from_sessions:
+        load_sharegpt_sessions(bad, len, turns=2, context=None, output_len=8, sample=None,
+                               seed=0)
+    assert str(from_dataset.value) == str(from_sessions.value)
+    assert "entry 1: conversations[0]" in str(from_sessions.value)
+    readers = set()
+    package = Path(infer_prof.__file__).parent
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            key = None
+            if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+                key = node.slice.value
+            elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                  and node.func.attr == "get" and node.args
+                  and isinstance(node.args[0], ast.Constant)):
+                key = node.args[0].value
+            if key == "conversations":
+                readers.add(str(path.relative_to(package)))
+    assert readers == {"loadgen/datasets.py"}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
 from infer_prof.catalog.gpus import (
-    CANONICAL_GPU_KEYS,
     DetectedGpu,
     catalog,
     catalog_document,
@@ -18,6 +18,14 @@ from infer_prof.catalog.gpus import (
     match_gpu_name,
 )
 from infer_prof.core.gpus import GIB, SPEC_FIGURES, GpuSpec, normalize_gpu_name
+
+#: The GPUs the seed articles name: the catalog must hold each (the package's own key list is
+#: the catalog's, catalog.gpus.CANONICAL_GPU_KEYS, so it cannot be the expectation here).
+CANONICAL_GPU_KEYS: tuple[str, ...] = (
+    "RTX-4090", "RTX-3090", "RTX-5090", "A4000", "A5000", "A6000", "RTX-6000-Ada", "L40", "L40S",
+    "A100-40GB-PCIe", "A100-80GB-PCIe", "A100-40GB-SXM", "A100-80GB-SXM", "H100-PCIe", "H100-SXM",
+    "H100-NVL", "H200", "V100", "MI100",
+)
 
 SEED_FILE = re.compile(r"\b(\d{3}_[0-9a-f]{16}\.txt)\b")
 
@@ -232,3 +240,26 @@ def test_detect_gpus_returns_empty_without_driver():
 def test_detect_gpus_returns_empty_without_pynvml(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
     assert detect_gpus() == []
+
+
+def test_one_gpu_key_list_derived_from_the_catalog():
+    """The package lists GPU keys once, as the catalog's: no module spells out a list of them
+    (a new GPU is its gpus.json entry, then a price row), and prices use the catalog's."""
+    import ast
+
+    from infer_prof.catalog import gpus as gpus_module
+    from infer_prof.catalog import prices as prices_module
+
+    keys = set(catalog())
+    assert tuple(catalog()) == gpus_module.CANONICAL_GPU_KEYS
+    assert prices_module.CANONICAL_GPU_KEYS is gpus_module.CANONICAL_GPU_KEYS
+    package = Path(gpus_module.__file__).resolve().parents[1]
+    lists = []
+    for path in sorted(package.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                named = {e.value for e in node.elts if isinstance(e, ast.Constant)} & keys
+                if len(named) >= 5:
+                    lines = f"{path.relative_to(package)}:{node.lineno}"
+                    lists.append(lines)
+    assert lists == [], f"GPU keys listed by hand (derive them from the catalog): {lists}"

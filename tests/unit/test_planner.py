@@ -34,6 +34,13 @@ from infer_prof.core.models import ModelSpec
 from infer_prof.core.plan_result import MemoryBreakdown, Plan
 from infer_prof.core.planner import plan
 from infer_prof.core.precisions import PlanError, normalize_precision
+from infer_prof.run.engine_setup import planned_engine_version
+from infer_prof.servers.vllm_args import vllm_engine_args
+
+
+def engine_args(p: Plan) -> dict:
+    """The plan's settings as vLLM spells them (the engine arguments the plan used to hold)."""
+    return vllm_engine_args(p.settings, planned_engine_version(p))
 
 GIB = 2**30
 MIB = 2**20
@@ -139,7 +146,7 @@ def test_llama2_7b_on_a100_80gb_sxm_bf16_holds_128():
     assert m.kv_blocks == blocks == 7462
     assert m.max_sequences == 7462 // 48 == 155
     assert m.kv_needed_bytes == 128 * 48 * 16 * KV7
-    assert p.engine_args == {"dtype": "auto", "tensor_parallel_size": 1,
+    assert engine_args(p) == {"dtype": "auto", "tensor_parallel_size": 1,
                              "gpu_memory_utilization": 0.9}
     assert p.warnings == () and p.queued == 0 and p.running_at_once == 128
     assert p.memory_source == "catalog: A100-80GB-SXM cuda_visible_gib 79.18"
@@ -158,8 +165,8 @@ def test_llama2_70b_on_a100_80gb_sxm_picks_bitsandbytes():
     assert m.kv_blocks == kv_cache // (16 * KV70) == 6913
     assert m.max_sequences == 6913 // 48 == 144
     assert m.kv_needed_bytes == 128 * 48 * 16 * KV70 == 30 * GIB
-    assert p.engine_args["quantization"] == "bitsandbytes"
-    assert "load_format" not in p.engine_args  # vLLM >= 0.8 infers it (0.32 + vllm-bnb-plugin)
+    assert engine_args(p)["quantization"] == "bitsandbytes"
+    assert "load_format" not in engine_args(p)  # vLLM >= 0.8 infers it (0.32 + vllm-bnb-plugin)
     rejected = {c.precision: c.reason for c in p.rejections}
     assert list(rejected) == ["bf16", "fp8", "int8"]
     assert "exceed the 71.26 GiB budget" in rejected["bf16"]
@@ -175,9 +182,9 @@ def test_llama2_70b_on_h200_fp8():
     assert mem(p).activation_bytes == ACT70_BIG
     assert mem(p).kv_cache_bytes == kv_cache == 63_207_094_080
     assert mem(p).max_sequences == (kv_cache // (16 * KV70)) // 48 == 251
-    assert p.engine_args["quantization"] == "fp8_per_tensor"  # vLLM 0.32 refuses online "fp8"
-    assert plan(spec("llama-2-70b"), find_gpu("H200"), concurrency=128,
-                vllm_version=(0, 10, 1)).engine_args["quantization"] == "fp8"
+    assert engine_args(p)["quantization"] == "fp8_per_tensor"  # vLLM 0.32 refuses online "fp8"
+    assert engine_args(plan(spec("llama-2-70b"), find_gpu("H200"), concurrency=128,
+                            vllm_version=(0, 10, 1)))["quantization"] == "fp8"
 
 
 def test_llama2_13b_on_rtx4090_fp8_because_bf16_weights_exceed_budget():
@@ -236,7 +243,7 @@ def test_llama31_70b_on_rtx4090_nothing_fits_and_says_what_would():
     assert nf4 == 42_709_041_152 > BUDGET_24
     p = plan(spec("llama-3.1-70b"), find_gpu("RTX-4090"), concurrency=128,
              catalog=list(catalog().values()))
-    assert not p.fits and p.precision is None and p.engine_args == {}
+    assert not p.fits and p.precision is None and engine_args(p) == {}
     assert [c.label for c in p.rejections] == ["bf16", "fp8", "int8", "bnb-nf4", "bf16 + fp8 KV",
                                                "fp8 + fp8 KV", "bnb-nf4 + fp8 KV"]
     joined = "\n".join(p.suggestions)
@@ -262,7 +269,7 @@ def test_tensor_parallel_splits_weights_and_kv():
     assert p.precision == "bnb-nf4"
     assert (mem(p).weights_bytes, mem(p).kv_cache_bytes) == (nf4, nf4_kv)
     assert mem(p).max_sequences == (nf4_kv // (16 * KV70 // 2)) // 48 == 442
-    assert p.engine_args["tensor_parallel_size"] == 2
+    assert engine_args(p)["tensor_parallel_size"] == 2
     assert any("does not reduce it" in n for n in p.notes)
 
 
@@ -393,7 +400,7 @@ def test_forced_int8_is_planned_at_16_bit_size_honestly():
              quantization="int8_per_channel_weight_only")
     assert p.precision == "int8"
     assert mem(p).weights_bytes == 2 * (L7_LINEAR + L7_EMB + L7_NORMS)
-    assert p.engine_args["quantization"] == "int8_per_channel_weight_only"
+    assert engine_args(p)["quantization"] == "int8_per_channel_weight_only"
     assert any("MoE" in w for w in p.warnings)
 
 
@@ -433,7 +440,7 @@ def test_tiny_model_on_small_cpu_budget_chooses_bitsandbytes():
     assert mem(p).activation_bytes == TINY_ACT and mem(p).fixed_overhead_bytes == 0
     assert mem(p).kv_cache_bytes == nf4_kv
     assert mem(p).max_sequences == 138 // 48 == 2
-    assert p.engine_args == {"dtype": "auto", "tensor_parallel_size": 1,
+    assert engine_args(p) == {"dtype": "auto", "tensor_parallel_size": 1,
                              "quantization": "bitsandbytes",
                              "kv_cache_memory_bytes": 138 * TINY_BLOCK}
     reasons = {c.precision: c.reason for c in p.rejections}

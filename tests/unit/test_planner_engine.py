@@ -23,9 +23,29 @@ from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_setup import (
     NVML_CUDA_GAP_BYTES,
     device_memory,
-    engine_arguments,
     engine_capabilities,
+    launch_settings,
+    planned_engine_version,
 )
+from infer_prof.servers.base import LaunchSpec
+from infer_prof.servers.vllm_args import vllm_engine_args
+from infer_prof.servers.vllm_server import VllmServer
+
+
+def engine_args(p: Plan) -> dict:
+    """The plan's settings as vLLM spells them (the engine arguments the plan used to hold)."""
+    return vllm_engine_args(p.settings, planned_engine_version(p))
+
+
+def engine_arguments(cfg, model, on_gpu, planned, max_seq_len=2048, kv_tokens=0, p=None):
+    """The vLLM flags a run starts with: its launch settings, spelled by the vLLM server."""
+    spec = LaunchSpec(model="m", served_model_name="m", log_path=Path("unused.log"),
+                      settings=launch_settings(cfg, model, on_gpu, planned, max_seq_len,
+                                               kv_tokens),
+                      extra_args=tuple(cfg.engine_args), on_gpu=on_gpu,
+                      tokenizer=model.has_tokenizer, enforce_eager=cfg.enforce_eager,
+                      engine_version=planned_engine_version(p))
+    return list(VllmServer.from_launch(spec).engine_args)
 
 GIB = 2**30
 GPU_026 = EngineCaps(build="cuda", vllm_version=(0, 26, 0), checked=True)
@@ -82,8 +102,8 @@ def test_issue_70b_dummy_on_h100_picks_fp8_and_says_requests_queue():
         "the other 105 wait in vLLM's queue and their TTFT includes that wait")
     bnb = next(c for c in p.candidates if c.precision == "bnb-nf4" and c.kv_cache_dtype == "auto")
     assert not bnb.available and "No model weights found" in bnb.reason
-    assert p.engine_args["quantization"] == "fp8_per_tensor"
-    assert "kv_cache_dtype" not in p.engine_args  # fp8 KV would hold 46, but was not asked for
+    assert engine_args(p)["quantization"] == "fp8_per_tensor"
+    assert "kv_cache_dtype" not in engine_args(p)  # fp8 KV would hold 46, but was not asked for
     assert any(n.startswith("fp8 + fp8 KV would hold 46") for n in p.notes)
     assert p.to_dict()["queue_message"] == p.queue_message()
 
@@ -121,7 +141,7 @@ def test_fp8_kv_cache_when_asked_halves_kv_bytes():
     assert mem(p).kv_bytes_per_token == KV70 // 2
     assert mem(p).kv_blocks == 4_867_479_557 // (16 * KV70 // 2) == 1856
     assert mem(p).max_sequences == 1856 // 40 == 46
-    assert p.engine_args["kv_cache_dtype"] == "fp8"
+    assert engine_args(p)["kv_cache_dtype"] == "fp8"
     assert p.to_dict()["precision_label"].endswith("fp8 KV cache")
 
 
@@ -134,7 +154,7 @@ def test_fp8_kv_cache_chosen_only_when_nothing_else_holds_one_sequence():
     assert mem(p).max_sequences == 1856 // 1280 == 1
     assert [c.label for c in p.rejections] == ["bf16", "fp8", "int8", "bnb-nf4", "bf16 + fp8 KV"]
     assert any("no precision holds one sequence" in n for n in p.notes)
-    assert p.engine_args["kv_cache_dtype"] == "fp8"
+    assert engine_args(p)["kv_cache_dtype"] == "fp8"
 
 
 def test_fp8_kv_rows_are_shown_beside_the_others():
@@ -283,7 +303,7 @@ def test_engine_arguments_pass_the_kv_cache_dtype():
     p = plan(spec("llama-2-70b"), H100, concurrency=8, input_len=512, output_len=128,
              kv_cache_dtype="fp8", load_format="dummy", caps=GPU_026)
     args = engine_arguments(RunConfig(model="llama-2-70b", load_format="dummy"),
-                            resolve_model("llama-2-70b"), True, p.engine_args)
+                            resolve_model("llama-2-70b"), True, p.settings, p=p)
     assert args[args.index("--kv-cache-dtype") + 1] == "fp8"
     assert args[args.index("--quantization") + 1] == "fp8_per_tensor"
     assert args[args.index("--load-format") + 1] == "dummy"

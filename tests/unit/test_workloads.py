@@ -64,6 +64,38 @@ def test_shipped_copies_match_canonical_files():
             f"{name} differs: run python -m infer_prof.catalog.workloads --sync")
 
 
+def test_one_workload_folder_shipped_as_package_data():
+    """The workloads live in one folder: ``workloads/`` of a checkout is the package's own
+    (a link), and every file in it matches pyproject's package-data, so the wheel ships it."""
+    import tomllib
+
+    assert CANON.resolve() == SHIPPED.resolve()
+    data = tomllib.loads((REPO / "pyproject.toml").read_text())
+    patterns = data["tool"]["setuptools"]["package-data"]["infer_prof.catalog"]
+    package = REPO / "infer_prof" / "catalog"
+    shipped = {p for pattern in patterns for p in package.glob(pattern)}
+    assert sorted(SHIPPED.glob("*.toml")) and set(SHIPPED.glob("*.toml")) <= shipped
+
+
+def test_workload_by_name_from_an_installed_copy(tmp_path):
+    """``--workload NAME`` from a copy of the package outside any checkout (as installed in
+    site-packages: no ``workloads/`` beside it, none in the current folder)."""
+    import shutil
+    import subprocess
+    import sys
+
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "infer_prof", site / "infer_prof",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so"))
+    code = ("from infer_prof.catalog.workloads import load_workload, list_workloads; "
+            "print(load_workload('chat').name, "
+            "sorted({i.origin for i in list_workloads()}))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True,
+                         text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"},
+                         check=True)
+    assert out.stdout.split(None, 1) == ["chat", "['shipped']\n"]
+
+
 def test_repo_dir_found():
     assert repo_workloads_dir() == CANON
 

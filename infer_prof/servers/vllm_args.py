@@ -1,0 +1,101 @@
+"""vLLM's spelling of the engine settings (:class:`EngineSettings`): the planner and ``run/``
+speak precision, KV cache budget, parallelism and lengths; only this module knows that vLLM
+calls them ``--quantization fp8_per_tensor``, ``--kv-cache-memory-bytes``,
+``--tensor-parallel-size`` or ``--gpu-memory-utilization``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from infer_prof.core.plan_result import EngineSettings
+
+#: vLLM's engine-argument names (as in ``EngineArgs``) and their flags, in the order written.
+FLAG_NAMES = {
+    "dtype": "--dtype",
+    "tensor_parallel_size": "--tensor-parallel-size",
+    "pipeline_parallel_size": "--pipeline-parallel-size",
+    "quantization": "--quantization",
+    "load_format": "--load-format",
+    "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
+    "gpu_memory_utilization": "--gpu-memory-utilization",
+    "max_model_len": "--max-model-len",
+    "kv_cache_dtype": "--kv-cache-dtype",
+}
+
+
+def quantization_args(precision: str, vllm_version: tuple[int, ...] | None) -> dict[str, Any]:
+    """vLLM engine arguments that select ``precision`` (for ``vllm_version``; None = 0.32)."""
+    if precision == "fp8":
+        # `fp8` quantized bf16 checkpoints online up to 0.30; 0.32 refuses and names
+        # `fp8_per_tensor` (in the docs since 0.20).
+        old = vllm_version is not None and vllm_version < (0, 20)
+        return {"quantization": "fp8" if old else "fp8_per_tensor"}
+    if precision == "int8":
+        return {"quantization": "int8_per_channel_weight_only"}
+    if precision == "bnb-nf4":
+        args: dict[str, Any] = {"quantization": "bitsandbytes"}
+        if vllm_version is not None and vllm_version < (0, 8):
+            args["load_format"] = "bitsandbytes"  # vLLM <= 0.7 needed both; later infers it
+        return args
+    if precision in ("awq", "gptq"):
+        return {"quantization": precision}
+    return {}
+
+
+def vllm_engine_args(
+    settings: EngineSettings | None, vllm_version: tuple[int, ...] | None = None
+) -> dict[str, Any]:
+    """``settings`` as vLLM engine arguments (``{"tensor_parallel_size": 2, ...}``), each set
+    field once; {} for None. ``vllm_version`` picks the quantization name (None = 0.32)."""
+    if settings is None:
+        return {}
+    s = settings
+    args: dict[str, Any] = {}
+    if s.dtype is not None:
+        args["dtype"] = s.dtype
+    if s.tensor_parallel is not None:
+        args["tensor_parallel_size"] = s.tensor_parallel
+    if s.pipeline_parallel is not None:
+        args["pipeline_parallel_size"] = s.pipeline_parallel
+    if s.precision is not None:
+        args.update(quantization_args(s.precision, vllm_version))
+    if s.quantization is not None:
+        args["quantization"] = s.quantization
+    if s.kv_cache_dtype is not None:
+        args["kv_cache_dtype"] = s.kv_cache_dtype
+    if s.kv_cache_bytes is not None:
+        args["kv_cache_memory_bytes"] = s.kv_cache_bytes
+    if s.memory_utilization is not None:
+        args["gpu_memory_utilization"] = s.memory_utilization
+    if s.max_model_len is not None:
+        args["max_model_len"] = s.max_model_len
+    if s.load_format is not None:
+        args["load_format"] = s.load_format
+    return args
+
+
+def vllm_flags(
+    settings: EngineSettings,
+    extra_args: tuple[str, ...] | list[str] = (),
+    *,
+    enforce_eager: bool = False,
+    tokenizer: bool = True,
+    vllm_version: tuple[int, ...] | None = None,
+) -> list[str]:
+    """The vLLM command-line arguments beyond model, host and port: each set setting as its
+    flag (in :data:`FLAG_NAMES` order), unless ``extra_args`` (``--engine-arg``, appended
+    verbatim) gives that flag itself; ``--enforce-eager``; ``--skip-tokenizer-init`` for a
+    model without a tokenizer."""
+    merged = vllm_engine_args(settings, vllm_version)
+    given = {a.split("=", 1)[0] for a in extra_args if a.startswith("--")}
+    args: list[str] = []
+    for key, flag in FLAG_NAMES.items():
+        if key in merged and flag not in given:
+            args += [flag, str(merged[key])]
+    if enforce_eager:
+        args.append("--enforce-eager")
+    if not tokenizer:
+        args.append("--skip-tokenizer-init")
+    return args + list(extra_args)
+
