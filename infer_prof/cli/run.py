@@ -10,7 +10,7 @@ endpoints, what is printed) are declared once in :class:`RunCommandOptions`.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any
 
 import typer
@@ -23,7 +23,7 @@ from infer_prof.cli.run_exit import finish_run, print_outcome
 from infer_prof.cli.run_prices import check_instance
 from infer_prof.run.config import ConfigError, RunConfig, combine_warmup
 from infer_prof.run.default_model import choose_default
-from infer_prof.run.options import OUTPUT, SERVER, Field, Opt, declared_fields
+from infer_prof.run.options import OUTPUT, SERVER, Field, Opt, declared_fields, literal_choices
 
 
 @dataclass
@@ -54,6 +54,8 @@ def command_parameter(f: Field) -> inspect.Parameter:
     assert opt is not None
     typed: Any = opt.typed if opt.typed is not None else f.hint
     default = f.default
+    if literal_choices(typed):  # text: validate names the choices in its one-line error
+        typed = str | None if default is None else str
     if opt.negate:
         typed, default = bool, False
     elif opt.repeat:
@@ -85,7 +87,8 @@ def config_values(given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list
                     values[f.name] = False
             elif value is not None:
                 values[f.name] = opt.parse(value, opt.flag) if opt.parse else value
-        combine_warmup(values)
+        values["warmup"], values["warmup_requests"] = combine_warmup(
+            values.get("warmup"), values.get("warmup_requests"))
     except ValueError as exc:
         fail(str(exc))
     return values, repeated
@@ -107,9 +110,9 @@ def run_command(**given: Any) -> None:
     values.update({name: (items or [None])[0] for name, items in lists.items()})
     if targets:
         values["endpoint"] = targets[0].url
-    if "model" not in values:
-        _default_model(values)
     cfg = RunConfig(**values)
+    if "model" not in values:
+        cfg = _default_model(cfg)
     if targets:
         run_many(cfg, targets, cli.json_output)
         return
@@ -134,17 +137,15 @@ run_command.__signature__ = inspect.Signature(_PARAMETERS)  # type: ignore[attr-
 run_command.__annotations__ = {p.name: p.annotation for p in _PARAMETERS} | {"return": None}
 
 
-def _default_model(values: dict[str, Any]) -> None:
+def _default_model(cfg: RunConfig) -> RunConfig:
     """No --model: tiny-llama, or on a GPU where it fits llama-2-7b with random weights at 128
-    streams (:func:`infer_prof.run.default_model.choose_default`); says which and why. Sets
-    ``model`` (and, unless given, ``concurrency`` and ``load_format``) in ``values``."""
-    if values.get("endpoint"):
-        values["model"] = TINY_LLAMA  # only names the tokenizer/config
-        return
+    streams (:func:`infer_prof.run.default_model.choose_default`); says which and why. The
+    load (unless given) and ``load_format`` (unless given) follow the choice."""
+    if cfg.endpoint:
+        return replace(cfg, model=TINY_LLAMA)  # only names the tokenizer/config
     choice = choose_default(detect_gpus())
     typer.echo(choice.why, err=True)
-    values["model"] = choice.model
-    may_set_load = not any(values.get(k) for k in ("rates", "workload", "suite"))
-    if choice.concurrency and values.get("concurrency") is None and may_set_load:
-        values["concurrency"] = [choice.concurrency]
-    values["load_format"] = values.get("load_format") or choice.load_format
+    load_given = cfg.rates or cfg.workload or cfg.suite or cfg.concurrency
+    levels = [choice.concurrency] if choice.concurrency and not load_given else cfg.concurrency
+    return replace(cfg, model=choice.model, concurrency=levels,
+                   load_format=cfg.load_format or choice.load_format)

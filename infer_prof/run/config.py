@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Literal, cast
 
 from infer_prof.core.messages import OneLineError
 from infer_prof.core.sweep import parse_concurrency_list, parse_rate_list
@@ -41,6 +41,10 @@ class ConfigError(OneLineError):
     """Bad input found before anything started; the message is one line naming the fix."""
 
 
+Api = Literal["completions", "chat"]  # /v1/completions or /v1/chat/completions
+PromptKind = Literal["text", "token-ids"]  # words of an exact token count, or token IDs
+
+
 @dataclass
 class RunConfig:
     """Everything a run is given: one field per ``infer-prof run`` option (its flag, help and
@@ -64,10 +68,10 @@ class RunConfig:
     api_key: Annotated[str | None, Opt(
         ("--api-key",), "Bearer token for --endpoint.", SERVER, envvar="OPENAI_API_KEY")] = None
     # None: the workload's ``api``, else completions (see resolve_api)
-    api: Annotated[str | None, Opt(
+    api: Annotated[Api | None, Opt(
         ("--api",), "completions (default, or the workload's api): POST /v1/completions; chat: "
         "POST /v1/chat/completions with the prompt as one user message (text prompts; a "
-        "dataset's messages as they are).", SERVER, choices=("completions", "chat"))] = None
+        "dataset's messages as they are).", SERVER)] = None
     ca_bundle: Annotated[str | None, Opt(
         ("--ca-bundle",), "https --endpoint: PEM file of the CA(s) to trust (private CA).",
         SERVER)] = None
@@ -214,11 +218,10 @@ class RunConfig:
         range=POSITIVE_INT)] = None
     seed: Annotated[int | None, Opt(("--seed",), "Seed for prompt token IDs.", PROMPTS)] = None
     # prompts: "token-ids" | "text" (None: token IDs, or the dataset's text with --dataset)
-    prompt: Annotated[str | None, Opt(
+    prompt: Annotated[PromptKind | None, Opt(
         ("--prompt",), "token-ids (default): random token IDs of the exact length; text: random "
         "words whose token count under the model's tokenizer (BOS included) is exactly the "
-        "length. With --dataset the default is its text.", PROMPTS,
-        choices=("text", "token-ids"))] = None
+        "length. With --dataset the default is its text.", PROMPTS)] = None
     dataset: Annotated[str | None, Opt(  # infer_prof.loadgen.datasets; None: the workload's
         ("--dataset",), "Prompts from a file: JSONL of {\"prompt\"} or of OpenAI {\"messages\"}, "
         "or ShareGPT JSON; lengths as tokenized, outputs from the data unless --output-len.",
@@ -299,17 +302,15 @@ class RunConfig:
     metrics_interval_s: Annotated[float, Internal("/metrics scrape period (s)")] = 0.5
 
 
-def combine_warmup(values: dict[str, Any]) -> None:
-    """The command line's ``--warmup TEXT`` (in ``values["warmup"]``) and ``--warmup-requests
-    N`` into the fields ``warmup`` (the mode) and ``warmup_requests`` (the count), in place
+def combine_warmup(text: str | None, count: int | None) -> tuple[str | None, int | None]:
+    """The command line's ``--warmup TEXT`` and ``--warmup-requests N`` as the fields
+    ``(warmup, warmup_requests)``: the mode and the count
     (:func:`infer_prof.run.options.parse_warmup`). Raises ValueError when both are given."""
-    text, count = values.get("warmup"), values.get("warmup_requests")
     if text is not None and count is not None:
         raise ValueError("give --warmup or --warmup-requests, not both")
     if text is not None:
-        values["warmup"], values["warmup_requests"] = parse_warmup(text)
-    elif count is not None:
-        values["warmup"] = "requests"
+        return parse_warmup(text)
+    return ("requests" if count is not None else None), count
 
 
 def _first_given(cfg: RunConfig, flags: dict[str, str]) -> str | None:
@@ -413,7 +414,7 @@ def check_api(cfg: RunConfig) -> None:
         raise ConfigError(message)
 
 
-def resolve_api(cfg: RunConfig, workload_apis: list[str | None]) -> str:
+def resolve_api(cfg: RunConfig, workload_apis: list[str | None]) -> Api:
     """The API a run speaks: ``--api``, else its workloads' ``api`` (all the same), else
     ``completions``. Raises ConfigError when a suite's workloads ask for different ones."""
     if cfg.api is not None:
@@ -422,7 +423,8 @@ def resolve_api(cfg: RunConfig, workload_apis: list[str | None]) -> str:
     if len(asked) > 1:
         raise ConfigError(f"the workloads ask for different APIs ({', '.join(sorted(asked))}); "
                           "give --api to run them all with one")
-    return asked.pop() if asked else "completions"
+    # (a workload file's api is one of these: checked when it is read, core/workloads.py)
+    return cast(Api, asked.pop()) if asked else "completions"
 
 
 def check_client_processes(value: str | int) -> None:

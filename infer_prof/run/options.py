@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import types
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import MISSING, dataclass, fields
@@ -58,15 +59,16 @@ POSITIVE_S = Range("positive seconds", low=0, low_open=True)
 
 @dataclass(frozen=True)
 class Opt:
-    """One command-line option of a configuration field (see the module docstring)."""
+    """One command-line option of a configuration field (see the module docstring). A field
+    whose type is a ``Literal`` (``Literal["completions", "chat"] | None``) is typed as text
+    and its values checked by :func:`check_declared`, which names them in its message."""
 
     flags: tuple[str, ...]  # e.g. ("--num-requests", "-n"); a bool pair as "--x/--no-x"
     help: str
     group: str  # one of GROUPS
     typed: Any = None  # the type the user types, when not the field's (e.g. str, list[str])
     parse: Callable[[Any, str], Any] | None = None  # (user's value, flag) -> field value
-    range: Range | None = None
-    choices: tuple[str, ...] = ()  # the allowed texts (checked by validate, not the parser)
+    range: Range | None = None  # (the allowed texts of a Literal field: its Literal's values)
     negate: bool = False  # a bool field the flag sets to False (--no-history -> history)
     repeat: bool = False  # given once per --endpoint: the CLI takes a list, the field the first
     envvar: str | None = None
@@ -112,6 +114,15 @@ def declared_fields(cls: type) -> Iterator[Field]:
                     opts[0] if opts else None)
 
 
+def literal_choices(hint: Any) -> tuple[str, ...]:
+    """The values of a ``Literal[...]`` type (or ``Literal[...] | None``); () for another type."""
+    union = typing.get_origin(hint) in (typing.Union, types.UnionType)
+    for part in typing.get_args(hint) if union else (hint,):
+        if typing.get_origin(part) is typing.Literal:
+            return typing.get_args(part)
+    return ()
+
+
 def check_declared(obj: object) -> None:
     """Check each field's value of the dataclass ``obj`` against its Opt's range and choices
     (raises ValueError naming the flag, e.g. ``--turns must be a positive integer, got 0``)."""
@@ -119,9 +130,9 @@ def check_declared(obj: object) -> None:
         value = getattr(obj, f.name)
         if f.opt is None or value is None:
             continue
-        opt = f.opt
-        if opt.choices and value not in opt.choices:
-            raise ValueError(f"{opt.flag} must be {' or '.join(opt.choices)}, got {value!r}")
+        opt, choices = f.opt, literal_choices(f.hint)
+        if choices and value not in choices:
+            raise ValueError(f"{opt.flag} must be {' or '.join(choices)}, got {value!r}")
         if opt.range is not None:
             for v in value if isinstance(value, list) else [value]:
                 if not opt.range.holds(v):

@@ -43,6 +43,7 @@ def attach_sessions(
     path = cfg.dataset or points[0].dataset
     dataset = None
     as_ids = None
+    prompt: str  # token-ids, text, or (chat) messages
     chat = cfg.api == "chat"  # turns go as chat messages: user, assistant, ..., user
     if path:
         try:
