@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -24,6 +24,9 @@ from infer_prof.cli.run_prices import check_instance
 from infer_prof.run.config import ConfigError, RunConfig, combine_warmup
 from infer_prof.run.default_model import choose_default
 from infer_prof.run.options import OUTPUT, SERVER, Field, Opt, declared_fields, literal_choices
+
+if TYPE_CHECKING:  # (not at import: `infer-prof --help` stays light)
+    from infer_prof.run.multi_endpoint import EndpointTarget
 
 
 @dataclass
@@ -96,20 +99,11 @@ def config_values(given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list
 
 def run_command(**given: Any) -> None:
     """Profile a model: start vLLM, drive concurrent streams, report latency, throughput."""
-    from infer_prof.cli.run_endpoints import endpoint_targets, run_many
+    from infer_prof.cli.run_endpoints import run_many
 
     values, lists = config_values(given)
     cli = RunCommandOptions(**{f.name: given[f.name] for f in COMMAND_FIELDS})
-    gpu = lists["gpu"]
-    instance_gpu = check_instance(values.get("instance"), values.get("prices_from"),
-                                  gpu[0] if gpu else None)
-    if instance_gpu and not gpu:
-        gpu = lists["gpu"] = [instance_gpu]
-    targets = endpoint_targets(lists["endpoint"], gpu, lists["gpus"], lists["price_per_hour"],
-                               cli.endpoint_label, cli.endpoints_file)
-    values.update({name: (items or [None])[0] for name, items in lists.items()})
-    if targets:
-        values["endpoint"] = targets[0].url
+    targets = _endpoints(values, lists, cli)
     cfg = RunConfig(**values)
     if "model" not in values:
         cfg = _default_model(cfg)
@@ -130,6 +124,27 @@ def run_command(**given: Any) -> None:
         fail(f"{exc or 'interrupted'} before any load was sent: nothing measured", code=3)
     print_outcome(outcome, cli.json_output, Console(stderr=False))
     finish_run(outcome, Console(stderr=True))
+
+
+def _endpoints(values: dict[str, Any], lists: dict[str, list[Any]],
+               cli: RunCommandOptions) -> list[EndpointTarget] | None:
+    """The repeated per-endpoint options (``Opt.repeat``: --endpoint, --gpu, --gpus,
+    --price-per-hour, with --endpoint-label or --endpoints FILE) as the endpoints of a
+    several-endpoint run (None for one run), and their first values into ``values`` (the
+    fields of the run; --instance names the GPU when --gpu is not given)."""
+    from infer_prof.cli.run_endpoints import endpoint_targets
+
+    gpu = lists["gpu"]
+    instance_gpu = check_instance(values.get("instance"), values.get("prices_from"),
+                                  gpu[0] if gpu else None)
+    if instance_gpu and not gpu:
+        gpu = lists["gpu"] = [instance_gpu]
+    targets = endpoint_targets(lists["endpoint"], gpu, lists["gpus"], lists["price_per_hour"],
+                               cli.endpoint_label, cli.endpoints_file)
+    values.update({name: (items or [None])[0] for name, items in lists.items()})
+    if targets:
+        values["endpoint"] = targets[0].url
+    return targets
 
 
 _PARAMETERS = [command_parameter(f) for f in RUN_FIELDS + COMMAND_FIELDS if f.opt is not None]
