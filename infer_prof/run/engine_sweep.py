@@ -23,7 +23,7 @@ from infer_prof.core.engine_sweep import (
 )
 from infer_prof.results.schema import SCHEMA_VERSION
 from infer_prof.results.store import safe_name, write_result
-from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.config import ConfigError, RunConfig, validate
 from infer_prof.run.frontier_run import prepare
 from infer_prof.run.load_points import base_workload
 from infer_prof.run.planning import plan_run
@@ -81,11 +81,7 @@ def configured(cfg: RunConfig, ec: EngineConfig) -> RunConfig:
 def check(cfg: RunConfig) -> list[tuple[EngineConfig, RunConfig]]:
     """Every configuration, checked and planned before anything starts (ConfigError naming the
     configuration on bad input or when the planner says it does not fit)."""
-    if not cfg.frontier:
-        raise ConfigError("--engine-sweep runs a frontier per configuration: add --frontier")
-    if cfg.endpoint:
-        raise ConfigError("--engine-sweep relaunches vLLM per configuration; it cannot with "
-                          "--endpoint (drop one)")
+    validate(cfg)  # the options' rules (run/config.py): needs --frontier, not --endpoint
     out = []
     for ec in engine_configs(cfg.engine_sweep or ""):
         one = configured(cfg, ec)

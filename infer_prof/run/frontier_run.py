@@ -37,7 +37,7 @@ from infer_prof.core.frontier import (
 from infer_prof.core.frontier_axes import gpus_used, point_from_result, run_price
 from infer_prof.core.precision import PrecisionRule
 from infer_prof.core.workloads import Workload
-from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.config import ConfigError, RunConfig, validate
 from infer_prof.run.load_points import client_processes
 from infer_prof.run.record import RunOutcome
 
@@ -75,14 +75,7 @@ def prepare(cfg: RunConfig, open_loop_workload: bool) -> tuple[RunConfig, Fronti
     """Check ``--frontier``'s options (ConfigError, before anything starts) and set the
     configuration's load list to the levels to try (the engine is planned for the highest) and,
     without ``--num-requests``/``--duration``, each point's ceiling in seconds."""
-    if cfg.find_max:
-        raise ConfigError("--frontier and --find-max both choose the load points; give one")
-    if cfg.trace:
-        raise ConfigError("--trace replays its own arrival times; --frontier needs the load to "
-                          "vary: drop one of them")
-    t = cfg.target_interactivity
-    if t is not None and not (t > 0 and math.isfinite(t)):
-        raise ConfigError(f"--target-interactivity must be positive tokens/s/user, got {t}")
+    validate(cfg)  # the options' rules (run/config.py): --find-max, --trace, the target
     if cfg.suite:  # each member's own points, one frontier per member (suite_frontiers)
         return cfg, FrontierSpec("suite", (), True, "list: every level given was run", None,
                                  cfg.target_interactivity)

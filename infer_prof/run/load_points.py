@@ -96,12 +96,8 @@ def load_points(cfg: RunConfig, wl: Workload) -> list[Workload]:
 
 def suite_points(cfg: RunConfig) -> list[Workload]:
     """Every load point of a suite (``--suite``, scaled by ``--scale``), with the command
-    line's request-count, seed and validity overrides applied to each."""
-    if cfg.workload or cfg.concurrency or cfg.rates:
-        raise ConfigError(
-            "--suite brings its own workloads and load points; drop --workload, "
-            "--concurrency and --rate"
-        )
+    line's request-count, seed and validity overrides applied to each (--workload,
+    --concurrency and --rate with --suite are refused by validate, run/config.py)."""
     try:
         runs = expand_suite(cfg.suite or "", cfg.scale)
         overrides = _shape_overrides(cfg)
@@ -279,13 +275,8 @@ def attach_trace(
     apply (another load shape, lengths, a dataset, a suite)."""
     if not cfg.trace:
         return None, points
-    clash = [flag for flag, given in (
-        ("--suite", cfg.suite), ("--concurrency", cfg.concurrency), ("--rate", cfg.rates),
-        ("--input-len", cfg.input_len), ("--output-len", cfg.output_len),
-        ("--duration", cfg.duration_s), ("--dataset", cfg.dataset or points[0].dataset),
-    ) if given]
-    if clash:
-        raise ConfigError(f"--trace sets the arrivals and lengths itself; drop {clash[0]}")
+    if points[0].dataset:  # (the options that clash with --trace: refused by validate)
+        raise ConfigError("--trace sets the arrivals and lengths itself; drop --dataset")
     context = cfg.max_model_len or (model.spec.max_position_embeddings if model.spec else None)
     try:
         window = parse_window(cfg.trace_window)

@@ -17,7 +17,7 @@ from infer_prof.core.sweep import find_max_float, find_max_int
 from infer_prof.core.workloads import Workload
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results.store import write_result
-from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
 from infer_prof.run.frontier_run import (
     FrontierSpec,
@@ -65,9 +65,6 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     fspec: FrontierSpec | None = None
     if cfg.frontier:  # the levels to try, checked before anything starts
         cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
-    elif cfg.target_interactivity is not None:
-        raise ConfigError("--target-interactivity reads a frontier: add --frontier (or use "
-                          "compare --target-interactivity on frontier results)")
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     cfg, points = plan.cfg, plan.points
     check_result_location(cfg)

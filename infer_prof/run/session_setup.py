@@ -27,13 +27,9 @@ def attach_sessions(
     """The session plan of ``--turns K`` (None without it) and the points with ``num_requests``
     rounded up to whole sessions (and, from a ShareGPT ``--dataset``, its per-turn lengths).
     Raises ConfigError on a combination that does not apply or a bad file."""
-    if cfg.turns is None:
-        if cfg.think_time_s:
-            raise ConfigError("--think-time applies to multi-turn sessions; give --turns K")
+    if cfg.turns is None:  # (--think-time without --turns: refused by validate)
         return None, points
-    clash = [flag for flag, given in (
-        ("--suite", cfg.suite), ("--rate", cfg.rates), ("--trace", cfg.trace),
-    ) if given]
+    clash: list[str] = []  # (--suite, --rate, --trace: refused by validate, run/config.py)
     if any(w.arrival.mode != "closed" for w in points):
         clash.append("an open-loop workload")
     if str(cfg.client_processes).strip().lower() not in ("auto", "1"):
@@ -47,6 +43,7 @@ def attach_sessions(
     path = cfg.dataset or points[0].dataset
     dataset = None
     as_ids = None
+    prompt: str  # token-ids, text, or (chat) messages
     chat = cfg.api == "chat"  # turns go as chat messages: user, assistant, ..., user
     if path:
         try:
