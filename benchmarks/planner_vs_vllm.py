@@ -115,7 +115,7 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
     from infer_prof.catalog.gpus import find_gpu
     from infer_prof.catalog.models import resolve_model
     from infer_prof.core.memory import BLOCK_SIZE, kv_bytes_per_token
-    from infer_prof.core.planner import plan
+    from infer_prof.core.planner import PlanRequest, plan
     from infer_prof.core.precisions import EngineCaps, normalize_precision
 
     spec = resolve_model(model).spec
@@ -132,11 +132,11 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
         total = int((memory_total_gib or g.cuda_visible_gib or g.memory_gib) * GIB)
         util = utilization or float(args.get("gpu_memory_utilization") or 0.9)
         version = tuple(int(x) for x in log.version.split(".")) if log.version else None
-        p = plan(spec, g, concurrency=1, input_len=input_len, output_len=output_len,
+        p = plan(PlanRequest(spec, g, concurrency=1, input_len=input_len, output_len=output_len,
                  gpu_memory_utilization=util, quantization=precision,
                  memory_per_gpu_bytes=total, memory_source="--memory-total-gib",
                  kv_cache_dtype=kv_dtype, load_format=args.get("load_format"),
-                 caps=EngineCaps(build="cuda", vllm_version=version, checked=True))
+                 caps=EngineCaps(build="cuda", vllm_version=version, checked=True)))
         assert p.memory is not None
         m = p.memory
         weights = m.weights_bytes / GIB

@@ -21,7 +21,7 @@ from infer_prof.catalog.gpus import DetectedGpu, catalog, detect_gpus, find_gpu
 from infer_prof.core.gpus import GIB, GpuSpec
 from infer_prof.core.models import ModelSpec
 from infer_prof.core.plan_result import Plan
-from infer_prof.core.planner import plan
+from infer_prof.core.planner import PlanRequest, plan
 from infer_prof.core.precisions import PRECISION_LABELS, PlanError
 
 _UNITS = {
@@ -200,13 +200,14 @@ def plan_command(
 
     memory, source = device_memory(gpu_spec, found)
     try:
-        result = plan(spec, gpu_spec, gpus=count, concurrency=concurrency, input_len=input_len,
-                      output_len=output_len, gpu_memory_utilization=gpu_memory_utilization,
-                      quantization=quantization, memory_budget_bytes=budget,
-                      memory_per_gpu_bytes=memory, memory_source=source,
-                      kv_cache_dtype=kv_cache_dtype, load_format=load_format,
-                      caps=engine_capabilities(gpu_spec is not None),
-                      catalog=list(catalog().values()))
+        result = plan(PlanRequest(
+            spec, gpu_spec, gpus=count, concurrency=concurrency, input_len=input_len,
+            output_len=output_len, gpu_memory_utilization=gpu_memory_utilization,
+            quantization=quantization, memory_budget_bytes=budget,
+            memory_per_gpu_bytes=memory, memory_source=source,
+            kv_cache_dtype=kv_cache_dtype, load_format=load_format,
+            caps=engine_capabilities(gpu_spec is not None),
+            catalog=list(catalog().values())))
     except PlanError as exc:
         _fail(str(exc))
     if json_output:

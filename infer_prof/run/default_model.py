@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from infer_prof.catalog.gpus import DetectedGpu, catalog
 from infer_prof.catalog.models import TINY_LLAMA, registry
-from infer_prof.core.planner import plan
+from infer_prof.core.planner import PlanRequest, plan
 from infer_prof.core.precisions import PlanError
 
 GPU_DEFAULT_MODEL = "llama-2-7b"
@@ -72,7 +72,7 @@ def choose_default(
     memory, source = device_memory(first.spec, detected, cuda_total)
     try:
         p = plan(
-            spec,
+            PlanRequest(spec,
             first.spec,
             gpus=count,
             concurrency=GPU_DEFAULT_CONCURRENCY,
@@ -82,7 +82,7 @@ def choose_default(
             memory_source=source,
             load_format="dummy",
             caps=engine_capabilities(True),
-            catalog=tuple(catalog().values()),
+            catalog=tuple(catalog().values())),
         )
     except PlanError as exc:
         return DefaultChoice(TINY_LLAMA, None, None, fallback + f"planner: {exc}")

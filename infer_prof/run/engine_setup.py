@@ -17,7 +17,7 @@ from infer_prof.catalog.gpus import catalog as gpu_catalog
 from infer_prof.catalog.models import ResolvedModel, alias_config_dir
 from infer_prof.core.gpus import GIB, GpuSpec
 from infer_prof.core.plan_result import EngineSettings, Plan
-from infer_prof.core.planner import plan
+from infer_prof.core.planner import PlanRequest, plan
 from infer_prof.core.precisions import (
     BNB_DUMMY_NOTE,
     FP8_KV_CPU_NOTE,
@@ -142,7 +142,7 @@ def make_plan(
     memory, source = device_memory(gpu, detect_gpus() if gpu is not None else [])
     try:
         p = plan(
-            model.spec,
+            PlanRequest(model.spec,
             gpu,
             gpus=gpus,
             concurrency=concurrency,
@@ -158,7 +158,7 @@ def make_plan(
             max_num_seqs=_int_engine_arg(cfg.engine_args, "--max-num-seqs"),
             max_num_batched_tokens=_int_engine_arg(cfg.engine_args, "--max-num-batched-tokens"),
             caps=engine_capabilities(gpu is not None),
-            catalog=tuple(gpu_catalog().values()),
+            catalog=tuple(gpu_catalog().values())),
         )
     except PlanError as exc:
         raise ConfigError(f"plan: {exc}") from None

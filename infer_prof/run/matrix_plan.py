@@ -11,7 +11,7 @@ from infer_prof.catalog.models import ModelError, resolve_model
 from infer_prof.core.matrix import CPU, Cell, Matrix
 from infer_prof.core.multinode import Parallelism, choose_pipeline
 from infer_prof.core.plan_result import Plan
-from infer_prof.core.planner import plan
+from infer_prof.core.planner import PlanRequest, plan
 from infer_prof.core.precisions import PRECISION_LABELS, PlanError
 from infer_prof.run.config import ConfigError
 from infer_prof.run.engine_setup import engine_capabilities
@@ -63,11 +63,11 @@ def plan_cell(cell: Cell, matrix: Matrix) -> CellPlan:
     def fits(gpus: int) -> bool:
         try:
             results[gpus] = plan(
-                spec, gpu, gpus=gpus, concurrency=conc, input_len=inp, output_len=out,
+                PlanRequest(spec, gpu, gpus=gpus, concurrency=conc, input_len=inp, output_len=out,
                 gpu_memory_utilization=e.gpu_memory_utilization or 0.9,
                 quantization=e.quantization or "auto", kv_cache_dtype=e.kv_cache_dtype or "auto",
                 load_format=e.load_format, caps=engine_capabilities(True),
-                catalog=list(catalog().values()), _with_suggestions=False)
+                catalog=list(catalog().values())), with_suggestions=False)
         except PlanError:
             return False
         return results[gpus].fits

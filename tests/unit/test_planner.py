@@ -32,7 +32,7 @@ from infer_prof.cli.plan import parse_bytes, plan_command
 from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
 from infer_prof.core.models import ModelSpec
 from infer_prof.core.plan_result import MemoryBreakdown, Plan
-from infer_prof.core.planner import plan
+from infer_prof.core.planner import PlanRequest, plan
 from infer_prof.core.precisions import PlanError, normalize_precision
 from infer_prof.run.engine_setup import planned_engine_version
 from infer_prof.servers.vllm_args import vllm_engine_args
@@ -137,7 +137,7 @@ def test_llama2_7b_on_a100_80gb_sxm_bf16_holds_128():
     weights = 2 * (L7_LINEAR + L7_EMB + L7_NORMS)  # 13_476_831_232
     kv_cache = BUDGET_80 - weights - NON_TORCH - ACT7_SMALL  # 62_597_759_173
     blocks = kv_cache // (16 * KV7)  # 7462
-    p = plan(spec("llama-2-7b"), find_gpu("A100-80GB-SXM"), concurrency=128)
+    p = plan(PlanRequest(spec("llama-2-7b"), find_gpu("A100-80GB-SXM"), concurrency=128))
     m = mem(p)
     assert p.precision == "bf16" and p.fits_load and p.rejections == ()
     assert (m.budget_bytes, m.weights_bytes, m.activation_bytes) == (BUDGET_80, weights, ACT7_SMALL)
@@ -156,8 +156,8 @@ def test_llama2_7b_on_a100_80gb_sxm_bf16_holds_128():
 def test_llama2_70b_on_a100_80gb_sxm_picks_bitsandbytes():
     nf4 = L70_LINEAR // 2 + L70_LINEAR // 16 + 2 * (L70_EMB + L70_NORMS)
     kv_cache = BUDGET_80 - nf4 - NON_TORCH - ACT70_SMALL  # 36_248_084_677
-    p = plan(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), concurrency=128,
-             input_len=512, output_len=256)
+    p = plan(PlanRequest(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), concurrency=128,
+             input_len=512, output_len=256))
     m = mem(p)
     assert p.precision == "bnb-nf4" and p.fits_load
     assert m.weights_bytes == nf4 == 39_554_924_544
@@ -177,21 +177,21 @@ def test_llama2_70b_on_a100_80gb_sxm_picks_bitsandbytes():
 def test_llama2_70b_on_h200_fp8():
     fp8 = L70_LINEAR + 7 * 4 * 80 + 2 * (L70_EMB + L70_NORMS)  # 69_502_257_344
     kv_cache = BUDGET_141 - fp8 - NON_TORCH - ACT70_BIG  # 63_207_094_080
-    p = plan(spec("llama-2-70b"), find_gpu("H200"), concurrency=128)
+    p = plan(PlanRequest(spec("llama-2-70b"), find_gpu("H200"), concurrency=128))
     assert p.precision == "fp8" and p.fits_load
     assert mem(p).activation_bytes == ACT70_BIG
     assert mem(p).kv_cache_bytes == kv_cache == 63_207_094_080
     assert mem(p).max_sequences == (kv_cache // (16 * KV70)) // 48 == 251
     assert engine_args(p)["quantization"] == "fp8_per_tensor"  # vLLM 0.32 refuses online "fp8"
-    assert engine_args(plan(spec("llama-2-70b"), find_gpu("H200"), concurrency=128,
-                            vllm_version=(0, 10, 1)))["quantization"] == "fp8"
+    assert engine_args(plan(PlanRequest(spec("llama-2-70b"), find_gpu("H200"), concurrency=128,
+                            vllm_version=(0, 10, 1))))["quantization"] == "fp8"
 
 
 def test_llama2_13b_on_rtx4090_fp8_because_bf16_weights_exceed_budget():
     bf16 = 2 * (L13_LINEAR + L13_EMB + L13_NORMS)  # 26_031_728_640 > 22_951_231_488
     fp8 = L13_LINEAR + 7 * 4 * 40 + 2 * (L13_EMB + L13_NORMS)  # 13_343_960_160
     kv_cache = BUDGET_24 - fp8 - NON_TORCH - ACT13_SMALL  # 9_116_637_375
-    p = plan(spec("llama-2-13b"), find_gpu("RTX-4090"), concurrency=1)
+    p = plan(PlanRequest(spec("llama-2-13b"), find_gpu("RTX-4090"), concurrency=1))
     assert bf16 > BUDGET_24
     assert p.precision == "fp8" and p.fits_load
     assert mem(p).kv_cache_bytes == kv_cache == 9_116_637_375
@@ -204,8 +204,8 @@ def test_llama2_70b_on_h100_choice_depends_on_the_load():
     nf4 = L70_LINEAR // 2 + L70_LINEAR // 16 + 2 * (L70_EMB + L70_NORMS)
     fp8_kv = BUDGET_80 - fp8 - NON_TORCH - ACT70_BIG  # 4_867_479_557: 19 sequences
     nf4_kv = BUDGET_80 - nf4 - NON_TORCH - ACT70_BIG  # 34_814_812_357: 138 sequences
-    one = plan(spec("llama-2-70b"), find_gpu("H100-SXM"), concurrency=1)
-    many = plan(spec("llama-2-70b"), find_gpu("H100-SXM"), concurrency=128)
+    one = plan(PlanRequest(spec("llama-2-70b"), find_gpu("H100-SXM"), concurrency=1))
+    many = plan(PlanRequest(spec("llama-2-70b"), find_gpu("H100-SXM"), concurrency=128))
     assert (one.precision, mem(one).max_sequences) == ("fp8", (fp8_kv // (16 * KV70)) // 48)
     assert mem(one).max_sequences == 19
     assert (many.precision, mem(many).max_sequences) == ("bnb-nf4", (nf4_kv // (16 * KV70)) // 48)
@@ -217,8 +217,8 @@ def test_llama2_70b_on_h100_choice_depends_on_the_load():
 def test_llama2_7b_on_rtx4090_at_128_runs_bf16_and_warns_about_queueing():
     kv_cache = BUDGET_24 - 2 * (L7_LINEAR + L7_EMB + L7_NORMS) - NON_TORCH - ACT7_SMALL
     assert kv_cache == 9_032_000_799
-    p = plan(spec("llama-2-7b"), find_gpu("RTX-4090"), concurrency=128,
-             catalog=list(catalog().values()))
+    p = plan(PlanRequest(spec("llama-2-7b"), find_gpu("RTX-4090"), concurrency=128,
+             catalog=list(catalog().values())))
     assert p.precision == "bf16" and p.fits and not p.fits_load
     assert mem(p).max_sequences == (kv_cache // (16 * KV7)) // 48 == 22
     assert (p.running_at_once, p.queued) == (22, 106)
@@ -241,8 +241,8 @@ def test_llama2_7b_on_rtx4090_at_128_runs_bf16_and_warns_about_queueing():
 def test_llama31_70b_on_rtx4090_nothing_fits_and_says_what_would():
     nf4 = L70_LINEAR // 2 + L70_LINEAR // 16 + 2 * (L31_70_EMB + L70_NORMS)
     assert nf4 == 42_709_041_152 > BUDGET_24
-    p = plan(spec("llama-3.1-70b"), find_gpu("RTX-4090"), concurrency=128,
-             catalog=list(catalog().values()))
+    p = plan(PlanRequest(spec("llama-3.1-70b"), find_gpu("RTX-4090"), concurrency=128,
+             catalog=list(catalog().values())))
     assert not p.fits and p.precision is None and engine_args(p) == {}
     assert [c.label for c in p.rejections] == ["bf16", "fp8", "int8", "bnb-nf4", "bf16 + fp8 KV",
                                                "fp8 + fp8 KV", "bnb-nf4 + fp8 KV"]
@@ -259,7 +259,7 @@ def test_tensor_parallel_splits_weights_and_kv():
     bf16_kv = BUDGET_80 - bf16_per_gpu - fixed - act  # 6_464_331_973: 51 sequences
     nf4 = L70_LINEAR * 9 // (16 * 2) + L70_EMB + 2 * L70_NORMS  # 19_778_781_184
     nf4_kv = BUDGET_80 - nf4 - fixed - act  # 55_663_517_893
-    p = plan(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), gpus=2, concurrency=128)
+    p = plan(PlanRequest(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), gpus=2, concurrency=128))
     bf16 = p.candidates[0].memory
     assert act == 301_596_672
     assert (bf16.weights_bytes, bf16.kv_cache_bytes) == (bf16_per_gpu, bf16_kv)
@@ -275,7 +275,7 @@ def test_tensor_parallel_splits_weights_and_kv():
 
 def test_tensor_parallel_must_divide_heads():
     with pytest.raises(PlanError, match="32 attention heads"):
-        plan(spec("llama-2-7b"), find_gpu("RTX-4090"), gpus=3)
+        plan(PlanRequest(spec("llama-2-7b"), find_gpu("RTX-4090"), gpus=3))
 
 
 # ---- the 4 x 8 x 2 grid --------------------------------------------------------------------
@@ -372,7 +372,8 @@ def _by_hand(model: str, gpu: str, concurrency: int) -> tuple[str, int] | None:
 def test_grid_matches_hand_arithmetic_and_planner(model, gpu, concurrency):
     expected = GRID[model][gpu][0 if concurrency == 1 else 1]
     assert _by_hand(model, gpu, concurrency) == expected
-    p = plan(spec(model), find_gpu(gpu), concurrency=concurrency, input_len=512, output_len=256)
+    p = plan(PlanRequest(spec(model), find_gpu(gpu), concurrency=concurrency, input_len=512,
+                         output_len=256))
     got = (p.precision, mem(p).max_sequences) if p.fits else None
     assert got == expected
     assert p.fits_load == (expected is not None and expected[1] >= concurrency)
@@ -383,21 +384,22 @@ def test_grid_matches_hand_arithmetic_and_planner(model, gpu, concurrency):
 @pytest.mark.parametrize("model", list(GRID))
 @pytest.mark.parametrize("concurrency", [1, 8, 32, 128, 512])
 def test_fp8_is_never_chosen_on_a100(gpu, model, concurrency):
-    p = plan(spec(model), find_gpu(gpu), concurrency=concurrency)
+    p = plan(PlanRequest(spec(model), find_gpu(gpu), concurrency=concurrency))
     assert p.precision != "fp8"
     assert not next(c for c in p.candidates if c.precision == "fp8").available
 
 
 def test_forced_fp8_on_a100_warns_it_is_weight_only_and_cpu_refuses():
-    p = plan(spec("llama-2-7b"), find_gpu("A100-80GB-SXM"), quantization="fp8")
+    p = plan(PlanRequest(spec("llama-2-7b"), find_gpu("A100-80GB-SXM"), quantization="fp8"))
     assert p.precision == "fp8" and any("W8A16" in w for w in p.warnings)
     with pytest.raises(PlanError, match="fp8"):
-        plan(spec("llama-2-7b"), None, memory_budget_bytes=64 * GIB, quantization="fp8")
+        plan(PlanRequest(spec("llama-2-7b"), None, memory_budget_bytes=64 * GIB,
+                         quantization="fp8"))
 
 
 def test_forced_int8_is_planned_at_16_bit_size_honestly():
-    p = plan(spec("llama-2-7b"), find_gpu("A100-80GB-SXM"),
-             quantization="int8_per_channel_weight_only")
+    p = plan(PlanRequest(spec("llama-2-7b"), find_gpu("A100-80GB-SXM"),
+             quantization="int8_per_channel_weight_only"))
     assert p.precision == "int8"
     assert mem(p).weights_bytes == 2 * (L7_LINEAR + L7_EMB + L7_NORMS)
     assert engine_args(p)["quantization"] == "int8_per_channel_weight_only"
@@ -434,7 +436,7 @@ def test_tiny_model_on_small_cpu_budget_chooses_bitsandbytes():
     nf4_kv = budget - TINY_NF4 - TINY_ACT
     assert TINY_LINEAR * 9 % 16 == 0
     assert nf4_kv == 2_262_016 and nf4_kv // TINY_BLOCK == 138
-    p = plan(TINY, None, memory_budget_bytes=budget, concurrency=1)
+    p = plan(PlanRequest(TINY, None, memory_budget_bytes=budget, concurrency=1))
     assert p.precision == "bnb-nf4" and p.fits_load
     assert mem(p).weights_bytes == TINY_NF4 == 1_342_464
     assert mem(p).activation_bytes == TINY_ACT and mem(p).fixed_overhead_bytes == 0
@@ -450,13 +452,13 @@ def test_tiny_model_on_small_cpu_budget_chooses_bitsandbytes():
 
 def test_tiny_model_with_one_more_mib_runs_bf16():
     # 17 MiB: 17_825_792 - 3_426_816 - 13_172_736 = 1_226_240 B -> 74 blocks -> 1 sequence
-    p = plan(TINY, None, memory_budget_bytes=17 * MIB, concurrency=1)
+    p = plan(PlanRequest(TINY, None, memory_budget_bytes=17 * MIB, concurrency=1))
     assert (p.precision, mem(p).max_sequences) == ("bf16", 74 // 48)
 
 
 def test_no_device_is_a_plan_error():
     with pytest.raises(PlanError, match="--gpu"):
-        plan(TINY, None)
+        plan(PlanRequest(TINY, None))
 
 
 # ---- CLI ------------------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from infer_prof.catalog.models import resolve_model
 from infer_prof.cli.plan import plan_command
 from infer_prof.core.models import ModelSpec
 from infer_prof.core.plan_result import MemoryBreakdown, Plan
-from infer_prof.core.planner import plan
+from infer_prof.core.planner import PlanRequest, plan
 from infer_prof.core.precisions import BNB_DUMMY_NOTE, EngineCaps, PlanError, why_not
 from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_setup import (
@@ -91,8 +91,8 @@ def test_issue_70b_dummy_on_h100_picks_fp8_and_says_requests_queue():
     assert kv_cache == 4_867_479_557
     blocks = kv_cache // (16 * KV70)  # 928 blocks of 16 tokens
     assert blocks == 928
-    p = plan(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
-             load_format="dummy", caps=GPU_026)
+    p = plan(PlanRequest(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
+             load_format="dummy", caps=GPU_026))
     assert p.precision == "fp8" and p.fits and not p.fits_load
     assert mem(p).kv_tokens == 928 * 16 == 14_848  # vLLM 0.26 measured 14,720 (+0.87 %)
     assert mem(p).max_sequences == 928 // 40 == 23  # vLLM: 23 sequences of 640
@@ -109,34 +109,34 @@ def test_issue_70b_dummy_on_h100_picks_fp8_and_says_requests_queue():
 
 
 def test_same_load_with_real_weights_picks_bitsandbytes():
-    p = plan(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
-             caps=GPU_026)
+    p = plan(PlanRequest(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
+             caps=GPU_026))
     assert p.precision == "bnb-nf4" and p.fits_load and p.queued == 0
 
 
 def test_runtime_missing_is_unavailable_with_the_install_hint():
     caps = EngineCaps(build="cuda", checked=True, unavailable=(
         ("bnb-nf4", "the bitsandbytes package is not installed (pip install bitsandbytes)"),))
-    p = plan(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), concurrency=1, caps=caps)
+    p = plan(PlanRequest(spec("llama-2-70b"), find_gpu("A100-80GB-SXM"), concurrency=1, caps=caps))
     assert p.precision is None and not p.fits  # bf16 too big, fp8 needs 8.9, int8 dense
     bnb = next(c for c in p.candidates if c.precision == "bnb-nf4")
     assert not bnb.available and "pip install bitsandbytes" in bnb.reason
     with pytest.raises(PlanError, match="pip install bitsandbytes"):
-        plan(spec("llama-2-7b"), H100, quantization="bitsandbytes", caps=caps)
+        plan(PlanRequest(spec("llama-2-7b"), H100, quantization="bitsandbytes", caps=caps))
 
 
 def test_forcing_bitsandbytes_with_dummy_weights_is_refused():
     with pytest.raises(PlanError, match="cannot force bnb-nf4: vLLM replaces --load-format dummy"):
-        plan(spec("llama-2-7b"), H100, quantization="bitsandbytes", load_format="dummy",
-             caps=GPU_026)
+        plan(PlanRequest(spec("llama-2-7b"), H100, quantization="bitsandbytes", load_format="dummy",
+             caps=GPU_026))
 
 
 # ---- 1. the fp8 KV cache -----------------------------------------------------------------------
 
 
 def test_fp8_kv_cache_when_asked_halves_kv_bytes():
-    p = plan(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
-             load_format="dummy", caps=GPU_026, kv_cache_dtype="fp8")
+    p = plan(PlanRequest(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
+             load_format="dummy", caps=GPU_026, kv_cache_dtype="fp8"))
     assert (p.precision, p.kv_cache_dtype) == ("fp8", "fp8")
     assert mem(p).kv_bytes_per_token == KV70 // 2
     assert mem(p).kv_blocks == 4_867_479_557 // (16 * KV70 // 2) == 1856
@@ -148,8 +148,8 @@ def test_fp8_kv_cache_when_asked_halves_kv_bytes():
 def test_fp8_kv_cache_chosen_only_when_nothing_else_holds_one_sequence():
     # 20,480-token sequences = 1280 blocks: the 16-bit KV cache (928 blocks) holds none, the fp8
     # one (1856 blocks) holds one. bf16 does not fit, bnb cannot run with dummy weights.
-    p = plan(spec("llama-2-70b"), H100, concurrency=4, input_len=20_000, output_len=480,
-             load_format="dummy", caps=GPU_026)
+    p = plan(PlanRequest(spec("llama-2-70b"), H100, concurrency=4, input_len=20_000, output_len=480,
+             load_format="dummy", caps=GPU_026))
     assert (p.precision, p.kv_cache_dtype) == ("fp8", "fp8")
     assert mem(p).max_sequences == 1856 // 1280 == 1
     assert [c.label for c in p.rejections] == ["bf16", "fp8", "int8", "bnb-nf4", "bf16 + fp8 KV"]
@@ -158,7 +158,7 @@ def test_fp8_kv_cache_chosen_only_when_nothing_else_holds_one_sequence():
 
 
 def test_fp8_kv_rows_are_shown_beside_the_others():
-    p = plan(spec("llama-2-7b"), H100, concurrency=1, caps=GPU_026)
+    p = plan(PlanRequest(spec("llama-2-7b"), H100, concurrency=1, caps=GPU_026))
     labels = [c.label for c in p.candidates]
     assert labels[:4] == ["bf16", "fp8", "int8", "bnb-nf4"]
     assert "bf16 + fp8 KV" in labels and "fp8 + fp8 KV" in labels
@@ -169,10 +169,10 @@ def test_fp8_kv_rows_are_shown_beside_the_others():
 def test_fp8_kv_cache_where_the_engine_lacks_it():
     caps = EngineCaps(build="cpu", checked=True, fp8_kv_cache="needs AVX-512 or AMX")
     with pytest.raises(PlanError, match="cannot use --kv-cache-dtype fp8: needs AVX-512"):
-        plan(spec("llama-2-7b"), None, memory_budget_bytes=32 * GIB, kv_cache_dtype="fp8",
-             caps=caps)
+        plan(PlanRequest(spec("llama-2-7b"), None, memory_budget_bytes=32 * GIB,
+                         kv_cache_dtype="fp8", caps=caps))
     with pytest.raises(PlanError, match="--kv-cache-dtype"):
-        plan(spec("llama-2-7b"), H100, kv_cache_dtype="int4")
+        plan(PlanRequest(spec("llama-2-7b"), H100, kv_cache_dtype="int4"))
 
 
 # ---- 3. one memory budget ------------------------------------------------------------------------
@@ -236,8 +236,8 @@ VLLM_0_26_H100 = {
 @pytest.mark.parametrize("case", VLLM_0_26_H100["cases"], ids=lambda c: f"{c[0]}-{c[1]}")
 def test_kv_tokens_within_2_percent_of_vllm_0_26(case):
     model, precision, tokens, activation_gib, weights_gib = case
-    p = plan(spec(model), H100, concurrency=128, input_len=512, output_len=128,
-             quantization=precision, load_format="dummy", caps=GPU_026)
+    p = plan(PlanRequest(spec(model), H100, concurrency=128, input_len=512, output_len=128,
+             quantization=precision, load_format="dummy", caps=GPU_026))
     assert p.assumptions["overhead_model_vllm"] == VLLM_0_26_H100["vllm_version"]
     assert abs(mem(p).kv_tokens - tokens) / tokens <= 0.02
     assert abs(mem(p).activation_bytes / GIB - activation_gib) / activation_gib <= 0.02
@@ -249,18 +249,19 @@ def test_kv_tokens_within_2_percent_of_vllm_0_26(case):
 
 
 def test_seventy_b_fp8_by_hand_against_vllm():
-    p = plan(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
-             quantization="fp8", caps=GPU_026)
+    p = plan(PlanRequest(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
+             quantization="fp8", caps=GPU_026))
     assert mem(p).weights_bytes == FP8_70 and mem(p).activation_bytes == ACT70_H100
     assert mem(p).fixed_overhead_bytes == NON_TORCH
     assert round(ACT70_H100 / GIB, 2) == 1.78  # vLLM: 1.78 GiB
 
 
 def test_other_vllm_versions_get_a_note():
-    p = plan(spec("llama-2-7b"), H100, caps=EngineCaps(build="cuda", vllm_version=(0, 32, 0)))
+    p = plan(PlanRequest(spec("llama-2-7b"), H100,
+                         caps=EngineCaps(build="cuda", vllm_version=(0, 32, 0))))
     assert any("follows vLLM 0.26.0" in n and "CUDA-graph" in n for n in p.notes)
-    assert not any("follows vLLM" in n for n in plan(spec("llama-2-7b"), H100,
-                                                      caps=GPU_026).notes)
+    assert not any("follows vLLM" in n for n in plan(PlanRequest(spec("llama-2-7b"), H100,
+                                                      caps=GPU_026)).notes)
 
 
 # ---- engine capabilities from the installed vLLM ----------------------------------------------
@@ -300,8 +301,8 @@ def test_installed_engine_is_read(monkeypatch):
 
 
 def test_engine_arguments_pass_the_kv_cache_dtype():
-    p = plan(spec("llama-2-70b"), H100, concurrency=8, input_len=512, output_len=128,
-             kv_cache_dtype="fp8", load_format="dummy", caps=GPU_026)
+    p = plan(PlanRequest(spec("llama-2-70b"), H100, concurrency=8, input_len=512, output_len=128,
+             kv_cache_dtype="fp8", load_format="dummy", caps=GPU_026))
     args = engine_arguments(RunConfig(model="llama-2-70b", load_format="dummy"),
                             resolve_model("llama-2-70b"), True, p.settings, p=p)
     assert args[args.index("--kv-cache-dtype") + 1] == "fp8"
@@ -362,12 +363,12 @@ def test_run_refuses_bitsandbytes_with_dummy_weights_before_starting_vllm():
 def test_run_console_says_requests_queue():
     from infer_prof.report.console import _derived_rows
 
-    p = plan(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
-             load_format="dummy", caps=GPU_026)
+    p = plan(PlanRequest(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
+             load_format="dummy", caps=GPU_026))
     rows = dict(_derived_rows({"plan": p.to_dict()}))
     assert rows["precision (planned)"] == "fp8 (W8A8, online)"
     assert rows["KV cache (planned)"].startswith("requests will queue: 23 of the 128")
-    fits = plan(spec("llama-2-7b"), H100, concurrency=8, caps=GPU_026)
+    fits = plan(PlanRequest(spec("llama-2-7b"), H100, concurrency=8, caps=GPU_026))
     assert "KV cache (planned)" not in dict(_derived_rows({"plan": fits.to_dict()}))
 
 

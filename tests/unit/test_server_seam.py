@@ -9,7 +9,7 @@ from pathlib import Path
 from infer_prof.catalog.gpus import find_gpu
 from infer_prof.catalog.models import resolve_model
 from infer_prof.core.plan_result import EngineSettings
-from infer_prof.core.planner import plan
+from infer_prof.core.planner import PlanRequest, plan
 from infer_prof.servers.base import LaunchSpec, Server
 from infer_prof.servers.registry import SERVERS, attach, check_server_name, make_server
 from infer_prof.servers.vllm_args import vllm_engine_args, vllm_flags
@@ -20,7 +20,7 @@ PROTOCOL = sorted(n for n in vars(Server) if not n.startswith("_"))
 def test_the_plan_is_engine_neutral_and_vllm_spells_it():
     spec = resolve_model("llama-2-70b").spec
     assert spec is not None
-    p = plan(spec, find_gpu("H200"), concurrency=128)
+    p = plan(PlanRequest(spec, find_gpu("H200"), concurrency=128))
     assert p.settings == EngineSettings(dtype="auto", tensor_parallel=1, precision="fp8",
                                         memory_utilization=0.9)
     assert vllm_engine_args(p.settings) == {"dtype": "auto", "tensor_parallel_size": 1,
