@@ -19,7 +19,7 @@ import gzip
 import json
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -102,64 +102,74 @@ def normalize_started_at(started_at: str | datetime) -> str:
     return dt.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def record_run(
-    db_path: str | Path | Location,
-    *,
-    run_id: str,
-    started_at: str | datetime,
-    config_fingerprint: str,
-    summary: Mapping[str, Any],
-    model: str | None = None,
-    gpu: str | None = None,
-    precision: str | None = None,
-    concurrency: int | None = None,
-    workload: str | None = None,
-    labels: Mapping[str, str] | None = None,
-    git_rev: str | None = None,
-    result_path: str | None = None,
-    complete: bool = True,
-    files: RunFiles | None = None,
-    run_name: str | None = None,
-) -> None:
+@dataclass(frozen=True)
+class RunEntry:
+    """One run as :func:`record_run` records it: its unique ``run_id``, start time (datetime or
+    ISO string, see :func:`normalize_started_at`), configuration fingerprint and summary (JSON-
+    serialisable, flattened into metrics by :func:`flatten_summary`), with what it ran on,
+    labels, the git revision, where its result file is, whether it completed, the files it
+    wrote (kept in the history when given) and its readable name (default: ``run_id``)."""
+
+    run_id: str
+    started_at: str | datetime
+    config_fingerprint: str
+    summary: Mapping[str, Any]
+    _: KW_ONLY
+    model: str | None = None
+    gpu: str | None = None
+    precision: str | None = None
+    concurrency: int | None = None
+    workload: str | None = None
+    labels: Mapping[str, str] | None = None
+    git_rev: str | None = None
+    result_path: str | None = None
+    complete: bool = True
+    files: RunFiles | None = None
+    run_name: str | None = None
+
+
+def record_run(db_path: str | Path | Location, entry: RunEntry) -> None:
     """Record one run, its flattened metrics, labels and (if given) files in one transaction,
     replacing a run of the same run_id.
 
     ``db_path`` is a location (see :func:`parse_location`); a SQLite file and its folder are
-    created if needed. ``summary`` must be JSON-serialisable. Raises :class:`HistoryError`.
+    created if needed. Raises :class:`HistoryError`.
     """
+    e = entry
+    run_id = e.run_id
     if not run_id:
         raise ValueError("run_id must be a non-empty string")
-    if not config_fingerprint:
+    if not e.config_fingerprint:
         raise ValueError("config_fingerprint must be a non-empty string")
-    labels_d = {str(k): str(v) for k, v in (labels or {}).items()}
+    labels_d = {str(k): str(v) for k, v in (e.labels or {}).items()}
     row = {
         "run_id": run_id,
-        "started_at": normalize_started_at(started_at),
-        "config_fingerprint": config_fingerprint,
-        "model": model,
-        "gpu": gpu,
-        "precision": precision,
-        "concurrency": concurrency,
-        "workload": workload,
+        "started_at": normalize_started_at(e.started_at),
+        "config_fingerprint": e.config_fingerprint,
+        "model": e.model,
+        "gpu": e.gpu,
+        "precision": e.precision,
+        "concurrency": e.concurrency,
+        "workload": e.workload,
         "labels_json": json.dumps(labels_d, sort_keys=True),
-        "git_rev": git_rev,
-        "result_path": result_path,
-        "summary_json": json.dumps(summary, sort_keys=True, allow_nan=False),
-        "complete": int(bool(complete)),
-        "run_name": run_name or run_id,
+        "git_rev": e.git_rev,
+        "result_path": e.result_path,
+        "summary_json": json.dumps(e.summary, sort_keys=True, allow_nan=False),
+        "complete": int(bool(e.complete)),
+        "run_name": e.run_name or run_id,
     }
     metric_rows = [
-        {"run_id": run_id, "name": k, "value": v} for k, v in flatten_summary(summary).items()
+        {"run_id": run_id, "name": k, "value": v} for k, v in flatten_summary(e.summary).items()
     ]
     label_rows = [{"run_id": run_id, "key": k, "value": v} for k, v in labels_d.items()]
     file_row = None
-    if files is not None:
+    if e.files is not None:
         file_row = {
             "run_id": run_id,
-            "result_json": files.result_text,
+            "result_json": e.files.result_text,
             "requests_gz": None
-            if files.requests_jsonl is None
-            else gzip.compress(files.requests_jsonl, compresslevel=6, mtime=0),
+            if e.files.requests_jsonl is None
+            else gzip.compress(e.files.requests_jsonl, compresslevel=6, mtime=0),
         }
 
     from sqlalchemy import delete, insert

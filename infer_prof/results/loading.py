@@ -379,8 +379,7 @@ def record_result(
     fp = config_fingerprint(result)
     labels = _as_dict(result.get("labels")) or _as_dict(cfg.get("labels"))
     concurrency = cfg.get("concurrency")
-    history.record_run(
-        db_path,
+    history.record_run(db_path, history.RunEntry(
         run_id=str(result["run_id"]),
         started_at=str(result["started_at"]),
         config_fingerprint=fp,
@@ -396,7 +395,7 @@ def record_result(
         complete=bool(result.get("complete", True)),
         files=run_files_of(result, result_path),
         run_name=run_name_of(result),
-    )
+    ))
     return fp
 
 

@@ -169,9 +169,10 @@ def _check_migrated(location: str | Path) -> None:
     assert len(h.list_runs(location, label="night=20261102", limit=0)) == 2
     assert h.load_files(location, OLD_ROWS[0][0]) is not None
     # a new run under an old row's readable name is a row of its own
-    h.record_run(location, run_id="0192f0c4-1a2b-7c3d-8e4f-00000000000a",
-                 run_name=OLD_ROWS[0][0], started_at="2026-11-03T01:00:00Z",
-                 config_fingerprint="fpA", summary={"output_throughput": 99.0})
+    h.record_run(location, h.RunEntry(run_id="0192f0c4-1a2b-7c3d-8e4f-00000000000a",
+                                      run_name=OLD_ROWS[0][0], started_at="2026-11-03T01:00:00Z",
+                                      config_fingerprint="fpA",
+                                      summary={"output_throughput": 99.0}))
     assert h.count_runs(location) == len(OLD_ROWS) + 1
     assert [v for _, _, v in h.metric_series(location, "fpA", "output_throughput")] == [
         100.0, 101.0, 99.0

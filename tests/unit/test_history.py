@@ -41,7 +41,7 @@ def record(db: Path, run_id: str, started_at: str, **kw: Any) -> None:
         "complete": True,
     }
     args.update(kw)
-    h.record_run(db, run_id=run_id, started_at=started_at, **args)
+    h.record_run(db, h.RunEntry(run_id=run_id, started_at=started_at, **args))
 
 
 def test_flatten_summary_skips_nulls_and_non_numbers() -> None:
@@ -153,15 +153,14 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
 def _writer(db: str, worker: int, count: int, barrier: Any) -> None:
     barrier.wait()
     for i in range(count):
-        h.record_run(
-            db,
+        h.record_run(db, h.RunEntry(
             run_id=f"w{worker}-{i}",
             started_at=f"2024-05-01T02:{worker:02d}:{i:02d}Z",
             config_fingerprint=f"fp-{worker}",
             summary={"output_throughput": float(i), "ttft_ms": {"p99": float(worker)}},
             labels={"worker": str(worker)},
             complete=True,
-        )
+        ))
 
 
 def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
