@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 
 import typer
@@ -14,7 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.cli.common import fail
-from infer_prof.core.regression import DEFAULT_THRESHOLD_PCT, MetricComparison
+from infer_prof.core.regression import DEFAULT_THRESHOLD_PCT, MetricComparison, Significance
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
 from infer_prof.results import history, history_database
@@ -269,7 +270,6 @@ def regress_command(
     n_hist = _history_n(list(baseline or []), last)
     if n_hist is None and not baseline:
         fail("give --baseline (files, folders, globs, or history:N) or --last N")
-
     cur = _load_side(list(current), "current")
     notes: list[str] = []
     db = history_database.resolve(history_db)
@@ -279,8 +279,67 @@ def regress_command(
         groups = _pair_groups(cur, list(baseline or []), n_hist, db, force, notes)
     except history_database.HistoryError as exc:
         fail(str(exc))
-    current_desc = ", ".join(r.source for r in cur)
-    baseline_desc = "; ".join(desc for _, _, _, desc in groups)
+    significance = Significance(alpha=alpha, rule=rule, n_boot=n_boot)  # type: ignore[arg-type]
+    comparisons = _gate_groups(groups, notes, thresholds, default_pct, significance, max_samples)
+    if not comparisons:
+        fail("no metric is present on both sides; nothing to gate")
+    out = _Outcome(
+        comparisons=comparisons,
+        verdicts=[verdict(c) for c in comparisons],
+        baseline_desc="; ".join(desc for _, _, _, desc in groups),
+        current_desc=", ".join(r.source for r in cur),
+        notes=notes,
+    )
+    _write_files(out, markdown, junit)
+    if json_output:
+        typer.echo(json.dumps(out.to_dict(), indent=2))
+    else:
+        _print_outcome(out)
+    if out.regressions:
+        raise typer.Exit(1)
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What the gate found: one comparison and verdict per metric, what was compared with what,
+    and the notes on how."""
+
+    comparisons: list[MetricComparison]
+    verdicts: list[str]
+    baseline_desc: str
+    current_desc: str
+    notes: list[str]
+
+    @property
+    def regressions(self) -> list[str]:
+        """Names of the metrics that regressed."""
+        return [c.name for c in self.comparisons if c.regression]
+
+    def to_dict(self) -> dict[str, object]:
+        """The ``--json`` payload."""
+        return {
+            "regression": bool(self.regressions),
+            "regressions": self.regressions,
+            "baseline": self.baseline_desc,
+            "current": self.current_desc,
+            "notes": self.notes,
+            "metrics": [
+                {**c.to_dict(), "verdict": v}
+                for c, v in zip(self.comparisons, self.verdicts, strict=True)
+            ],
+        }
+
+
+def _gate_groups(
+    groups: list[tuple[str, list[RunData], list[RunData], str]],
+    notes: list[str],
+    thresholds: dict[str, float],
+    default_pct: float,
+    significance: Significance,
+    max_samples: int,
+) -> list[MetricComparison]:
+    """Every group's comparisons (named ``label: metric`` when there are several groups), with a
+    note for incomplete runs and for groups judged on summary percentiles."""
     comparisons: list[MetricComparison] = []
     for label, base, cur_g, _ in groups:
         for r in (*base, *cur_g):
@@ -297,9 +356,7 @@ def regress_command(
                 cur_g,
                 thresholds=thresholds,
                 default_threshold_pct=default_pct,
-                alpha=alpha,
-                rule=rule,  # type: ignore[arg-type]
-                n_boot=n_boot,
+                significance=significance,
                 max_samples=max_samples,
             )
         except ValueError as exc:
@@ -307,42 +364,33 @@ def regress_command(
         if len(groups) > 1:
             found = [dataclasses.replace(c, name=f"{label}: {c.name}") for c in found]
         comparisons.extend(found)
-    if not comparisons:
-        fail("no metric is present on both sides; nothing to gate")
-    verdicts = [verdict(c) for c in comparisons]
-    regressions = [c.name for c in comparisons if c.regression]
+    return comparisons
 
+
+def _write_files(out: _Outcome, markdown: Path | None, junit: Path | None) -> None:
+    """The Markdown summary and the JUnit XML, where asked for."""
     if markdown is not None:
         markdown.parent.mkdir(parents=True, exist_ok=True)
         markdown.write_text(
-            regress_markdown(comparisons, verdicts, baseline_desc, current_desc, notes)
+            regress_markdown(out.comparisons, out.verdicts, out.baseline_desc, out.current_desc,
+                             out.notes)
         )
     if junit is not None:
         junit.parent.mkdir(parents=True, exist_ok=True)
         junit.write_text(
-            junit_xml(comparisons, properties={"baseline": baseline_desc, "current": current_desc})
+            junit_xml(out.comparisons,
+                      properties={"baseline": out.baseline_desc, "current": out.current_desc})
         )
-    if json_output:
-        payload = {
-            "regression": bool(regressions),
-            "regressions": regressions,
-            "baseline": baseline_desc,
-            "current": current_desc,
-            "notes": notes,
-            "metrics": [
-                {**c.to_dict(), "verdict": v} for c, v in zip(comparisons, verdicts, strict=True)
-            ],
-        }
-        typer.echo(json.dumps(payload, indent=2))
+
+
+def _print_outcome(out: _Outcome) -> None:
+    """The table of verdicts, with what was compared and the notes, and the one-line verdict."""
+    console = _console()
+    console.print(f"baseline: {out.baseline_desc}\ncurrent:  {out.current_desc}", highlight=False)
+    for n in out.notes:
+        console.print(f"note: {n}", highlight=False)
+    console.print(_table(out.comparisons, out.verdicts))
+    if out.regressions:
+        console.print(f"[bold red]REGRESSION[/bold red] in {', '.join(out.regressions)}")
     else:
-        console = _console()
-        console.print(f"baseline: {baseline_desc}\ncurrent:  {current_desc}", highlight=False)
-        for n in notes:
-            console.print(f"note: {n}", highlight=False)
-        console.print(_table(comparisons, verdicts))
-        if regressions:
-            console.print(f"[bold red]REGRESSION[/bold red] in {', '.join(regressions)}")
-        else:
-            console.print("no regression")
-    if regressions:
-        raise typer.Exit(1)
+        console.print("no regression")

@@ -50,6 +50,7 @@ from infer_prof.core.stats import percentile
 
 __all__ = [
     "MetricComparison",
+    "Significance",
     "bootstrap_change_ci",
     "compare_runs",
     "compare_samples",
@@ -80,6 +81,19 @@ _HIGHER_IS_BETTER = (
 _PER_SECOND = re.compile(r"per_s(ec(ond)?)?($|[._])")
 
 DEFAULT_THRESHOLD_PCT = 5.0
+
+
+@dataclass(frozen=True)
+class Significance:
+    """How a change in per-request samples is judged significant: the bootstrap CI of the change
+    at confidence ``1 - alpha`` with ``n_boot`` replicates (deterministic for ``seed``), the
+    Mann-Whitney p-value against ``alpha``, and the ``rule`` that combines them (module
+    docstring)."""
+
+    alpha: float = 0.05
+    rule: SignificanceRule = "ci"
+    n_boot: int = 2000
+    seed: int = 0
 
 
 def _pct(values: Sequence[float], q: float) -> float:
@@ -274,18 +288,16 @@ def compare_samples(
     stat: str = "p50",
     direction: Direction | None = None,
     threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-    alpha: float = 0.05,
-    rule: SignificanceRule = "ci",
-    n_boot: int = 2000,
-    seed: int = 0,
+    significance: Significance = Significance(),
 ) -> MetricComparison:
     """Compare per-request samples of one metric (e.g. TTFT in ms) between two runs.
 
     ``stat`` is the statistic compared ("mean", "p50", "p90", "p99", ...). The CI is at
-    confidence ``1 - alpha`` (:func:`bootstrap_change_ci`), the p-value is Mann-Whitney U
-    (:func:`mann_whitney_u`), and ``rule`` picks what makes a change significant (module
-    docstring). ``direction`` defaults to :func:`direction_for` of ``name``.
+    confidence ``1 - significance.alpha`` (:func:`bootstrap_change_ci`), the p-value is
+    Mann-Whitney U (:func:`mann_whitney_u`), and ``significance.rule`` picks what makes a change
+    significant (module docstring). ``direction`` defaults to :func:`direction_for` of ``name``.
     """
+    alpha, rule, n_boot = significance.alpha, significance.rule, significance.n_boot
     if len(baseline) == 0 or len(current) == 0:
         side = "baseline" if len(baseline) == 0 else "current"
         raise ValueError(f"{name}: no samples on the {side} side")
@@ -297,7 +309,7 @@ def compare_samples(
     ci_high: float | None
     try:
         ci_low, ci_high = bootstrap_change_ci(
-            baseline, current, stat, n_boot=n_boot, confidence=1.0 - alpha, seed=seed
+            baseline, current, stat, n_boot=n_boot, confidence=1.0 - alpha, seed=significance.seed
         )
     except ValueError:  # the baseline statistic is 0 in every replicate: no percent change
         ci_low = ci_high = None

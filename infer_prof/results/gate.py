@@ -60,7 +60,7 @@ from infer_prof.core.metrics import NS_PER_MS, RequestRecord
 from infer_prof.core.regression import (
     DEFAULT_THRESHOLD_PCT,
     MetricComparison,
-    SignificanceRule,
+    Significance,
     compare_runs,
     compare_samples,
     threshold_for,
@@ -213,15 +213,13 @@ def evaluate(
     *,
     thresholds: Mapping[str, float] | None = None,
     default_threshold_pct: float = DEFAULT_THRESHOLD_PCT,
-    alpha: float = 0.05,
-    rule: SignificanceRule = "ci",
-    n_boot: int = 2000,
+    significance: Significance = Significance(),
     max_samples: int = DEFAULT_MAX_SAMPLES,
-    seed: int = 0,
 ) -> list[MetricComparison]:
     """One :class:`MetricComparison` per metric both sides have (module docstring), in the order
     throughputs, latencies (p50, p99 of each), cost, energy. Metrics missing on a side are left
-    out, never compared against 0."""
+    out, never compared against 0. Latency samples are judged by ``significance``; per-run
+    values by :func:`compare_runs` at ``significance.alpha``."""
     if not baseline or not current:
         raise ValueError("the gate needs at least one run on each side")
     out: list[MetricComparison] = []
@@ -236,7 +234,7 @@ def evaluate(
                     b,
                     c,
                     threshold_pct=threshold_for(name, thresholds, default_threshold_pct),
-                    alpha=alpha,
+                    alpha=significance.alpha,
                 )
             )
 
@@ -265,10 +263,7 @@ def evaluate(
                 c,
                 stat=stat,
                 threshold_pct=threshold_for(name, thresholds, default_threshold_pct),
-                alpha=alpha,
-                rule=rule,
-                n_boot=n_boot,
-                seed=seed,
+                significance=significance,
             )
             notes = [cmp.note] if cmp.note else []
             if too_few_beyond(stat, len(b), len(c)):

@@ -13,6 +13,7 @@ import typer
 
 from infer_prof.cli.regress import parse_thresholds
 from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.regression import Significance
 from infer_prof.core.stats import percentile
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
@@ -85,7 +86,8 @@ def test_too_few_beyond_tail_percentiles_only() -> None:
 
 def test_thin_tail_is_reported_but_never_a_regression() -> None:
     out = {
-        c.name: c for c in evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.3, 1000.0)], n_boot=200)
+        c.name: c for c in evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.3, 1000.0)],
+                                    significance=Significance(n_boot=200))
     }
     p99 = out["tpot_ms.p99"]
     assert p99.change_pct is not None and p99.change_pct > 25
@@ -112,7 +114,8 @@ def _side(seed: int, scale: float, tput: float, n: int = 300) -> RunData:
 
 
 def test_planted_ten_percent_slowdown_is_caught() -> None:
-    out = {c.name: c for c in evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.1, 910.0)], n_boot=400)}
+    out = {c.name: c for c in evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.1, 910.0)],
+                                       significance=Significance(n_boot=400))}
     for name in ("tpot_ms.p50", "itl_ms.p50", "e2e_ms.p50", "output_throughput"):
         assert out[name].regression, name
         assert verdict(out[name]) == "REGRESSION"
@@ -123,7 +126,8 @@ def test_planted_ten_percent_slowdown_is_caught() -> None:
 
 
 def test_same_distribution_is_not_flagged() -> None:
-    out = evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.0, 1003.0)], n_boot=400)
+    out = evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.0, 1003.0)],
+                   significance=Significance(n_boot=400))
     assert [c.name for c in out if c.regression] == []
     assert len(out) == 2 + 8  # no cost or energy on either side: not compared
 
@@ -158,7 +162,7 @@ def test_thresholds_parse_and_apply() -> None:
             [_side(2, 1.1, 910.0)],
             thresholds={"tpot_ms.*": 15.0},
             default_threshold_pct=12.0,
-            n_boot=400,
+            significance=Significance(n_boot=400),
         )
     }
     assert not out["tpot_ms.p50"].regression and out["tpot_ms.p50"].threshold_pct == 15.0
@@ -166,7 +170,8 @@ def test_thresholds_parse_and_apply() -> None:
 
 
 def test_junit_and_markdown_outputs_parse() -> None:
-    comps = evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.1, 910.0)], n_boot=400)
+    comps = evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.1, 910.0)],
+                     significance=Significance(n_boot=400))
     root = ET.fromstring(junit_xml(comps, properties={"baseline": "a"}))
     suite = root.find("testsuite")
     assert suite is not None

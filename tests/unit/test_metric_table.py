@@ -23,7 +23,7 @@ from infer_prof.core.comparison import dig, row_for
 from infer_prof.core.endpoint_table import EndpointRun, endpoint_rows
 from infer_prof.core.frontier_axes import summary_with_axes
 from infer_prof.core.metrics import summarize_run
-from infer_prof.core.regression import direction_for
+from infer_prof.core.regression import Significance, direction_for
 from infer_prof.core.slo import evaluate_slos, parse_slos
 from infer_prof.core.stats import summarize
 from infer_prof.core.workload_fields import WorkloadError
@@ -143,7 +143,7 @@ def test_gate_judges_every_gate_metric() -> None:
                 samples_from_records(records))
         for i in range(2)
     ]
-    judged = {c.name for c in evaluate(runs[:1], runs[1:], n_boot=50)}
+    judged = {c.name for c in evaluate(runs[:1], runs[1:], significance=Significance(n_boot=50))}
     for c in mt.columns_at("gate"):
         assert judged & set(c.history_name.split("|")), f"the gate does not judge {c.key}"
 

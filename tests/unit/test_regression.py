@@ -135,10 +135,12 @@ def test_slowdown_caught_and_null_not_flagged_across_seeds() -> None:
         slow = lognormal_ms(rng, 500, 1.10)
         same = lognormal_ms(rng, 500, 1.0)
         caught += r.compare_samples(
-            "e2e_ms", base, slow, stat="mean", n_boot=300, seed=seed
+            "e2e_ms", base, slow, stat="mean",
+            significance=r.Significance(n_boot=300, seed=seed)
         ).regression
         flagged += r.compare_samples(
-            "e2e_ms", base, same, stat="mean", n_boot=300, seed=seed
+            "e2e_ms", base, same, stat="mean",
+            significance=r.Significance(n_boot=300, seed=seed)
         ).regression
     assert caught == 10
     assert flagged == 0
@@ -198,7 +200,8 @@ def test_tail_only_change_rules() -> None:
     base = [float(i) for i in range(1, 1001)]
     cur = [v * 2 if v > 980 else v for v in base]
     got = {
-        rule: r.compare_samples("e2e_ms", base, cur, stat="p99", rule=rule, n_boot=300)
+        rule: r.compare_samples("e2e_ms", base, cur, stat="p99",
+                                   significance=r.Significance(rule=rule, n_boot=300))
         for rule in ("ci", "mwu", "both", "either")
     }
     assert got["ci"].change_pct == pytest.approx(100.0)
