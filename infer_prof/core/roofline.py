@@ -48,6 +48,7 @@ A measured throughput above its ceiling cannot be real: it is flagged as a measu
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from infer_prof.core.models import ModelSpec
@@ -179,28 +180,33 @@ def _usable(x: float | None) -> bool:
     return x is not None and x > 0
 
 
-def roofline_report(
-    spec: ModelSpec,
-    weight_bytes: float | None,
-    kv_bytes_per_token: float | None,
-    bandwidth_bytes_per_s: float | None,
-    peak_flops: float | None,
-    batch_size: float | None,
-    mean_context_len: float | None,
-    output_tokens_per_s: float | None,
-    prefill_tokens_per_s: float | None = None,
-    mean_prompt_len: float | None = None,
-    decode_step_time_s: float | None = None,
-    decode_step_time_source: str | None = None,
-) -> dict[str, Any]:
-    """Ceilings, utilizations and the above-ceiling flag of one run (JSON-ready; null where the
-    inputs do not allow the number).
+@dataclass(frozen=True)
+class RooflineInputs:
+    """What one run's roofline is computed from: the model; weight bytes read per step (all GPUs);
+    KV-cache bytes per token; memory bandwidth (bytes/s) and peak dense FLOP/s (of all GPUs),
+    None when unknown; the mean batch size the server ran (running sequences) and their mean
+    context length (tokens); the measured output tokens/s; optionally the measured prefill
+    (prompt) tokens/s and the mean prompt length (tokens; without it the prefill attention term
+    is left out, which raises the prefill ceiling: never a false flag); and the decode step time
+    (seconds) with the name of the figure it came from."""
 
-    Inputs: weight bytes read per step (all GPUs), KV-cache bytes per token, memory bandwidth
-    (bytes/s) and peak dense FLOP/s (of all GPUs), the mean batch size the server ran (running
-    sequences), their mean context length (tokens), the measured output tokens/s, and optionally
-    the measured prefill (prompt) tokens/s and the mean prompt length (tokens; without it the
-    prefill attention term is left out, which raises the prefill ceiling: never a false flag).
+    spec: ModelSpec
+    weight_bytes: float | None
+    kv_bytes_per_token: float | None
+    bandwidth_bytes_per_s: float | None
+    peak_flops: float | None
+    batch_size: float | None
+    mean_context_len: float | None
+    output_tokens_per_s: float | None
+    prefill_tokens_per_s: float | None = None
+    mean_prompt_len: float | None = None
+    decode_step_time_s: float | None = None
+    decode_step_time_source: str | None = None
+
+
+def roofline_report(inputs: RooflineInputs) -> dict[str, Any]:
+    """Ceilings, utilizations and the above-ceiling flag of one run (JSON-ready; null where the
+    inputs do not allow the number). The inputs are :class:`RooflineInputs`, echoed in the report.
 
     ``above_ceiling`` is True when either measured throughput exceeds its ceiling (a measurement
     error), False when at least one was checked and neither does, None when none could be checked.
@@ -209,16 +215,29 @@ def roofline_report(
     it came from) the report also has the decode-step MBU ``decode_step_mbu`` (see
     ``MBU_DEFINITIONS``, copied into ``definitions``).
     """
-    out: dict[str, Any] = {
-        "batch_size": batch_size,
-        "mean_context_len": mean_context_len,
-        "weight_bytes": weight_bytes,
-        "kv_bytes_per_token": kv_bytes_per_token,
-        "bandwidth_bytes_per_s": bandwidth_bytes_per_s,
-        "peak_flops": peak_flops,
-        "output_tokens_per_s": output_tokens_per_s,
-        "prefill_tokens_per_s": prefill_tokens_per_s,
-        "mean_prompt_len": mean_prompt_len,
+    out = _empty_report(inputs)
+    _decode(inputs, out)
+    _prefill(inputs, out)
+    flags = [
+        f for f in (out["decode_above_ceiling"], out["prefill_above_ceiling"]) if f is not None
+    ]
+    out["above_ceiling"] = any(flags) if flags else None
+    out["definitions"] = dict(MBU_DEFINITIONS)
+    return out
+
+
+def _empty_report(i: RooflineInputs) -> dict[str, Any]:
+    """The report's keys in order: the inputs, and None for every figure not computed yet."""
+    return {
+        "batch_size": i.batch_size,
+        "mean_context_len": i.mean_context_len,
+        "weight_bytes": i.weight_bytes,
+        "kv_bytes_per_token": i.kv_bytes_per_token,
+        "bandwidth_bytes_per_s": i.bandwidth_bytes_per_s,
+        "peak_flops": i.peak_flops,
+        "output_tokens_per_s": i.output_tokens_per_s,
+        "prefill_tokens_per_s": i.prefill_tokens_per_s,
+        "mean_prompt_len": i.mean_prompt_len,
         "decode_bytes_per_step": None,
         "decode_step_time_min_s": None,
         "decode_bandwidth_ceiling_tokens_per_s": None,
@@ -229,8 +248,8 @@ def roofline_report(
         "achieved_bytes_per_s": None,
         "mbu": None,
         "mbu_pct": None,
-        "decode_step_time_s": decode_step_time_s,
-        "decode_step_time_source": decode_step_time_source,
+        "decode_step_time_s": i.decode_step_time_s,
+        "decode_step_time_source": i.decode_step_time_source,
         "decode_step_bytes_per_s": None,
         "decode_step_mbu": None,
         "decode_step_mbu_pct": None,
@@ -245,71 +264,66 @@ def roofline_report(
         "above_ceiling": None,
     }
 
-    # Decode: bandwidth ceiling, compute ceiling, MBU.
-    if (
-        weight_bytes is not None
-        and _usable(batch_size)
-        and mean_context_len is not None
-        and kv_bytes_per_token is not None
-    ):
-        assert batch_size is not None
-        step_bytes = decode_bytes_per_step(
-            weight_bytes, kv_bytes_per_token, batch_size, mean_context_len
-        )
-        out["decode_bytes_per_step"] = step_bytes
-        ceilings: dict[str, float] = {}
-        if _usable(bandwidth_bytes_per_s) and step_bytes > 0:
-            assert bandwidth_bytes_per_s is not None
-            out["decode_step_time_min_s"] = decode_step_time_min_s(
-                step_bytes, bandwidth_bytes_per_s
-            )
-            ceilings["memory"] = decode_bandwidth_ceiling(
-                step_bytes, bandwidth_bytes_per_s, batch_size
-            )
-            out["decode_bandwidth_ceiling_tokens_per_s"] = ceilings["memory"]
-            if output_tokens_per_s is not None:
-                out["achieved_bytes_per_s"] = step_bytes * output_tokens_per_s / batch_size
-                out["mbu"] = mbu(output_tokens_per_s, batch_size, step_bytes, bandwidth_bytes_per_s)
-                out["mbu_pct"] = _pct(out["mbu"])
-            if _usable(decode_step_time_s):
-                assert decode_step_time_s is not None
-                out["decode_step_bytes_per_s"] = step_bytes / decode_step_time_s
-                out["decode_step_mbu"] = decode_step_mbu(
-                    step_bytes, decode_step_time_s, bandwidth_bytes_per_s
-                )
-                out["decode_step_mbu_pct"] = _pct(out["decode_step_mbu"])
-        dec_flops = decode_flops_per_token(spec, mean_context_len)
-        out["decode_flops_per_token"] = dec_flops
-        if _usable(peak_flops):
-            assert peak_flops is not None
-            ceilings["compute"] = compute_ceiling(dec_flops, peak_flops)
-            out["decode_compute_ceiling_tokens_per_s"] = ceilings["compute"]
-        if ceilings:
-            bound = min(ceilings, key=lambda k: ceilings[k])
-            out["decode_bound"] = bound
-            out["decode_ceiling_tokens_per_s"] = ceilings[bound]
-            if output_tokens_per_s is not None:
-                out["decode_above_ceiling"] = output_tokens_per_s > ceilings[bound]
 
-    # Prefill: compute ceiling, MFU.
-    attended = causal_mean_context(mean_prompt_len) if mean_prompt_len is not None else 0.0
+def _decode(i: RooflineInputs, out: dict[str, Any]) -> None:
+    """Decode: bandwidth ceiling, compute ceiling, the lower of them, window and decode-step
+    MBU, into ``out``; nothing without the weight and KV bytes, a batch and a context."""
+    batch_size, bandwidth = i.batch_size, i.bandwidth_bytes_per_s
+    if (
+        i.weight_bytes is None
+        or not _usable(batch_size)
+        or i.mean_context_len is None
+        or i.kv_bytes_per_token is None
+    ):
+        return
+    assert batch_size is not None
+    step_bytes = decode_bytes_per_step(
+        i.weight_bytes, i.kv_bytes_per_token, batch_size, i.mean_context_len
+    )
+    out["decode_bytes_per_step"] = step_bytes
+    ceilings: dict[str, float] = {}
+    if _usable(bandwidth) and step_bytes > 0:
+        assert bandwidth is not None
+        out["decode_step_time_min_s"] = decode_step_time_min_s(step_bytes, bandwidth)
+        ceilings["memory"] = decode_bandwidth_ceiling(step_bytes, bandwidth, batch_size)
+        out["decode_bandwidth_ceiling_tokens_per_s"] = ceilings["memory"]
+        if i.output_tokens_per_s is not None:
+            out["achieved_bytes_per_s"] = step_bytes * i.output_tokens_per_s / batch_size
+            out["mbu"] = mbu(i.output_tokens_per_s, batch_size, step_bytes, bandwidth)
+            out["mbu_pct"] = _pct(out["mbu"])
+        step_s = i.decode_step_time_s
+        if _usable(step_s):
+            assert step_s is not None
+            out["decode_step_bytes_per_s"] = step_bytes / step_s
+            out["decode_step_mbu"] = decode_step_mbu(step_bytes, step_s, bandwidth)
+            out["decode_step_mbu_pct"] = _pct(out["decode_step_mbu"])
+    dec_flops = decode_flops_per_token(i.spec, i.mean_context_len)
+    out["decode_flops_per_token"] = dec_flops
+    if _usable(i.peak_flops):
+        assert i.peak_flops is not None
+        ceilings["compute"] = compute_ceiling(dec_flops, i.peak_flops)
+        out["decode_compute_ceiling_tokens_per_s"] = ceilings["compute"]
+    if ceilings:
+        bound = min(ceilings, key=lambda k: ceilings[k])
+        out["decode_bound"] = bound
+        out["decode_ceiling_tokens_per_s"] = ceilings[bound]
+        if i.output_tokens_per_s is not None:
+            out["decode_above_ceiling"] = i.output_tokens_per_s > ceilings[bound]
+
+
+def _prefill(i: RooflineInputs, out: dict[str, Any]) -> None:
+    """Prefill: compute ceiling and MFU, into ``out``."""
+    attended = causal_mean_context(i.mean_prompt_len) if i.mean_prompt_len is not None else 0.0
     out["prefill_attended_context"] = attended
-    pre_flops = prefill_flops_per_token(spec, attended)
+    pre_flops = prefill_flops_per_token(i.spec, attended)
     out["prefill_flops_per_token"] = pre_flops
-    if _usable(peak_flops):
-        assert peak_flops is not None
-        out["prefill_ceiling_tokens_per_s"] = compute_ceiling(pre_flops, peak_flops)
-        if prefill_tokens_per_s is not None:
-            out["achieved_flops"] = prefill_tokens_per_s * pre_flops
-            out["mfu"] = mfu(prefill_tokens_per_s, pre_flops, peak_flops)
+    if _usable(i.peak_flops):
+        assert i.peak_flops is not None
+        out["prefill_ceiling_tokens_per_s"] = compute_ceiling(pre_flops, i.peak_flops)
+        if i.prefill_tokens_per_s is not None:
+            out["achieved_flops"] = i.prefill_tokens_per_s * pre_flops
+            out["mfu"] = mfu(i.prefill_tokens_per_s, pre_flops, i.peak_flops)
             out["mfu_pct"] = _pct(out["mfu"])
             out["prefill_above_ceiling"] = (
-                prefill_tokens_per_s > out["prefill_ceiling_tokens_per_s"]
+                i.prefill_tokens_per_s > out["prefill_ceiling_tokens_per_s"]
             )
-
-    flags = [
-        f for f in (out["decode_above_ceiling"], out["prefill_above_ceiling"]) if f is not None
-    ]
-    out["above_ceiling"] = any(flags) if flags else None
-    out["definitions"] = dict(MBU_DEFINITIONS)
-    return out

@@ -22,7 +22,7 @@ from infer_prof.core.prices import (
     cost_report,
     owned_cost_per_hour,
 )
-from infer_prof.core.roofline import roofline_report
+from infer_prof.core.roofline import RooflineInputs, roofline_report
 from infer_prof.core.timeseries import joules_per_token, joules_per_token_at_rate
 
 
@@ -271,7 +271,7 @@ def roofline_block(
     duration = summary.get("rate_window_s") or summary.get("duration_s")  # as the other rates
     prefill_tps = (summary.get("total_prompt_tokens") or 0) / duration if duration else None
     step_s, step_source = decode_step_time(summary)
-    report = roofline_report(
+    report = roofline_report(RooflineInputs(
         spec,
         weight_bytes=float(weight_bytes(spec, prec, 1)),
         kv_bytes_per_token=float(kv_bytes_per_token(spec, 1, 2)),
@@ -284,7 +284,7 @@ def roofline_block(
         mean_prompt_len=float(input_len),
         decode_step_time_s=step_s,
         decode_step_time_source=step_source,
-    )
+    ))
     report["batch_source"] = batch_source
     report["available"] = True
     report["precision"] = prec

@@ -22,6 +22,7 @@ from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
 from infer_prof.core.models import ModelSpec
 from infer_prof.core.roofline import (
     MBU_DEFINITIONS,
+    RooflineInputs,
     causal_mean_context,
     decode_bandwidth_ceiling,
     decode_bytes_per_step,
@@ -95,7 +96,7 @@ def test_decode_flops_includes_lm_head(llama7b):
 
 def test_report_batch1_h100(llama7b):
     rep = roofline_report(
-        llama7b,
+        RooflineInputs(llama7b,
         WEIGHTS,
         KV,
         BW,
@@ -104,7 +105,7 @@ def test_report_batch1_h100(llama7b):
         mean_context_len=0,
         output_tokens_per_s=200.0,
         prefill_tokens_per_s=30_000.0,
-        mean_prompt_len=1023,
+        mean_prompt_len=1023),
     )
     json.dumps(rep)  # JSON-serializable
     assert rep["decode_bandwidth_ceiling_tokens_per_s"] == pytest.approx(248.5747534, rel=1e-9)
@@ -123,13 +124,14 @@ def test_report_batch1_h100(llama7b):
 
 def test_report_flags_throughput_above_ceiling(llama7b):
     # 300 tok/s at batch 1 is more than the 248.6 tok/s the bandwidth allows: measurement error
-    rep = roofline_report(llama7b, WEIGHTS, KV, BW, PEAK, 1, 0, output_tokens_per_s=300.0)
+    rep = roofline_report(RooflineInputs(
+        llama7b, WEIGHTS, KV, BW, PEAK, 1, 0, output_tokens_per_s=300.0))
     assert rep["decode_above_ceiling"] is True
     assert rep["above_ceiling"] is True
     assert rep["mbu"] > 1.0
     # prefill above its 74,808 tok/s compute ceiling is flagged the same way
     rep = roofline_report(
-        llama7b,
+        RooflineInputs(llama7b,
         WEIGHTS,
         KV,
         BW,
@@ -138,7 +140,7 @@ def test_report_flags_throughput_above_ceiling(llama7b):
         0,
         output_tokens_per_s=100.0,
         prefill_tokens_per_s=80_000.0,
-        mean_prompt_len=1023,
+        mean_prompt_len=1023),
     )
     assert rep["decode_above_ceiling"] is False
     assert rep["prefill_above_ceiling"] is True
@@ -148,7 +150,8 @@ def test_report_flags_throughput_above_ceiling(llama7b):
 def test_report_large_batch_is_compute_bound(llama7b):
     # batch 1024, weights only: bandwidth ceiling 1024 x 3.35e12 / 13,476,831,232 = 254,540.5
     # compute ceiling 989e12 / 13,214,154,752 = 74,843.98 -> the lower one binds
-    rep = roofline_report(llama7b, WEIGHTS, KV, BW, PEAK, 1024, 0, output_tokens_per_s=80_000.0)
+    rep = roofline_report(RooflineInputs(
+        llama7b, WEIGHTS, KV, BW, PEAK, 1024, 0, output_tokens_per_s=80_000.0))
     assert rep["decode_bandwidth_ceiling_tokens_per_s"] == pytest.approx(254_540.5475, rel=1e-9)
     assert rep["decode_compute_ceiling_tokens_per_s"] == pytest.approx(74_843.98500, rel=1e-9)
     assert rep["decode_bound"] == "compute"
@@ -157,7 +160,8 @@ def test_report_large_batch_is_compute_bound(llama7b):
 
 def test_report_nulls_where_not_computable(llama7b):
     # unknown GPU (no bandwidth, no peak) and no measurement: numbers that need them are null
-    rep = roofline_report(llama7b, WEIGHTS, KV, None, None, 8, 100, output_tokens_per_s=None)
+    rep = roofline_report(RooflineInputs(
+        llama7b, WEIGHTS, KV, None, None, 8, 100, output_tokens_per_s=None))
     json.dumps(rep)
     assert rep["decode_bytes_per_step"] == WEIGHTS + 8 * 100 * KV
     for key in (
@@ -172,7 +176,8 @@ def test_report_nulls_where_not_computable(llama7b):
     ):
         assert rep[key] is None, key
     # batch size unknown: no decode numbers at all
-    rep = roofline_report(llama7b, WEIGHTS, KV, BW, PEAK, None, 100, output_tokens_per_s=50.0)
+    rep = roofline_report(RooflineInputs(
+        llama7b, WEIGHTS, KV, BW, PEAK, None, 100, output_tokens_per_s=50.0))
     assert rep["decode_bytes_per_step"] is None
     assert rep["mbu"] is None
     assert rep["above_ceiling"] is None
@@ -308,7 +313,8 @@ def test_decode_batch_falls_back_to_the_client_then_the_asked_concurrency():
 
 
 def test_decode_step_mbu_is_null_without_a_step_time(llama7b):
-    rep = roofline_report(llama7b, WEIGHTS, KV, BW, PEAK, 1, 0, output_tokens_per_s=200.0)
+    rep = roofline_report(RooflineInputs(
+        llama7b, WEIGHTS, KV, BW, PEAK, 1, 0, output_tokens_per_s=200.0))
     assert rep["mbu"] is not None
     assert rep["decode_step_mbu"] is None and rep["decode_step_time_source"] is None
     with pytest.raises(ValueError):
