@@ -17,7 +17,7 @@ from infer_prof.core.frontier_compare import Curve, rows_at_target
 from infer_prof.report.html_fragments import cell, esc, figure, not_measured
 from infer_prof.report.plots import line_chart
 from infer_prof.report.run_data import RunData, as_dict, num
-from infer_prof.report.svg import PALETTE, Axis, Plot, Series
+from infer_prof.report.svg import PALETTE, Axis, Marks, Plot, Series
 from infer_prof.results.frontier_curves import curves_from_results
 
 X_LABEL = "interactivity (tokens/s per user = 1000 / TPOT p50 ms)"
@@ -140,13 +140,14 @@ def frontier_section(
     charts = [
         line_chart("frontier_throughput", "Throughput per GPU vs interactivity",
                    _series(curves, cost=False), Axis(X_LABEL),
-                   Axis("total tokens/s per GPU", zero=True), vlines=vlines),
+                   Axis("total tokens/s per GPU", zero=True), marks=Marks(vlines=vlines)),
     ]
     priced = _series(curves, cost=True)
     if priced:
         charts.append(line_chart("frontier_cost", "$ per 1M output tokens vs interactivity",
                                  priced, Axis(X_LABEL),
-                                 Axis("USD per 1M output tokens", zero=True), vlines=vlines))
+                                 Axis("USD per 1M output tokens", zero=True),
+                                 marks=Marks(vlines=vlines)))
     plots.extend(charts)
     parts.append('<div class="plots">' + "".join(figure(p) for p in charts) + "</div>")
     if not priced:

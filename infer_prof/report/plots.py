@@ -16,12 +16,14 @@ from __future__ import annotations
 import html
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from infer_prof.report.svg import (
     DASHES,
     PALETTE,
     Axis,
     Canvas,
+    Marks,
     Plot,
     Scale,
     Series,
@@ -69,6 +71,23 @@ def _legend_rows(names: list[str], width: float, size: int = 11) -> list[list[in
     return rows if rows[0] else []
 
 
+@dataclass(frozen=True)
+class _Frame:
+    """A line chart's plot area: the canvas, the plot's left and right x and its bottom (``ph0``)
+    and top (``ph1``) y in px, the scales and their ticks, and the legend's rows."""
+
+    c: Canvas
+    left: float
+    right: float
+    ph0: float
+    ph1: float
+    xs: Scale
+    ys: Scale
+    xlog: bool
+    ylog: bool
+    rows: list[list[int]]
+
+
 def line_chart(
     name: str,
     title: str,
@@ -78,27 +97,47 @@ def line_chart(
     *,
     width: int = 720,
     height: int = 330,
-    band: tuple[float, float, str] | None = None,
-    hlines: Sequence[tuple[float, str]] = (),
-    note: str | None = None,
-    vlines: Sequence[tuple[float, str]] = (),
+    marks: Marks = Marks(),
 ) -> Plot:
-    """A line chart of ``series`` (gaps where values are None).
-
-    ``band``: a shaded x interval with a label (e.g. the measured window); ``hlines``: dashed
-    horizontal reference lines with labels (e.g. p50, p99 on a CDF); ``vlines``: dashed vertical
-    ones (e.g. a target interactivity), kept in view; ``note``: a line of small text under the
-    title (e.g. what the axis leaves out).
-    """
-    xs_all = [float(v) for s in series for v in s.x if v is not None and math.isfinite(v)]
-    ys_all = [float(v) for s in series for v in s.y if v is not None and math.isfinite(v)]
-    if ys_all:  # reference lines (a power limit, p99) stay in view
-        ys_all += [float(v) for v, _ in hlines if math.isfinite(v)]
-    if xs_all:
-        xs_all += [float(v) for v, _ in vlines if math.isfinite(v)]
+    """A line chart of ``series`` (gaps where values are None), with the band, reference lines
+    and note of ``marks``."""
+    f = _frame(series, x, y, width, height, marks)
+    f.c.title(title)
+    if marks.note:
+        f.c.text(12, 38, marks.note, size=11, color="#666")
+    if marks.band is not None:
+        _band(f, marks.band)
+    _grid(f, x, y)
+    _reference_lines(f, marks)
+    for i, s in enumerate(series):
+        _draw_series(f, i, s)
     drawable = any(
         a is not None and b is not None for s in series for a, b in zip(s.x, s.y, strict=True)
     )
+    if not drawable:
+        f.c.text(
+            (f.left + f.right) / 2,
+            (f.ph0 + f.ph1) / 2,
+            "not measured",
+            anchor="middle",
+            size=14,
+            color="#999",
+            extra=' class="not-measured"',
+        )
+    _legend(f, series)
+    return Plot(name, title, f.c.svg(name, title), f.c.width, f.c.height)
+
+
+def _frame(series: Sequence[Series], x: Axis, y: Axis, width: int, height: int,
+           marks: Marks) -> _Frame:
+    """Fit both axes to the data (and the reference lines, kept in view), and size the canvas:
+    the y tick labels set the left margin, the legend's rows and the note its height."""
+    xs_all = [float(v) for s in series for v in s.x if v is not None and math.isfinite(v)]
+    ys_all = [float(v) for s in series for v in s.y if v is not None and math.isfinite(v)]
+    if ys_all:  # reference lines (a power limit, p99) stay in view
+        ys_all += [float(v) for v, _ in marks.hlines if math.isfinite(v)]
+    if xs_all:
+        xs_all += [float(v) for v, _ in marks.vlines if math.isfinite(v)]
     xlo, xhi, xt, xlog = fit_axis(x, xs_all)
     ylo, yhi, yt, ylog = fit_axis(y, ys_all)
     ystep = tick_step(yt)
@@ -108,46 +147,59 @@ def line_chart(
     right = 24
     legend_w = width - left - right
     rows = _legend_rows(names, legend_w) if len(series) > 1 or (series and series[0].name) else []
+    note = marks.note
     top = 34 + (16 if note else 0)
     bottom = 50 + (8 if rows else 0) + 18 * len(rows)
     c = Canvas(width, height + 18 * len(rows) + (16 if note else 0))
     ph0, ph1 = c.height - bottom, top
-    xs = Scale(xlo, xhi, left, width - right, xlog, tuple(xt))
-    ys = Scale(ylo, yhi, ph0, ph1, ylog, tuple(yt))
-    c.text(12, 20, title, size=14, weight="bold", color="#222")
-    if note:
-        c.text(12, 38, note, size=11, color="#666")
-    if band is not None and xs.shows(band[0]) and xs.shows(band[1]):
-        b0 = min(max(xs(band[0]), left), width - right)
-        b1 = min(max(xs(band[1]), left), width - right)
-        if b1 > b0:
-            c.add(
-                f'<rect class="band" x="{b0:.1f}" y="{ph1:.1f}" width="{b1 - b0:.1f}" '
-                f'height="{ph0 - ph1:.1f}" fill="#eef3f8"/>'
-            )
-            c.text((b0 + b1) / 2, ph1 + 12, band[2], size=10, anchor="middle", color="#6b7f95")
-    # grid and ticks
-    for t in yt:
-        py = ys(t)
+    return _Frame(
+        c=c, left=left, right=width - right, ph0=ph0, ph1=ph1,
+        xs=Scale(xlo, xhi, left, width - right, xlog, tuple(xt)),
+        ys=Scale(ylo, yhi, ph0, ph1, ylog, tuple(yt)),
+        xlog=xlog, ylog=ylog, rows=rows,
+    )
+
+
+def _band(f: _Frame, band: tuple[float, float, str]) -> None:
+    """The shaded x interval, clipped to the plot, with its label at the top."""
+    xs, c = f.xs, f.c
+    if not (xs.shows(band[0]) and xs.shows(band[1])):
+        return
+    b0 = min(max(xs(band[0]), f.left), f.right)
+    b1 = min(max(xs(band[1]), f.left), f.right)
+    if b1 > b0:
         c.add(
-            f'<line x1="{left:.1f}" x2="{width - right:.1f}" y1="{py:.1f}" y2="{py:.1f}" '
+            f'<rect class="band" x="{b0:.1f}" y="{f.ph1:.1f}" width="{b1 - b0:.1f}" '
+            f'height="{f.ph0 - f.ph1:.1f}" fill="#eef3f8"/>'
+        )
+        c.text((b0 + b1) / 2, f.ph1 + 12, band[2], size=10, anchor="middle", color="#6b7f95")
+
+
+def _grid(f: _Frame, x: Axis, y: Axis) -> None:
+    """Grid lines and tick labels of both axes, the axis lines, and the axis labels."""
+    c, left, right, ph0, ph1 = f.c, f.left, f.right, f.ph0, f.ph1
+    ystep = tick_step(f.ys.ticks)
+    for t in f.ys.ticks:
+        py = f.ys(t)
+        c.add(
+            f'<line x1="{left:.1f}" x2="{right:.1f}" y1="{py:.1f}" y2="{py:.1f}" '
             'stroke="#e6e6e6"/>'
         )
-        c.text(left - 6, py + 4, tick_label(t, ystep, ylog), anchor="end", color="#555")
-    xstep = tick_step(xt)
-    for t in xt:
-        px = xs(t)
+        c.text(left - 6, py + 4, tick_label(t, ystep, f.ylog), anchor="end", color="#555")
+    xstep = tick_step(f.xs.ticks)
+    for t in f.xs.ticks:
+        px = f.xs(t)
         c.add(f'<line x1="{px:.1f}" x2="{px:.1f}" y1="{ph1:.1f}" y2="{ph0:.1f}" stroke="#f0f0f0"/>')
-        c.text(px, ph0 + 15, tick_label(t, xstep, xlog), anchor="middle", color="#555")
+        c.text(px, ph0 + 15, tick_label(t, xstep, f.xlog), anchor="middle", color="#555")
     c.add(
-        f'<line x1="{left:.1f}" x2="{width - right:.1f}" y1="{ph0:.1f}" y2="{ph0:.1f}" '
+        f'<line x1="{left:.1f}" x2="{right:.1f}" y1="{ph0:.1f}" y2="{ph0:.1f}" '
         'stroke="#888"/>'
         f'<line x1="{left:.1f}" x2="{left:.1f}" y1="{ph1:.1f}" y2="{ph0:.1f}" stroke="#888"/>'
     )
     c.text(
-        (left + width - right) / 2,
+        (left + right) / 2,
         ph0 + 33,
-        x.label + (" (log scale)" if xlog else ""),
+        x.label + (" (log scale)" if f.xlog else ""),
         anchor="middle",
         size=12,
         color="#333",
@@ -156,63 +208,65 @@ def line_chart(
     c.text(
         14,
         ymid,
-        y.label + (" (log scale)" if ylog else ""),
+        y.label + (" (log scale)" if f.ylog else ""),
         anchor="middle",
         size=12,
         color="#333",
         extra=f' transform="rotate(-90 14 {ymid:.1f})"',
     )
-    for value, label in hlines:
-        if ys.shows(value) and ylo <= value <= yhi:
-            py = ys(value)
+
+
+def _reference_lines(f: _Frame, marks: Marks) -> None:
+    """The dashed horizontal and vertical reference lines in view, with their labels."""
+    c = f.c
+    for value, label in marks.hlines:
+        if f.ys.shows(value) and f.ys.lo <= value <= f.ys.hi:
+            py = f.ys(value)
             c.add(
-                f'<line x1="{left:.1f}" x2="{width - right:.1f}" y1="{py:.1f}" y2="{py:.1f}" '
+                f'<line x1="{f.left:.1f}" x2="{f.right:.1f}" y1="{py:.1f}" y2="{py:.1f}" '
                 'stroke="#999" stroke-dasharray="3 3"/>'
             )
-            c.text(width - right - 2, py - 3, label, anchor="end", size=10, color="#777")
-    for value, label in vlines:
-        if xs.shows(value) and xlo <= value <= xhi:
-            px = xs(value)
+            c.text(f.right - 2, py - 3, label, anchor="end", size=10, color="#777")
+    for value, label in marks.vlines:
+        if f.xs.shows(value) and f.xs.lo <= value <= f.xs.hi:
+            px = f.xs(value)
             c.add(
-                f'<line class="vline" x1="{px:.1f}" x2="{px:.1f}" y1="{ph1:.1f}" y2="{ph0:.1f}" '
-                'stroke="#555" stroke-dasharray="5 4"/>'
+                f'<line class="vline" x1="{px:.1f}" x2="{px:.1f}" y1="{f.ph1:.1f}" '
+                f'y2="{f.ph0:.1f}" stroke="#555" stroke-dasharray="5 4"/>'
             )
-            c.text(px + 4, ph1 + 12, label, size=10, color="#555", extra=' class="vline-label"')
-    # data
-    for i, s in enumerate(series):
-        color, dash = _style(i, s)
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        c.add(f'<g class="series" data-series="{html.escape(s.name)}">')
-        fill = f'fill="#ffffff" stroke="{color}" stroke-width="1.5"' if s.hollow \
-            else f'fill="{color}"'
-        for seg in _segments(s, xs, ys):
-            if len(seg) == 1 or s.markers or not s.line:
-                for px, py, vx, vy in seg:
-                    c.add(
-                        f'<circle cx="{px:.1f}" cy="{py:.1f}" r="{3.5 if s.hollow else 3}" '
-                        f"{fill}><title>{html.escape(s.name)}: {fmt_number(vx)}, "
-                        f"{fmt_number(vy)}</title></circle>"
-                    )
-            if len(seg) > 1 and s.line:
-                pts = " ".join(f"{px:.1f},{py:.1f}" for px, py, _, _ in seg)
+            c.text(px + 4, f.ph1 + 12, label, size=10, color="#555", extra=' class="vline-label"')
+
+
+def _draw_series(f: _Frame, i: int, s: Series) -> None:
+    """One series: its lines between consecutive points, and dots where asked for or alone."""
+    c = f.c
+    color, dash = _style(i, s)
+    dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+    c.add(f'<g class="series" data-series="{html.escape(s.name)}">')
+    fill = f'fill="#ffffff" stroke="{color}" stroke-width="1.5"' if s.hollow \
+        else f'fill="{color}"'
+    for seg in _segments(s, f.xs, f.ys):
+        if len(seg) == 1 or s.markers or not s.line:
+            for px, py, vx, vy in seg:
                 c.add(
-                    f'<polyline points="{pts}" fill="none" stroke="{color}" '
-                    f'stroke-width="1.8" stroke-linejoin="round"{dash_attr}/>'
+                    f'<circle cx="{px:.1f}" cy="{py:.1f}" r="{3.5 if s.hollow else 3}" '
+                    f"{fill}><title>{html.escape(s.name)}: {fmt_number(vx)}, "
+                    f"{fmt_number(vy)}</title></circle>"
                 )
-        c.add("</g>")
-    if not drawable:
-        c.text(
-            (left + width - right) / 2,
-            (ph0 + ph1) / 2,
-            "not measured",
-            anchor="middle",
-            size=14,
-            color="#999",
-            extra=' class="not-measured"',
-        )
-    # legend
+        if len(seg) > 1 and s.line:
+            pts = " ".join(f"{px:.1f},{py:.1f}" for px, py, _, _ in seg)
+            c.add(
+                f'<polyline points="{pts}" fill="none" stroke="{color}" '
+                f'stroke-width="1.8" stroke-linejoin="round"{dash_attr}/>'
+            )
+    c.add("</g>")
+
+
+def _legend(f: _Frame, series: Sequence[Series]) -> None:
+    """The legend under the plot: each series' line (or marker, for a scatter) and name."""
+    c, rows = f.c, f.rows
     for r, row in enumerate(rows):
-        lx = left
+        lx = f.left
         ly = c.height - 18 * len(rows) + 18 * r + 4
         for i in row:
             color, dash = _style(i, series[i])
@@ -226,9 +280,9 @@ def line_chart(
                 fill = f'fill="#ffffff" stroke="{color}" stroke-width="1.5"' \
                     if series[i].hollow else f'fill="{color}"'
                 c.add(f'<circle cx="{lx + 11:.1f}" cy="{ly - 4:.1f}" r="3.5" {fill}/>')
-            c.text(lx + 28, ly, names[i], color="#333")
-            lx += 28 + text_w(names[i], 11) + 16
-    return Plot(name, title, c.svg(name, title), c.width, c.height)
+            name = series[i].name
+            c.text(lx + 28, ly, name, color="#333")
+            lx += 28 + text_w(name, 11) + 16
 
 
 def cdf_points(values: Sequence[float], max_points: int = 800) -> tuple[list[float], list[float]]:
@@ -279,7 +333,7 @@ def bar_chart(
     bottom = 46
     height = int(top + row_h * max(1, len(labels)) + bottom)
     c = Canvas(width, height)
-    c.text(12, 20, title, size=14, weight="bold", color="#222")
+    c.title(title)
     if note:
         c.text(12, 38, note, size=11, color="#666")
     vals = [float(v) for v in values if v is not None and math.isfinite(v)]

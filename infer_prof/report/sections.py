@@ -42,7 +42,7 @@ from infer_prof.report.run_data import (
     samples_ms,
     sweep_groups,
 )
-from infer_prof.report.svg import PALETTE, Axis, Plot, Series, fmt_number, safe_name
+from infer_prof.report.svg import PALETTE, Axis, Marks, Plot, Series, fmt_number, safe_name
 from infer_prof.results.run_ids import run_name_of
 
 GIB = 2**30
@@ -171,8 +171,7 @@ def latency_section(runs: Sequence[RunData], names: Sequence[str], plots: list[P
                 series,
                 Axis(f"{title} (ms)", log=log),
                 Axis(f"{metric_by_column(key).sample_noun} at or below (%)", lo=0, hi=100),
-                hlines=((50.0, "p50"), (99.0, "p99")),
-                note=note,
+                marks=Marks(hlines=((50.0, "p50"), (99.0, "p99")), note=note),
             )
             plots.append(plot)
             figs.append(figure(plot))
@@ -382,9 +381,8 @@ def telemetry_section(runs: Sequence[RunData], names: Sequence[str], plots: list
                     series,
                     Axis(xlabel),
                     Axis(ylabel, zero=yaxis.zero, lo=yaxis.lo, hi=yaxis.hi),
-                    band=band,
-                    hlines=hl,
                     height=300,
+                    marks=Marks(band=band, hlines=hl),
                 )
                 plots.append(plot)
                 figs.append(figure(plot))
@@ -426,8 +424,8 @@ def telemetry_section(runs: Sequence[RunData], names: Sequence[str], plots: list
                     series,
                     Axis(xlabel),
                     yaxis,
-                    band=band,
                     height=300,
+                    marks=Marks(band=band),
                 )
                 plots.append(plot)
                 figs.append(figure(plot))

@@ -62,6 +62,19 @@ class Axis:
 
 
 @dataclass(frozen=True)
+class Marks:
+    """What a line chart draws besides its data: ``band`` a shaded x interval with a label (e.g.
+    the measured window); ``hlines`` dashed horizontal reference lines with labels (e.g. p50,
+    p99 on a CDF); ``vlines`` dashed vertical ones (e.g. a target interactivity), kept in view;
+    ``note`` a line of small text under the title (e.g. what the axis leaves out)."""
+
+    band: tuple[float, float, str] | None = None
+    hlines: Sequence[tuple[float, str]] = ()
+    vlines: Sequence[tuple[float, str]] = ()
+    note: str | None = None
+
+
+@dataclass(frozen=True)
 class Plot:
     """A rendered chart: ``name`` is file-name safe and unique within a report."""
 
@@ -92,7 +105,6 @@ class Canvas:
         size: int = 11,
         anchor: str = "start",
         color: str = "#333",
-        weight: str = "normal",
         extra: str = "",
         hover: str | None = None,
     ) -> None:
@@ -100,7 +112,14 @@ class Canvas:
         tip = f"<title>{html.escape(hover)}</title>" if hover else ""
         self.add(
             f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size}" text-anchor="{anchor}" '
-            f'fill="{color}" font-weight="{weight}"{extra}>{tip}{html.escape(s)}</text>'
+            f'fill="{color}" font-weight="normal"{extra}>{tip}{html.escape(s)}</text>'
+        )
+
+    def title(self, s: str) -> None:
+        """Add the chart's title ``s`` at its top left, 14 px bold."""
+        self.add(
+            '<text x="12.0" y="20.0" font-size="14" text-anchor="start" fill="#222" '
+            f'font-weight="bold">{html.escape(s)}</text>'
         )
 
     def svg(self, name: str, title: str) -> str:
