@@ -348,93 +348,99 @@ def telemetry_section(runs: Sequence[RunData], names: Sequence[str], plots: list
         parts.append(
             f'<h3>{esc(name)} <span class="labels">{esc(run_name_of(run.result))}</span></h3>'
         )
-        figs: list[str] = []
-        notes: list[str] = []
-        gpu = as_dict(tel.get("gpu"))
-        gpus = [g for g in gpu.get("gpus") or [] if isinstance(g, dict)]
-        if not gpu.get("available") or not gpus:
-            notes.append(not_measured("GPU telemetry", gpu.get("reason") or "no NVML samples"))
-        else:
-            origin, xlabel, band = _time_axis(gpu)
-            absent = []
-            for key, title, ylabel, factor, yaxis in _GPU_CHARTS:
-                series = []
-                for g in gpus:
-                    ser = as_dict(g.get("series"))
-                    t = [None if (v := num(x)) is None else v - origin for x in ser.get("t_s", [])]
-                    ys = _scaled(ser.get(key) or [None] * len(t), factor)
-                    if len(ys) != len(t):
-                        ys = [None] * len(t)
-                    series.append(Series(f"GPU {g.get('index', '?')}: {g.get('name', '')}", t, ys))
-                if not any(v is not None for s in series for v in s.y):
-                    absent.append(title)
-                    continue
-                hl: list[tuple[float, str]] = []
-                limits = {num(g.get("power_limit_w")) for g in gpus}
-                if key == "power_w" and len(limits) == 1 and None not in limits:
-                    (lim,) = limits
-                    assert lim is not None
-                    hl.append((lim, f"power limit {fmt_number(lim)} W"))
-                plot = line_chart(
-                    f"telemetry_{stem}_{key}",
-                    f"{title} — {name}",
-                    series,
-                    Axis(xlabel),
-                    Axis(ylabel, zero=yaxis.zero, lo=yaxis.lo, hi=yaxis.hi),
-                    height=300,
-                    marks=Marks(band=band, hlines=hl),
-                )
-                plots.append(plot)
-                figs.append(figure(plot))
-            if absent:
-                notes.append(not_measured(", ".join(absent), "the GPU did not report it"))
-        sm = as_dict(tel.get("server_metrics"))
-        ser = as_dict(sm.get("series"))
-        if not sm.get("available") or not ser.get("t_s"):
-            notes.append(not_measured("server metrics", sm.get("reason") or "no /metrics scrape"))
-        else:
-            origin, xlabel, band = _time_axis(sm)
-            t = [None if (v := num(x)) is None else v - origin for x in ser["t_s"]]
-            kv = _scaled(ser.get("kv_cache_usage_perc") or [None] * len(t), 100.0)
-            charts = [
-                (
-                    "kv_cache",
-                    "KV cache usage",
-                    Axis("KV cache used (%)", lo=0, hi=100),
-                    [Series("KV cache used", t, kv)],
-                ),
-                (
-                    "requests",
-                    "Requests in the server",
-                    Axis("requests", zero=True, integer=True),
-                    [
-                        Series("running", t, _scaled(ser.get("running") or [None] * len(t), 1.0)),
-                        Series("waiting", t, _scaled(ser.get("waiting") or [None] * len(t), 1.0)),
-                    ],
-                ),
-            ]
-            absent = []
-            for key, title, yaxis, series in charts:
-                if not any(v is not None for s in series for v in s.y):
-                    absent.append(title)
-                    continue
-                plot = line_chart(
-                    f"telemetry_{stem}_{key}",
-                    f"{title} — {name}",
-                    series,
-                    Axis(xlabel),
-                    yaxis,
-                    height=300,
-                    marks=Marks(band=band),
-                )
-                plots.append(plot)
-                figs.append(figure(plot))
-            if absent:
-                notes.append(not_measured(", ".join(absent), "the server's /metrics lacked it"))
-        parts.extend(notes)
-        if figs:
-            parts.append(f'<div class="plots">{"".join(figs)}</div>')
+        gpu_plots, gpu_notes = _gpu_plots(as_dict(tel.get("gpu")), stem, name)
+        server_plots, server_notes = _server_plots(as_dict(tel.get("server_metrics")), stem, name)
+        run_plots = gpu_plots + server_plots
+        plots.extend(run_plots)
+        parts.extend(gpu_notes + server_notes)
+        if run_plots:
+            parts.append(f'<div class="plots">{"".join(figure(p) for p in run_plots)}</div>')
     return "".join(parts) + "</section>"
+
+
+def _gpu_plots(gpu: dict[str, Any], stem: str, name: str) -> tuple[list[Plot], list[str]]:
+    """One run's NVML charts (one series per GPU; power with its limit when all GPUs share one),
+    and the not-measured notes for the rest."""
+    gpus = [g for g in gpu.get("gpus") or [] if isinstance(g, dict)]
+    if not gpu.get("available") or not gpus:
+        return [], [not_measured("GPU telemetry", gpu.get("reason") or "no NVML samples")]
+    origin, xlabel, band = _time_axis(gpu)
+    plots: list[Plot] = []
+    absent = []
+    for key, title, ylabel, factor, yaxis in _GPU_CHARTS:
+        series = []
+        for g in gpus:
+            ser = as_dict(g.get("series"))
+            t = [None if (v := num(x)) is None else v - origin for x in ser.get("t_s", [])]
+            ys = _scaled(ser.get(key) or [None] * len(t), factor)
+            if len(ys) != len(t):
+                ys = [None] * len(t)
+            series.append(Series(f"GPU {g.get('index', '?')}: {g.get('name', '')}", t, ys))
+        if not any(v is not None for s in series for v in s.y):
+            absent.append(title)
+            continue
+        hl: list[tuple[float, str]] = []
+        limits = {num(g.get("power_limit_w")) for g in gpus}
+        if key == "power_w" and len(limits) == 1 and None not in limits:
+            (lim,) = limits
+            assert lim is not None
+            hl.append((lim, f"power limit {fmt_number(lim)} W"))
+        plots.append(line_chart(
+            f"telemetry_{stem}_{key}",
+            f"{title} — {name}",
+            series,
+            Axis(xlabel),
+            Axis(ylabel, zero=yaxis.zero, lo=yaxis.lo, hi=yaxis.hi),
+            height=300,
+            marks=Marks(band=band, hlines=hl),
+        ))
+    notes = [not_measured(", ".join(absent), "the GPU did not report it")] if absent else []
+    return plots, notes
+
+
+def _server_plots(sm: dict[str, Any], stem: str, name: str) -> tuple[list[Plot], list[str]]:
+    """One run's server /metrics charts (KV cache usage; running and waiting requests), and the
+    not-measured notes for the rest."""
+    ser = as_dict(sm.get("series"))
+    if not sm.get("available") or not ser.get("t_s"):
+        return [], [not_measured("server metrics", sm.get("reason") or "no /metrics scrape")]
+    origin, xlabel, band = _time_axis(sm)
+    t = [None if (v := num(x)) is None else v - origin for x in ser["t_s"]]
+    kv = _scaled(ser.get("kv_cache_usage_perc") or [None] * len(t), 100.0)
+    charts = [
+        (
+            "kv_cache",
+            "KV cache usage",
+            Axis("KV cache used (%)", lo=0, hi=100),
+            [Series("KV cache used", t, kv)],
+        ),
+        (
+            "requests",
+            "Requests in the server",
+            Axis("requests", zero=True, integer=True),
+            [
+                Series("running", t, _scaled(ser.get("running") or [None] * len(t), 1.0)),
+                Series("waiting", t, _scaled(ser.get("waiting") or [None] * len(t), 1.0)),
+            ],
+        ),
+    ]
+    plots: list[Plot] = []
+    absent = []
+    for key, title, yaxis, series in charts:
+        if not any(v is not None for s in series for v in s.y):
+            absent.append(title)
+            continue
+        plots.append(line_chart(
+            f"telemetry_{stem}_{key}",
+            f"{title} — {name}",
+            series,
+            Axis(xlabel),
+            yaxis,
+            height=300,
+            marks=Marks(band=band),
+        ))
+    notes = [not_measured(", ".join(absent), "the server's /metrics lacked it")] if absent else []
+    return plots, notes
 
 
 def footer(runs: Sequence[RunData]) -> str:
