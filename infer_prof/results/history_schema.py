@@ -28,7 +28,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # SQLAlchemy is imported on first use: a command without history starts faster
-    from sqlalchemy import Connection
+    from sqlalchemy import Connection, MetaData, Table
 
 SCHEMA_VERSION = 3
 
@@ -37,19 +37,19 @@ SCHEMA_VERSION = 3
 def schema() -> SimpleNamespace:
     """The tables (SQLAlchemy Core: ``schema().runs`` etc.) and the migrations
     (``schema().migrations[v]`` brings a database from version v - 1 to v), built on first use."""
-    from sqlalchemy import (
-        Column,
-        Float,
-        ForeignKey,
-        Index,
-        Integer,
-        LargeBinary,
-        MetaData,
-        Table,
-        Text,
-    )
+    from sqlalchemy import MetaData
 
     metadata = MetaData()
+    tables = _tables(metadata)
+    migrations = _migrations(tables)
+    assert sorted(migrations) == list(range(1, SCHEMA_VERSION + 1))
+    return SimpleNamespace(metadata=metadata, **tables, migrations=migrations)
+
+
+def _tables(metadata: MetaData) -> dict[str, Table]:
+    """The five tables of the module docstring, by name, in ``metadata``."""
+    from sqlalchemy import Column, Float, ForeignKey, Index, Integer, LargeBinary, Table, Text
+
     schema_version = Table(
         "schema_version",
         metadata,
@@ -103,6 +103,19 @@ def schema() -> SimpleNamespace:
         Column("result_json", Text, nullable=False),
         Column("requests_gz", LargeBinary),
     )
+    return {
+        "schema_version": schema_version,
+        "runs": runs,
+        "metrics": metrics,
+        "run_labels": run_labels,
+        "run_files": run_files,
+    }
+
+
+def _migrations(tables: dict[str, Table]) -> dict[int, Callable[[Connection], None]]:
+    """``migrations[v]`` brings a database from version v - 1 to version v."""
+    runs, metrics = tables["runs"], tables["metrics"]
+    run_labels, run_files = tables["run_labels"], tables["run_files"]
 
     def migration_1(conn: Connection) -> None:
         """The original layout: runs, metrics, run_labels and their indexes."""
@@ -125,19 +138,4 @@ def schema() -> SimpleNamespace:
             if index.name == "runs_name":
                 index.create(conn, checkfirst=True)
 
-    # migrations[v] brings a database from version v - 1 to version v.
-    migrations: dict[int, Callable[[Connection], None]] = {
-        1: migration_1,
-        2: migration_2,
-        3: migration_3,
-    }
-    assert sorted(migrations) == list(range(1, SCHEMA_VERSION + 1))
-    return SimpleNamespace(
-        metadata=metadata,
-        schema_version=schema_version,
-        runs=runs,
-        metrics=metrics,
-        run_labels=run_labels,
-        run_files=run_files,
-        migrations=migrations,
-    )
+    return {1: migration_1, 2: migration_2, 3: migration_3}
