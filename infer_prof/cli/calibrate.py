@@ -72,36 +72,8 @@ def calibrate_command(
         )
     if not server_cost_us >= 0:
         fail(f"--server-cost-us {server_cost_us:g}: give 0 or more microseconds per token")
-    procs: int | None = None
-    if processes.strip().lower() != "auto":
-        try:
-            procs = int(processes)
-        except ValueError:
-            fail(f"--processes {processes!r}: give a whole number >= 1 or auto")
-        if procs < 1:
-            fail(f"--processes {processes!r}: give a whole number >= 1 or auto")
+    procs = _parse_processes(processes)
     err = Console(stderr=True)
-
-    def progress(rep: dict[str, Any]) -> None:
-        cl = rep.get("client") or {}
-        lag = (cl.get("read_lag_ms") or {}).get("p99")
-        steal = rep.get("cpu_steal_pct")
-        srv = rep.get("server") or {}
-        srv_cpu = srv.get("cpu_us_per_token")
-        err.print(
-            f"concurrency {rep['concurrency']}: {rep['matched_requests']} requests matched; "
-            f"client: {rep.get('processes', 1)} process(es), {cl.get('reader', '?')} reader, "
-            f"CPU {cl.get('cpu_s', 0):.1f} s, "
-            f"read lag p99 {'n/a' if lag is None else f'{lag:.2f} ms'}; CPU pressure from "
-            f"all work on the machine (PSI avg10) {rep.get('cpu_pressure_pct')}%"
-            + (f"; CPU stolen by the hypervisor {steal:.1f}%" if steal is not None else "")
-            + (
-                f"; server CPU {srv['cpu_s']:.1f} s ({srv_cpu:.1f} us/token, "
-                f"asked {srv.get('cost_us_per_token', 0):g})"
-                if srv_cpu is not None
-                else ""
-            )
-        )
 
     # imported here, not at the top: `infer-prof --help` must not pay for the engine side
     from infer_prof.run.calibrate import run_calibration
@@ -112,7 +84,7 @@ def calibrate_command(
         itl_ms=itl_ms,
         output_len=output_len,
         requests_per_stream=requests_per_stream,
-        on_point=progress,
+        on_point=lambda rep: err.print(_progress_line(rep)),
         processes=procs,
         tls=tls,
         server_cost_us=server_cost_us,
@@ -120,13 +92,55 @@ def calibrate_command(
     if json_output:
         sys.stdout.write(json.dumps(reports, indent=2) + "\n")
         return
-    t = Table(
-        title=f"client error vs truth (ms; server: TTFT {ttft_ms:g} ms, ITL {itl_ms:g} ms, "
-        f"{output_len} tokens{', HTTPS' if tls else ''}"
-        + (f", {server_cost_us:g} us CPU per token" if server_cost_us > 0 else "")
-        + ")",
-        title_justify="left",
+    server = (f"server: TTFT {ttft_ms:g} ms, ITL {itl_ms:g} ms, "
+              f"{output_len} tokens{', HTTPS' if tls else ''}"
+              + (f", {server_cost_us:g} us CPU per token" if server_cost_us > 0 else ""))
+    out = Console(width=max(120, Console().width))
+    out.print(_error_table(reports, server))
+    out.print(_targets_line(reports, server_cost_us))
+
+
+def _parse_processes(processes: str) -> int | None:
+    """``--processes``: a whole number >= 1, or None for auto."""
+    if processes.strip().lower() == "auto":
+        return None
+    try:
+        procs = int(processes)
+    except ValueError:
+        fail(f"--processes {processes!r}: give a whole number >= 1 or auto")
+    if procs < 1:
+        fail(f"--processes {processes!r}: give a whole number >= 1 or auto")
+    return procs
+
+
+def _progress_line(rep: dict[str, Any]) -> str:
+    """One line on stderr when a level is done: matched requests, the client's processes,
+    reader, CPU and read lag, the machine's CPU pressure and steal, the server's CPU."""
+    cl = rep.get("client") or {}
+    lag = (cl.get("read_lag_ms") or {}).get("p99")
+    steal = rep.get("cpu_steal_pct")
+    srv = rep.get("server") or {}
+    srv_cpu = srv.get("cpu_us_per_token")
+    return (
+        f"concurrency {rep['concurrency']}: {rep['matched_requests']} requests matched; "
+        f"client: {rep.get('processes', 1)} process(es), {cl.get('reader', '?')} reader, "
+        f"CPU {cl.get('cpu_s', 0):.1f} s, "
+        f"read lag p99 {'n/a' if lag is None else f'{lag:.2f} ms'}; CPU pressure from "
+        f"all work on the machine (PSI avg10) {rep.get('cpu_pressure_pct')}%"
+        + (f"; CPU stolen by the hypervisor {steal:.1f}%" if steal is not None else "")
+        + (
+            f"; server CPU {srv['cpu_s']:.1f} s ({srv_cpu:.1f} us/token, "
+            f"asked {srv.get('cost_us_per_token', 0):g})"
+            if srv_cpu is not None
+            else ""
+        )
     )
+
+
+def _error_table(reports: list[dict[str, Any]], server: str) -> Table:
+    """Client minus truth per level (ms; requests/s in %), the truth, failures, and whether the
+    level is within the targets (else which it misses); ``server`` describes the server."""
+    t = Table(title=f"client error vs truth (ms; {server})", title_justify="left")
     for col in (
         "streams",
         "procs",
@@ -155,12 +169,15 @@ def calibrate_command(
             str(r["failed"]),
             "yes" if not r["misses"] else "no: " + ", ".join(r["misses"]),
         )
-    out = Console(width=max(120, Console().width))
-    out.print(t)
+    return t
+
+
+def _targets_line(reports: list[dict[str, Any]], server_cost_us: float) -> str:
+    """The targets of the calibration mode and the highest level within them."""
     top = trusted_up_to(reports)
     mode = calibration_mode(server_cost_us)
     targets = TARGETS_BY_MODE[mode]
-    out.print(
+    return (
         ("targets" if mode == "lean" else f"targets (server costing {server_cost_us:g} us/token)")
         + f": |error| <= {targets['ttft_p50_ms']:g} / "
         f"{targets['ttft_p99_ms']:g} ms TTFT "
