@@ -15,6 +15,7 @@ from rich.table import Table
 
 from infer_prof.cli.common import fail
 from infer_prof.core.changepoint import ChangePoint, detect_changepoints
+from infer_prof.core.metric_table import columns_at
 from infer_prof.core.regression import direction_for
 from infer_prof.report.console import fmt_value
 from infer_prof.results import history, history_database
@@ -32,18 +33,9 @@ history_app = typer.Typer(
     "export result files.",
 )
 
-# (header, metric name, decimals) of the key metrics in the run list.
-KEY_METRICS = (
-    ("req/s", "request_throughput", 2),
-    ("out tok/s", "output_throughput", 1),
-    ("TTFT p50", "ttft_ms.p50", 2),
-    ("TTFT p99", "ttft_ms.p99", 2),
-    ("TPOT p50", "tpot_ms.p50", 2),
-    ("tok/s/user", "interactivity_tok_s_user", 1),
-    ("tot tok/s/GPU", "total_tok_s_per_gpu", 1),
-    ("$/1M out", "cost.usd_per_million_output_tokens|cost.usd_per_1m_output_tokens", 4),
-    ("$/1M tot", "usd_per_million_total_tokens|cost.usd_per_million_total_tokens", 4),
-)
+#: (header, metric name, decimals) of the key metrics in the run list: the metric table's
+#: ``history`` place, named as the history names them (``|``: alternative spellings).
+KEY_METRICS = tuple((c.label, c.history_name, c.digits) for c in columns_at("history"))
 
 
 def _metric(metrics: dict[str, float], name: str) -> float | None:

@@ -19,6 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from infer_prof.cli.common import fail
+from infer_prof.core.metric_table import columns_at
 from infer_prof.report.console import fmt_value
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.multi_endpoint import (
@@ -111,27 +112,15 @@ def run_many(cfg: RunConfig, targets: list[EndpointTarget], json_output: bool) -
                   "column)[/]")
 
 
-HEADERS = (
+#: (row key, header, decimals; None for text): the metric columns are the metric table's
+#: ``endpoints`` place.
+HEADERS: tuple[tuple[str, str, int | None], ...] = (
     ("endpoint", "endpoint", None),
     ("gpu", "GPU", None),
     ("workload", "workload", None),
     ("load", "load", None),
     ("status", "status", None),
-    ("request_throughput", "req/s", 2),
-    ("output_throughput", "out tok/s", 1),
-    ("ttft_p50", "TTFT p50", 1),
-    ("ttft_p99", "TTFT p99", 1),
-    ("tpot_p50", "TPOT p50", 2),
-    ("tpot_p99", "TPOT p99", 2),
-    ("itl_p50", "ITL p50", 2),
-    ("itl_p99", "ITL p99", 2),
-    ("e2e_p50", "E2E p50", 1),
-    ("e2e_p99", "E2E p99", 1),
-    ("interactivity", "tok/s/user", 1),
-    ("total_tok_s_per_gpu", "tot tok/s/GPU", 1),
-    ("usd_per_hour", "$/h", 2),
-    ("usd_per_1m_output", "$/1M out", 3),
-    ("usd_per_1m_total", "$/1M total", 3),
+    *((c.key, c.label, c.digits) for c in columns_at("endpoints")),
     ("price_source", "price from", None),
 )
 

@@ -1,6 +1,7 @@
 """The comparison table: one row per run, and the best value of each column.
 
-Pure: takes result dicts (already loaded), returns rows of plain values. Columns and units:
+Pure: takes result dicts (already loaded), returns rows of plain values. The measured columns
+are the metric table's ``compare`` place (:mod:`infer_prof.core.metric_table`). Columns and units:
 
 ========================  =========================================  ==========
 column key                source in the result                       better
@@ -50,9 +51,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-Better = Literal["higher", "lower"]
+from infer_prof.core.metric_table import Better, columns_at
 
 
 @dataclass(frozen=True)
@@ -78,36 +79,9 @@ TEXT_COLUMNS = (
     Column("status", "status"),
 )
 
-METRIC_COLUMNS = (
-    Column("request_throughput", "req/s", "summary.request_throughput", "higher", 2),
-    Column("output_throughput", "out tok/s", "summary.output_throughput", "higher", 1),
-    Column("ttft_p50", "TTFT p50 ms", "summary.ttft_ms.p50", "lower", 2),
-    Column("ttft_p99", "TTFT p99 ms", "summary.ttft_ms.p99", "lower", 2),
-    Column("tpot_p50", "TPOT p50 ms", "summary.tpot_ms.p50", "lower", 2),
-    Column("tpot_p99", "TPOT p99 ms", "summary.tpot_ms.p99", "lower", 2),
-    Column("e2e_p50", "E2E p50 ms", "summary.e2e_ms.p50", "lower", 2),
-    Column("e2e_p99", "E2E p99 ms", "summary.e2e_ms.p99", "lower", 2),
-    Column("interactivity", "tok/s/user", "summary.interactivity_tok_s_user", "higher", 1),
-    Column("interactivity_p90", "tok/s/user p90", "summary.interactivity_p90_tok_s_user",
-           "higher", 1),
-    Column("output_tok_s_per_gpu", "out tok/s/GPU", "summary.output_tok_s_per_gpu", "higher", 1),
-    Column("input_tok_s_per_gpu", "in tok/s/GPU", "summary.input_tok_s_per_gpu", "higher", 1),
-    Column("total_tok_s_per_gpu", "tot tok/s/GPU", "summary.total_tok_s_per_gpu", "higher", 1),
-    Column("usd_per_hour", "$/hour", "cost.usd_per_hour", "lower", 2),
-    Column(
-        "usd_per_1m_output",
-        "$/1M out tok",
-        "summary.usd_per_million_output_tokens|cost.usd_per_million_output_tokens"
-        "|cost.usd_per_1m_output_tokens",
-        "lower",
-        4,
-    ),
-    Column("usd_per_1m_input", "$/1M in tok", "summary.usd_per_million_input_tokens", "lower", 4),
-    Column("usd_per_1m_total", "$/1M tot tok",
-           "summary.usd_per_million_total_tokens|cost.usd_per_million_total_tokens", "lower", 4),
-    Column("output_tokens_per_usd", "out tok/$", "cost.output_tokens_per_usd", "higher", 0),
-    Column("joules_per_token", "J/out tok", "energy.joules_per_output_token", "lower", 4),
-    Column("joules_per_total_token", "J/tot tok", "summary.joules_per_total_token", "lower", 4),
+#: The measured columns: the metric table's ``compare`` place, in its order.
+METRIC_COLUMNS = tuple(
+    Column(c.key, c.label, c.path, c.better, c.digits) for c in columns_at("compare")
 )
 
 COLUMNS = TEXT_COLUMNS + METRIC_COLUMNS

@@ -1,7 +1,8 @@
 """The table that ends a several-endpoint run: one row per endpoint and load point.
 
 Pure: takes what each endpoint's run produced (result dicts, or why there is none) and returns
-rows of plain values. Columns and units:
+rows of plain values. The measured columns are the metric table's ``endpoints`` place
+(:mod:`infer_prof.core.metric_table`). Columns and units:
 
 ======================  ===============================================  =====================
 row key                 source in the result                             unit
@@ -41,26 +42,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infer_prof.core.metric_table import columns_at
+
 TABLE_KIND = "infer-prof.endpoints"
 
-# (row key, result path) of the measured columns, in table order
-METRICS: tuple[tuple[str, str], ...] = (
-    ("request_throughput", "summary.request_throughput"),
-    ("output_throughput", "summary.output_throughput"),
-    ("ttft_p50", "summary.ttft_ms.p50"),
-    ("ttft_p99", "summary.ttft_ms.p99"),
-    ("tpot_p50", "summary.tpot_ms.p50"),
-    ("tpot_p99", "summary.tpot_ms.p99"),
-    ("itl_p50", "summary.itl_ms.p50"),
-    ("itl_p99", "summary.itl_ms.p99"),
-    ("e2e_p50", "summary.e2e_ms.p50"),
-    ("e2e_p99", "summary.e2e_ms.p99"),
-    ("interactivity", "summary.interactivity_tok_s_user"),
-    ("total_tok_s_per_gpu", "summary.total_tok_s_per_gpu"),
-    ("usd_per_hour", "cost.usd_per_hour"),
-    ("usd_per_1m_output", "cost.usd_per_million_output_tokens"),
-    ("usd_per_1m_total", "cost.usd_per_million_total_tokens"),
-)
+#: (row key, result path) of the measured columns: the metric table's ``endpoints`` place.
+METRICS: tuple[tuple[str, str], ...] = tuple((c.key, c.path) for c in columns_at("endpoints"))
 
 COLUMNS: tuple[str, ...] = (
     "endpoint",
@@ -95,14 +82,20 @@ class EndpointRun:
 
 
 def _get(doc: Mapping[str, Any], path: str) -> Any:
-    cur: Any = doc
-    for part in path.split("."):
-        if not isinstance(cur, Mapping):
-            return None
-        cur = cur.get(part)
-    if isinstance(cur, bool) or not isinstance(cur, (int, float)):
-        return None
-    return None if isinstance(cur, float) and math.isnan(cur) else cur
+    """The number at a dotted ``path`` (alternatives separated by ``|``: the first that is a
+    number wins), or None."""
+    for alt in path.split("|"):
+        cur: Any = doc
+        for part in alt.split("."):
+            if not isinstance(cur, Mapping):
+                cur = None
+                break
+            cur = cur.get(part)
+        if isinstance(cur, bool) or not isinstance(cur, (int, float)):
+            continue
+        if not (isinstance(cur, float) and math.isnan(cur)):
+            return cur
+    return None
 
 
 def load_of(result: Mapping[str, Any]) -> str | None:

@@ -38,6 +38,7 @@ from dataclasses import asdict, dataclass
 from fnmatch import fnmatchcase
 from typing import Any, Literal
 
+from infer_prof.core.metric_table import Better, better_for
 from infer_prof.core.significance import (
     mann_whitney_u,
     mean_var,
@@ -59,7 +60,7 @@ __all__ = [
     "threshold_for",
 ]
 
-Direction = Literal["lower", "higher"]
+Direction = Better
 SignificanceRule = Literal["ci", "mwu", "both", "either"]
 
 STATISTICS = ("mean", "p50", "p90", "p95", "p99", "max", "min")
@@ -127,10 +128,15 @@ def percent_change(baseline: float, current: float) -> float | None:
 def direction_for(name: str) -> Direction:
     """Which way is better for metric ``name``: "higher" (throughput-like) or "lower".
 
-    Higher-is-better names contain one of: throughput, goodput, tok_s, per_dollar,
-    requests_completed, or a word per_s / per_sec / per_second (a rate).
+    A metric of the metric table (:func:`infer_prof.core.metric_table.better_for`, named as the
+    history names it: ``ttft_ms.p99``, ``cost.output_tokens_per_usd``) goes its declared way.
+    Any other name: higher-is-better names contain one of: throughput, goodput, tok_s,
+    per_dollar, requests_completed, or a word per_s / per_sec / per_second (a rate).
     Latencies, $ per 1M tokens and joules per token are lower-is-better.
     """
+    declared = better_for(name)
+    if declared is not None:
+        return declared
     low = name.lower()
     if any(s in low for s in _HIGHER_IS_BETTER) or _PER_SECOND.search(low):
         return "higher"

@@ -32,23 +32,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infer_prof.core.metrics import (
-    NS_PER_MS,
-    NS_PER_S,
-    RequestRecord,
-    e2e_ns,
-    itl_ns,
-    measured_window_ns,
-    tpot_ns,
-    ttft_ns,
-)
+from infer_prof.core.metric_table import Metric, metric_by_column, metrics_at
+from infer_prof.core.metrics import NS_PER_MS, NS_PER_S, RequestRecord, measured_window_ns
 from infer_prof.core.stats import percentile
 
-SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
-_KEY_RE = re.compile(r"^(ttft|tpot|itl|e2e)_(mean|max|p(\d+(?:\.\d+)?))$")
+#: The metrics an SLO can name (the metric table's ``slo`` place), by their short keys.
+SLO_METRICS = tuple(m.column for m in metrics_at("slo"))
+#: ``<metric>_<stat>``: group 1 the metric, group 2 the stat, group 3 a percentile's number.
+SLO_KEY_RE = re.compile(rf"^({'|'.join(map(re.escape, SLO_METRICS))})_(mean|max|p(\d+(?:\.\d+)?))$")
 _ALLOWED = (
-    "<metric>_<stat>=<ms> with metric one of ttft, tpot, itl, e2e and stat pNN (0 < NN < 100), "
-    "mean or max, e.g. ttft_p99=2000,tpot_p99=200"
+    f"<metric>_<stat>=<ms> with metric one of {', '.join(SLO_METRICS)} and stat pNN "
+    "(0 < NN < 100), mean or max, e.g. ttft_p99=2000,tpot_p99=200"
 )
 
 
@@ -60,7 +54,7 @@ class SloError(ValueError):
 class Slo:
     """One objective: ``stat`` of ``metric`` at most ``limit_ms`` milliseconds."""
 
-    metric: str  # ttft | tpot | itl | e2e
+    metric: str  # a short key of SLO_METRICS: ttft | tpot | itl | e2e
     stat: str  # "p99", "p99.9", "mean", "max"
     limit_ms: float
 
@@ -88,7 +82,7 @@ class Slo:
 
 def slo_from_key(key: str, limit_ms: float) -> Slo:
     """One SLO from a ``<metric>_<stat>`` key and a limit in ms (> 0, finite)."""
-    m = _KEY_RE.match(key.strip())
+    m = SLO_KEY_RE.match(key.strip())
     if m is None or (m.group(3) is not None and not 0 < float(m.group(3)) < 100):
         raise SloError(f"unknown SLO {key!r}; allowed: {_ALLOWED}")
     if isinstance(limit_ms, bool) or not isinstance(limit_ms, int | float):
@@ -135,24 +129,27 @@ def format_slos(slos: Iterable[Slo]) -> str:
     return ",".join(f"{s.key}={s.limit_ms:g}" for s in slos)
 
 
-def _run_values_ns(records: Sequence[RequestRecord], metric: str) -> list[float]:
+def _metric(slo: Slo) -> Metric:
+    m = metric_by_column(slo.metric)
+    assert m.samples_ns is not None, f"{m.key} has no per-request formula"
+    return m
+
+
+def _run_values_ns(records: Sequence[RequestRecord], slo: Slo) -> list[float]:
     """A metric's samples pooled over completed requests, as the run summary pools them."""
-    if metric == "itl":
-        out: list[float] = []
-        for r in records:
-            out.extend(itl_ns(r))
-        return out
-    fn = {"ttft": ttft_ns, "tpot": tpot_ns, "e2e": e2e_ns}[metric]
-    return [float(v) for r in records if (v := fn(r)) is not None]
+    samples = _metric(slo).samples_ns
+    assert samples is not None
+    return [v for r in records for v in samples(r)]
 
 
 def request_value_ms(record: RequestRecord, slo: Slo) -> float | None:
-    """A request's own value for ``slo`` in ms (see the module docstring); None if undefined."""
-    if slo.metric == "itl":
-        return slo.statistic(itl_ns(record))
-    fn = {"ttft": ttft_ns, "tpot": tpot_ns, "e2e": e2e_ns}[slo.metric]
-    v = fn(record)
-    return None if v is None else v / NS_PER_MS
+    """A request's own value for ``slo`` in ms (see the module docstring); None if undefined.
+
+    The SLO's statistic of the request's own samples: its one value (TTFT, TPOT, E2E: any
+    statistic of one value is that value), or its inter-token gaps summarized (ITL)."""
+    samples = _metric(slo).samples_ns
+    assert samples is not None
+    return slo.statistic(samples(record))
 
 
 def request_violations(record: RequestRecord, slos: Sequence[Slo]) -> list[str]:
@@ -241,7 +238,7 @@ def evaluate_slos(
     ok = [r for r in measured if r.ok]
     checks = []
     for s in slos:
-        value = s.statistic(_run_values_ns(ok, s.metric))
+        value = s.statistic(_run_values_ns(ok, s))
         checks.append(SloCheck(s, value, value is not None and value <= s.limit_ms))
     good = sum(1 for r in ok if request_is_good(r, slos))
     window = window_ns if window_ns is not None else measured_window_ns(measured)
@@ -268,7 +265,7 @@ def check_summary(summary: Mapping[str, Any], slos: Sequence[Slo]) -> list[SloCh
     for s in slos:
         if s.stat not in ("p50", "p90", "p99", "mean", "max"):
             raise SloError(f"{s.key}: a result summary holds p50, p90, p99, mean and max only")
-        dist = summary.get(f"{s.metric}_ms")
+        dist = summary.get(metric_by_column(s.metric).key)
         value = None if not dist else dist.get(s.stat)
         out.append(SloCheck(s, value, value is not None and value <= s.limit_ms))
     return out

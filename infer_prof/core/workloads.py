@@ -45,10 +45,8 @@ from typing import Any
 
 from infer_prof.core.arrivals import ARRIVAL_KINDS, ArrivalProcess
 from infer_prof.core.distributions import LengthDistribution
+from infer_prof.core.slo import SLO_KEY_RE, SLO_METRICS
 from infer_prof.core.workload_fields import FieldReader, WorkloadError, type_name
-
-_SLO_RE = re.compile(r"^(ttft|tpot|itl|e2e)_(mean|max|p(\d+(?:\.\d+)?))$")
-SLO_METRICS = ("ttft", "tpot", "itl", "e2e")
 
 WORKLOAD_FIELDS = ("kind", "name", "description", "input_len", "output_len", "num_requests",
                    "duration_s", "warmup", "warmup_requests", "arrival", "shared_prefix", "seed",
@@ -449,7 +447,7 @@ def _read_slo(r: FieldReader, value: Any) -> dict[str, float]:
                            f"{type_name(value)} {value!r}")
     out: dict[str, float] = {}
     for key, limit in value.items():
-        m = _SLO_RE.match(str(key))
+        m = SLO_KEY_RE.match(str(key))
         pct_ok = m is not None and (m.group(3) is None or 0 < float(m.group(3)) < 100)
         if not pct_ok:
             raise r.err(f"slo.{key}", "unknown SLO; allowed: <metric>_<stat> with metric one of "

@@ -7,6 +7,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from infer_prof.core.metric_table import SUMMARY_STATS, metrics_at
+
 
 def fmt_value(v: Any, digits: int = 2) -> str:
     """A number for a table: thousands separators, ``digits`` decimals, ``n/a`` for None."""
@@ -27,19 +29,13 @@ def summary_table(result: dict[str, Any]) -> Table:
     )
     t = Table(title=title, title_justify="left")
     t.add_column("latency (ms)")
-    for col in ("mean", "p50", "p90", "p99", "max"):
+    for col in SUMMARY_STATS:
         t.add_column(col, justify="right")
-    for name, key in (
-        ("TTFT", "ttft_ms"),
-        ("TPOT", "tpot_ms"),
-        ("ITL", "itl_ms"),
-        ("E2E", "e2e_ms"),
-        ("queue (client)", "queue_ms"),
-    ):
-        d = s.get(key)
+    for m in metrics_at("console", "latency"):  # the metric table's console place
+        d = s.get(m.key)
         t.add_row(
-            name,
-            *(fmt_value(d.get(c) if d else None) for c in ("mean", "p50", "p90", "p99", "max")),
+            m.shows["console"].label or m.name,
+            *(fmt_value(d.get(c) if d else None) for c in SUMMARY_STATS),
         )
     return t
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.metrics import NS_PER_MS, RequestRecord, e2e_ns, itl_ns, tpot_ns, ttft_ns
+from infer_prof.core.metric_table import metrics_at
+from infer_prof.core.metrics import NS_PER_MS, RequestRecord
 from infer_prof.report.svg import fmt_number
 from infer_prof.results.loading import config_fields, load_request_records, requests_path
 from infer_prof.results.run_ids import run_name_of
@@ -132,12 +133,18 @@ def dist(result: Mapping[str, Any], metric: str, stat: str) -> float | None:
     return num(as_dict(as_dict(result.get("summary")).get(metric)).get(stat))
 
 
-# Per-request samples in ms, from the records: (key, title, extractor).
-SAMPLES: tuple[tuple[str, str, Callable[[RequestRecord], list[float]]], ...] = (
-    ("ttft", "TTFT", lambda r: [] if (v := ttft_ns(r)) is None else [v / NS_PER_MS]),
-    ("tpot", "TPOT", lambda r: [] if (v := tpot_ns(r)) is None else [v / NS_PER_MS]),
-    ("itl", "ITL", lambda r: [v / NS_PER_MS for v in itl_ns(r)]),
-    ("e2e", "E2E latency", lambda r: [] if (v := e2e_ns(r)) is None else [v / NS_PER_MS]),
+def _in_ms(
+    samples_ns: Callable[[RequestRecord], list[float]],
+) -> Callable[[RequestRecord], list[float]]:
+    return lambda r: [v / NS_PER_MS for v in samples_ns(r)]
+
+
+# Per-request samples in ms, from the records: (key, title, extractor), of the metric table's
+# ``report`` place (its latency CDFs).
+SAMPLES: tuple[tuple[str, str, Callable[[RequestRecord], list[float]]], ...] = tuple(
+    (m.column, m.title or m.name, _in_ms(m.samples_ns))
+    for m in metrics_at("report", "latency")
+    if m.samples_ns is not None
 )
 
 

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from infer_prof import __version__
+from infer_prof.core.metric_table import metric_by_column, metrics_at
 from infer_prof.report.html_fragments import cell, esc, figure, not_measured
 from infer_prof.report.plots import bar_chart, cdf_points, line_chart
 from infer_prof.report.run_data import (
@@ -68,16 +69,18 @@ def _status_badges(r: dict[str, Any]) -> str:
 
 def summary_section(runs: Sequence[RunData], names: Sequence[str]) -> str:
     """Section 1: the summary table, a row per run named by ``names``."""
-    lat = (("TTFT", "ttft_ms"), ("TPOT", "tpot_ms"), ("ITL", "itl_ms"), ("E2E", "e2e_ms"))
+    lat = metrics_at("report", "latency")  # the metric table's report place
     head1 = (
         '<tr><th rowspan="2">run</th><th rowspan="2">model</th><th rowspan="2">GPU</th>'
         '<th rowspan="2">load</th><th rowspan="2">requests<br>ok / failed</th>'
         '<th rowspan="2">requests/s</th><th rowspan="2">output<br>tokens/s</th>'
-        + "".join(f'<th colspan="2">{n} (ms)</th>' for n, _ in lat)
+        + "".join(f'<th colspan="{len(m.shows["report"].stats)}">{m.name} ({m.unit})</th>'
+                  for m in lat)
         + '<th rowspan="2">$ per 1M<br>output tokens</th>'
         '<th rowspan="2">J per<br>output token</th></tr>'
     )
-    head2 = "<tr>" + "<th>p50</th><th>p99</th>" * len(lat) + "</tr>"
+    head2 = "<tr>" + "".join(f"<th>{st}</th>" for m in lat for st in m.shows["report"].stats)
+    head2 += "</tr>"
     rows = []
     for run, name in zip(runs, names, strict=True):
         r = run.result
@@ -104,9 +107,8 @@ def summary_section(runs: Sequence[RunData], names: Sequence[str]) -> str:
             cell(num(s.get("request_throughput"))),
             cell(num(s.get("output_throughput"))),
         ]
-        for _, key in lat:
-            cells.append(cell(dist(r, key, "p50")))
-            cells.append(cell(dist(r, key, "p99")))
+        for m in lat:
+            cells.extend(cell(dist(r, m.key, st)) for st in m.shows["report"].stats)
         cells.append(cell(cost_per_million(r), str(cost.get("reason") or "")))
         cells.append(cell(joules_per_token(r), str(energy.get("reason") or "")))
         rows.append("<tr>" + "".join(cells) + "</tr>")
@@ -168,13 +170,7 @@ def latency_section(runs: Sequence[RunData], names: Sequence[str], plots: list[P
                 f"{title} CDF",
                 series,
                 Axis(f"{title} (ms)", log=log),
-                Axis(
-                    "requests at or below (%)"
-                    if key in ("ttft", "e2e", "tpot")
-                    else "inter-token gaps at or below (%)",
-                    lo=0,
-                    hi=100,
-                ),
+                Axis(f"{metric_by_column(key).sample_noun} at or below (%)", lo=0, hi=100),
                 hlines=((50.0, "p50"), (99.0, "p99")),
                 note=note,
             )
@@ -223,24 +219,11 @@ def sweep_section(runs: Sequence[RunData], plots: list[Plot]) -> str:
                 "completed requests/s",
                 [("request_throughput", "")],
             ),
-            (
-                "ttft",
-                f"TTFT vs {what}",
-                "TTFT (ms)",
-                [("ttft_ms.p50", "p50"), ("ttft_ms.p99", "p99")],
-            ),
-            (
-                "tpot",
-                f"TPOT vs {what}",
-                "TPOT (ms)",
-                [("tpot_ms.p50", "p50"), ("tpot_ms.p99", "p99")],
-            ),
-            (
-                "e2e",
-                f"E2E latency vs {what}",
-                "E2E latency (ms)",
-                [("e2e_ms.p50", "p50"), ("e2e_ms.p99", "p99")],
-            ),
+        ]
+        charts += [  # the metric table's sweep place
+            (m.column, f"{m.title or m.name} vs {what}", f"{m.title or m.name} ({m.unit})",
+             [(f"{m.key}.{st}", st) for st in m.shows["sweep"].stats])
+            for m in metrics_at("sweep", "latency")
         ]
         for cname, title, ylabel, metrics in charts:
             series = []

@@ -4,7 +4,8 @@ A *side* is one or more runs (repeated runs of one configuration). Each run brin
 numbers (from the result's summary, cost and energy, or from a history row) and, when its
 ``.requests.jsonl`` is at hand, its per-request latency samples in ms.
 
-Metrics judged (names as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
+Metrics judged (the metric table's ``gate`` place, :mod:`infer_prof.core.metric_table`; names
+as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
 
 * ``request_throughput``, ``output_throughput``, the frontier's axes (``output_tok_s_per_gpu``,
   ``input_tok_s_per_gpu``, ``total_tok_s_per_gpu``, ``interactivity_tok_s_user`` and its p90,
@@ -54,7 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.metrics import NS_PER_MS, RequestRecord, e2e_ns, itl_ns, tpot_ns, ttft_ns
+from infer_prof.core.metric_table import columns_at, latencies, metrics_at
+from infer_prof.core.metrics import NS_PER_MS, RequestRecord
 from infer_prof.core.regression import (
     DEFAULT_THRESHOLD_PCT,
     MetricComparison,
@@ -74,26 +76,16 @@ from infer_prof.results.loading import (
 )
 from infer_prof.results.schema import ResultFileError, load_result
 
-AGGREGATE_METRICS = (
-    "request_throughput",
-    "output_throughput",
-    # the frontier's axes (core.frontier_axes): per GPU used, and tokens/s each user sees
-    "output_tok_s_per_gpu",
-    "input_tok_s_per_gpu",
-    "total_tok_s_per_gpu",
-    "interactivity_tok_s_user",
-    "interactivity_p90_tok_s_user",
-    "cost.usd_per_million_output_tokens",
-    "cost.usd_per_1m_output_tokens",
-    "usd_per_million_input_tokens",
-    "usd_per_million_total_tokens",
-    "energy.joules_per_output_token",
-    "joules_per_total_token",
-)
-#: How many of AGGREGATE_METRICS come before the latencies (the rest come after).
-_LEADING_AGGREGATES = 7
-LATENCY_METRICS = ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms")
-LATENCY_STATS = ("p50", "p99")
+#: The gate's metrics (the metric table's ``gate`` place), named as the history names them.
+#: Judged one value per run: the rates first, then (after the latencies) cost and energy.
+_LEADING = tuple(c.history_name for c in columns_at("gate", "rate"))
+_TRAILING = tuple(c.history_name for c in columns_at("gate")
+                  if c.metric.kind in ("cost", "energy"))
+#: Every alternative spelling is judged where both sides have it.
+AGGREGATE_METRICS = tuple(alt for name in (*_LEADING, *_TRAILING) for alt in name.split("|"))
+#: The latencies judged on per-request samples: summary key -> the statistics judged.
+LATENCY_METRICS = tuple(m.key for m in metrics_at("gate", "latency"))
+_LATENCY_STATS = {m.key: m.shows["gate"].stats for m in metrics_at("gate", "latency")}
 DEFAULT_MAX_SAMPLES = 2000
 MIN_TAIL_SAMPLES = 20
 
@@ -117,11 +109,11 @@ def samples_from_records(records: Sequence[RequestRecord]) -> dict[str, list[flo
     """Per-request latency samples in ms of the measured, completed requests (warm-up left out):
     TTFT, TPOT (requests with > 1 output token), E2E, and ITL pooled over requests."""
     ok = [r for r in records if not r.warmup and r.ok]
-    ttft = [a / NS_PER_MS for r in ok if (a := ttft_ns(r)) is not None]
-    tpot = [b / NS_PER_MS for r in ok if (b := tpot_ns(r)) is not None]
-    e2e = [c / NS_PER_MS for r in ok if (c := e2e_ns(r)) is not None]
-    itl = [g / NS_PER_MS for r in ok for g in itl_ns(r)]
-    return {"ttft_ms": ttft, "tpot_ms": tpot, "itl_ms": itl, "e2e_ms": e2e}
+    out: dict[str, list[float]] = {}
+    for m in latencies():
+        if m.key in LATENCY_METRICS and m.samples_ns is not None:
+            out[m.key] = [v / NS_PER_MS for r in ok for v in m.samples_ns(r)]
+    return out
 
 
 def run_from_result(path: str | Path, result: dict[str, Any], with_samples: bool = True) -> RunData:
@@ -233,6 +225,7 @@ def evaluate(
     if not baseline or not current:
         raise ValueError("the gate needs at least one run on each side")
     out: list[MetricComparison] = []
+    many_per_request = {m.key: m.many_per_request for m in latencies()}
 
     def runs_metric(name: str) -> None:
         b, c = _per_run(baseline, name), _per_run(current, name)
@@ -247,11 +240,12 @@ def evaluate(
                 )
             )
 
-    for name in AGGREGATE_METRICS[:_LEADING_AGGREGATES]:
-        runs_metric(name)
+    for name in _LEADING:
+        for alt in name.split("|"):
+            runs_metric(alt)
     all_samples = all(r.samples is not None for r in (*baseline, *current))
     for base in LATENCY_METRICS:
-        for stat in LATENCY_STATS:
+        for stat in _LATENCY_STATS[base]:
             name = f"{base}.{stat}"
             if not all_samples:
                 runs_metric(name)
@@ -261,7 +255,7 @@ def evaluate(
             if not b_full or not c_full:
                 continue
             b_max, c_max = max_samples, max_samples
-            if base == "itl_ms":  # gaps of one request are not independent: n = requests
+            if many_per_request[base]:  # e.g. ITL's gaps are not independent: n = requests
                 b_max = min(max_samples, max(2, _n_requests(baseline)))
                 c_max = min(max_samples, max(2, _n_requests(current)))
             b, c = thin(b_full, b_max), thin(c_full, c_max)
@@ -294,8 +288,9 @@ def evaluate(
                 cmp, n_baseline=len(b_full), n_current=len(c_full), note="; ".join(notes)
             )
             out.append(cmp)
-    for name in AGGREGATE_METRICS[_LEADING_AGGREGATES:]:
-        runs_metric(name)
+    for name in _TRAILING:
+        for alt in name.split("|"):
+            runs_metric(alt)
     return out
 
 

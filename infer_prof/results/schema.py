@@ -46,6 +46,7 @@ from typing import Any
 from msgspec import ValidationError
 
 from infer_prof.core.frontier_axes import AXIS_KEYS, summary_with_axes
+from infer_prof.core.metric_table import latencies
 from infer_prof.results.document import Result, decode_result
 
 SCHEMA_VERSION = 1
@@ -109,8 +110,8 @@ def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
         "output_throughput": summary["output_throughput"],
         "total_throughput": summary["total_throughput"],
     }
-    for name in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "queue_ms"):
-        out[name] = dist(summary.get(name))
+    for m in latencies():  # every latency distribution of the metric table
+        out[m.key] = dist(summary.get(m.key))
     for name in AXIS_KEYS:  # the frontier's axes (null where not measured)
         out[name] = summary.get(name)
     return out
