@@ -106,3 +106,37 @@ def test_writing_a_drifted_result_raises_under_the_tests_and_warns_otherwise(tmp
     assert json.loads((tmp_path / "b.json").read_text())["surprise"] == 1  # nothing lost
     assert p.stderr.startswith("warning: result document does not match its declared type: "
                                "undeclared key $.surprise")
+
+
+def _declared(path: str) -> bool:
+    """Whether a dotted result path (``summary.ttft_ms.p50``) is a field of :class:`Result`
+    (a JSON-object section holds any key below it)."""
+    import msgspec
+
+    info: object = msgspec.inspect.type_info(Result)
+    for part in path.split("."):
+        while isinstance(info, msgspec.inspect.UnionType):  # X | None: the non-null member
+            info = next(t for t in info.types if not isinstance(t, msgspec.inspect.NoneType))
+        if isinstance(info, msgspec.inspect.DictType):
+            return True  # an open section
+        if not isinstance(info, msgspec.inspect.StructType):
+            return False
+        field = next((f for f in info.fields if f.encode_name == part), None)
+        if field is None:
+            return False
+        info = field.type
+    return True
+
+
+def test_every_metric_of_the_metric_table_is_a_declared_field():
+    """The metric table (core/metric_table.py) and the result type name the same fields: a
+    metric added to the table without its field in results/document.py fails here."""
+    from infer_prof.core.metric_table import METRICS, SUMMARY_STATS
+
+    missing = []
+    for m in METRICS:
+        path = m.path.split("|")[0]  # what is written now; the rest are older files' places
+        paths = [f"{path}.{s}" for s in SUMMARY_STATS] if m.kind == "latency" else [path]
+        missing += [p for p in paths if not _declared(p)]
+    assert not missing, f"declare these in results/document.py: {missing}"
+    assert not _declared("summary.ttft_ms.p95") and not _declared("summary.nope")
