@@ -77,6 +77,7 @@ INSTANCE_KEYS: tuple[tuple[str, str, str], ...] = (
     ("vast", r"-A100_PCIE-", "A100-80GB-PCIe"),
     ("vast", r"-H100_NVL-", "H100-NVL"),
     ("scaleway", r"^H100-\d+-80G$", "H100-PCIe"),  # GpuInfo: "NVIDIA H100 PCIe"
+    ("shadeform", r"^scaleway_H100", "H100-PCIe"),  # Scaleway's H100s, resold
     ("primeintellect", r"^hyperstack__\d+xA100_80GB__", "A100-80GB-PCIe"),
     # Hyperstack's n3-H100x1/2/4/8 (28/60/124/252 vCPUs) are PCIe; its n3-H100-SXM5x8 has 192
     ("primeintellect", r"^hyperstack__\d+xH100_80GB__(28|60|124|252)__", "H100-PCIe"),

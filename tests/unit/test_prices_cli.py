@@ -54,7 +54,7 @@ def test_table_names_the_source_and_collapses_regions(app):
     assert "Seed price rows" not in res.stdout  # the seed rows have no cloud
     res = run(app, "--gpu", "H100")
     assert ("also in the catalog: H100-NVL (azure, spheron, vast), H100-PCIe (hyperstack, "
-            "lambda, primeintellect, scaleway, spheron)") in res.stdout
+            "lambda, primeintellect, scaleway, shadeform, spheron)") in res.stdout
     res = run(app, "--gpu", "H100", "--cloud", "aws", "--all-regions")
     assert res.stdout.count("p5.48xlarge") == 10
 

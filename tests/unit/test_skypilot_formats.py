@@ -135,6 +135,7 @@ def test_runpod_v8_header_order_and_gib_sizes():
         ("shadeform", "massedcompute_RTX6000Adax4", "RTX6000Ada", 48, "RTX-6000-Ada"),
         ("cudo", "epyc-genoa-a100-pcie_1x2v4gb", "A100", 80, "A100-80GB-PCIe"),
         ("scaleway", "H100-1-80G", "H100", 79.6, "H100-PCIe"),
+        ("shadeform", "scaleway_H100x2", "H100", 80, "H100-PCIe"),
         ("aws", "g6e.xlarge", "L40S", 45776 / 1024, "L40S"),
         ("aws", "p5e.48xlarge", "H200", 141, "H200"),
         # not in infer-prof's GPU catalog: listed with their own name, never merged
