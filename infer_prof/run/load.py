@@ -15,11 +15,10 @@ from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.precision import PrecisionRule
-from infer_prof.core.stats import summary_dict
 from infer_prof.core.warmup import warmup_all_failed
 from infer_prof.core.workload_sampling import send_offsets
 from infer_prof.core.workloads import Workload, warmup_seconds
-from infer_prof.loadgen.client_health import loop_lag_probe
+from infer_prof.loadgen.client_health import loop_lag_probe, loop_lag_samples
 from infer_prof.loadgen.client_loop import client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
@@ -166,7 +165,7 @@ def _drive(
     the streams in flight)."""
     cfg, server, endpoint = sess.cfg, sess.server, sess.endpoint
     stop = asyncio.Event()
-    lag: list[float] = []
+    lag = loop_lag_samples()
     health = OpenLoopHealth()
     cpu = _ThreadCpu()  # the event loop's thread: the telemetry threads are not the client's
     a = wl.arrival
@@ -276,7 +275,7 @@ def _drive(
     client.update(
         {
             **record_health(records),
-            "event_loop_lag_ms": summary_dict(lag),
+            "event_loop_lag_ms": lag.summary_dict(),
             "dispatch_lag_ms": dist_ms(health.dispatch_lag_ns) if a.mode == "open" else None,
             "slot_wait_ms": dist_ms(health.slot_wait_ns) if a.mode == "open" else None,
             "not_sent": health.not_sent if a.mode == "open" else None,
@@ -284,7 +283,8 @@ def _drive(
             "reader": reader_in_use(),
             "reads": counters.reads.reads,
             "reader_wakeups": wakeups,
-            "read_lag_ms": dist_ms(counters.reads.read_lag_ns),
+            "read_lag_ms": counters.reads.summary_ms(),
+            "read_lag_exact": counters.reads.exact,
             **cpu.to_dict(),
         }
     )
