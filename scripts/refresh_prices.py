@@ -1,12 +1,14 @@
 #!/usr/bin/env python3
 """Rebuild infer-prof's price snapshot from SkyPilot's catalog repository.
 
-    python scripts/refresh_prices.py SOURCE [--version v7] [--out infer_prof/catalog/data]
+    python scripts/refresh_prices.py SOURCE [--version v8] [--out infer_prof/catalog/data]
 
 SOURCE is a checkout of skypilot-org/skypilot-catalog, a bare git directory of it (read with
 ``git show``, nothing checked out), or a folder in the same layout (``catalogs/<version>/<cloud>/
-vms.csv``). The GPU rows of every cloud's ``vms.csv`` become one row per (cloud, instance type,
-region) at the cheapest zone (``infer_prof.catalog.skypilot``), written to
+vms.csv``). Each cloud's ``vms.csv`` is read from the newest catalog version that has one (the
+repository keeps some clouds at older versions), or from ``--version`` only. Its GPU rows become
+one row per (cloud, instance type, region) at the cheapest zone (``infer_prof.catalog.skypilot``),
+written to
 ``skypilot_gpu_prices.csv.gz``; ``skypilot_gpu_prices.json`` records the repository, commit and
 commit date, and how many rows each cloud gave and skipped.
 
@@ -27,7 +29,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from infer_prof.catalog.market import SNAPSHOT_DATA, SNAPSHOT_PROVENANCE
+from infer_prof.catalog.market import SNAPSHOT_DATA, SNAPSHOT_PROVENANCE, newest_per_cloud
 from infer_prof.catalog.skypilot import (
     SNAPSHOT_COLUMNS,
     CatalogRead,
@@ -57,12 +59,14 @@ def _git_dir(source: Path) -> Path | None:
 
 
 def _versions(names: list[str]) -> list[str]:
+    """The catalog versions (``v7``, ``v8``, ...) that hold a ``<cloud>/vms.csv``, oldest first."""
     found = {m.group(1) for n in names if (m := re.match(r"catalogs/(v\d+)/[^/]+/vms\.csv$", n))}
     return sorted(found, key=lambda v: int(v[1:]))
 
 
 def read_source(source: Path, version: str | None) -> tuple[dict[str, str], dict[str, Any]]:
-    """``({relative path: vms.csv text}, provenance fields)`` of the chosen catalog version."""
+    """``({relative path: vms.csv text}, provenance fields)``: each cloud's ``vms.csv`` from the
+    newest catalog version that has one, or from ``version`` only when given."""
     git_dir = _git_dir(source)
     if git_dir is not None:
         names = _git(git_dir, "ls-tree", "-r", "--name-only", "HEAD", "catalogs").split("\n")
@@ -80,14 +84,17 @@ def read_source(source: Path, version: str | None) -> tuple[dict[str, str], dict
     if not versions:
         sys.exit(f"error: {source}: no catalogs/<version>/<cloud>/vms.csv; give a checkout of "
                  f"{REPOSITORY}")
-    chosen = version or versions[-1]
-    if chosen not in versions:
-        sys.exit(f"error: {source}: no catalog version {chosen}; it has {', '.join(versions)}")
+    if version is not None and version not in versions:
+        sys.exit(f"error: {source}: no catalog version {version}; it has {', '.join(versions)}")
+    picked = newest_per_cloud([n for n in names if n.startswith("catalogs/")], version)
     texts = {}
-    for name in sorted(n for n in names if n.startswith(f"catalogs/{chosen}/")
-                       and n.endswith("/vms.csv")):
+    for name in picked.values():
         texts[name] = (_git(git_dir, "show", f"HEAD:{name}") if git_dir is not None
                        else (source / name).read_text("utf-8-sig"))
+    chosen = version or versions[-1]
+    used = {cloud: name.split("/")[1] for cloud, name in picked.items()}
+    if set(used.values()) != {chosen}:
+        prov["catalog_versions"] = used
     prov["catalog_version"] = chosen
     return texts, prov
 
@@ -118,7 +125,8 @@ def build(texts: dict[str, str], prov: dict[str, Any]) -> tuple[bytes, dict[str,
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("source", type=Path, help="checkout, bare git dir or folder of the catalog")
-    ap.add_argument("--version", help="catalog version folder, e.g. v7 (default: the newest)")
+    ap.add_argument("--version", help="read only this catalog version, e.g. v8 (default: each "
+                    "cloud from the newest version that has it)")
     ap.add_argument("--out", type=Path, default=Path("infer_prof/catalog/data"))
     ap.add_argument("--commit", help="commit to record (a plain folder has none)")
     ap.add_argument("--date", help="date of the prices, YYYY-MM-DD (a plain folder has none)")

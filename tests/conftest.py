@@ -3,6 +3,7 @@ test's own results folder, and a session check that the checkout's results/ stay
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -58,6 +59,9 @@ def own_results_dir(
 
 def pytest_sessionstart(session: pytest.Session) -> None:
     session.config.stash[_CHECKOUT_BEFORE] = checkout_guard.snapshot(REPO)
+    # every result a test makes (in this process or an `infer-prof` it starts) is held to its
+    # declared type: a key written but not declared, or a value of the wrong type, fails
+    os.environ["INFER_PROF_STRICT_SCHEMA"] = "1"
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

@@ -42,15 +42,46 @@ ACCELERATOR_KEYS: dict[str, str] = {
     "RTX5090": "RTX-5090",
     "V100": "V100",
     "MI100": "MI100",
+    # The names other clouds give the same cards (Hyperstack, Spheron, Verda, Shadeform, ...).
+    "H100-80G-SXM5": "H100-SXM",
+    "H100_SXM5": "H100-SXM",
+    "H100-80G-PCIe": "H100-PCIe",
+    "H100-80G-PCIe-NVLink": "H100-PCIe",  # the PCIe card with an NVLink bridge
+    "H100_PCIE": "H100-PCIe",
+    "H100_PCIE_BAREMETAL": "H100-PCIe",
+    "H100_NVL": "H100-NVL",
+    "A100-80G-PCIe": "A100-80GB-PCIe",
+    "A100-80G-PCIe-NVLink": "A100-80GB-PCIe",
+    "A100_80G_PCIE": "A100-80GB-PCIe",
+    "A100_80G_SXM4": "A100-80GB-SXM",
+    "L40S_PCIE": "L40S",
+    "L40S_PCIE_BAREMETAL": "L40S",
+    "RTX-A6000": "A6000",
+    "RTX-A4000": "A4000",
+    "RTX-6000-Ada": "RTX-6000-Ada",
+    "RTX6000Ada": "RTX-6000-Ada",
+    "RTX5090_PCIE": "RTX-5090",
+    "RTX5090_PCIE_BAREMETAL": "RTX-5090",
 }
-"""SkyPilot ``AcceleratorName`` -> infer-prof GPU key (names not here are unknown: T4, L4, A10,
-A10G, GH200, MI300X, V100-32GB, RTX6000 (the 24 GB Turing card), ...)."""
+"""SkyPilot ``AcceleratorName`` -> infer-prof GPU key. A name not here is unknown and listed as
+such: T4, T4g, L4, A10, A10G, A30, A40, A16, A800, B200, B300, GB200, GH200, MI300X, MI355X, P100,
+V100-32GB, RTX PRO 6000, RTX6000 (the 24 GB Turing card), H100-NVLINK (Fluidstack does not say
+which H100), ...: infer-prof's GPU catalog has no specs for them."""
 
 INSTANCE_KEYS: tuple[tuple[str, str, str], ...] = (
     ("lambda", r"_h100_pcie$", "H100-PCIe"),
     ("azure", r"^Standard_NC\d+adi?s_H100_v5$", "H100-NVL"),
     ("azure", r"^Standard_NC\d+ads_A100_v4$", "A100-80GB-PCIe"),
     ("runpod", r"^\d+x_A100-80GB_", "A100-80GB-PCIe"),
+    ("cudo", r"-a100-pci", "A100-80GB-PCIe"),  # epyc-genoa-a100-pcie_*, intel-ice-lake-a100-pci_*
+    ("vast", r"-A100_PCIE-", "A100-80GB-PCIe"),
+    ("vast", r"-H100_NVL-", "H100-NVL"),
+    ("scaleway", r"^H100-\d+-80G$", "H100-PCIe"),  # GpuInfo: "NVIDIA H100 PCIe"
+    ("shadeform", r"^scaleway_H100", "H100-PCIe"),  # Scaleway's H100s, resold
+    ("primeintellect", r"^hyperstack__\d+xA100_80GB__", "A100-80GB-PCIe"),
+    # Hyperstack's n3-H100x1/2/4/8 (28/60/124/252 vCPUs) are PCIe; its n3-H100-SXM5x8 has 192
+    ("primeintellect", r"^hyperstack__\d+xH100_80GB__(28|60|124|252)__", "H100-PCIe"),
+    ("primeintellect", r"^oblivus__\d+xA100_80GB__\d+__\d+$", "A100-80GB-PCIe"),
 )
 """(cloud, regular expression on the instance type, GPU key): instance types whose accelerator
 name does not tell the GPU model apart. Checked before :data:`ACCELERATOR_KEYS`."""

@@ -90,32 +90,53 @@ def _age(date: str | None, today: dt.date) -> int | None:
         return None
 
 
+_VERSIONED = re.compile(r"(?:^|/)(v\d+)/([^/]+)/vms\.csv$")
+
+
+def newest_per_cloud(names: list[str], version: str | None = None) -> dict[str, str]:
+    """``{cloud: path}``: for each cloud the ``.../vN/<cloud>/vms.csv`` of the highest ``vN``
+    that has one (only ``version``'s when given).
+
+    SkyPilot bumps the catalog version per release and fetches a cloud's file on first use, so
+    a catalog folder (``~/.sky/catalogs``, or the catalog repository, where some clouds stopped
+    at an older version) can hold different clouds in different versions; each cloud is read
+    from its newest. Paths not in that layout are ignored.
+    """
+    best: dict[str, tuple[int, str]] = {}
+    for name in names:
+        m = _VERSIONED.search(name.replace("\\", "/"))
+        if m is None or (version is not None and m.group(1) != version):
+            continue
+        n = int(m.group(1)[1:])
+        if m.group(2) not in best or n > best[m.group(2)][0]:
+            best[m.group(2)] = (n, name)
+    return {cloud: name for cloud, (_, name) in sorted(best.items())}
+
+
 def catalog_files(root: Path) -> list[tuple[str, Path]]:
-    """``(cloud, vms.csv path)`` under a SkyPilot catalog folder, newest catalog version only.
+    """``(cloud, vms.csv path)`` under a SkyPilot catalog folder.
 
     ``root`` may be a cloud folder's parent (``root/aws/vms.csv``), a folder of versions
-    (``root/v7/aws/vms.csv``, as in ``~/.sky/catalogs``) or a catalog repository
-    (``root/catalogs/v7/aws/vms.csv``); of several versions the highest ``vN`` is read.
+    (``root/v8/aws/vms.csv``, as in ``~/.sky/catalogs``) or a catalog repository
+    (``root/catalogs/v8/aws/vms.csv``); of several versions each cloud is read from the highest
+    ``vN`` that has it (:func:`newest_per_cloud`).
     """
     if (root / "catalogs").is_dir():
         root = root / "catalogs"
     direct = sorted(root.glob("*/vms.csv"))
     if direct:
         return [(p.parent.name, p) for p in direct]
-    versions = [d for d in root.glob("v*") if re.fullmatch(r"v\d+", d.name) and d.is_dir()]
-    for version in sorted(versions, key=lambda d: int(d.name[1:]), reverse=True):
-        found = sorted(version.glob("*/vms.csv"))
-        if found:
-            return [(p.parent.name, p) for p in found]
-    return []
+    found = newest_per_cloud([str(p) for p in root.glob("v*/*/vms.csv")])
+    return [(cloud, Path(path)) for cloud, path in found.items()]
 
 
 def read_catalog_dir(root: Path) -> tuple[CatalogRead, str | None]:
     """Read every cloud's ``vms.csv`` under ``root`` (see :func:`catalog_files`).
 
-    Returns the read and the newest file modification date (YYYY-MM-DD). A file that cannot be
-    read or lacks SkyPilot's columns counts as a skipped file; raises :class:`MarketError` when
-    ``root`` is missing or no file could be read.
+    Returns the read and the oldest file modification date (YYYY-MM-DD): the prices are as
+    current as the oldest file read. A file that cannot be read or lacks SkyPilot's columns
+    counts as a skipped file; raises :class:`MarketError` when ``root`` is missing or no file
+    could be read.
     """
     if not root.is_dir():
         raise MarketError(f"{root}: no such folder")
@@ -123,7 +144,7 @@ def read_catalog_dir(root: Path) -> tuple[CatalogRead, str | None]:
     if not files:
         raise MarketError(f"{root}: no <cloud>/vms.csv in it (SkyPilot's catalog layout)")
     total = CatalogRead()
-    newest: float | None = None
+    oldest: float | None = None
     failures = []
     for cloud, path in files:
         try:
@@ -135,10 +156,10 @@ def read_catalog_dir(root: Path) -> tuple[CatalogRead, str | None]:
             failures.append(f"{path}: {getattr(exc, 'strerror', None) or exc}")
             total.skipped["unreadable file"] += 1
             continue
-        newest = mtime if newest is None else max(newest, mtime)
-    if newest is None:
+        oldest = mtime if oldest is None else min(oldest, mtime)
+    if oldest is None:
         raise MarketError(f"{root}: no readable vms.csv ({failures[0]})")
-    day = dt.datetime.fromtimestamp(newest, dt.UTC).date().isoformat()
+    day = dt.datetime.fromtimestamp(oldest, dt.UTC).date().isoformat()
     return total, day
 
 
@@ -216,6 +237,17 @@ def nearest(word: str, choices: list[str], n: int = 3) -> str:
     close = difflib.get_close_matches(word.lower(), list(lower), n=n, cutoff=0.3)
     picks = [lower[c] for c in close] or sorted(choices)[:n]
     return ", ".join(picks[:-1]) + (" or " if len(picks) > 1 else "") + picks[-1] if picks else "-"
+
+
+def _plain(name: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", name.lower())
+
+
+def uncatalogued(market: Market, name: str) -> list[InstanceOffer]:
+    """The offers of an accelerator infer-prof's GPU catalog lacks, by the catalog's own name
+    (``L4``, ``a10g``, ``MI300X``; case, ``-``, ``_`` and spaces ignored); [] when none."""
+    wanted = _plain(name)
+    return [o for o in market.offers if o.gpu is None and _plain(o.accelerator) == wanted]
 
 
 def find_instance(market: Market, spec: str, gpu: str | None = None) -> InstanceOffer:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import csv
 import io
+import json
 import math
 from collections import Counter
 from dataclasses import dataclass, field
@@ -96,36 +97,70 @@ class _Cheapest:
             self.spot = spot
 
 
+TOTAL_MEMORY_CLOUDS: frozenset[str] = frozenset({"vast", "primeintellect"})
+"""Clouds whose ``GpuInfo`` gives the whole instance's GPU memory where the others give one
+GPU's (Vast ``2x-H200``: 287542 MiB; Prime Intellect ``8xA100_80GB``: 655360 MiB)."""
+
+MIB_IS_GIB_BELOW = 1024
+"""A ``SizeInMiB`` below this is GiB (RunPod's and Shadeform's catalogs write 80 for 80 GB):
+no GPU has less than 1 GiB of memory."""
+
+
+def _literal(text: str) -> Any:
+    """A ``GpuInfo`` cell as Python data: a Python literal (most clouds), else JSON (Hyperstack
+    writes ``null``, Spheron and Prime Intellect write JSON); None when neither."""
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, TypeError):
+        pass
+    try:
+        return json.loads(text)
+    except ValueError:
+        return None
+
+
+def _get(mapping: Any, key: str) -> Any:
+    """``mapping[key]`` with the key's case ignored (DigitalOcean writes ``sizeinmib``)."""
+    if not isinstance(mapping, dict):
+        return None
+    for k, v in mapping.items():
+        if isinstance(k, str) and k.lower() == key.lower():
+            return v
+    return None
+
+
 @cache
 def gpu_memory_gib(gpu_info: str) -> float | None:
-    """One GPU's memory in GiB from a ``GpuInfo`` cell (``SizeInMiB`` / 1024), else None.
+    """The memory in GiB a ``GpuInfo`` cell gives its first GPU (``SizeInMiB`` / 1024), else None.
 
-    ``GpuInfo`` is a Python-literal dict, ``{'Gpus': [{'MemoryInfo': {'SizeInMiB': 81920}}]}``;
-    a bare name (Azure, RunPod) or anything unreadable gives None. Cached: a catalog repeats
-    the same cell on every row of an instance type.
+    ``GpuInfo`` is a dict, ``{'Gpus': [{'MemoryInfo': {'SizeInMiB': 81920}}]}``, written as a
+    Python literal or as JSON, with keys in any case; a ``SizeInMiB`` below
+    :data:`MIB_IS_GIB_BELOW` is taken as GiB. A bare name (Azure, Paperspace), a zero size or
+    anything unreadable gives None. Cached: a catalog repeats the same cell on every row of an
+    instance type. For :data:`TOTAL_MEMORY_CLOUDS` the value is the whole instance's.
     """
     text = gpu_info.strip()
     if not text.startswith("{"):
         return None
-    try:
-        info = ast.literal_eval(text)
-        mib = info["Gpus"][0]["MemoryInfo"]["SizeInMiB"]
-    except (ValueError, SyntaxError, KeyError, IndexError, TypeError, MemoryError):
+    gpus = _get(_literal(text), "Gpus")
+    if not isinstance(gpus, list) or not gpus:
         return None
-    if isinstance(mib, (int, float)) and mib > 0:
-        return float(mib) / 1024.0
-    return None
+    mib = _get(_get(gpus[0], "MemoryInfo"), "SizeInMiB")
+    if isinstance(mib, bool) or not isinstance(mib, (int, float)) or not mib > 0:
+        return None
+    return float(mib) if mib < MIB_IS_GIB_BELOW else float(mib) / 1024.0
 
 
 def _money(raw: str) -> float | None:
-    """A price cell: None when empty; ValueError when not a finite number >= 0."""
+    """A price cell: None when empty or 0 (Vast writes 0.00 for "no spot price"; nothing is
+    rented for free); ValueError when not a finite number >= 0."""
     raw = raw.strip()
     if not raw:
         return None
     value = float(raw)
     if not math.isfinite(value) or value < 0:
         raise ValueError(raw)
-    return value
+    return value or None
 
 
 def _add(total: float | None, part: float | None) -> float | None:
@@ -176,7 +211,9 @@ class _Parser:
         if not region:
             self.read.skipped["no region"] += 1
             return
-        memory = gpu_memory_gib(cells.get("GpuInfo", ""))
+        memory = gpu_memory_gib(cells.get("GpuInfo") or "")
+        if memory is not None and self.cloud in TOTAL_MEMORY_CLOUDS:
+            memory /= count
         if self.cloud == "gcp" and not instance:
             self.gcp_gpus.append((acc, int(count), memory, region, zone, on_demand, spot))
             return

@@ -11,7 +11,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from infer_prof.catalog.market import Market, load_market, nearest
+from infer_prof.catalog.market import Market, load_market, nearest, uncatalogued
 from infer_prof.catalog.prices import (
     CANONICAL_GPU_KEYS,
     PriceCatalog,
@@ -57,7 +57,7 @@ def _check_filters(market: Market, gpu: str | None, cloud: str | None, region: s
     key = None
     if gpu is not None:
         key = canonical_gpu_key(gpu)
-        if key is None:
+        if key is None and not uncatalogued(market, gpu):
             _fail(f"unknown GPU {gpu!r}; nearest: {nearest(gpu, list(CANONICAL_GPU_KEYS))} "
                   f"(known GPUs: {', '.join(CANONICAL_GPU_KEYS)})")
     clouds = sorted({o.cloud for o in market.offers})
@@ -69,12 +69,13 @@ def _check_filters(market: Market, gpu: str | None, cloud: str | None, region: s
     if region is not None and region.lower() not in {r.lower() for r in regions}:
         _fail(f"--region {region!r} is not in {market.describe()}"
               + (f" for {cloud}" if cloud else "") + f"; nearest: {nearest(region, regions)}")
-    if key is not None and cloud is not None and not any(
-        o.gpu == key and o.cloud == cloud.lower() for o in market.offers
-    ):
-        having = sorted({o.cloud for o in market.offers if o.gpu == key})
-        _fail(f"{cloud} has no {key} instance in {market.describe()}; clouds with {key}: "
-              f"{', '.join(having) or 'none'}")
+    if gpu is not None and cloud is not None:
+        pool = uncatalogued(market, gpu) if key is None else [o for o in market.offers
+                                                               if o.gpu == key]
+        if not any(o.cloud == cloud.lower() for o in pool):
+            name = key or gpu
+            _fail(f"{cloud} has no {name} instance in {market.describe()}; clouds with "
+                  f"{name}: {', '.join(sorted({o.cloud for o in pool})) or 'none'}")
     if max_price is not None and not max_price > 0:
         _fail(f"--max-price must be a positive USD per GPU-hour, got {max_price}")
     return key
@@ -125,7 +126,8 @@ def prices_command(
     key = _check_filters(market, gpu, cloud, region, max_price)
     tier: Tier = "spot" if spot else "on-demand"
     show_market = provider is None
-    offers = filter_offers(market.offers, gpu=key, cloud=cloud, region=region, tier=tier,
+    pool = uncatalogued(market, gpu) if gpu is not None and key is None else market.offers
+    offers = filter_offers(pool, gpu=key, cloud=cloud, region=region, tier=tier,
                            max_usd_per_gpu_hour=max_price) if show_market else []
     quote = cheapest_offer(market.offers, key, "on-demand", 1) if key and show_market else None
     default = next((o for o in offers if quote and o.key() == f"{quote.provider}:"
@@ -151,6 +153,11 @@ def prices_command(
         print_market(console, rows, market, tier, default, all_regions or bool(region))
         if key is not None:
             _print_siblings(console, market, key)
+        elif gpu is not None:
+            console.print(f"{offers[0].accelerator} is not in infer-prof's GPU catalog (no specs "
+                          f"for the planner): listed as the catalog names it ('?'); a run on it "
+                          f"is priced with --instance or --price-per-hour",
+                          markup=False, highlight=False)
     elif show_market:
         typer.echo(f"no instance in {market.describe()} matches the filters", err=True)
     if seed:

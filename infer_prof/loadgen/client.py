@@ -312,6 +312,8 @@ async def _exchange(
         timer.cancel()
         unwatch(loop, fd, reader)
         reader.close()
+        if stats is not None:
+            stats.settle()  # bounded: the pending read lags go into the summary
         if record.output_tokens is None and reader.last_ct:
             record.output_tokens = reader.last_ct  # cut off mid-stream: the last usage seen
         if on_token is not None:

@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.client import stream_request
@@ -31,9 +31,19 @@ class RequestSpec:
     warmup: bool = False
 
 
+class RecordSink(Protocol):
+    """Where a driver puts each request's record, before the request is sent (then fills it
+    in place): a list, or a :class:`~infer_prof.run.record_spool.RecordSpool` that sends
+    ended records to disk (told by :attr:`LiveCounters.on_end`)."""
+
+    def append(self, rec: RequestRecord, /) -> None: ...
+
+
 @dataclass
 class LiveCounters:
-    """Running totals the progress display reads while the driver runs."""
+    """Running totals the progress display reads while the driver runs. ``on_end(record)``,
+    when set, is told each request that has ended, once nothing more is written into its
+    record (a :class:`~infer_prof.run.record_spool.RecordSpool` takes it out of memory)."""
 
     sent: int = 0
     completed: int = 0  # measured requests only (warm-ups count in warmup_done)
@@ -43,9 +53,15 @@ class LiveCounters:
     phase: str = "starting"
     failures: dict[str, int] = field(default_factory=dict)
     reads: ReadStats = field(default_factory=ReadStats)
+    on_end: Callable[[RequestRecord], None] | None = None
 
     def add_tokens(self, n: int) -> None:
         self.output_tokens += n
+
+    def ended(self, rec: RequestRecord) -> None:
+        """``rec`` is final: tell :attr:`on_end`."""
+        if self.on_end is not None:
+            self.on_end(rec)
 
 
 @dataclass
@@ -143,19 +159,19 @@ def new_record(spec: RequestSpec, worker: int, scheduled_ns: int | None) -> Requ
 def account(rec: RequestRecord, counters: LiveCounters) -> None:
     """Count a finished request in ``counters``: a warm-up one in ``warmup_done``, a measured
     one as completed or failed; every failure by kind (a refused connection during the warm-up
-    is still the watchdog's cue)."""
+    is still the watchdog's cue). The record is final then (:meth:`LiveCounters.ended`)."""
     if rec.warmup:
         counters.warmup_done += 1
         if not rec.ok:
             kind = rec.error or "no_tokens"
             counters.failures[kind] = counters.failures.get(kind, 0) + 1
-        return
-    if rec.ok:
+    elif rec.ok:
         counters.completed += 1
     else:
         counters.failed += 1
         kind = rec.error or "no_tokens"
         counters.failures[kind] = counters.failures.get(kind, 0) + 1
+    counters.ended(rec)
 
 
 async def open_quietly(conn: StreamConnection) -> None:
@@ -172,7 +188,7 @@ async def stream_one(
     build: RequestBuilder,
     timeout_s: float,
     counters: LiveCounters,
-    records: list[RequestRecord],
+    records: RecordSink,
     pacer: SendPacer,
 ) -> tuple[RequestRecord, int]:
     """One request of a closed-loop stream: its record (appended to ``records`` before the send,
@@ -197,7 +213,7 @@ async def _run_gated(
     plan: ClosedLoopPlan,
     counters: LiveCounters,
     stop: asyncio.Event,
-    records: list[RequestRecord],
+    records: RecordSink,
     gate: WarmupGate,
     conns: list[StreamConnection],
     pacer: SendPacer,
@@ -260,6 +276,7 @@ async def _run_gated(
                 if req.cancelled() and rec.error is None:
                     rec.error, rec.error_detail = "cut", "cool-down ended with the measured load"
                 records.append(rec)
+                counters.ended(rec)
         if req.cancelled():
             return None
         return req.result()[1]
@@ -321,7 +338,7 @@ async def run_closed_loop(
     plan: ClosedLoopPlan,
     counters: LiveCounters,
     stop: asyncio.Event,
-    records: list[RequestRecord],
+    records: RecordSink,
     gate: WarmupGate | None = None,
 ) -> None:
     """Run warm-up then the measured phase, appending every request's record to ``records``.

@@ -32,6 +32,7 @@ from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.client import stream_request
 from infer_prof.loadgen.closed_loop import (
     LiveCounters,
+    RecordSink,
     RequestBuilder,
     RequestSpec,
     account,
@@ -86,7 +87,7 @@ async def run_open_loop(
     plan: OpenLoopPlan,
     counters: LiveCounters,
     stop: asyncio.Event,
-    records: list[RequestRecord],
+    records: RecordSink,
     health: OpenLoopHealth | None = None,
     start_gate: Callable[[], Awaitable[int]] | None = None,
     worker_id: int = 0,

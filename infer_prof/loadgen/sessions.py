@@ -52,6 +52,7 @@ from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     LiveCounters,
     Prompt,
+    RecordSink,
     RequestBuilder,
     RequestSpec,
     open_quietly,
@@ -383,7 +384,7 @@ class SessionRun:
         plan: ClosedLoopPlan,
         counters: LiveCounters,
         stop: asyncio.Event,
-        records: list[RequestRecord],
+        records: RecordSink,
     ) -> None:
         """Warm-up, then ``plan.concurrency`` streams each running whole sessions, until the
         sessions run out, ``plan.duration_s`` has passed since measuring began, or ``stop``.

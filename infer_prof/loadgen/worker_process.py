@@ -17,7 +17,7 @@ from itertools import islice
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.loadgen.client_health import loop_lag_probe
+from infer_prof.loadgen.client_health import loop_lag_probe, loop_lag_samples
 from infer_prof.loadgen.client_loop import ClientLoop, client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
@@ -136,7 +136,7 @@ async def _worker_async(
         if delay > 0:
             await asyncio.sleep(delay)
 
-    lag: list[float] = []
+    lag = loop_lag_samples()
     measuring = {"cpu": 0.0, "t": 0.0}
 
     def mark_start() -> None:
@@ -269,8 +269,9 @@ async def _worker_async(
             r.worker += offset
     health.requests = sum(1 for r in records if not r.warmup)
     health.loop_lag_ms = lag
+    counters.reads.settle(0)
     health.reads = counters.reads.reads
-    health.read_lag_ns = counters.reads.read_lag_ns
+    health.read_lag = counters.reads.lag
 
 
 def _deal(

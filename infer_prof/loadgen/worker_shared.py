@@ -10,7 +10,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infer_prof.core.bounded_samples import BoundedSamples
 from infer_prof.core.stats import summary_dict
+from infer_prof.loadgen.client_health import loop_lag_samples
 from infer_prof.loadgen.closed_loop import RequestBuilder, RequestSpec, WarmupGate
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopPlan
@@ -54,10 +56,10 @@ class WorkerHealth:
     requests: int = 0
     cpu_s: float = 0.0
     wall_s: float = 0.0
-    loop_lag_ms: list[float] = field(default_factory=list)
+    loop_lag_ms: BoundedSamples = field(default_factory=loop_lag_samples)
     reads: int = 0
     reader_wakeups: int | None = None  # the loop's ReaderGroup wake-ups (None: no group)
-    read_lag_ns: list[int] = field(default_factory=list)
+    read_lag: BoundedSamples = field(default_factory=BoundedSamples)  # ns, bounded
     dispatch_lag_ns: list[int] = field(default_factory=list)
     slot_wait_ns: list[int] = field(default_factory=list)  # open loop with a cap
     not_sent: int = 0  # open loop: arrivals due after the deadline or after stop
@@ -77,10 +79,11 @@ class WorkerHealth:
             "cpu_s": self.cpu_s,
             "wall_s": self.wall_s,
             "cpu_share": self.cpu_share,
-            "event_loop_lag_ms": summary_dict(self.loop_lag_ms),
+            "event_loop_lag_ms": self.loop_lag_ms.summary_dict(),
             "reads": self.reads,
             "reader_wakeups": self.reader_wakeups,
-            "read_lag_ms": summary_dict(self.read_lag_ns, 1e-6),
+            "read_lag_ms": self.read_lag.summary_dict(1e-6),
+            "read_lag_exact": self.read_lag.exact,
             "dispatch_lag_ms": summary_dict(self.dispatch_lag_ns, 1e-6),
             "slot_wait_ms": summary_dict(self.slot_wait_ns, 1e-6),
             "not_sent": self.not_sent,

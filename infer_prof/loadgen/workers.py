@@ -46,8 +46,10 @@ import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from infer_prof.core.bounded_samples import BoundedSamples
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summary_dict
+from infer_prof.loadgen.client_health import loop_lag_samples
 from infer_prof.loadgen.closed_loop import LiveCounters
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.worker_process import worker_main
@@ -250,21 +252,26 @@ def run_in_workers(
 
 def merge_health(health: Sequence[WorkerHealth]) -> dict[str, Any]:
     """The client section of a result for a multi-process run: totals and pooled lags."""
-    lag = [x for h in health for x in h.loop_lag_ms]
-    read = [x * 1e-6 for h in health for x in h.read_lag_ns]
+    lag = loop_lag_samples()
+    for h in health:
+        lag.merge(h.loop_lag_ms)
+    read = BoundedSamples()
+    for h in health:
+        read.merge(h.read_lag)
     disp = [x * 1e-6 for h in health for x in h.dispatch_lag_ns]
     slot = [x * 1e-6 for h in health for x in h.slot_wait_ns]
     return {
         "processes": len(health),
         "cpu_s": sum(h.cpu_s for h in health),
-        "event_loop_lag_ms": summary_dict(lag),
+        "event_loop_lag_ms": lag.summary_dict(),
         "reads": sum(h.reads for h in health),
         "reader_wakeups": (
             sum(h.reader_wakeups for h in health if h.reader_wakeups is not None)
             if any(h.reader_wakeups is not None for h in health)
             else None
         ),
-        "read_lag_ms": summary_dict(read),
+        "read_lag_ms": read.summary_dict(1e-6),
+        "read_lag_exact": read.exact,
         "dispatch_lag_ms": summary_dict(disp),
         "slot_wait_ms": summary_dict(slot),
         "not_sent": sum(h.not_sent for h in health),

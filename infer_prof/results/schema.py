@@ -1,6 +1,9 @@
 """The result file: one JSON document per run, versioned.
 
-Top-level fields (schema_version 1):
+Its type is declared once, in :mod:`infer_prof.results.document` (``Result`` and a class per
+section); the JSON Schema of each version is shipped beside it
+(``infer_prof/results/schemas/result-v1.schema.json``). What the fields mean
+(schema_version 1):
 
 - ``schema_version``, ``kind`` ("infer-prof.run"), ``run_id`` (a UUIDv7, unique across
   processes and machines: the history's key), ``run_name`` (readable
@@ -40,8 +43,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from msgspec import ValidationError
+
 from infer_prof.core.frontier_axes import AXIS_KEYS, summary_with_axes
 from infer_prof.core.metric_table import latencies
+from infer_prof.results.document import Result, decode_result
 
 SCHEMA_VERSION = 1
 RESULT_KIND = "infer-prof.run"
@@ -71,9 +77,19 @@ def load_result(path: str | Path) -> dict[str, Any]:
     for key in ("summary", "config"):
         if key not in data:
             raise ResultFileError(f"{p} lacks the field {key!r}")
+    try:
+        decode_result(data)  # every value of its declared type (results.document)
+    except ValidationError as exc:
+        raise ResultFileError(f"{p} does not match the result type: {exc}") from None
     if isinstance(data["summary"], dict):
         data["summary"] = summary_with_axes(data)  # older files: the axes derived, or null
     return data
+
+
+def load_typed_result(path: str | Path) -> Result:
+    """:func:`load_result` as the typed :class:`infer_prof.results.document.Result`
+    (attributes, not keys: ``r.summary.ttft_ms.p50``)."""
+    return decode_result(load_result(path))
 
 
 def public_summary(summary: dict[str, Any]) -> dict[str, Any]:

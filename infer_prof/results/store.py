@@ -13,12 +13,15 @@ import errno
 import json
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
+from infer_prof.results.document import check_document
+from infer_prof.results.schema import RESULT_KIND
 
 #: The environment variable that names the default results folder (``--results-dir``), and with
 #: it the default history ``<results folder>/history.sqlite``.
@@ -143,6 +146,8 @@ def save_run_files(
             name = stem if n == 1 else f"{stem}-{n}"
             res_p, req_p = folder / f"{name}.json", folder / f"{name}.requests.jsonl"
             result["requests_file"] = req_p.name
+            if n == 1:
+                check_result_type(result)
             text = json.dumps(result, indent=2, default=str) + "\n"
             if res_tmp is not None:
                 os.unlink(res_tmp)
@@ -173,8 +178,31 @@ def save_run_files(
 
 
 def write_result(path: Path, result: dict[str, Any]) -> None:
-    """Write the result JSON atomically (a reader never sees half a file)."""
+    """Write the result JSON atomically (a reader never sees half a file); a run's result is
+    held to its declared type first (:func:`check_result_type`)."""
+    check_result_type(result)
     _atomic_write(path, json.dumps(result, indent=2, default=str) + "\n")
+
+
+class ResultTypeError(ValueError):
+    """A result built for writing does not match :class:`infer_prof.results.document.Result`
+    (raised only with ``INFER_PROF_STRICT_SCHEMA=1``, as the tests run)."""
+
+
+def check_result_type(result: dict[str, Any]) -> None:
+    """Hold a run's result document (``kind`` ``infer-prof.run``) to its declared type before
+    it is written. A mismatch is a bug in infer-prof: with ``INFER_PROF_STRICT_SCHEMA=1`` (the
+    test suite) it raises :class:`ResultTypeError`; otherwise one warning line goes to stderr
+    and the result is written as it is (what was measured is never lost to it)."""
+    if result.get("kind") != RESULT_KIND:
+        return
+    problems = check_document(result)
+    if not problems:
+        return
+    line = "result document does not match its declared type: " + "; ".join(problems[:5])
+    if os.environ.get("INFER_PROF_STRICT_SCHEMA") == "1":
+        raise ResultTypeError(line)
+    sys.stderr.write(f"warning: {line} (an infer-prof bug: please report it)\n")
 
 
 def write_requests(path: Path, records: Iterable[RequestRecord]) -> None:

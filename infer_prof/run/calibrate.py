@@ -28,7 +28,6 @@ from infer_prof.core.accuracy import (
     misses,
 )
 from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.stats import summarize
 from infer_prof.loadgen.client_loop import client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
@@ -196,7 +195,7 @@ def drive(
         )
     wakeups = measuring.reader_wakeups
     if health is not None:
-        lag = summarize([x / 1e6 for x in counters.reads.read_lag_ns])
+        lag = counters.reads.summary_ms()
         health.update(
             {
                 "processes": 1,
@@ -205,7 +204,8 @@ def drive(
                 "wall_s": time.perf_counter() - w0,
                 "reads": counters.reads.reads,
                 "reader_wakeups": wakeups,
-                "read_lag_ms": lag.to_dict() if lag else None,
+                "read_lag_ms": lag,
+                "read_lag_exact": counters.reads.exact,
             }
         )
     return records

@@ -11,15 +11,14 @@ import math
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.precision import PrecisionRule
-from infer_prof.core.stats import summary_dict
-from infer_prof.core.warmup import warmup_all_failed
 from infer_prof.core.workload_sampling import send_offsets
 from infer_prof.core.workloads import Workload, warmup_seconds
-from infer_prof.loadgen.client_health import loop_lag_probe
+from infer_prof.loadgen.client_health import loop_lag_probe, loop_lag_samples
 from infer_prof.loadgen.client_loop import client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
@@ -38,10 +37,13 @@ from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerJob
 from infer_prof.report.progress import ProgressLine
+from infer_prof.results.store import result_paths
+from infer_prof.run.config import RunConfig
 from infer_prof.run.load_points import client_processes
 from infer_prof.run.load_pool import PooledPoint, drive_pool
 from infer_prof.run.point_precision import PrecisionStop
 from infer_prof.run.record import dist_ms, record_health, relabel_server_died
+from infer_prof.run.record_spool import RecordSpool
 from infer_prof.run.startup import Session, healthy
 from infer_prof.run.stopping import during_load
 from infer_prof.run.warmup import continuous_warmup, warmup_gate
@@ -88,13 +90,18 @@ def drive_point(
     section and the ``telemetry`` section (``gpu``, ``server_metrics``).
 
     ``precision``: measure until the rule is met (:class:`PrecisionStop`; one client process,
-    closed or open loop, not sessions), with ``wl`` bound by the rule's ceiling seconds."""
+    closed or open loop, not sessions), with ``wl`` bound by the rule's ceiling seconds.
+
+    In one client process the records go through a :class:`RecordSpool` (each in memory while
+    its request is in flight, on disk in the results folder once ended), so the client's memory
+    stays flat however long the point runs; they are read back, all of them, when it ends."""
     cfg = sess.cfg
-    records: list[RequestRecord] = []
+    pooled: list[RequestRecord] = []
+    spool = RecordSpool(spool_folder(cfg))
     state: dict[str, Any] = {"incomplete_reason": None}
     client: dict[str, Any] = {}
     telemetry: dict[str, Any] = {}
-    counters = LiveCounters()
+    counters = LiveCounters(on_end=spool.ended)
     sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
     scraper = MetricsScraper(
         sess.endpoint.url,
@@ -107,14 +114,14 @@ def drive_point(
     processes = 1 if session_run else client_processes(
         cfg.client_processes, wl, tls=sess.endpoint.tls is not None
     )
-    stopper = PrecisionStop(precision, records) if precision and processes == 1 else None
+    stopper = PrecisionStop(precision, spool) if precision and processes == 1 else None
     try:
         if processes > 1:
             # forks the workers before this process starts the telemetry threads
             drive_pool(
                 PooledPoint(sess, wl, processes, progress, state, sampler, scraper),
                 _pool_job(sess, wl, build, warm, measured),
-                records,
+                pooled,
                 client,
             )
         else:
@@ -127,7 +134,7 @@ def drive_point(
                 warm,
                 measured,
                 counters,
-                records,
+                spool,
                 progress,
                 state,
                 client,
@@ -142,7 +149,22 @@ def drive_point(
         telemetry["gpu"] = sampler.stop()
         telemetry["server_metrics"] = scraper.stop()
         progress.finish()
+        records = pooled or spool.read_back()
+        spool.discard()
+    if processes == 1:
+        if state["incomplete_reason"] == "server_died":
+            relabel_server_died(records)
+        client.update(record_health(records))
+        if spool.error:
+            client["spool_error"] = spool.error
     return records, state, client, telemetry
+
+
+def spool_folder(cfg: RunConfig) -> Path | None:
+    """Where a point's records are spooled while it runs: the folder its result goes to
+    (:func:`~infer_prof.results.store.result_paths`), when it exists."""
+    folder = result_paths(cfg.output, Path(cfg.results_dir), "run")[0].parent
+    return folder if folder.is_dir() else None
 
 
 def _drive(
@@ -152,7 +174,7 @@ def _drive(
     warm: list[RequestSpec] | Iterator[RequestSpec],
     measured: Iterator[RequestSpec],
     counters: LiveCounters,
-    records: list[RequestRecord],
+    records: RecordSpool,
     progress: ProgressLine,
     state: dict[str, Any],
     client: dict[str, Any],
@@ -166,7 +188,7 @@ def _drive(
     the streams in flight)."""
     cfg, server, endpoint = sess.cfg, sess.server, sess.endpoint
     stop = asyncio.Event()
-    lag: list[float] = []
+    lag = loop_lag_samples()
     health = OpenLoopHealth()
     cpu = _ThreadCpu()  # the event loop's thread: the telemetry threads are not the client's
     a = wl.arrival
@@ -176,7 +198,7 @@ def _drive(
         """The measured specs, none of them when every warm-up request failed: the load would
         only repeat the failure (the run stops, ``warmup_failed``)."""
         for i, spec in enumerate(specs):
-            if i == 0 and warmup_all_failed(records):
+            if i == 0 and records.warmup_all_failed():
                 state["incomplete_reason"] = "warmup_failed"
                 stop.set()
                 return
@@ -271,12 +293,9 @@ def _drive(
         state["warmup"] = gate.to_dict()
         if state["incomplete_reason"] == "warmup_failed":
             state["warmup"]["ended_by"] = "every_request_failed"
-    if state["incomplete_reason"] == "server_died":
-        relabel_server_died(records)
     client.update(
         {
-            **record_health(records),
-            "event_loop_lag_ms": summary_dict(lag),
+            "event_loop_lag_ms": lag.summary_dict(),
             "dispatch_lag_ms": dist_ms(health.dispatch_lag_ns) if a.mode == "open" else None,
             "slot_wait_ms": dist_ms(health.slot_wait_ns) if a.mode == "open" else None,
             "not_sent": health.not_sent if a.mode == "open" else None,
@@ -284,7 +303,8 @@ def _drive(
             "reader": reader_in_use(),
             "reads": counters.reads.reads,
             "reader_wakeups": wakeups,
-            "read_lag_ms": dist_ms(counters.reads.read_lag_ns),
+            "read_lag_ms": counters.reads.summary_ms(),
+            "read_lag_exact": counters.reads.exact,
             **cpu.to_dict(),
         }
     )

@@ -92,6 +92,7 @@ def _pooled_client(
         "reads": merged["reads"],
         "reader_wakeups": merged["reader_wakeups"],
         "read_lag_ms": merged["read_lag_ms"],
+        "read_lag_exact": merged["read_lag_exact"],
         "cpu_s": merged["cpu_s"],
         "wall_s": busiest.wall_s if busiest else None,
         "cpu_share": busiest.cpu_share if busiest else None,

@@ -7,8 +7,6 @@ and ignores (it has no memory to plan); a request's ``max_tokens`` sets its leng
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -19,14 +17,14 @@ from typing import Any
 
 from infer_prof.core.plan_result import EngineSettings
 from infer_prof.servers.base import LaunchSpec, PhaseChange, ServerStartError
+from infer_prof.servers.child_server import ChildServer
 from infer_prof.servers.cpu_split import CpuSplit
 from infer_prof.servers.http_get import http_get
-from infer_prof.servers.process import die_with_parent, free_port, log_tail
-from infer_prof.servers.process_group import stop_group
+from infer_prof.servers.process import log_tail
 
 
 @dataclass
-class SyntheticProcessServer:
+class SyntheticProcessServer(ChildServer):
     """The synthetic server as a child process group this run owns (a
     :class:`infer_prof.servers.base.Server`). ``options`` are the synthetic server's own
     command-line options (``--ttft-ms 20 --itl-ms 5``)."""
@@ -50,10 +48,6 @@ class SyntheticProcessServer:
         """The synthetic server for a run: ``--engine-arg`` values are its options."""
         return cls(log_path=spec.log_path, options=spec.extra_args)
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
     def command(self) -> list[str]:
         """The exact command line that starts it."""
         return [sys.executable, "-m", "infer_prof.servers.synthetic", "--host", self.host,
@@ -62,26 +56,6 @@ class SyntheticProcessServer:
     def use_cpus(self, split: CpuSplit) -> None:
         """Serve on ``split.engine``'s cores."""
         self.cpus = split.engine
-
-    def start(self) -> None:
-        """Launch it in its own process group, output to ``log_path``."""
-        if not self.port:
-            self.port = free_port(self.host)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            log.write(f"$ {' '.join(self.command())}\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
-                start_new_session=True, preexec_fn=self._in_child,
-            )
-        self.started_at = time.monotonic()
-
-    def _in_child(self) -> None:
-        die_with_parent()
-        if self.cpus:
-            os.sched_setaffinity(0, set(self.cpus))
 
     def wait_healthy(
         self,
@@ -108,38 +82,6 @@ class SyntheticProcessServer:
             if on_wait is not None:
                 on_wait(elapsed, "starting", 0.0)
             time.sleep(0.05)
-
-    def poll(self) -> int | None:
-        if self.proc is None:
-            return self.exit_code
-        code = self.proc.poll()
-        if code is not None:
-            self.exit_code = code
-        return code
-
-    def metrics(self) -> str:
-        """One scrape of its ``/metrics`` ('' when it does not answer)."""
-        with contextlib.suppress(OSError):
-            status, body = http_get(f"{self.url}/metrics", timeout_s=5.0)
-            if status == 200:
-                return body.decode("utf-8", "replace")
-        return ""
-
-    def stop(self, grace_s: float = 10.0) -> int | None:
-        """Stop its process group: SIGTERM, then SIGKILL after ``grace_s``. Idempotent."""
-        proc = self.proc
-        if proc is None:
-            return self.exit_code
-        stop_group(proc, grace_s=grace_s)
-        self.poll()
-        self.proc = None
-        return self.exit_code
-
-    def kill(self) -> None:
-        """SIGKILL its process group at once."""
-        if self.proc is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
 
     def describe(self, startup_s: float | None) -> dict[str, Any]:
         """Command, log file and start-up time (one phase)."""

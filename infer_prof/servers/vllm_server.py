@@ -12,8 +12,6 @@ start is reported with the root cause found in it (:mod:`infer_prof.servers.vllm
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -24,6 +22,7 @@ from typing import Any
 
 from infer_prof.core.plan_result import EngineSettings
 from infer_prof.servers.base import LaunchSpec, PhaseChange, ServerStartError
+from infer_prof.servers.child_server import ChildServer
 from infer_prof.servers.cpu_split import CpuSplit
 from infer_prof.servers.http_get import http_get
 from infer_prof.servers.process import (
@@ -33,7 +32,6 @@ from infer_prof.servers.process import (
     log_tail,
     read_log_end,
 )
-from infer_prof.servers.process_group import stop_group
 from infer_prof.servers.vllm_args import vllm_engine_args, vllm_flags
 from infer_prof.servers.vllm_log import failure_report, root_cause
 from infer_prof.servers.vllm_startup import StartupPhases
@@ -45,7 +43,7 @@ __all__ = [  # the generic helpers are re-exported where they were first defined
 
 
 @dataclass
-class VllmServer:
+class VllmServer(ChildServer):
     """A vLLM server this process owns (a :class:`infer_prof.servers.base.Server`)."""
 
     kind = "vllm"
@@ -82,10 +80,6 @@ class VllmServer:
             vllm_version=spec.engine_version,
         )
 
-    @property
-    def url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
     def command(self) -> list[str]:
         """The exact command line that starts the server."""
         return [
@@ -103,41 +97,6 @@ class VllmServer:
             "--disable-uvicorn-access-log",
             *self.engine_args,
         ]
-
-    def start(self) -> None:
-        """Launch the server in its own process group, output to ``log_path``."""
-        if not self.port:
-            self.port = free_port(self.host)
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
-        # unbuffered, so that the log (and the start-up phases read from it) keep up
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.env}
-        with open(self.log_path, "ab") as log:
-            log.write(f"$ {' '.join(self.command())}\n".encode())
-            log.flush()
-            self.proc = subprocess.Popen(
-                self.command(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-                preexec_fn=self._in_child,
-            )
-        self.started_at = time.monotonic()
-
-    def _in_child(self) -> None:
-        die_with_parent()
-        if self.cpus:
-            os.sched_setaffinity(0, set(self.cpus))
-
-    def poll(self) -> int | None:
-        """The server's exit code if it has died, else None."""
-        if self.proc is None:
-            return self.exit_code
-        code = self.proc.poll()
-        if code is not None:
-            self.exit_code = code
-        return code
 
     def wait_healthy(
         self,
@@ -198,14 +157,6 @@ class VllmServer:
         self.cpus = split.engine
         self.env["VLLM_CPU_OMP_THREADS_BIND"] = split.omp_bind()
 
-    def metrics(self) -> str:
-        """One scrape of ``/metrics`` (Prometheus text; '' when it does not answer 200)."""
-        with contextlib.suppress(OSError):
-            status, body = http_get(f"{self.url}/metrics", timeout_s=5.0)
-            if status == 200:
-                return body.decode("utf-8", "replace")
-        return ""
-
     def describe(self, startup_s: float | None) -> dict[str, Any]:
         """Command, log file, start-up phases (read in its log) and the build that served."""
         return {
@@ -229,23 +180,3 @@ class VllmServer:
     def plan_arguments(self, settings: EngineSettings) -> dict[str, Any]:
         """The plan's settings as vLLM engine arguments (the result's ``plan.engine_args``)."""
         return vllm_engine_args(settings, self.vllm_version)
-
-    def kill(self) -> None:
-        """SIGKILL the whole process group at once, without waiting (a second stop signal while
-        stopping: nothing may be left behind holding memory)."""
-        proc = self.proc
-        if proc is not None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-
-    def stop(self, grace_s: float = 10.0) -> int | None:
-        """Stop the whole process group: SIGTERM, then SIGKILL after ``grace_s``. Idempotent."""
-        proc = self.proc
-        if proc is None:
-            return self.exit_code
-        # start_new_session: the server leads its own group; every member is waited for
-        # (zombies of orphaned workers do not count, see process_group)
-        stop_group(proc, grace_s=grace_s)
-        self.poll()
-        self.proc = None
-        return self.exit_code

@@ -66,8 +66,11 @@ def matrix_file(folder: Path, name: str, url: str, gpus: list[str], n: int) -> P
 
 
 def matrix(path: Path, results: Path, *extra: str) -> subprocess.Popen[str]:
+    # from the scenario's own folder: Ray puts the driver's working directory first on every
+    # worker's sys.path, so a driver started in the checkout would make each node import the
+    # checkout's infer-prof instead of its own
     return subprocess.Popen([PY, "-m", "infer_prof", "matrix", str(path), "--ray", ADDRESS,
-                             "--results-dir", str(results), *extra],
+                             "--results-dir", str(results), *extra], cwd=results.parent,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 

@@ -26,14 +26,13 @@ def test_tiers_by_hand():
     r = make_result("a", gpu="A100-80GB-SXM", gpu_count=1)
     thr = r["summary"]["output_throughput"]
     t = tier_costs(r, snapshot_market(), load_prices(None))
-    # on-demand: RunPod's 1x A100-80GB-SXM at $1.89/h
-    assert t["on-demand"]["what"].startswith("runpod 1x_A100-80GB-SXM_SECURE")
+    # on-demand: DataCrunch's 1x A100-80GB-SXM through Prime Intellect at $1.12/h
+    assert t["on-demand"]["what"].startswith("primeintellect datacrunch__1xA100_80GB__22__120")
     assert t["on-demand"]["usd_per_million_output_tokens"] == pytest.approx(
-        1.89 / (thr * 3600) * 1e6)
-    # spot: no 1-GPU A100-80GB-SXM spot price; the cheapest per GPU of any size is Azure's
-    # ND96amsr A100 v4 at $3.6047/h for 8 (AWS p4de's best is $5.8394)
-    assert t["spot"]["usd_per_hour"] == pytest.approx(3.6047 / 8)
-    assert t["spot"]["what"] == "azure Standard_ND96amsr_A100_v4 eastus"
+        1.12 / (thr * 3600) * 1e6)
+    # spot: Verda's 1A100.22V at $0.4515/h (Azure's ND96amsr A100 v4 is $3.6047/h for 8)
+    assert t["spot"]["usd_per_hour"] == pytest.approx(0.4515)
+    assert t["spot"]["what"] == "verda 1A100.22V FIN-01"
     # owned: $37,500 over 3 years 24/7 + 400 W at $0.12/kWh
     tdp = catalog()["A100-80GB-SXM"].tdp_watts
     per_hour = 37500 / (3 * 8760) + tdp / 1000 * 0.12
@@ -60,7 +59,7 @@ def test_compare_cli_shows_the_tiers(tmp_path):
     res = CliRunner().invoke(app, [*paths, "--tiers"])
     assert res.exit_code == 0, res.output
     assert "$ per 1M output tokens by price tier" in res.stdout
-    assert "r4090 on-demand: runpod 1x_RTX4090_SECURE" in res.stdout
+    assert "r4090 on-demand: lium RTX4090_1x UA" in res.stdout
     assert "r4090 owned: $1,600/GPU (street)" in res.stdout
     res = CliRunner().invoke(app, [*paths, "--tiers", "--format", "json"])
     runs = json.loads(res.stdout)["tiers"]["runs"]

@@ -49,13 +49,13 @@ def test_gpu_is_priced_at_the_cheapest_instance_named_with_its_range():
     c = cost("H100-SXM", 1)
     p = c["price"]
     assert (p["cloud"], p["instance_type"], p["usd_per_hour"]) == (
-        "lambda", "gpu_1x_h100_sxm5", 3.29)
-    assert c["usd_per_hour"] == pytest.approx(3.29)
-    # 1-GPU H100-SXM instances: only Lambda's, at $3.29 in every region
-    assert (p["low"], p["high"], p["candidates"]) == (3.29, 3.29, 17)
+        "mithril", "h100-80gb.sxm.1x", 1.0)
+    assert c["usd_per_hour"] == pytest.approx(1.0)
+    # 52 1-GPU H100-SXM offers (instance x region), up to GCP a3-highgpu-1g in its dearest region
+    assert (p["low"], p["high"], p["candidates"]) == (1.0, 13.97715, 52)
     c8 = cost("H100-SXM", 8)
-    assert c8["price"]["usd_per_hour"] == pytest.approx(23.92 / 8)  # Lambda or RunPod 8x
-    assert c8["usd_per_hour"] == pytest.approx(23.92)
+    assert c8["price"]["usd_per_hour"] == pytest.approx(8.0 / 8)  # Mithril h100-80gb.sxm.8x
+    assert c8["usd_per_hour"] == pytest.approx(8.0)
     assert c8["price"]["high"] == pytest.approx(127.816 / 8)  # AWS/Azure's dearest region
     assert c8["price"]["low"] < c8["price"]["high"]
 
@@ -79,5 +79,5 @@ def test_summary_names_the_instance_and_the_range():
     from infer_prof.report.console import _derived_rows
 
     rows = dict(_derived_rows({"cost": cost("H100-SXM", 8)}))
-    assert rows["price"].startswith("$23.92/h for 8 GPU(s) (lambda gpu_8x_h100_sxm5 ")
-    assert "on-demand); $2.99-$15.98 per GPU-hour across instances" in rows["price"]
+    assert rows["price"].startswith("$8.00/h for 8 GPU(s) (mithril h100-80gb.sxm.8x ")
+    assert "on-demand); $1.00-$15.98 per GPU-hour across instances" in rows["price"]

@@ -17,7 +17,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "infer_prof"
 #: What ``core`` may import besides ``infer_prof.core``: the standard library's pure parts.
 #: No sockets, processes, files, clocks of the machine, NVML, vLLM or databases.
 CORE_MAY_IMPORT = frozenset({
-    "__future__", "abc", "bisect", "collections", "collections.abc", "dataclasses", "enum",
+    "__future__", "abc", "array", "bisect", "collections", "collections.abc", "dataclasses", "enum",
     "fnmatch", "functools", "heapq", "itertools", "math", "numbers", "operator", "random", "re",
     "statistics", "typing",
 })

@@ -167,8 +167,10 @@ def test_cli_json_lists_rows_and_marks_default(app):
     res = CliRunner().invoke(app, ["--gpu", "rtx 4090", "--json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
-    assert {r["provider"] for r in rows} == {"runpod", "other-providers", "street"}
-    assert [r["provider"] for r in rows if r["default"]] == ["runpod"]
+    seed = [r for r in rows if r["kind"] == "seed"]
+    assert {r["provider"] for r in seed} == {"runpod", "other-providers", "street"}
+    # the market's cheapest 1-GPU RTX 4090 is the default, so no seed row is
+    assert [(r["kind"], r["provider"]) for r in rows if r["default"]] == [("instance", "lium")]
     assert all(r["gpu"] == "RTX-4090" for r in rows)
 
 

@@ -39,7 +39,8 @@ def test_h100_from_five_clouds_cheapest_per_gpu_first(app):
     assert all(r["gpu"] == "H100-SXM" for r in rows)
     assert rows[0]["catalog"]["source"] == "snapshot"
     assert rows[0]["source"].startswith("skypilot-org/skypilot-catalog@")
-    assert [r["instance_type"] for r in rows if r["default"]] == ["gpu_1x_h100_sxm5"]
+    # the cheapest 1-GPU H100-SXM on demand: Mithril's h100-80gb.sxm.1x at $1.00/h
+    assert [r["instance_type"] for r in rows if r["default"]] == ["h100-80gb.sxm.1x"]
     seed = [r for r in json.loads(res.stdout) if r["kind"] == "seed"]
     assert {r["provider"] for r in seed} == {"cloud-low", "cloud-high"}
 
@@ -52,7 +53,8 @@ def test_table_names_the_source_and_collapses_regions(app):
     assert "$98.32" in res.stdout and "$12.29" in res.stdout
     assert "Seed price rows" not in res.stdout  # the seed rows have no cloud
     res = run(app, "--gpu", "H100")
-    assert "also in the catalog: H100-NVL (azure), H100-PCIe (lambda)" in res.stdout
+    assert ("also in the catalog: H100-NVL (azure, spheron, vast), H100-PCIe (hyperstack, "
+            "lambda, primeintellect, scaleway, shadeform, spheron)") in res.stdout
     res = run(app, "--gpu", "H100", "--cloud", "aws", "--all-regions")
     assert res.stdout.count("p5.48xlarge") == 10
 

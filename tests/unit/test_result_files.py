@@ -21,7 +21,8 @@ def _records(n: int = 3) -> list[RequestRecord]:
 
 
 def _result(tag: str) -> dict:
-    return {"kind": "infer-prof.run", "run_id": tag, "summary": {"x": 1}}
+    return {"kind": "infer-prof.run", "schema_version": 1, "run_id": tag, "config": {},
+            "summary": {"requests_completed": 1, "requests_failed": 0}}
 
 
 def test_a_taken_name_gets_the_next_free_one_never_overwritten(tmp_path):

@@ -101,7 +101,12 @@ def test_gcp_accelerators_are_priced_with_their_host_vm():
     assert a3["us-central1"].gpu == "H100-SXM"
     # asia-northeast3 sells the H100s but lists no a3-highgpu-8g host there: no offer
     assert "asia-northeast3" not in a3
-    assert {o.gpu for o in read.offers} == {"H100-SXM", "H200"}
+    # a2-highgpu-1g in us-central1-a: host $0.73948 + 1x A100 $2.93391; spot $0.29576 + $1.1472
+    a2 = {o.region: o for o in read.offers if o.instance_type == "a2-highgpu-1g"}
+    assert a2["us-central1"].on_demand_usd_per_hour == pytest.approx(0.73948 + 2.93391)
+    assert a2["us-central1"].spot_usd_per_hour == pytest.approx(0.29576 + 1.1472)
+    assert a2["us-central1"].gpu == "A100-40GB-SXM"
+    assert {o.gpu for o in read.offers} == {"H100-SXM", "H200", "A100-40GB-SXM", "A100-80GB-SXM"}
 
 
 def test_gpu_info_memory():

@@ -1,0 +1,97 @@
+"""What every server a run launches as its own child process group does the same way: start
+it in a new session with its output to a log, poll it, scrape its ``/metrics``, stop or kill
+the whole group. :class:`infer_prof.servers.vllm_server.VllmServer` and
+:class:`infer_prof.servers.synthetic_process.SyntheticProcessServer` share it; each says only
+its command line, how it becomes healthy and how it describes itself."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from infer_prof.servers.http_get import http_get
+from infer_prof.servers.process import die_with_parent, free_port
+from infer_prof.servers.process_group import stop_group
+
+
+class ChildServer:
+    """Process handling for a launched server (a mixin for dataclasses holding these fields)."""
+
+    host: str
+    port: int
+    log_path: Path
+    env: dict[str, str]
+    cpus: tuple[int, ...] | None
+    proc: subprocess.Popen[bytes] | None
+    exit_code: int | None
+    started_at: float | None  # time.monotonic() at launch
+
+    def command(self) -> list[str]:
+        raise NotImplementedError
+
+    @property
+    def url(self) -> str:
+        """Base URL of its OpenAI-compatible API."""
+        return f"http://{self.host}:{self.port}"
+
+    def start(self) -> None:
+        """Launch :meth:`command` in its own process group (a new session: it and every process
+        it forks share one group), output appended to ``log_path`` after the command line,
+        unbuffered, pinned to ``cpus`` when set; a free port is taken when none was given."""
+        if not self.port:
+            self.port = free_port(self.host)
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            log.write(f"$ {' '.join(self.command())}\n".encode())
+            log.flush()
+            self.proc = subprocess.Popen(
+                self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**os.environ, "PYTHONUNBUFFERED": "1", **self.env},
+                start_new_session=True, preexec_fn=self._in_child,
+            )
+        self.started_at = time.monotonic()
+
+    def _in_child(self) -> None:
+        die_with_parent()
+        if self.cpus:
+            os.sched_setaffinity(0, set(self.cpus))
+
+    def poll(self) -> int | None:
+        """Its exit code if it has exited, else None."""
+        if self.proc is None:
+            return self.exit_code
+        code = self.proc.poll()
+        if code is not None:
+            self.exit_code = code
+        return code
+
+    def metrics(self) -> str:
+        """One scrape of ``/metrics`` (Prometheus text; '' when it does not answer 200)."""
+        with contextlib.suppress(OSError):
+            status, body = http_get(f"{self.url}/metrics", timeout_s=5.0)
+            if status == 200:
+                return body.decode("utf-8", "replace")
+        return ""
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group at once, without waiting (a second stop signal while
+        stopping: nothing may be left behind holding memory)."""
+        if self.proc is not None:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def stop(self, grace_s: float = 10.0) -> int | None:
+        """Stop the whole process group: SIGTERM, then SIGKILL after ``grace_s``; every member
+        is waited for (zombies of orphaned workers do not count, see process_group).
+        Idempotent; returns the exit code."""
+        proc = self.proc
+        if proc is None:
+            return self.exit_code
+        stop_group(proc, grace_s=grace_s)
+        self.poll()
+        self.proc = None
+        return self.exit_code

@@ -1,0 +1,142 @@
+"""The result document's one declaration (results/document.py): the shipped JSON Schema is
+generated from it, a result of the wrong shape is caught before it is written, older files
+load, and the schema accepts what the writer writes."""
+
+import json
+import subprocess
+import sys
+
+import jsonschema
+import pytest
+
+from infer_prof.results.document import (
+    Result,
+    check_document,
+    decode_result,
+    json_schema,
+    schema_path,
+    schema_text,
+    undeclared_keys,
+)
+from infer_prof.results.schema import SCHEMA_VERSION, load_typed_result
+from infer_prof.results.store import ResultTypeError, write_result
+
+
+def _doc(**more):
+    doc = {"kind": "infer-prof.run", "schema_version": 1, "run_id": "r1", "config": {},
+           "summary": {"requests_completed": 4, "requests_failed": 0,
+                       "ttft_ms": {"count": 4, "mean": 2.0, "p50": 2.0, "p90": 3.0, "p99": 3.0,
+                                   "max": 3.0, "min": 1.0, "std": 0.5}},
+           "load": {"mode": "closed", "concurrency": 2},
+           "cost": {"available": True, "usd_per_gpu_hour": 2.0, "gpus": 1,
+                    "price": {"usd_per_hour": 2.0, "cloud": "aws"}}}
+    doc.update(more)
+    return doc
+
+
+def test_the_shipped_schema_is_the_declaration():
+    assert schema_path(SCHEMA_VERSION).read_text() == schema_text(), (
+        "run: python scripts/write_result_schema.py")
+    jsonschema.Draft202012Validator.check_schema(json_schema())
+
+
+def test_a_good_document_reads_as_attributes():
+    r = decode_result(_doc())
+    assert isinstance(r, Result)
+    assert r.summary.ttft_ms is not None and r.summary.ttft_ms.p99 == 3.0
+    assert r.load is not None and r.load.mode == "closed"
+    assert r.cost is not None and r.cost.price is not None and r.cost.price.cloud == "aws"
+    assert check_document(_doc()) == []
+    jsonschema.validate(_doc(), json_schema())
+
+
+def test_an_undeclared_key_is_named_by_its_path():
+    doc = _doc()
+    doc["summary"]["ttft_ms"]["p95"] = 2.5
+    doc["cost"]["price"]["colour"] = "blue"
+    doc["surprise"] = 1
+    assert sorted(undeclared_keys(doc)) == ["$.cost.price.colour", "$.summary.ttft_ms.p95",
+                                            "$.surprise"]
+    assert "undeclared key $.surprise" in check_document(doc)
+
+
+@pytest.mark.parametrize("path, value, words", [
+    (("load", "mode"), "sideways", "$.load.mode"),
+    (("summary", "ttft_ms", "p50"), "fast", "$.summary.ttft_ms.p50"),
+    (("cost", "available"), "yes", "$.cost.available"),
+])
+def test_a_value_of_the_wrong_type_is_named_by_its_path(path, value, words):
+    doc = _doc()
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    problems = check_document(doc)
+    assert len(problems) == 1 and words in problems[0]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(doc, json_schema())
+
+
+def test_an_older_file_without_the_newer_sections_loads(tmp_path):
+    old = {"kind": "infer-prof.run", "schema_version": 1, "run_id": "20260101-tiny-c1",
+           "config": {"model": "tiny-llama"},
+           "summary": {"requests_completed": 3, "requests_failed": 0,
+                       "tpot_ms": {"p50": 10.0}, "output_throughput": 50.0}}
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(old))
+    r = load_typed_result(path)
+    assert r.summary.tpot_ms is not None and r.summary.tpot_ms.p50 == 10.0
+    assert r.summary.tpot_ms.count is None  # not recorded: None, never 0
+    assert r.cost is None and r.stream is None and r.complete is True
+    assert r.summary.interactivity_tok_s_user == pytest.approx(100.0)  # derived on load
+
+
+def test_writing_a_drifted_result_raises_under_the_tests_and_warns_otherwise(tmp_path):
+    doc = _doc(surprise=1)
+    with pytest.raises(ResultTypeError, match=r"undeclared key \$\.surprise"):
+        write_result(tmp_path / "a.json", doc)  # the suite runs with INFER_PROF_STRICT_SCHEMA=1
+    assert not (tmp_path / "a.json").exists()
+    code = ("import sys; from pathlib import Path; from infer_prof.results.store import "
+            "write_result; write_result(Path(sys.argv[1]), {'kind': 'infer-prof.run', "
+            "'schema_version': 1, 'run_id': 'r', 'config': {}, 'summary': {}, 'surprise': 1})")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "INFER_PROF_STRICT_SCHEMA"}
+    p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "b.json")],
+                       capture_output=True, text=True, env=env)
+    assert p.returncode == 0, p.stderr
+    assert json.loads((tmp_path / "b.json").read_text())["surprise"] == 1  # nothing lost
+    assert p.stderr.startswith("warning: result document does not match its declared type: "
+                               "undeclared key $.surprise")
+
+
+def _declared(path: str) -> bool:
+    """Whether a dotted result path (``summary.ttft_ms.p50``) is a field of :class:`Result`
+    (a JSON-object section holds any key below it)."""
+    import msgspec
+
+    info: object = msgspec.inspect.type_info(Result)
+    for part in path.split("."):
+        while isinstance(info, msgspec.inspect.UnionType):  # X | None: the non-null member
+            info = next(t for t in info.types if not isinstance(t, msgspec.inspect.NoneType))
+        if isinstance(info, msgspec.inspect.DictType):
+            return True  # an open section
+        if not isinstance(info, msgspec.inspect.StructType):
+            return False
+        field = next((f for f in info.fields if f.encode_name == part), None)
+        if field is None:
+            return False
+        info = field.type
+    return True
+
+
+def test_every_metric_of_the_metric_table_is_a_declared_field():
+    """The metric table (core/metric_table.py) and the result type name the same fields: a
+    metric added to the table without its field in results/document.py fails here."""
+    from infer_prof.core.metric_table import METRICS, SUMMARY_STATS
+
+    missing = []
+    for m in METRICS:
+        path = m.path.split("|")[0]  # what is written now; the rest are older files' places
+        paths = [f"{path}.{s}" for s in SUMMARY_STATS] if m.kind == "latency" else [path]
+        missing += [p for p in paths if not _declared(p)]
+    assert not missing, f"declare these in results/document.py: {missing}"
+    assert not _declared("summary.ttft_ms.p95") and not _declared("summary.nope")
