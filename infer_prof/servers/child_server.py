@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import time
@@ -16,6 +17,9 @@ from pathlib import Path
 from infer_prof.servers.http_get import http_get
 from infer_prof.servers.process import die_with_parent, free_port
 from infer_prof.servers.process_group import stop_group
+
+PORT_TAKEN = re.compile(r"address already in use", re.IGNORECASE)
+PORT_RETRIES = 3  # launches on a newly chosen port after the first one's was taken
 
 
 class ChildServer:
@@ -29,6 +33,9 @@ class ChildServer:
     proc: subprocess.Popen[bytes] | None
     exit_code: int | None
     started_at: float | None  # time.monotonic() at launch
+    port_retries: int = 0  # launches again after the chosen port was taken (see below)
+    _port_chosen_here: bool = False
+    _launch_log_offset: int = 0
 
     def command(self) -> list[str]:
         raise NotImplementedError
@@ -42,10 +49,12 @@ class ChildServer:
         """Launch :meth:`command` in its own process group (a new session: it and every process
         it forks share one group), output appended to ``log_path`` after the command line,
         unbuffered, pinned to ``cpus`` when set; a free port is taken when none was given."""
-        if not self.port:
+        if not self.port or self._port_chosen_here:
+            self._port_chosen_here = True
             self.port = free_port(self.host)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
+            self._launch_log_offset = log.tell()
             log.write(f"$ {' '.join(self.command())}\n".encode())
             log.flush()
             self.proc = subprocess.Popen(
@@ -54,6 +63,32 @@ class ChildServer:
                 start_new_session=True, preexec_fn=self._in_child,
             )
         self.started_at = time.monotonic()
+
+    def relaunched_on_taken_port(self) -> bool:
+        """Called when the server exited during start-up. A port chosen here is free when it is
+        chosen, not when the server binds it a few seconds later: another process can take it
+        in between. When that is why this launch died (its log says the address is in use),
+        launch it again on a newly chosen port and return True (at most ``PORT_RETRIES`` times);
+        otherwise False. A port the user gave is never changed."""
+        if not self._port_chosen_here or self.port_retries >= PORT_RETRIES:
+            return False
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._launch_log_offset)
+                this_launch = f.read(1 << 20).decode("utf-8", "replace")
+        except OSError:
+            return False
+        if not PORT_TAKEN.search(this_launch):
+            return False
+        taken = self.port
+        self.stop(grace_s=2.0)
+        self.exit_code = None
+        self.port_retries += 1
+        with open(self.log_path, "ab") as log:
+            log.write(f"infer-prof: port {taken} was taken by another process before the "
+                      "server bound it; launching again on another port\n".encode())
+        self.start()
+        return True
 
     def _in_child(self) -> None:
         die_with_parent()

@@ -69,6 +69,9 @@ class SyntheticProcessServer(ChildServer):
         while True:
             elapsed = time.monotonic() - t0
             code = self.poll()
+            if code is not None and self.relaunched_on_taken_port():
+                t0 = self.started_at if self.started_at is not None else time.monotonic()
+                continue
             if code is not None:
                 raise ServerStartError(
                     f"synthetic server exited with code {code} during start-up "

@@ -125,6 +125,10 @@ class VllmServer(ChildServer):
         while True:
             code = self.poll()
             elapsed = follow()
+            if code is not None and self.relaunched_on_taken_port():
+                t0 = self.started_at if self.started_at is not None else time.monotonic()
+                self.startup = StartupPhases()
+                continue
             if code is not None:
                 raise ServerStartError(
                     self._failure(f"vLLM server exited with code {code} during start-up", elapsed)
