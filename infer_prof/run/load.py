@@ -44,30 +44,30 @@ from infer_prof.run.load_pool import PooledPoint, drive_pool
 from infer_prof.run.point_precision import PrecisionStop
 from infer_prof.run.record import dist_ms, record_health, relabel_server_died
 from infer_prof.run.record_spool import RecordSpool
-from infer_prof.run.startup import Session, healthy
+from infer_prof.run.startup import RunContext, healthy
 from infer_prof.run.stopping import during_load
 from infer_prof.run.warmup import continuous_warmup, warmup_gate
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper
 
 
-def request_builder(sess: Session, run_id: str) -> Callable[[RequestSpec], bytes]:
+def request_builder(ctx: RunContext, run_id: str) -> Callable[[RequestSpec], bytes]:
     """The request body of a spec for the session's API (chat or completions), with the
     request ID ``<run_id>-<index>``."""
-    cfg = sess.cfg
+    cfg = ctx.cfg
 
     def build(spec: RequestSpec) -> bytes:
         if cfg.api == "chat":
             return build_chat_request(
-                sess.endpoint,
-                sess.served,
+                ctx.endpoint,
+                ctx.served,
                 chat_messages(spec.prompt),
                 spec.max_tokens,
                 request_id=f"{run_id}-{spec.index}",
             )
         return build_completion_request(
-            sess.endpoint,
-            sess.served,
+            ctx.endpoint,
+            ctx.served,
             spec.prompt,
             spec.max_tokens,
             request_id=f"{run_id}-{spec.index}",
@@ -77,7 +77,7 @@ def request_builder(sess: Session, run_id: str) -> Callable[[RequestSpec], bytes
 
 
 def drive_point(
-    sess: Session,
+    ctx: RunContext,
     wl: Workload,
     build: Callable[[RequestSpec], bytes],
     warm: list[RequestSpec] | Iterator[RequestSpec],
@@ -95,7 +95,7 @@ def drive_point(
     In one client process the records go through a :class:`RecordSpool` (each in memory while
     its request is in flight, on disk in the results folder once ended), so the client's memory
     stays flat however long the point runs; they are read back, all of them, when it ends."""
-    cfg = sess.cfg
+    cfg = ctx.cfg
     pooled: list[RequestRecord] = []
     spool = RecordSpool(spool_folder(cfg))
     state: dict[str, Any] = {"incomplete_reason": None}
@@ -104,23 +104,23 @@ def drive_point(
     counters = LiveCounters(on_end=spool.ended)
     sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
     scraper = MetricsScraper(
-        sess.endpoint.url,
+        ctx.endpoint.url,
         interval_s=cfg.metrics_interval_s,
-        api_key=sess.endpoint.api_key,
-        context=sess.endpoint.ssl_context(),
+        api_key=ctx.endpoint.api_key,
+        context=ctx.endpoint.ssl_context(),
     )
-    session_run = sess.sessions.start(wl, sess.pool, sess.text) if sess.sessions else None
+    session_run = ctx.sessions.start(wl, ctx.pool, ctx.text) if ctx.sessions else None
     state["session_run"] = session_run
     processes = 1 if session_run else client_processes(
-        cfg.client_processes, wl, tls=sess.endpoint.tls is not None
+        cfg.client_processes, wl, tls=ctx.endpoint.tls is not None
     )
     stopper = PrecisionStop(precision, spool) if precision and processes == 1 else None
     try:
         if processes > 1:
             # forks the workers before this process starts the telemetry threads
             drive_pool(
-                PooledPoint(sess, wl, processes, progress, state, sampler, scraper),
-                _pool_job(sess, wl, build, warm, measured),
+                PooledPoint(ctx, wl, processes, progress, state, sampler, scraper),
+                _pool_job(ctx, wl, build, warm, measured),
                 pooled,
                 client,
             )
@@ -128,7 +128,7 @@ def drive_point(
             sampler.start()
             scraper.start()
             _drive(
-                sess,
+                ctx,
                 wl,
                 build,
                 warm,
@@ -168,7 +168,7 @@ def spool_folder(cfg: RunConfig) -> Path | None:
 
 
 def _drive(
-    sess: Session,
+    ctx: RunContext,
     wl: Workload,
     build: Callable[[RequestSpec], bytes],
     warm: list[RequestSpec] | Iterator[RequestSpec],
@@ -186,7 +186,7 @@ def _drive(
     """Run one point's load in an event loop with a server watchdog, a lag probe, progress,
     and stop-signal handling (the first Ctrl-C, SIGTERM or SIGHUP stops sending and cancels
     the streams in flight)."""
-    cfg, server, endpoint = sess.cfg, sess.server, sess.endpoint
+    cfg, server, endpoint = ctx.cfg, ctx.server, ctx.endpoint
     stop = asyncio.Event()
     lag = loop_lag_samples()
     health = OpenLoopHealth()
@@ -231,7 +231,7 @@ def _drive(
                 endpoint,
                 build,
                 list(warm),
-                _open_arrivals(wl, measured, sess.trace),
+                _open_arrivals(wl, measured, ctx.trace),
                 OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s,
                              stop_when=stopper),
                 counters,
@@ -351,7 +351,7 @@ class _ThreadCpu:
 
 
 def _pool_job(
-    sess: Session,
+    ctx: RunContext,
     wl: Workload,
     build: Callable[[RequestSpec], bytes],
     warm: list[RequestSpec] | Iterator[RequestSpec],
@@ -361,13 +361,13 @@ def _pool_job(
     every worker's streams claim from one shared counter (one closed loop over the list); a
     duration-bound point's lazy iterator, dealt round-robin. Open loop: the scheduled arrivals,
     dealt round-robin (a list when counted, lazily when bound by duration)."""
-    cfg, a = sess.cfg, wl.arrival
+    cfg, a = ctx.cfg, wl.arrival
     counted = wl.num_requests is not None
     if a.mode == "closed":
         specs = list(measured) if counted else measured
         return WorkerJob(
             "closed",
-            sess.endpoint,
+            ctx.endpoint,
             build,
             cfg.timeout_s,
             warm,
@@ -377,10 +377,10 @@ def _pool_job(
             continuous_warmup=continuous_warmup(wl),
             warmup_seconds=warmup_seconds(wl.warmup),
         )
-    arrivals = _open_arrivals(wl, measured, sess.trace)
+    arrivals = _open_arrivals(wl, measured, ctx.trace)
     return WorkerJob(
         "open",
-        sess.endpoint,
+        ctx.endpoint,
         build,
         cfg.timeout_s,
         warm,

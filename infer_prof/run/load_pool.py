@@ -16,7 +16,7 @@ from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.report.progress import ProgressLine
 from infer_prof.run.record import record_health, relabel_server_died
-from infer_prof.run.startup import Session, healthy
+from infer_prof.run.startup import RunContext, healthy
 from infer_prof.run.stopping import during_load
 from infer_prof.telemetry.nvml import NvmlSampler
 from infer_prof.telemetry.prometheus import MetricsScraper
@@ -26,7 +26,7 @@ from infer_prof.telemetry.prometheus import MetricsScraper
 class PooledPoint:
     """What a point driven over worker processes reports to, besides its records and client."""
 
-    sess: Session
+    ctx: RunContext
     wl: Workload
     processes: int
     progress: ProgressLine
@@ -143,7 +143,7 @@ class _PoolWatch:
             if time.monotonic() - self.died_at >= 2.0:
                 self._cancel()
             return
-        server, endpoint = self.point.sess.server, self.point.sess.endpoint
+        server, endpoint = self.point.ctx.server, self.point.ctx.endpoint
         died = server is not None and server.poll() is not None
         if server is None and c.failures.get("connect_failed"):
             # an endpoint we do not own refuses connections: is it gone?

@@ -111,16 +111,16 @@ def check_history(cfg: RunConfig, progress: ProgressLine) -> None:
             warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
 
 
-def point_files(sess: RunContext, wl: Workload, many: bool) -> tuple[str, str, str, Path]:
+def point_files(ctx: RunContext, wl: Workload, many: bool) -> tuple[str, str, str, Path]:
     """A load point's label, run ID (a new UUIDv7), readable run name and result file (as
     asked: the file is created exclusively at the end, :func:`save_point`, so a name another
     run took meanwhile becomes ``-2``; ``--output`` with ``many`` points gets the label
     appended)."""
-    cfg = sess.cfg
+    cfg = ctx.cfg
     label = point_label(wl) if wl.name == "custom" else f"{wl.name}-{point_label(wl)}"
     if cfg.run_tag:  # several endpoints in one command: the endpoint's label
         label = f"{cfg.run_tag}-{label}"
-    run_name = make_run_name(now().strftime("%Y%m%d-%H%M%S"), sess.model.name, label)
+    run_name = make_run_name(now().strftime("%Y%m%d-%H%M%S"), ctx.model.name, label)
     output = cfg.output
     if output and many:
         out = Path(output)
@@ -129,25 +129,25 @@ def point_files(sess: RunContext, wl: Workload, many: bool) -> tuple[str, str, s
     return label, new_run_id(), run_name, result_path
 
 
-def server_section(sess: RunContext, state: dict[str, Any]) -> dict[str, Any]:
+def server_section(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     """The point's ``server`` section: the session's, plus the exit code, log tail and root
     cause when the server died (which marks the point incomplete in ``state``)."""
-    server = sess.server
-    server_info = dict(sess.server_info)
+    server = ctx.server
+    server_info = dict(ctx.server_info)
     if server is not None and server.poll() is not None:
         state["incomplete_reason"] = state["incomplete_reason"] or "server_died"
         server_info.update(server.diagnosis())  # exit_code, log_tail, root_cause
     return server_info
 
 
-def plan_section(sess: RunContext) -> dict[str, Any] | None:
+def plan_section(ctx: RunContext) -> dict[str, Any] | None:
     """The result's ``plan``: the engine plan, its settings as the server's own options
     (``engine_args``); None without a plan."""
-    if sess.plan is None:
+    if ctx.plan is None:
         return None
-    settings, server = sess.plan.settings, sess.server
+    settings, server = ctx.plan.settings, ctx.server
     spelled = server.plan_arguments(settings) if server and settings else {}
-    return sess.plan.to_dict(spelled)
+    return ctx.plan.to_dict(spelled)
 
 
 def save_point(
@@ -179,7 +179,7 @@ def save_point(
 
 
 def build_result(
-    sess: RunContext,
+    ctx: RunContext,
     wl: Workload,
     run_id: str,
     started: dt.datetime,
@@ -191,7 +191,7 @@ def build_result(
     run_name: str,
 ) -> dict[str, Any]:
     """The result document of one load point (see :mod:`infer_prof.results.schema`)."""
-    cfg, model, gpu = sess.cfg, sess.model, sess.gpu
+    cfg, model, gpu = ctx.cfg, ctx.model, ctx.gpu
     # a closed loop's rates are over its streams' mean span (stream_span_s), not the wall window
     rate_window_s = stream_span_s(records) if wl.arrival.mode == "closed" else None
     summary = summarize_run(records, rate_window_s=rate_window_s)
@@ -201,7 +201,7 @@ def build_result(
     if scraped.get("summary"):  # a counter the server did not count is null, not 0
         scraped["summary"] = mark_not_counted(
             scraped["summary"],
-            sess.server.command() if sess.server else None,
+            ctx.server.command() if ctx.server else None,
             sdict.get("total_output_tokens"),
         )
     metrics_summary = scraped.get("summary") or {}
@@ -209,12 +209,12 @@ def build_result(
         metrics_summary, busy_concurrency(records), point_concurrency(wl)
     )
     precision = (
-        sess.plan.precision
-        if sess.plan
+        ctx.plan.precision
+        if ctx.plan
         else (None if cfg.quantization in ("auto", None) else cfg.quantization)
     )
     a = wl.arrival
-    slos = sess.slos if sess.cfg.slo else (slos_from_mapping(wl.slo) or sess.slos)
+    slos = ctx.slos if ctx.cfg.slo else (slos_from_mapping(wl.slo) or ctx.slos)
     slo = evaluate_slos(records, slos, rate_window_s=rate_window_s).to_dict() if slos else None
     figures = client_figures(client)
     shape = stream_shape(records)
@@ -252,15 +252,15 @@ def build_result(
             "output_len": wl.output_len.support()[1] if wl.output_len.kind == "fixed" else None,
             "num_requests": wl.num_requests,
             "warmup_requests": wl.warmup_requests,
-            "prompt": sess.sessions.settings.prompt if sess.sessions
-            else prompt_mode(cfg, sess.dataset),
-            "dataset": sess.dataset.to_dict() if sess.dataset else None,
-            "trace": sess.trace.to_dict() if sess.trace else None,
-            "sessions": sess.sessions.to_dict() if sess.sessions else None,
+            "prompt": ctx.sessions.settings.prompt if ctx.sessions
+            else prompt_mode(cfg, ctx.dataset),
+            "dataset": ctx.dataset.to_dict() if ctx.dataset else None,
+            "trace": ctx.trace.to_dict() if ctx.trace else None,
+            "sessions": ctx.sessions.to_dict() if ctx.sessions else None,
         },
         "sessions": state["session_run"].result(records, scraped)
         if state.get("session_run") else None,
-        "trace_replay": trace_replay(sess.trace, records) if sess.trace else None,
+        "trace_replay": trace_replay(ctx.trace, records) if ctx.trace else None,
         "api": api_block(cfg.api or "completions", records),
         "workload": wl.to_dict(),
         "load": {
@@ -281,13 +281,13 @@ def build_result(
         "model": {
             "name": model.name,
             "path": model.path,
-            "engine_path": sess.engine_path,
+            "engine_path": ctx.engine_path,
             "hub_id": model.hub_id,
             "source": model.source,
             "has_tokenizer": model.has_tokenizer,
             "spec": asdict(model.spec) if model.spec else None,
             "param_count": model.spec.param_count() if model.spec else None,
-            "weights": sess.weights,
+            "weights": ctx.weights,
         },
         "server": server_info,
         "environment": fingerprint(),
@@ -296,10 +296,10 @@ def build_result(
         "slo": slo,
         "validity": validity.to_dict(),
         "client": client,
-        "gpu": {"key": gpu.key if gpu else None, "count": sess.gpu_count, "how": sess.gpu_how},
-        "plan": plan_section(sess),
-        "plan_reason": sess.plan_reason,
-        "duration_estimate": sess.estimate,
+        "gpu": {"key": gpu.key if gpu else None, "count": ctx.gpu_count, "how": ctx.gpu_how},
+        "plan": plan_section(ctx),
+        "plan_reason": ctx.plan_reason,
+        "duration_estimate": ctx.estimate,
         "precision": precision or "bf16",
         "energy": energy,
         "telemetry": telemetry or None,

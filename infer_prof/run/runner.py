@@ -82,10 +82,10 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             server = new_server(plan, stamp)  # --endpoint: attached, nothing to start
             with stopper.kill_on_second(server.kill):
                 endpoint, served, server_info = start_server(server, plan, progress)
-            sess = open_context(plan, endpoint, served, server, server_info)
+            ctx = open_context(plan, endpoint, served, server, server_info)
 
             def run_at(w: Workload, rule: PrecisionRule | None) -> RunOutcome:
-                return _run_point(sess, w, True, rule)
+                return _run_point(ctx, w, True, rule)
 
             def stop_requested() -> bool:
                 return stopper.requested
@@ -93,7 +93,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             slo_text = format_slos(plan.slos) if plan.slos else None
             with stopper.shielded(), stopper.kill_on_second(server.kill):
                 if cfg.find_max:
-                    search = _find_max(sess, points[0], outcomes, stopper)
+                    search = _find_max(ctx, points[0], outcomes, stopper)
                 elif fspec is not None and fspec.loop == "suite":
                     frontiers = suite_frontiers(
                         points, fspec, run_at, outcomes, slo_text if cfg.slo else None,
@@ -114,7 +114,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                     for w in points:
                         if stopper.requested:  # between points: end the sweep here
                             break
-                        out = _run_point(sess, w, len(points) > 1)
+                        out = _run_point(ctx, w, len(points) > 1)
                         outcomes.append(out)
                         if not out.result["complete"]:
                             break
@@ -135,29 +135,29 @@ def execute(cfg: RunConfig) -> SweepOutcome:
 
 
 def _run_point(
-    sess: RunContext, wl: Workload, many: bool, precision: PrecisionRule | None = None
+    ctx: RunContext, wl: Workload, many: bool, precision: PrecisionRule | None = None
 ) -> RunOutcome:
     """Drive one load point against the session's server and write its result (with a
     ``precision`` rule: measured until precise, the intervals in ``result["precision_stop"]``)."""
-    cfg = sess.cfg
-    label, run_id, run_name, result_path = point_files(sess, wl, many)
+    cfg = ctx.cfg
+    label, run_id, run_name, result_path = point_files(ctx, wl, many)
     started = now()
     progress = ProgressLine(total=wl.num_requests, duration_s=wl.duration_s, enabled=cfg.progress)
     progress.status(
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
     warm, measured, _ = build_specs(
-        wl, sess.pool, sess.text, sess.dataset, sess.as_ids, sess.trace, cfg.api == "chat",
-        stagger=cfg.warmup_stagger and not sess.sessions,
+        wl, ctx.pool, ctx.text, ctx.dataset, ctx.as_ids, ctx.trace, cfg.api == "chat",
+        stagger=cfg.warmup_stagger and not ctx.sessions,
     )
-    build = request_builder(sess, run_id)
-    records, state, client, telemetry = drive_point(sess, wl, build, warm, measured, progress,
+    build = request_builder(ctx, run_id)
+    records, state, client, telemetry = drive_point(ctx, wl, build, warm, measured, progress,
                                                     precision)
     if state["incomplete_reason"] == "interrupted":
-        sess.interrupted = True
-    server_info = server_section(sess, state)
+        ctx.interrupted = True
+    server_info = server_section(ctx, state)
     result = build_result(
-        sess,
+        ctx,
         wl,
         run_id,
         started,
@@ -174,15 +174,15 @@ def _run_point(
 
 
 def _find_max(
-    sess: RunContext, base: Workload, outcomes: list[RunOutcome], stopper: Stopper
+    ctx: RunContext, base: Workload, outcomes: list[RunOutcome], stopper: Stopper
 ) -> dict[str, Any]:
     """Search the highest concurrency (closed loop) or rate (open loop) that meets the SLOs."""
 
     def at(**override: Any) -> bool:
-        stopped = sess.interrupted or stopper.requested
+        stopped = ctx.interrupted or stopper.requested
         if stopped or (outcomes and not outcomes[-1].result["complete"]):
             raise _Stop
-        out = _run_point(sess, base.with_overrides(**override), True)
+        out = _run_point(ctx, base.with_overrides(**override), True)
         outcomes.append(out)
         slo = out.result.get("slo") or {}
         return bool(slo.get("passed")) and bool(out.result["complete"])

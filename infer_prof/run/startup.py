@@ -75,10 +75,6 @@ class RunContext:
     sessions: SessionPlan | None = None  # --turns: multi-turn sessions
 
 
-Session = RunContext
-"""The old name of :class:`RunContext`, kept for ``run/load.py`` and ``run/load_pool.py`` until
-their imports change (another branch edits them); use :class:`RunContext`."""
-
 
 def attach_endpoint(
     cfg: RunConfig, model: ResolvedModel, progress: ProgressLine
