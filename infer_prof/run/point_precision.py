@@ -4,7 +4,8 @@ a pure :class:`~infer_prof.core.precision.PrecisionTracker`.
 
 The client's hot path (reading tokens) is untouched: the predicate runs where a driver takes
 its next measured request (closed loop) or makes its next send (open loop), and does its work
-at most every :data:`POLL_S` seconds; in between it only reads the clock.
+at most every :data:`POLL_S` seconds; in between it only reads the clock. One client process;
+over several, :mod:`infer_prof.run.pool_precision` applies the same rule.
 """
 
 from __future__ import annotations
