@@ -38,13 +38,17 @@ def _check_point(folder, name: str) -> tuple[dict, list]:
     return result, measured
 
 
-def test_closed_loop_over_two_processes_stops_when_precise(synthetic, tmp_path):
+@pytest.mark.parametrize("warmup", [(), ("--warmup-requests", "4")],
+                         ids=["warmed-under-the-load", "warm-up-requests-first"])
+def test_closed_loop_over_two_processes_stops_when_precise(synthetic, tmp_path, warmup):
     server = synthetic("--itl-per-stream-ms", str(SLOPE_MS), ttft_ms=TTFT_MS, itl_ms=ITL_MS,
                        tokens=TOKENS)
     p = cli(*BASE, "--endpoint", server.url, "--frontier", "--concurrency", "4",
-            "--max-concurrency", "4", "--results-dir", str(tmp_path))
+            "--max-concurrency", "4", *warmup, "--results-dir", str(tmp_path))
     assert p.returncode == 0, p.stderr
     result, measured = _check_point(tmp_path, "c4")
+    # the window starts where measuring does: a warm-up under the load, or the start gate
+    assert result["warmup"]["ended_by"] == ("requests" if warmup else "steady")
     prec = result["precision_stop"]
     assert prec["throughput_required"] is True
     tp = prec["output_throughput"]
