@@ -34,6 +34,7 @@ from infer_prof.loadgen.worker_shared import (
     WorkerHealth,
     WorkerJob,
 )
+from infer_prof.loadgen.worker_tally import WorkerTally
 
 START_LEAD_S = 0.05
 """Seconds between the last worker reaching the start gate and the shared ``t0``."""
@@ -86,6 +87,9 @@ def worker_main(w: int, n: int, job: WorkerJob, shared: Shared) -> None:
                 health.reader_wakeups = measuring.reader_wakeups
     except BaseException as exc:  # report, never hang the parent
         health.error = f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=5)}"
+    if shared.tally is not None:  # the tallies reach the parent before the records
+        shared.tally.close()
+        shared.tally.join_thread()
     shared.results.put((w, records, health))
     shared.results.close()
     shared.results.join_thread()
@@ -100,6 +104,11 @@ async def _worker_async(
     health: WorkerHealth,
 ) -> None:
     counters = LiveCounters()
+    tally = WorkerTally(w, shared.tally) if job.precision and shared.tally is not None else None
+    sink = records if tally is None else tally.sink(records)
+    if tally is not None:
+        counters.on_end = tally.ended
+    stop_when = (lambda: shared.precise.value != 0) if tally is not None else None
     stop = asyncio.Event()
     base = w * SLOTS
     arr = shared.counters
@@ -147,6 +156,8 @@ async def _worker_async(
     async def watch(driver: asyncio.Task[None]) -> None:
         while not driver.done():
             publish()
+            if tally is not None:
+                tally.publish()
             if shared.cancel.is_set():
                 stop.set()
                 driver.cancel()
@@ -174,10 +185,10 @@ async def _worker_async(
                 job.build,
                 islice(job.warmup, w, None, n),
                 my_measured(),
-                ClosedLoopPlan(mine, job.timeout_s, job.duration_s),
+                ClosedLoopPlan(mine, job.timeout_s, job.duration_s, stop_when),
                 counters,
                 stop,
-                records,
+                sink,
                 warm_gate,
             )
             return
@@ -190,7 +201,7 @@ async def _worker_async(
                 ClosedLoopPlan(mine, job.timeout_s),
                 counters,
                 stop,
-                records,
+                sink,
             )
         t0 = await gate()
         if stop.is_set():
@@ -202,10 +213,10 @@ async def _worker_async(
             job.build,
             [],
             my_measured(),
-            ClosedLoopPlan(mine, job.timeout_s, job.duration_s),
+            ClosedLoopPlan(mine, job.timeout_s, job.duration_s, stop_when),
             counters,
             stop,
-            records,
+            sink,
         )
 
     async def opened() -> None:
@@ -218,6 +229,7 @@ async def _worker_async(
             plan.duration_s,
             pre,
             plan.warmup_concurrency,
+            stop_when,
         )
         health.streams = cap or 0
         oh = OpenLoopHealth()
@@ -236,7 +248,7 @@ async def _worker_async(
                 mine,
                 counters,
                 stop,
-                records,
+                sink,
                 oh,
                 start_gate,
                 worker_id=w,
@@ -260,6 +272,8 @@ async def _worker_async(
             health.wall_s = time.perf_counter() - measuring["t"]
         counters.phase = "done"
         publish()
+        if tally is not None:
+            tally.publish(final=True)
         for t in (watcher, prober):
             t.cancel()
         await asyncio.gather(watcher, prober, return_exceptions=True)

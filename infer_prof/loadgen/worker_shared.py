@@ -44,6 +44,9 @@ class WorkerJob:
     # closed loop: warm up under the load itself (a WarmupGate over every worker's streams)
     continuous_warmup: bool = False
     warmup_seconds: float | None = None
+    # measured until precise: each worker sends its token arrivals and TPOTs to the parent
+    # (loadgen.worker_tally) and stops taking measured requests once the parent says so
+    precision: bool = False
 
 
 @dataclass
@@ -93,9 +96,10 @@ class WorkerHealth:
 
 class Shared:
     """Cross-process state, created before forking: :data:`SLOTS` counters per worker, the
-    start gate, the claim counter, stop/cancel events, the results queue, the warm-up gate."""
+    start gate, the claim counter, stop/cancel events, the results queue, the warm-up gate,
+    and with ``precision`` the tally queue and the precise flag."""
 
-    def __init__(self, ctx: Any, n: int) -> None:
+    def __init__(self, ctx: Any, n: int, precision: bool = False) -> None:
         self.n = n
         self.counters = ctx.Array("q", n * SLOTS, lock=False)
         self.claim = ctx.Value("q", 0)  # next measured spec index (closed loop over a list)
@@ -111,6 +115,10 @@ class Shared:
         self.warm_first_ns = ctx.Value("q", 0)
         self.warm_open_ns = ctx.Value("q", 0)
         self.warm_reason = ctx.Value("i", -1, lock=False)
+        # the precision stop (WorkerJob.precision): the workers' tallies, and the parent's
+        # verdict (1: precise, take no more measured requests)
+        self.tally = ctx.Queue() if precision else None
+        self.precise = ctx.Value("b", 0, lock=False)
 
 
 class SharedWarmupGate(WarmupGate):

@@ -134,7 +134,7 @@ class WorkerPool:
         self.n = n_procs
         self.job = job
         self.ctx = mp.get_context("fork")
-        self.shared = Shared(self.ctx, n_procs)
+        self.shared = Shared(self.ctx, n_procs, job.precision)
         self.procs: list[Any] = []
 
     def start(self) -> None:
@@ -173,6 +173,13 @@ class WorkerPool:
         if refused:
             c.failures["connect_failed"] = refused
         return c
+
+    def measured_enough(self) -> None:
+        """The point is precise: every worker takes no more measured requests (as when its
+        measured specs run out: requests in flight finish, a continuous warm-up's cool-down
+        runs), the closed loop's streams at their next request, the open loop at its next
+        send."""
+        self.shared.precise.value = 1
 
     def request_stop(self, cancel: bool = False) -> None:
         """Stop sending; with ``cancel``, also abandon requests in flight (marked cancelled)."""

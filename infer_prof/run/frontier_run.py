@@ -38,7 +38,6 @@ from infer_prof.core.frontier_axes import gpus_used, point_from_result, run_pric
 from infer_prof.core.precision import PrecisionRule
 from infer_prof.core.workloads import Workload
 from infer_prof.run.config import ConfigError, RunConfig, validate
-from infer_prof.run.load_points import client_processes
 from infer_prof.run.record import RunOutcome
 
 #: Highest concurrency a closed-loop frontier tries without --max-concurrency or a plan.
@@ -121,13 +120,6 @@ def prepare(cfg: RunConfig, open_loop_workload: bool) -> tuple[RunConfig, Fronti
     return new, spec
 
 
-def fixed_count(wl: Workload, rule: PrecisionRule) -> Workload:
-    """A point the precision stop cannot watch (several client processes): InferenceX's
-    10 x concurrency measured requests (at least the rule's floor)."""
-    c = wl.arrival.concurrency or wl.arrival.max_concurrency or 1
-    return wl.with_overrides(num_requests=max(rule.min_requests, 10 * c))
-
-
 def point_of(level: float, result: dict[str, Any]) -> FrontierPoint:
     """The frontier point of one load point's result, placed by
     :func:`~infer_prof.core.frontier_axes.point_from_result` (the GPUs the engine used, the
@@ -155,14 +147,13 @@ def run_frontier(
     spec: FrontierSpec,
     run_point: RunPoint,
     outcomes: list[RunOutcome],
-    setting: str = "auto",
     max_sequences: int | None = None,
     say: Callable[[str], None] = lambda _: None,
     stop_requested: Callable[[], bool] = lambda: False,
 ) -> dict[str, Any]:
     """Run ``points`` (one per level, in order) through ``run_point`` until a stop rule fires
     (module docstring); each outcome is appended to ``outcomes`` as it is measured, so nothing
-    measured is lost. ``setting``: ``--client-processes``; ``max_sequences``: the planner's;
+    measured is lost. ``max_sequences``: the planner's;
     ``stop_requested``: true once a stop signal came (no further point is started).
     Returns ``result["frontier"]`` less its answer (:func:`answer` adds it)."""
     fpoints: list[FrontierPoint] = []
@@ -177,10 +168,7 @@ def run_frontier(
             reason = (f"max_sequences: {level:g} streams would pass the planner's "
                       f"{max_sequences} concurrent sequences")
             break
-        rule = spec.precision
-        if rule is not None and client_processes(setting, wl) > 1:
-            wl, rule = fixed_count(wl, rule), None
-        out = run_point(wl, rule)
+        out = run_point(wl, spec.precision)
         outcomes.append(out)
         r = out.result
         if not r["complete"]:

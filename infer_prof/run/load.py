@@ -89,8 +89,9 @@ def drive_point(
     ``incomplete_reason``, the sessions' run, the warm-up, ``precision``), the ``client``
     section and the ``telemetry`` section (``gpu``, ``server_metrics``).
 
-    ``precision``: measure until the rule is met (:class:`PrecisionStop`; one client process,
-    closed or open loop, not sessions), with ``wl`` bound by the rule's ceiling seconds.
+    ``precision``: measure until the rule is met (closed or open loop, not sessions), with
+    ``wl`` bound by the rule's ceiling seconds: :class:`PrecisionStop` in one client process,
+    :class:`~infer_prof.run.pool_precision.PoolPrecision` over several.
 
     In one client process the records go through a :class:`RecordSpool` (each in memory while
     its request is in flight, on disk in the results folder once ended), so the client's memory
@@ -119,8 +120,8 @@ def drive_point(
         if processes > 1:
             # forks the workers before this process starts the telemetry threads
             drive_pool(
-                PooledPoint(ctx, wl, processes, progress, state, sampler, scraper),
-                _pool_job(ctx, wl, build, warm, measured),
+                PooledPoint(ctx, wl, processes, progress, state, sampler, scraper, precision),
+                _pool_job(ctx, wl, build, warm, measured, precision is not None),
                 pooled,
                 client,
             )
@@ -356,11 +357,13 @@ def _pool_job(
     build: Callable[[RequestSpec], bytes],
     warm: list[RequestSpec] | Iterator[RequestSpec],
     measured: Iterator[RequestSpec],
+    precise: bool = False,
 ) -> WorkerJob:
     """The point as a :class:`WorkerJob`. Closed loop: a counted point's specs as a list, which
     every worker's streams claim from one shared counter (one closed loop over the list); a
     duration-bound point's lazy iterator, dealt round-robin. Open loop: the scheduled arrivals,
-    dealt round-robin (a list when counted, lazily when bound by duration)."""
+    dealt round-robin (a list when counted, lazily when bound by duration). ``precise``: the
+    workers tally for the precision stop (:mod:`infer_prof.loadgen.worker_tally`)."""
     cfg, a = ctx.cfg, wl.arrival
     counted = wl.num_requests is not None
     if a.mode == "closed":
@@ -376,6 +379,7 @@ def _pool_job(
             specs,
             continuous_warmup=continuous_warmup(wl),
             warmup_seconds=warmup_seconds(wl.warmup),
+            precision=precise,
         )
     arrivals = _open_arrivals(wl, measured, ctx.trace)
     return WorkerJob(
@@ -386,6 +390,7 @@ def _pool_job(
         warm,
         arrivals=list(arrivals) if counted else arrivals,
         open_plan=OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
+        precision=precise,
     )
 
 

@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.precision import PrecisionRule
 from infer_prof.core.workloads import Workload
 from infer_prof.loadgen.closed_loop import LiveCounters
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.report.progress import ProgressLine
+from infer_prof.run.pool_precision import PoolPrecision
 from infer_prof.run.record import record_health, relabel_server_died
 from infer_prof.run.startup import RunContext, healthy
 from infer_prof.run.stopping import during_load
@@ -33,6 +35,8 @@ class PooledPoint:
     state: dict[str, Any]
     sampler: NvmlSampler
     scraper: MetricsScraper
+    # measured until precise (the job's ``precision`` set): run.pool_precision
+    precision: PrecisionRule | None = None
 
 
 def drive_pool(
@@ -46,9 +50,11 @@ def drive_pool(
     progress, the telemetry window marks, and Ctrl-C/SIGTERM/SIGHUP (the first cancels every
     worker's streams; every record measured so far is kept). Forks before starting the
     telemetry threads; fills ``records`` and ``client`` (the merged health, plus each
-    worker's under ``workers``)."""
+    worker's under ``workers``). With ``point.precision``: measured until precise
+    (:class:`PoolPrecision`), its block in ``point.state["precision"]``."""
     pool = WorkerPool(point.processes, job)
-    watch = _PoolWatch(point, pool)
+    prec = PoolPrecision(point.precision, pool) if point.precision and job.precision else None
+    watch = _PoolWatch(point, pool, prec)
     try:
         with during_load(watch.on_signal, pool.kill_now):
             pool.start()
@@ -63,6 +69,8 @@ def drive_pool(
     finally:
         point.sampler.mark_window_end()
         point.scraper.mark_window_end()
+        if prec is not None:
+            point.state["precision"] = prec.finish()
     records.extend(recs)
     state = point.state
     if state["incomplete_reason"] == "server_died":
@@ -103,10 +111,12 @@ def _pooled_client(
 @dataclass
 class _PoolWatch:
     """The pooled point's watcher, called by :meth:`WorkerPool.join` about every 0.1 s: acts on
-    Ctrl-C/SIGTERM/SIGHUP, marks the telemetry window, watches the server, redraws the progress."""
+    Ctrl-C/SIGTERM/SIGHUP, marks the telemetry window, watches the server, checks the precision
+    stop, redraws the progress."""
 
     point: PooledPoint
     pool: WorkerPool
+    precision: PoolPrecision | None = None
     signalled: bool = False
     cancelled: bool = False
     marked: bool = False
@@ -129,6 +139,8 @@ class _PoolWatch:
             self.marked = True
         if c.phase != "done":
             self._watchdog(c)
+        if self.precision is not None:
+            self.precision.poll()
         self.point.progress.update(c)
 
     def _cancel(self) -> None:

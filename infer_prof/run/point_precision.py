@@ -4,7 +4,8 @@ a pure :class:`~infer_prof.core.precision.PrecisionTracker`.
 
 The client's hot path (reading tokens) is untouched: the predicate runs where a driver takes
 its next measured request (closed loop) or makes its next send (open loop), and does its work
-at most every :data:`POLL_S` seconds; in between it only reads the clock.
+at most every :data:`POLL_S` seconds; in between it only reads the clock. One client process;
+over several, :mod:`infer_prof.run.pool_precision` applies the same rule.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from infer_prof.core.metrics import RequestRecord, tpot_ns
 from infer_prof.core.precision import PrecisionRule, PrecisionTracker
+from infer_prof.loadgen.arrival_tap import ArrivalTap
 from infer_prof.run.record_spool import RecordSpool
 
 POLL_S = 0.1
@@ -29,10 +30,10 @@ class PrecisionStop:
 
     def __init__(self, rule: PrecisionRule, records: RecordSpool) -> None:
         self.tracker = PrecisionTracker(rule)
-        self._open: dict[int, tuple[RequestRecord, int]] = {}  # id -> (record, chunks read)
+        self._tap = ArrivalTap(self.tracker.add_tokens, self.tracker.add_request)
         self._next_ns = 0
         self._done = False
-        records.subscribe(on_append=self._track, on_end=self._ended)
+        records.subscribe(on_append=self._tap.track, on_end=self._tap.ended)
 
     def __call__(self) -> bool:
         if self._done:
@@ -42,42 +43,11 @@ class PrecisionStop:
             return False
         self._next_ns = now + int(POLL_S * 1e9)
         self.tracker.start(now)
-        self._read()
+        self._tap.read()
         self._done = self.tracker.check(now)
         return self._done
 
-    def _track(self, rec: RequestRecord) -> None:
-        self._open[id(rec)] = (rec, 0)
-
-    def _bin(self, key: int) -> RequestRecord:
-        """Bin the tokens of the record ``key`` that arrived since they were last read."""
-        rec, read = self._open[key]
-        ns, toks = rec.chunk_ns, rec.chunk_tokens
-        n = min(len(ns), len(toks))
-        if n < read:  # the stream restarted its chunks (a retried connect)
-            read = 0
-        for i in range(read, n):
-            self.tracker.add_tokens(ns[i], toks[i])
-        self._open[key] = (rec, n)
-        return rec
-
-    def _ended(self, rec: RequestRecord) -> None:
-        """A request ended: its last tokens binned, a measured one counted (its TPOT)."""
-        key = id(rec)
-        if key not in self._open:
-            return
-        self._bin(key)
-        del self._open[key]
-        if not rec.warmup and rec.ok:
-            t = tpot_ns(rec)
-            self.tracker.add_request(None if t is None else t / 1e6)
-
-    def _read(self) -> None:
-        """Bin the tokens that arrived since the last read in the requests in flight."""
-        for key in list(self._open):
-            self._bin(key)
-
     def to_dict(self) -> dict[str, Any]:
         """The point's ``precision`` block (see :meth:`PrecisionTracker.to_dict`), as of now."""
-        self._read()
+        self._tap.read()
         return self.tracker.to_dict(time.perf_counter_ns() if not self._done else None)

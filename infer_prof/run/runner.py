@@ -102,7 +102,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 elif fspec is not None:
                     memory = plan.plan.memory if plan.plan else None
                     frontier = run_frontier(
-                        points, fspec, run_at, outcomes, cfg.client_processes,
+                        points, fspec, run_at, outcomes,
                         memory.max_sequences if memory else None, progress.status,
                         stop_requested,
                     )
