@@ -94,10 +94,16 @@ def matrix_command(
     ray: Any = None
     types: dict[str, str] = {}
     if ray_address:
-        from infer_prof.run.matrix_ray import check_cluster, import_ray
+        from infer_prof.run.matrix_ray import check_cluster, check_reachable, import_ray
 
+        if (Path.cwd() / "infer_prof" / "__init__.py").is_file():
+            # Ray puts the driver's working directory first on every worker's sys.path
+            sys.stderr.write(f"warning: {Path.cwd()} holds an infer_prof package, which Ray "
+                             "puts first on every node's path: the nodes run this copy, not "
+                             "their own install; run matrix --ray from another folder\n")
         try:
             ray = import_ray()
+            check_reachable(ray_address)
             ray.init(address=ray_address, log_to_driver=False, logging_level="ERROR")
             types = check_cluster(ray, matrix, plans)
         except ConfigError as exc:

@@ -21,6 +21,7 @@ cancels every cell with ``ray.cancel(force=True)``: the worker is killed, and it
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -45,6 +46,24 @@ def import_ray() -> Any:
     except ImportError:
         raise ConfigError("--ray needs Ray: pip install 'infer-prof[ray]'") from None
     return ray
+
+
+def check_reachable(address: str, timeout_s: float = 5.0) -> None:
+    """ConfigError (one line) when a ``HOST:PORT`` head address does not accept a TCP
+    connection within ``timeout_s`` (``ray.init`` would retry for minutes); "auto" and
+    ``ray://`` addresses are left to Ray."""
+    if address == "auto" or "://" in address:
+        return
+    host, _, port = address.rpartition(":")
+    if not host or not port.isdigit():
+        raise ConfigError(f"--ray {address}: give the head node as HOST:PORT (e.g. "
+                          "10.0.0.1:6379) or auto")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=timeout_s).close()
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        raise ConfigError(f"--ray {address}: cannot connect to the Ray cluster's head ({why}); "
+                          "start it with `ray start --head` or give its ADDRESS:6379") from None
 
 
 def probe_node() -> dict[str, Any]:
