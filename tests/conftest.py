@@ -4,6 +4,7 @@ test's own results folder, and a session check that the checkout's results/ stay
 from __future__ import annotations
 
 import os
+import signal
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -62,6 +63,11 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     # every result a test makes (in this process or an `infer-prof` it starts) is held to its
     # declared type: a key written but not declared, or a value of the wrong type, fails
     os.environ["INFER_PROF_STRICT_SCHEMA"] = "1"
+    # A shell without job control starts a background command (`make test &`, nohup) with
+    # SIGINT ignored, and every process it starts inherits that: the tests that press Ctrl-C on
+    # an `infer-prof` they start would see it ignored. The tests press it; they get it.
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
