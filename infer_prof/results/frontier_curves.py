@@ -21,13 +21,16 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.comparison import labels_text, run_status
+from infer_prof.core.comparison import labels_text
 from infer_prof.core.frontier import FrontierPoint
 from infer_prof.core.frontier_axes import point_from_result, run_price
 from infer_prof.core.frontier_compare import Curve
 from infer_prof.core.slo import Slo, check_summary
 from infer_prof.results import history, history_database
-from infer_prof.results.loading import device_name, gpu_count, history_result, settings_fields
+from infer_prof.results.comparison_rows import run_status
+from infer_prof.results.document import decode_result
+from infer_prof.results.identity import device_name, gpu_count, settings_fields
+from infer_prof.results.loading import history_result
 
 #: Fields that vary along one frontier, or say where it ran rather than what: not grouped on.
 _ALONG_THE_CURVE = ("concurrency", "request_rate", "max_concurrency", "burstiness", "host")
@@ -45,7 +48,8 @@ def _map(value: Any) -> Mapping[str, Any]:
 def group_fields(result: Mapping[str, Any]) -> dict[str, Any]:
     """What makes two results points of one frontier: :func:`settings_fields` without the load
     and the host."""
-    return {k: v for k, v in settings_fields(result).items() if k not in _ALONG_THE_CURVE}
+    fields = settings_fields(decode_result(result))
+    return {k: v for k, v in fields.items() if k not in _ALONG_THE_CURVE}
 
 
 def load_of(result: Mapping[str, Any]) -> float | None:
@@ -89,7 +93,8 @@ def _point_from_dict(d: Mapping[str, Any]) -> FrontierPoint | None:
 
 
 def _gpu_text(result: Mapping[str, Any]) -> str:
-    name, count = device_name(result), gpu_count(result)
+    typed = decode_result(result)
+    name, count = device_name(typed), gpu_count(typed)
     return f"{count}x {name}" if count > 1 else name
 
 
@@ -141,7 +146,7 @@ def _curve(
         passes = tuple(ok(p) for p in pts)
     used = [by_load[p.concurrency] for p in pts if p.concurrency in by_load]
     problems = tuple(f"{name}: {status}" for name, r in used
-                     if (status := run_status(r)) != "ok")
+                     if (status := run_status(decode_result(r))) != "ok")
     labels = _map(newest.get("labels")) or _map(_map(newest.get("config")).get("labels"))
     return Curve(
         gpu=_gpu_text(newest),
@@ -184,7 +189,7 @@ def curves_from_results(
 def differing_workloads(loaded: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, list[Any]]:
     """The :data:`WORKLOAD_FIELDS` whose values differ among the results (what makes a
     comparison at one target meaningless: another model, another workload), value per result."""
-    values = [settings_fields(r) for _, r in loaded]
+    values = [settings_fields(decode_result(r)) for _, r in loaded]
     out: dict[str, list[Any]] = {}
     for k in WORKLOAD_FIELDS:
         column = [v.get(k) for v in values]

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from infer_prof.cli.history import KEY_METRICS
-from infer_prof.core.comparison import row_for
 from infer_prof.core.frontier_axes import (
     AXIS_KEYS,
     engine_gpus,
@@ -23,6 +22,8 @@ from infer_prof.core.frontier_axes import (
     summary_with_axes,
 )
 from infer_prof.report.console import print_sweep, totals_table
+from infer_prof.results.comparison_rows import row_for
+from infer_prof.results.document import decode_result as typed
 from infer_prof.results.gate import AGGREGATE_METRICS, RunData, evaluate
 from infer_prof.results.loading import history_summary
 from infer_prof.results.schema import load_result, public_summary
@@ -159,7 +160,7 @@ def test_point_from_result() -> None:
 def test_axes_reach_compare_gate_history_and_console() -> None:
     r = _result()
     r["summary"] = summary_with_axes(r)
-    row = row_for(r)
+    row = row_for(typed(r))
     assert row["interactivity"] == 50.0 and row["total_tok_s_per_gpu"] == 2000.0
     assert row["usd_per_1m_total"] == pytest.approx(0.5)
     assert row["joules_per_total_token"] is None

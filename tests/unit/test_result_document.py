@@ -140,3 +140,29 @@ def test_every_metric_of_the_metric_table_is_a_declared_field():
         missing += [p for p in paths if not _declared(p)]
     assert not missing, f"declare these in results/document.py: {missing}"
     assert not _declared("summary.ttft_ms.p95") and not _declared("summary.nope")
+
+
+def test_failure_kinds_are_the_documented_ones_and_others_are_refused():
+    """``summary.failure_kinds`` keys are a declared set (docs/error-kinds.md's tables, plus
+    ``http_<status>``): a kind the writer misspells is caught when the result is written."""
+    import re
+    from pathlib import Path
+
+    from infer_prof.results.document import FAILURE_KINDS, is_failure_kind
+
+    doc_text = (Path(__file__).resolve().parents[2] / "docs" / "error-kinds.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z_0-9]+)` \|", doc_text, re.M))
+    assert documented == set(FAILURE_KINDS)
+    good = _doc()
+    good["summary"]["failure_kinds"] = {"http_503": 2, "timeout": 1, "server_died": 1}
+    assert check_document(good) == []
+    assert decode_result(good).summary.failure_kinds == {"http_503": 2, "timeout": 1,
+                                                         "server_died": 1}
+    bad = _doc()
+    bad["summary"]["failure_kinds"] = {"time_out": 1}
+    problems = check_document(bad)
+    assert len(problems) == 1 and "$.summary.failure_kinds" in problems[0]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, json_schema())
+    assert is_failure_kind("http_404") and not is_failure_kind("http_") and \
+        not is_failure_kind("time_out")
