@@ -174,7 +174,7 @@ def test_axes_reach_compare_gate_history_and_console() -> None:
     cur = RunData("c", "c", {"interactivity_tok_s_user": 40.0})
     (cmp,) = evaluate([base], [cur])
     assert cmp.name == "interactivity_tok_s_user" and cmp.regression
-    t = totals_table({**r, "gpu": {"engine_gpus": 2}})
+    t = totals_table(typed({**r, "gpu": {"engine_gpus": 2}}))
     rows = dict(zip(t.columns[0].cells, t.columns[1].cells, strict=True))
     assert rows["tokens/s/user (1000/TPOT p50 / p90)"] == "50.0 / 40.0"
     assert rows["tokens/s per GPU out / in / total (2 GPUs)"] == "500.0 / 1,500.0 / 2,000.0"

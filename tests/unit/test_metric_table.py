@@ -113,7 +113,7 @@ def test_direction_for_follows_the_table() -> None:
 
 def test_console_shows_its_latencies() -> None:
     r = _result()
-    lines = _text(summary_table(r)).splitlines()
+    lines = _text(summary_table(typed(r))).splitlines()
     for m in mt.metrics_at("console"):
         label = m.shows["console"].label or m.name
         row = next((ln for ln in lines if ln.strip(" │┃|").startswith(label)), None)
