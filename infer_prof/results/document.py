@@ -37,6 +37,10 @@ LoadMode = Literal["closed", "open"]
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
 WarmupMode = Literal["none", "requests", "steady", "seconds"]
+#: What ended the warm-up phase (``warmup.ended_by``): every stream finished a warm-up request,
+#: the asked duration passed, the warm-up's requests ran out, a counted warm-up's requests all
+#: finished, or every warm-up request failed (``core.warmup.WARMUP_JUDGED``).
+WarmupEnd = Literal["steady", "duration", "pool_exhausted", "requests", "every_request_failed"]
 
 #: Why a request failed (``RequestRecord.error``, the keys of ``summary.failure_kinds``): each
 #: kind of docs/error-kinds.md, and ``http_<status>`` for any status other than 200 and 429.
@@ -252,7 +256,7 @@ class Warmup(_Section):
     mode: str  # steady, requests or <N>s (a duration: not one of WarmupMode's words)
     requests: int = 0
     seconds: float | None = None
-    ended_by: str | None = None
+    ended_by: WarmupEnd | None = None
     judged: str | None = None
     first_wave: Obj | None = None
     phase_stagger: Obj | None = None

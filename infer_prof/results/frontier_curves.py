@@ -1,7 +1,7 @@
 """Frontier curves from result files or the history, for ``compare --target-interactivity``.
 
 Results are grouped into one :class:`infer_prof.core.frontier_compare.Curve` per GPU, instance
-(labels) and configuration: everything :func:`infer_prof.results.loading.settings_fields` looks
+(labels) and configuration: everything :func:`infer_prof.results.identity.settings_fields` looks
 at except the load (concurrency, request rate) and the host. Within a group:
 
 - a result with a ``frontier`` section (``run --frontier``; see docs/frontier.md) gives the

@@ -166,3 +166,21 @@ def test_failure_kinds_are_the_documented_ones_and_others_are_refused():
         jsonschema.validate(bad, json_schema())
     assert is_failure_kind("http_404") and not is_failure_kind("http_") and \
         not is_failure_kind("time_out")
+
+
+def test_the_warmup_end_is_a_declared_word():
+    """``warmup.ended_by`` is a ``WarmupEnd``: the words the warm-up gates and core/warmup.py
+    give, and nothing else."""
+    from typing import get_args
+
+    from infer_prof.core.warmup import WARMUP_JUDGED
+    from infer_prof.loadgen.worker_shared import SharedWarmupGate
+    from infer_prof.results.document import WarmupEnd
+
+    words = set(get_args(WarmupEnd))
+    assert set(WARMUP_JUDGED) | {"requests"} == words
+    assert set(SharedWarmupGate.REASONS) <= words
+    for word in words:
+        assert check_document(_doc(warmup={"mode": "steady", "ended_by": word})) == []
+    problems = check_document(_doc(warmup={"mode": "steady", "ended_by": "stedy"}))
+    assert len(problems) == 1 and "$.warmup.ended_by" in problems[0]
