@@ -74,10 +74,10 @@ def totals_table(result: Result) -> Table:
     rows += _session_rows(result)
     rows += _derived_rows(result)
     slo = result.slo
-    if slo:
-        verdict = "PASS" if slo.get("passed") else "FAIL: " + "; ".join(slo.get("failures", []))
-        rows.append((f"SLO {slo.get('slos')}", verdict))
-        rows.append(("goodput (req/s)", fmt_value(slo.get("goodput"), 3)))
+    if slo is not None:
+        verdict = "PASS" if slo.passed else "FAIL: " + "; ".join(slo.failures)
+        rows.append((f"SLO {slo.slos}", verdict))
+        rows.append(("goodput (req/s)", fmt_value(slo.goodput, 3)))
     rows += _validity_rows(result.validity)
     if not result.complete:
         rows.append(("INCOMPLETE", str(result.incomplete_reason)))

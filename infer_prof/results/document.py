@@ -139,6 +139,30 @@ class Validity(_Section):
     rules: ValidityRules | None = None
 
 
+class SloCheckOutcome(_Section):
+    """One SLO checked at run level (``core.slo.SloCheck``): the run's statistic ``value_ms``
+    against ``limit_ms`` (milliseconds), ``slo`` its key (``ttft_p99``)."""
+
+    slo: str
+    limit_ms: float
+    passed: bool
+    value_ms: float | None = None
+
+
+class SloOutcome(_Section):
+    """The run's SLOs (``core.slo.SloReport``): each check, ``passed`` when all pass, the
+    failed checks in words, and goodput (requests/s of completed requests within every limit)."""
+
+    passed: bool
+    slos: str | None = None
+    checks: list[SloCheckOutcome] = []
+    failures: list[str] = []
+    good_requests: int | None = None
+    completed_requests: int | None = None
+    goodput: float | None = None
+    definition: str | None = None
+
+
 class Price(_Section):
     """The price a run was costed at (``catalog.prices.PriceQuote`` or
     ``core.market.InstanceQuote``): per GPU-hour, and where it came from."""
@@ -345,7 +369,7 @@ class Result(_Section):
     server: Obj | None = None
     environment: Environment | None = None
     stream: Stream | None = None
-    slo: Obj | None = None
+    slo: SloOutcome | None = None
     validity: Validity | None = None
     client: Obj | None = None
     gpu: GpuUsed | None = None

@@ -184,3 +184,29 @@ def test_the_warmup_end_is_a_declared_word():
         assert check_document(_doc(warmup={"mode": "steady", "ended_by": word})) == []
     problems = check_document(_doc(warmup={"mode": "steady", "ended_by": "stedy"}))
     assert len(problems) == 1 and "$.warmup.ended_by" in problems[0]
+
+
+def test_the_slo_section_is_typed_as_core_slo_writes_it():
+    """``slo`` is what ``core.slo.SloReport.to_dict`` writes, read by attribute (the console's
+    SLO and goodput rows)."""
+    from rich.console import Console
+
+    from infer_prof.core.slo import Slo, SloCheck, SloReport
+    from infer_prof.report.console import totals_table
+
+    checks = [SloCheck(Slo("ttft", "p99", 100.0), 120.0, False),
+              SloCheck(Slo("tpot", "p50", 50.0), None, False)]
+    block = SloReport(checks, good_requests=3, completed_requests=4, duration_s=2.0,
+                      goodput=1.5, failures=["ttft_p99 120 > 100 ms"]).to_dict()
+    doc = _doc(slo=block, cost=None)
+    assert check_document(doc) == []
+    slo = decode_result(doc).slo
+    assert slo is not None and slo.passed is False and slo.goodput == 1.5
+    assert [c.slo for c in slo.checks] == ["ttft_p99", "tpot_p50"]
+    assert slo.checks[1].value_ms is None  # not measured
+    console = Console(width=200, record=True)
+    console.print(totals_table(decode_result(doc)))
+    text = console.export_text()
+    assert "FAIL: ttft_p99 120 > 100 ms" in text and "1.500" in text
+    bad = _doc(slo={**block, "passed": "no"})
+    assert any("$.slo.passed" in p for p in check_document(bad))
