@@ -6,6 +6,8 @@ import csv
 import io
 import json
 import sys
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import typer
@@ -16,10 +18,12 @@ from rich.table import Table
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.compare_frontiers import compare_frontiers
-from infer_prof.core.comparison import COLUMNS, comparison_table, format_value
+from infer_prof.core.comparison import COLUMNS, format_value
 from infer_prof.report.markdown import compare_markdown
-from infer_prof.results.loading import PLACEMENT_FIELDS, differing_fields, load_results
-from infer_prof.results.run_ids import run_name_of
+from infer_prof.results.comparison_rows import comparison_table
+from infer_prof.results.document import Result
+from infer_prof.results.identity import PLACEMENT_FIELDS, differing_fields, readable_name
+from infer_prof.results.loading import load_typed_results
 from infer_prof.results.schema import ResultFileError
 
 FORMATS = ("table", "markdown", "csv", "json")
@@ -117,13 +121,40 @@ def compare_command(
              "comparison); to compare result files, name them")
     if not results:
         fail("name result files, folders or glob patterns to compare")
+    runs = _comparable_runs(results, force)
+    rows, best = comparison_table([r.result for r in runs.loaded])
+    for row, name in zip(rows, runs.names, strict=True):
+        row["run_id"] = name
+    _warn_about_status(runs)
+    tier_costs = _tiers([r.result for r in runs.loaded], prices_from) if tiers else None
+    _print_comparison(output_format, rows, best, runs, tier_costs)
+
+
+@dataclass(frozen=True)
+class _Loaded:
+    path: Path
+    result: Result
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """The runs to compare, in the order named: each result, its readable name, and the
+    settings that differ between them (``{field: [value per run]}``)."""
+
+    loaded: list[_Loaded]
+    names: list[str]
+    diff: dict[str, list[Any]]
+
+
+def _comparable_runs(specs: list[str], force: bool) -> _Runs:
+    """Load the named results; refuse (exit 2) runs whose settings differ in more than where
+    they ran, unless ``force`` (then warn, listing the differences)."""
     try:
-        loaded = load_results(results)
+        loaded = [_Loaded(p, r) for p, r in load_typed_results(specs)]
     except ResultFileError as exc:
         fail(str(exc))
-    dicts = [r for _, r in loaded]
-    names = [run_name_of(r) or p.stem for p, r in loaded]
-    diff = differing_fields(dicts, ignore=PLACEMENT_FIELDS)
+    names = [readable_name(x.result) or x.path.stem for x in loaded]
+    diff = differing_fields([x.result for x in loaded], ignore=PLACEMENT_FIELDS)
     if diff:
         listing = describe_differences(diff, names)
         if not force:
@@ -132,27 +163,31 @@ def compare_command(
                 f"comparable:\n{listing}\nuse --force to compare them anyway"
             )
         typer.echo(f"warning: comparing runs whose settings differ:\n{listing}", err=True)
-    rows, best = comparison_table(dicts)
-    for row, name in zip(rows, names, strict=True):
-        row["run_id"] = name
-    incomplete = [n for n, r in zip(names, dicts, strict=True) if not r.get("complete", True)]
+    return _Runs(loaded, names, diff)
+
+
+def _warn_about_status(runs: _Runs) -> None:
+    """On stderr: the runs that stopped early, and those whose numbers do not hold."""
+    pairs = list(zip(runs.names, runs.loaded, strict=True))
+    incomplete = [n for n, x in pairs if not x.result.complete]
     if incomplete:
         typer.echo(f"warning: incomplete runs: {', '.join(incomplete)}", err=True)
-    invalid = [
-        n
-        for n, r in zip(names, dicts, strict=True)
-        if (r.get("validity") or {}).get("valid") is False
-    ]
+    invalid = [n for n, x in pairs if x.result.validity is not None and not x.result.validity.valid]
     if invalid:
         typer.echo(f"warning: invalid runs: {', '.join(invalid)} (see the status column)", err=True)
-    paths = [str(p) for p, _ in loaded]
-    tier_costs = _tiers(dicts, prices_from) if tiers else None
+
+
+def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict[str, set[int]],
+                      runs: _Runs, tier_costs: dict[str, Any] | None) -> None:
+    """The table in ``output_format`` on stdout (with the tier costs for ``json`` and
+    ``table`` when asked for)."""
+    paths = [str(x.path) for x in runs.loaded]
     if output_format == "json":
         payload = {
             "columns": [{"key": c.key, "header": c.header, "better": c.better} for c in COLUMNS],
             "rows": [{**row, "path": paths[i]} for i, row in enumerate(rows)],
             "best": {k: sorted(v) for k, v in best.items()},
-            "differing_fields": diff,
+            "differing_fields": runs.diff,
         }
         if tier_costs is not None:
             payload["tiers"] = {"market": tier_costs["market"], "runs": tier_costs["runs"]}
@@ -169,11 +204,11 @@ def compare_command(
         if tier_costs is not None:
             from infer_prof.cli.compare_tiers import print_tiers
 
-            print_tiers(console, names, tier_costs)
+            print_tiers(console, runs.names, tier_costs)
 
 
-def _tiers(dicts: list[dict[str, Any]], prices_from: str | None) -> dict[str, Any]:
+def _tiers(results: list[Result], prices_from: str | None) -> dict[str, Any]:
     """``compare --tiers``: each run's cost per tier (infer_prof.cli.compare_tiers)."""
     from infer_prof.cli.compare_tiers import tiers_for
 
-    return tiers_for(dicts, prices_from)
+    return tiers_for(results, prices_from)

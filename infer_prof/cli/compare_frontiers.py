@@ -21,12 +21,13 @@ from infer_prof.core.frontier_compare import TargetRow, rows_at_target
 from infer_prof.core.slo import SloError, format_slos, parse_slos
 from infer_prof.report.console import fmt_value
 from infer_prof.results import history_database
+from infer_prof.results.document import Result
 from infer_prof.results.frontier_curves import (
     curves_from_results,
     differing_workloads,
     results_from_history,
 )
-from infer_prof.results.loading import load_results
+from infer_prof.results.loading import load_typed_results
 from infer_prof.results.schema import ResultFileError
 
 #: (key, header, decimals) of the table's columns, in order; keys as in the JSON rows.
@@ -103,11 +104,11 @@ def _markdown(rows: list[dict[str, Any]], title: str) -> str:
 
 def _load(
     results: list[str], history_db: str | None, model: str | None,
-) -> list[tuple[str, dict[str, Any]]]:
-    loaded: list[tuple[str, dict[str, Any]]] = []
+) -> list[tuple[str, Result]]:
+    loaded: list[tuple[str, Result]] = []
     if results:
         try:
-            loaded += [(str(p), r) for p, r in load_results(results)]
+            loaded += [(str(p), r) for p, r in load_typed_results(results)]
         except ResultFileError as exc:
             fail(str(exc))
     if history_db is not None:

@@ -10,10 +10,11 @@ from rich.table import Table
 
 from infer_prof.catalog.market import load_market
 from infer_prof.catalog.prices import load_prices
+from infer_prof.results.document import Result
 from infer_prof.results.tier_costs import TIER_NAMES, tier_costs
 
 
-def tiers_for(results: list[dict[str, Any]], prices_from: str | None) -> dict[str, Any]:
+def tiers_for(results: list[Result], prices_from: str | None) -> dict[str, Any]:
     """Every run's tier costs, and where the market prices came from."""
     market = load_market(prices_from)
     seed = load_prices(None)

@@ -19,8 +19,9 @@ from infer_prof.core.metric_table import columns_at
 from infer_prof.core.regression import direction_for
 from infer_prof.report.console import fmt_value
 from infer_prof.results import history, history_database
-from infer_prof.results.loading import config_fingerprint, expand_paths, export_run, record_result
-from infer_prof.results.schema import ResultFileError, load_result
+from infer_prof.results.identity import config_fingerprint
+from infer_prof.results.loading import expand_paths, export_run, record_result
+from infer_prof.results.schema import ResultFileError, load_result, load_typed_result
 
 DEFAULT_DB = history_database.DEFAULT_HELP
 HISTORY_HELP = (
@@ -235,7 +236,7 @@ def _history(
         fail("give --fingerprint or --config, not both")
     if config is not None:
         try:
-            fingerprint = config_fingerprint(load_result(config))
+            fingerprint = config_fingerprint(load_typed_result(config))
         except ResultFileError as exc:
             fail(str(exc))
     if fingerprint is None:

@@ -14,9 +14,10 @@ from rich.console import Console
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.compare import _table
-from infer_prof.core.comparison import comparison_table
 from infer_prof.core.matrix import cell_run_args
 from infer_prof.core.multinode import placement_bundles
+from infer_prof.results.comparison_rows import comparison_table
+from infer_prof.results.document import decode_result
 from infer_prof.run.config import ConfigError
 
 
@@ -150,7 +151,7 @@ def _run(matrix: Any, plans: Any, ray: Any, types: dict[str, str], results_dir: 
                             "ray" if ray is not None else "here")
     docs = [d for o in outcomes for d in o.results]
     if docs:
-        rows, best = comparison_table(docs)
+        rows, best = comparison_table([decode_result(d) for d in docs])
         console = Console()
         if not console.is_terminal:
             console = Console(width=400)

@@ -19,6 +19,7 @@ from infer_prof.core.regression import DEFAULT_THRESHOLD_PCT, MetricComparison, 
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
 from infer_prof.results import history, history_database
+from infer_prof.results.document import decode_result
 from infer_prof.results.gate import (
     DEFAULT_MAX_SAMPLES,
     RunData,
@@ -27,7 +28,8 @@ from infer_prof.results.gate import (
     run_from_result,
     verdict,
 )
-from infer_prof.results.loading import differing_fields, load_results
+from infer_prof.results.identity import differing_fields
+from infer_prof.results.loading import load_results
 from infer_prof.results.schema import ResultFileError
 
 DEFAULT_HISTORY = history_database.DEFAULT_HELP
@@ -197,7 +199,7 @@ def _pair_groups(
             fail("no configuration of the current runs appears in the baseline")
         return groups
     results = [r.result for r in (*base, *cur) if r.result is not None]
-    diff = differing_fields(results, ignore=("labels", "host"))
+    diff = differing_fields([decode_result(r) for r in results], ignore=("labels", "host"))
     if diff:
         listing = "\n".join(f"  {k}: {json.dumps(v, default=str)}" for k, v in diff.items())
         if not force:

@@ -28,12 +28,14 @@ import json
 import sys
 from typing import Any
 
+import msgspec
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from infer_prof.report.console import print_summary, print_sweep
 from infer_prof.report.frontier_table import frontier_problems, print_frontiers
+from infer_prof.results.document import decode_result
 from infer_prof.results.failed_run import every_request_failed, warmup_failed
 from infer_prof.results.schema import public_result
 from infer_prof.run.record import SweepOutcome
@@ -60,7 +62,12 @@ def print_outcome(outcome: SweepOutcome, json_output: bool, out: Console) -> Non
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:
             for p in outcome.points:
-                print_summary(p.result, out)
+                try:
+                    typed = decode_result(p.result)
+                except msgspec.ValidationError as exc:  # written already (store warned)
+                    out.print(f"warning: no summary table: {exc}", markup=False)
+                    continue
+                print_summary(typed, out)
             if outcome.sweep:
                 print_sweep(outcome.sweep, out)
                 print_frontiers(outcome.sweep, out)

@@ -1,7 +1,8 @@
 """The comparison table: one row per run, and the best value of each column.
 
-Pure: takes result dicts (already loaded), returns rows of plain values. The measured columns
-are the metric table's ``compare`` place (:mod:`infer_prof.core.metric_table`). Columns and units:
+Pure: the columns, and the best of rows of plain values. The rows are read from typed results by
+:mod:`infer_prof.results.comparison_rows`. The measured columns are the metric table's
+``compare`` place (:mod:`infer_prof.core.metric_table`). Columns and units:
 
 ========================  =========================================  ==========
 column key                source in the result                       better
@@ -40,7 +41,8 @@ falls back to ``cost.usd_per_million_output_tokens`` and ``cost.usd_per_1m_outpu
 alternative spelling; ``|`` in :attr:`Column.path`).
 
 ``status`` is ``ok``, or ``INCOMPLETE: <why>`` and/or ``INVALID: <reasons>`` (see
-:func:`run_status`): a run whose numbers do not hold is marked in every table.
+:func:`infer_prof.results.comparison_rows.run_status`): a run whose numbers do not hold is
+marked in every table.
 
 A value that is missing (not measured, no price, no energy reading) is None, never 0, and never
 best. A column's best is marked only when at least two rows have a value; ties are all best.
@@ -60,7 +62,7 @@ from infer_prof.core.metric_table import Better, columns_at
 class Column:
     """One column: ``key`` (row dict key), ``header`` (short title with unit), ``path`` (where
     the value is in a result, dotted, alternatives separated by ``|``; empty for the text columns
-    computed by :func:`row_for`),
+    computed by :func:`infer_prof.results.comparison_rows.row_for`),
     ``better`` (None for descriptive columns) and ``digits`` (decimals when printed)."""
 
     key: str
@@ -104,7 +106,7 @@ def dig(data: Mapping[str, Any] | None, path: str) -> Any:
     return None
 
 
-def _number(value: Any) -> float | None:
+def finite_number(value: Any) -> float | None:
     """A finite int/float as float; anything else (None, bool, text, NaN) as None."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
@@ -116,52 +118,6 @@ def labels_text(labels: Mapping[str, Any] | None) -> str:
     if not labels:
         return ""
     return ",".join(f"{k}={labels[k]}" for k in sorted(labels))
-
-
-def run_status(result: Mapping[str, Any]) -> str:
-    """``ok``, or what is wrong with the run's numbers: ``INCOMPLETE: <incomplete_reason>``
-    and/or ``INVALID: <validity reasons joined by "; ">``, joined by `` | ``."""
-    parts = []
-    if result.get("complete") is False:
-        parts.append(f"INCOMPLETE: {result.get('incomplete_reason') or 'reason not recorded'}")
-    validity = result.get("validity")
-    if isinstance(validity, Mapping) and validity.get("valid") is False:
-        reasons = validity.get("reasons") or []
-        why = "; ".join(str(r) for r in reasons) if reasons else "reason not recorded"
-        parts.append(f"INVALID: {why}")
-    return " | ".join(parts) or "ok"
-
-
-def row_for(result: Mapping[str, Any]) -> dict[str, Any]:
-    """One table row (keys of :data:`COLUMNS`) for one result dict."""
-    name = dig(result, "environment.gpu_name")
-    count = dig(result, "environment.gpu_count")
-    if not name:  # no GPU seen here: the one named with --gpu (e.g. an endpoint elsewhere)
-        name, count = dig(result, "gpu.key"), dig(result, "gpu.count")
-    gpu = "cpu"
-    if name:
-        gpu = f"{count}x {name}" if isinstance(count, int) and count > 1 else str(name)
-    plan = result.get("plan") if isinstance(result.get("plan"), Mapping) else {}
-    cfg = result.get("config") if isinstance(result.get("config"), Mapping) else {}
-    assert isinstance(plan, Mapping) and isinstance(cfg, Mapping)
-    labels = result.get("labels") or cfg.get("labels") or {}
-    row: dict[str, Any] = {
-        "gpu": gpu,
-        "label": labels_text(labels if isinstance(labels, Mapping) else {}),
-        "model": dig(result, "model.name") or cfg.get("model"),
-        "precision": str(
-            plan.get("precision")
-            or result.get("precision")
-            or cfg.get("quantization")
-            or cfg.get("dtype")
-            or "auto"
-        ),
-        "concurrency": cfg.get("concurrency"),
-        "status": run_status(result),
-    }
-    for col in METRIC_COLUMNS:
-        row[col.key] = _number(dig(result, col.path))
-    return row
 
 
 def best_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, set[int]]:
@@ -181,14 +137,6 @@ def best_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, set[int]]:
         best = pick(v for _, v in present)
         out[col.key] = {i for i, v in present if v == best}
     return out
-
-
-def comparison_table(
-    results: Sequence[Mapping[str, Any]],
-) -> tuple[list[dict[str, Any]], dict[str, set[int]]]:
-    """Rows (:func:`row_for`) for ``results`` in order, and :func:`best_rows` of them."""
-    rows = [row_for(r) for r in results]
-    return rows, best_rows(rows)
 
 
 def format_value(col: Column, value: Any) -> str:

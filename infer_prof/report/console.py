@@ -1,13 +1,19 @@
-"""The summary table printed at the end of a run."""
+"""The summary table printed at the end of a run, read from its typed result (attributes:
+a misspelt field is a type error). The open sections (``plan``, ``slo``, ``client``,
+``sessions``, ``roofline``, ``trace_replay``: JSON objects documented where they are built)
+are read by key."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 
 from infer_prof.core.metric_table import SUMMARY_STATS, metrics_at
+from infer_prof.results.comparison_rows import value_at
+from infer_prof.results.document import Api, Cost, Energy, Result, Validity, Warmup
 
 
 def fmt_value(v: Any, digits: int = 2) -> str:
@@ -19,12 +25,12 @@ def fmt_value(v: Any, digits: int = 2) -> str:
     return str(v)
 
 
-def summary_table(result: dict[str, Any]) -> Table:
+def summary_table(result: Result) -> Table:
     """A rich table of one result: latencies (ms) by percentile, then throughputs and counts."""
-    s = result["summary"]
-    cfg = result["config"]
+    cfg = result.config
     title = (
-        f"{result['model']['name']}  concurrency {cfg.get('concurrency')}  "
+        f"{result.model.name if result.model else cfg.get('model')}  "
+        f"concurrency {cfg.get('concurrency')}  "
         f"in {cfg.get('input_len')} / out {cfg.get('output_len')} tokens"
     )
     t = Table(title=title, title_justify="left")
@@ -32,33 +38,33 @@ def summary_table(result: dict[str, Any]) -> Table:
     for col in SUMMARY_STATS:
         t.add_column(col, justify="right")
     for m in metrics_at("console", "latency"):  # the metric table's console place
-        d = s.get(m.key)
         t.add_row(
             m.shows["console"].label or m.name,
-            *(fmt_value(d.get(c) if d else None) for c in SUMMARY_STATS),
+            *(fmt_value(value_at(result, "|".join(f"{alt}.{c}" for alt in m.path.split("|"))))
+              for c in SUMMARY_STATS),
         )
     return t
 
 
-def totals_table(result: dict[str, Any]) -> Table:
+def totals_table(result: Result) -> Table:
     """Throughputs, counts, and (when known) cost and energy, as key/value rows."""
-    s = result["summary"]
+    s = result.summary
     t = Table(show_header=False, box=None, pad_edge=False)
     t.add_column(style="bold")
     t.add_column(justify="right")
-    failures = ", ".join(f"{k}: {v}" for k, v in s.get("failure_kinds", {}).items())
+    failures = ", ".join(f"{k}: {v}" for k, v in s.failure_kinds.items())
     rows: list[tuple[str, str]] = [
         (
             "requests completed / failed",
-            f"{s['requests_completed']} / {s['requests_failed']}"
+            f"{s.requests_completed} / {s.requests_failed}"
             + (f" ({failures})" if failures else ""),
         ),
-        ("measured window (s)", fmt_value(s.get("duration_s"))
-         + (f" (rates per stream: mean span {fmt_value(s.get('rate_window_s'))} s)"
-            if s.get("rate_basis") == "stream_spans" else "")),
-        ("requests/s", fmt_value(s.get("request_throughput"), 3)),
-        ("output tokens/s", fmt_value(s.get("output_throughput"), 1)),
-        ("total tokens/s", fmt_value(s.get("total_throughput"), 1)),
+        ("measured window (s)", fmt_value(s.duration_s)
+         + (f" (rates per stream: mean span {fmt_value(s.rate_window_s)} s)"
+            if s.rate_basis == "stream_spans" else "")),
+        ("requests/s", fmt_value(s.request_throughput, 3)),
+        ("output tokens/s", fmt_value(s.output_throughput, 1)),
+        ("total tokens/s", fmt_value(s.total_throughput, 1)),
     ]
     rows += _frontier_rows(result)
     rows += _api_rows(result)
@@ -67,14 +73,14 @@ def totals_table(result: dict[str, Any]) -> Table:
     rows += _warmup_rows(result)
     rows += _session_rows(result)
     rows += _derived_rows(result)
-    slo = result.get("slo")
-    if slo:
-        verdict = "PASS" if slo.get("passed") else "FAIL: " + "; ".join(slo.get("failures", []))
-        rows.append((f"SLO {slo.get('slos')}", verdict))
-        rows.append(("goodput (req/s)", fmt_value(slo.get("goodput"), 3)))
-    rows += _validity_rows(result.get("validity"))
-    if not result.get("complete", True):
-        rows.append(("INCOMPLETE", str(result.get("incomplete_reason"))))
+    slo = result.slo
+    if slo is not None:
+        verdict = "PASS" if slo.passed else "FAIL: " + "; ".join(slo.failures)
+        rows.append((f"SLO {slo.slos}", verdict))
+        rows.append(("goodput (req/s)", fmt_value(slo.goodput, 3)))
+    rows += _validity_rows(result.validity)
+    if not result.complete:
+        rows.append(("INCOMPLETE", str(result.incomplete_reason)))
     for k, v in rows:
         t.add_row(k, v)
     return t
@@ -85,13 +91,13 @@ _STREAM_REASONS = ("buffered_stream", "first_token_unknown")
 _CLIENT_REASONS = ("read_lag", "dispatch_lag", "client_cpu")
 
 
-def _validity_rows(validity: dict[str, Any] | None) -> list[tuple[str, str]]:
+def _validity_rows(validity: Validity | None) -> list[tuple[str, str]]:
     """An invalid run's reasons, grouped by whom they blame: the run's size, the server or a
     proxy on the way (late or bunched delivery), or the client (could not keep up)."""
-    if not validity or validity.get("valid"):
+    if validity is None or validity.valid:
         return []
     groups: dict[str, list[str]] = {}
-    for reason in validity.get("reasons", []):
+    for reason in validity.reasons:
         name = reason.split(":", 1)[0]
         head = ("INVALID: server or proxy delivered late or in bursts" if name in _STREAM_REASONS
                 else "INVALID: client could not keep up" if name in _CLIENT_REASONS
@@ -100,85 +106,85 @@ def _validity_rows(validity: dict[str, Any] | None) -> list[tuple[str, str]]:
     return [(head, "; ".join(rs)) for head, rs in groups.items()]
 
 
-def _stream_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+def _stream_rows(result: Result) -> list[tuple[str, str]]:
     """How tokens arrived, and the requests left out of TTFT and TPOT (no first-token time)."""
     from infer_prof.core.stream_shape import describe_shape
 
-    shape = result.get("stream")
-    if not shape:
+    shape = result.stream
+    if shape is None:
         return []
-    rows = [("tokens arrived as", describe_shape(shape))]
-    if shape.get("first_token_unknown"):
+    rows = [("tokens arrived as", describe_shape(msgspec.structs.asdict(shape)))]
+    if shape.first_token_unknown:
         rows.append(("no TTFT/TPOT (left out)",
-                     f"{shape['first_token_unknown']} of {shape['requests']} requests: all their "
+                     f"{shape.first_token_unknown} of {shape.requests} requests: all their "
                      "tokens came in one event, so their first token's time is unknown"))
     return rows
 
 
-def _frontier_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+def _frontier_rows(result: Result) -> list[tuple[str, str]]:
     """The point on the cost-interactivity frontier (``core.frontier_axes``): tokens/s each user
     sees, tokens/s per GPU the engine used, and $ and J per token (n/a where not measured)."""
-    s = result["summary"]
-    gpus = (result.get("gpu") or {}).get("engine_gpus")
+    s = result.summary
+    gpus = result.gpu.engine_gpus if result.gpu else None
     per = f" ({gpus} GPU{'s' if gpus != 1 else ''})" if gpus else ""
     rows = [
         ("tokens/s/user (1000/TPOT p50 / p90)",
-         f"{fmt_value(s.get('interactivity_tok_s_user'), 1)} / "
-         f"{fmt_value(s.get('interactivity_p90_tok_s_user'), 1)}"),
+         f"{fmt_value(s.interactivity_tok_s_user, 1)} / "
+         f"{fmt_value(s.interactivity_p90_tok_s_user, 1)}"),
         (f"tokens/s per GPU out / in / total{per}",
-         " / ".join(fmt_value(s.get(k), 1) for k in (
-             "output_tok_s_per_gpu", "input_tok_s_per_gpu", "total_tok_s_per_gpu"))),
+         " / ".join(fmt_value(v, 1) for v in (
+             s.output_tok_s_per_gpu, s.input_tok_s_per_gpu, s.total_tok_s_per_gpu))),
     ]
-    if s.get("usd_per_million_total_tokens") is not None:
+    if s.usd_per_million_total_tokens is not None:
         rows.append(("$ per 1M out / in / total tokens (per GPU)",
-                     " / ".join(fmt_value(s.get(k), 4) for k in (
-                         "usd_per_million_output_tokens", "usd_per_million_input_tokens",
-                         "usd_per_million_total_tokens"))))
-    if s.get("joules_per_total_token") is not None:
+                     " / ".join(fmt_value(v, 4) for v in (
+                         s.usd_per_million_output_tokens, s.usd_per_million_input_tokens,
+                         s.usd_per_million_total_tokens))))
+    if s.joules_per_total_token is not None:
         rows.append(("J per output / total token",
-                     f"{fmt_value(s.get('joules_per_output_token'), 4)} / "
-                     f"{fmt_value(s.get('joules_per_total_token'), 4)}"))
+                     f"{fmt_value(s.joules_per_output_token, 4)} / "
+                     f"{fmt_value(s.joules_per_total_token, 4)}"))
     return rows
 
 
-def _api_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+def _api_rows(result: Result) -> list[tuple[str, str]]:
     """The API used, how output tokens were counted, and the chat template's prompt tokens."""
-    api = result.get("api") or {}
-    if not api:
+    api: Api | None = result.api
+    if api is None:
         return []
     from infer_prof.core.api_tokens import describe_token_source
 
-    rows = [("API", f"{api.get('name')} ({api.get('path')})"),
+    rows = [("API", f"{api.name} ({api.path})"),
             ("output tokens counted by", describe_token_source(
-                api.get("token_count_source"), api.get("token_count_sources")))]
-    if api.get("name") == "chat":
-        ct = api.get("chat_template_tokens")
+                api.token_count_source, api.token_count_sources))]
+    if api.name == "chat":
+        ct = api.chat_template_tokens
         rows.append(("chat template prompt tokens (mean, min-max)",
                      f"{fmt_value(ct['mean'], 1)}, {ct['min']}-{ct['max']}" if ct
-                     else f"- ({api.get('chat_template_tokens_reason')})"))
+                     else f"- ({api.chat_template_tokens_reason})"))
     return rows
 
 
-def _warmup_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+def _warmup_rows(result: Result) -> list[tuple[str, str]]:
     """What the warm-up did, and the first measured wave's TTFT beside the rest's (a first
     wave well above the rest is a cold start that the warm-up did not absorb)."""
-    w = result.get("warmup") or {}
-    if not w:
+    w: Warmup | None = result.warmup
+    if w is None:
         return []
     rows: list[tuple[str, str]] = []
     how = {"steady": "until steady (every stream finished one)", "duration": "for a duration",
            "pool_exhausted": "until its requests ran out", "requests": "counted, then a pause"}
-    if w.get("requests"):
-        rows.append(("warm-up", f"{w['requests']} requests, {fmt_value(w.get('seconds'))} s, "
-                                f"{how.get(w.get('ended_by') or '', w.get('ended_by'))}"))
+    if w.requests:
+        rows.append(("warm-up", f"{w.requests} requests, {fmt_value(w.seconds)} s, "
+                                f"{how.get(w.ended_by or '', w.ended_by)}"))
     else:
         rows.append(("warm-up", "none"))
-    st = w.get("phase_stagger") or {}
+    st = w.phase_stagger or {}
     if st:
         rows.append(("warm-up phase stagger",
                      f"first {st.get('requests')} asked {st.get('output_len_min')}.."
                      f"{st.get('output_len_max')} tokens, so the streams run out of phase"))
-    fw = w.get("first_wave") or {}
+    fw = w.first_wave or {}
     a = (fw.get("ttft_ms") or {}).get("first_wave") or {}
     b = (fw.get("ttft_ms") or {}).get("rest") or {}
     if a and b:
@@ -188,10 +194,10 @@ def _warmup_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _session_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+def _session_rows(result: Result) -> list[tuple[str, str]]:
     """Multi-turn sessions: sessions run, TTFT p50/p99 and mean input by turn, and the
     server's prefix-cache hit rate over the measured window (or why it is unknown)."""
-    ses = result.get("sessions") or {}
+    ses = result.sessions or {}
     if not ses:
         return []
     rows = [("sessions", f"{ses.get('sessions_completed')} of {ses.get('sessions_started')} "
@@ -211,10 +217,10 @@ def _session_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+def _client_rows(result: Result) -> list[tuple[str, str]]:
     """The load generator's own health, one row: processes, read-lag and event-loop-lag p99
     (ms), and the busiest client process's CPU share of the measured window."""
-    c = result.get("client") or {}
+    c = result.client or {}
     if not c:
         return []
     n = c.get("processes") or 1
@@ -228,21 +234,8 @@ def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     if share is not None:
         parts.append(f"busiest CPU {share:.0%}")
     rows = [("client", ", ".join(parts))]
-    load = result.get("load") or {}
-    mean, asked = load.get("in_flight_mean"), load.get("concurrency")
-    if mean is not None and asked:
-        rows.append(("in flight (time-weighted mean)", f"{mean:.2f} of {asked} asked "
-                                                        f"({mean / asked:.0%})"))
-    bunch = load.get("send_bunching") or {}
-    if load.get("mode") == "closed" and bunch and (asked or 0) > 1:
-        share, indep = bunch["share"], bunch["independent_share"]
-        text = (f"{share:.0%} of send gaps < {bunch['within_ms']:g} ms (independent sends: "
-                f"{indep:.0%})")
-        if share > 0.2 and share > 3 * indep:
-            text += ("; streams in lock-step waves, so each wave's prefills queue together "
-                     "(equal lengths keep them in phase; an output-length distribution breaks it)")
-        rows.append(("sends bunched", text))
-    tr = result.get("trace_replay") or {}
+    rows += _load_rows(result)
+    tr = result.trace_replay or {}
     if tr.get("achieved_rate") is not None and tr.get("scheduled_rate"):
         lag = (tr.get("send_lag_ms") or {}).get("p99")
         rows.append(("trace replay", f"{tr['achieved_rate']:.2f} req/s sent of "
@@ -253,12 +246,35 @@ def _client_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def _clock_rows(energy: dict[str, Any]) -> list[tuple[str, str]]:
+def _load_rows(result: Result) -> list[tuple[str, str]]:
+    """How many requests were in flight against how many were asked for, and whether the
+    closed loop's sends bunched into lock-step waves."""
+    load = result.load
+    if load is None:
+        return []
+    rows: list[tuple[str, str]] = []
+    mean, asked = load.in_flight_mean, load.concurrency
+    if mean is not None and asked:
+        rows.append(("in flight (time-weighted mean)", f"{mean:.2f} of {asked} asked "
+                                                        f"({mean / asked:.0%})"))
+    bunch = load.send_bunching
+    if load.mode == "closed" and bunch is not None and (asked or 0) > 1:
+        share, indep = bunch.share or 0.0, bunch.independent_share or 0.0
+        text = (f"{share:.0%} of send gaps < {bunch.within_ms:g} ms (independent sends: "
+                f"{indep:.0%})")
+        if share > 0.2 and share > 3 * indep:
+            text += ("; streams in lock-step waves, so each wave's prefills queue together "
+                     "(equal lengths keep them in phase; an output-length distribution breaks it)")
+        rows.append(("sends bunched", text))
+    return rows
+
+
+def _clock_rows(energy: Energy) -> list[tuple[str, str]]:
     """GPU clock state: a power cap is normal under load (said plainly); a thermal or hardware
     slowdown is a warning (its reasons named)."""
     rows: list[tuple[str, str]] = []
-    if energy.get("throttled"):
-        reasons = ", ".join(energy.get("throttle_reasons") or []) or "slowdown"
+    if energy.throttled:
+        reasons = ", ".join(energy.throttle_reasons or []) or "slowdown"
         rows.append(
             (
                 "WARNING GPU THROTTLED",
@@ -266,66 +282,24 @@ def _clock_rows(energy: dict[str, Any]) -> list[tuple[str, str]]:
                 "throughput is below this GPU's normal",
             )
         )
-    if energy.get("power_capped"):
+    if energy.power_capped:
         rows.append(("GPU power", "at its power cap (sw_power_cap): normal under full load"))
     return rows
 
 
-def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+def _derived_rows(result: Result) -> list[tuple[str, str]]:
     """Precision, cost, energy and roofline rows (each says why when it is not available)."""
     rows: list[tuple[str, str]] = []
-    plan = result.get("plan")
+    plan = result.plan
     if plan:
         rows.append(("precision (planned)", f"{plan.get('precision_label') or plan['precision']}"))
         if plan.get("queue_message"):
             rows.append(("KV cache (planned)", str(plan["queue_message"])))
-    cost = result.get("cost") or {}
-    if cost.get("available"):
-        price = cost.get("price") or {}
-        where = " ".join(str(price[k]) for k in ("provider", "instance_type", "region")
-                         if price.get(k))
-        text = f"${cost['usd_per_hour']:.2f}/h for {cost['gpus']} GPU(s) ({where}, " \
-            f"{price.get('kind')})"
-        if price.get("low") is not None and price.get("high") != price.get("low"):
-            text += f"; ${price['low']:.2f}-${price['high']:.2f} per GPU-hour across instances"
-        age = (price.get("catalog") or {}).get("age_days")
-        if age is not None and age > 90:
-            text += f"; prices {age} days old"
-        rows.append(("price", text))
-        rows.append(
-            ("$ per 1M output tokens", fmt_value(cost.get("usd_per_million_output_tokens"), 4))
-        )
-        rows.append(
-            ("$ per 1M total tokens", fmt_value(cost.get("usd_per_million_total_tokens"), 4))
-        )
-        rows.append(("output tokens per $", fmt_value(cost.get("output_tokens_per_usd"), 0)))
-        filled = cost.get("filled")
-        if filled:
-            rows.append((
-                f"$ per 1M output tokens, {filled['replicas']} replicas",
-                f"{fmt_value(filled.get('usd_per_million_output_tokens'), 4)} (the engine used "
-                f"{cost.get('run_gpus')} of the instance's {cost.get('gpus')} GPUs; this fills "
-                "them with copies of it)"))
-    elif cost:
-        rows.append(("cost", f"n/a ({cost.get('reason')})"))
-    owned = cost.get("owned") if cost else None
-    if owned and owned.get("usd_per_hour") is not None:
-        rows.append(("owned: $ per hour", fmt_value(owned["usd_per_hour"], 3)))
-        rows.append(
-            (
-                "owned: $ per 1M output tokens",
-                fmt_value(owned.get("usd_per_million_output_tokens"), 4),
-            )
-        )
-        rows.append(("break-even vs renting (h)", fmt_value(owned.get("break_even_hours"), 0)))
-    energy = result.get("energy") or {}
-    if energy.get("energy_j") is not None:
-        per_token = fmt_value(energy.get("joules_per_output_token"), 3)
-        rows.append(("energy (J) / J per output token", f"{energy['energy_j']:,.0f} / {per_token}"))
-    elif energy:
-        rows.append(("energy", f"n/a ({energy.get('reason')})"))
-    rows.extend(_clock_rows(energy))
-    roof = result.get("roofline") or {}
+    if result.cost is not None:
+        rows += _cost_rows(result.cost)
+    if result.energy is not None:
+        rows += _energy_rows(result.energy)
+    roof = result.roofline or {}
     if roof.get("available"):
         step = roof.get("decode_step_time_source")
         window_mbu = fmt_value(roof.get("mbu_pct"), 1)
@@ -343,7 +317,54 @@ def _derived_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def print_summary(result: dict[str, Any], console: Console | None = None) -> None:
+def _cost_rows(cost: Cost) -> list[tuple[str, str]]:
+    """The price and what a million tokens cost at it (rented, filled, owned), or why not."""
+    rows: list[tuple[str, str]] = []
+    if cost.available:
+        price = cost.price
+        where = " ".join(str(v) for v in (price.provider, price.instance_type, price.region)
+                         if v) if price else ""
+        text = f"${cost.usd_per_hour:.2f}/h for {cost.gpus} GPU(s) ({where}, " \
+            f"{price.kind if price else None})"
+        if price is not None and price.low is not None and price.high != price.low:
+            text += f"; ${price.low:.2f}-${price.high:.2f} per GPU-hour across instances"
+        age = ((price.catalog if price else None) or {}).get("age_days")
+        if age is not None and age > 90:
+            text += f"; prices {age} days old"
+        rows.append(("price", text))
+        rows.append(("$ per 1M output tokens", fmt_value(cost.usd_per_million_output_tokens, 4)))
+        rows.append(("$ per 1M total tokens", fmt_value(cost.usd_per_million_total_tokens, 4)))
+        rows.append(("output tokens per $", fmt_value(cost.output_tokens_per_usd, 0)))
+        filled = cost.filled
+        if filled:
+            rows.append((
+                f"$ per 1M output tokens, {filled.replicas} replicas",
+                f"{fmt_value(filled.usd_per_million_output_tokens, 4)} (the engine used "
+                f"{cost.run_gpus} of the instance's {cost.gpus} GPUs; this fills "
+                "them with copies of it)"))
+    else:
+        rows.append(("cost", f"n/a ({cost.reason})"))
+    owned = cost.owned
+    if owned and owned.get("usd_per_hour") is not None:
+        rows.append(("owned: $ per hour", fmt_value(owned["usd_per_hour"], 3)))
+        rows.append(("owned: $ per 1M output tokens",
+                     fmt_value(owned.get("usd_per_million_output_tokens"), 4)))
+        rows.append(("break-even vs renting (h)", fmt_value(owned.get("break_even_hours"), 0)))
+    return rows
+
+
+def _energy_rows(energy: Energy) -> list[tuple[str, str]]:
+    """Energy over the measured window and per output token, or why not; the GPU's clocks."""
+    rows: list[tuple[str, str]] = []
+    if energy.energy_j is not None:
+        per_token = fmt_value(energy.joules_per_output_token, 3)
+        rows.append(("energy (J) / J per output token", f"{energy.energy_j:,.0f} / {per_token}"))
+    else:
+        rows.append(("energy", f"n/a ({energy.reason})"))
+    return rows + _clock_rows(energy)
+
+
+def print_summary(result: Result, console: Console | None = None) -> None:
     """Print the latency table and the totals of a result (to stderr by default)."""
     console = console or Console(stderr=True)
     console.print(summary_table(result))

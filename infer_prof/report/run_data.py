@@ -15,7 +15,9 @@ from typing import Any
 from infer_prof.core.metric_table import metrics_at
 from infer_prof.core.metrics import NS_PER_MS, RequestRecord
 from infer_prof.report.svg import fmt_number
-from infer_prof.results.loading import config_fields, load_request_records, requests_path
+from infer_prof.results.document import decode_result
+from infer_prof.results.identity import config_fields
+from infer_prof.results.loading import load_request_records, requests_path
 from infer_prof.results.run_ids import run_name_of
 from infer_prof.results.schema import load_result
 
@@ -167,7 +169,7 @@ def sweep_groups(runs: Sequence[RunData]) -> list[tuple[str, str, list[RunData]]
         kind, value = load_of(run.result)
         if value is None:
             continue
-        fields = config_fields(run.result)
+        fields = config_fields(decode_result(run.result))
         fields.pop("concurrency", None)
         fields.pop("request_rate", None)
         key = repr((kind, sorted(fields.items(), key=lambda kv: kv[0])))
@@ -190,7 +192,7 @@ def sweep_groups(runs: Sequence[RunData]) -> list[tuple[str, str, list[RunData]]
                 model_label(r0),
                 gpu_label(r0, short=True),
                 f"in {cfg.get('input_len')}/out {cfg.get('output_len')}",
-                str(config_fields(r0).get("precision") or ""),
+                str(config_fields(decode_result(r0)).get("precision") or ""),
             )
         )
     varying = [i for i in range(4) if len({f[i] for f in facets}) > 1] or [0, 1]

@@ -7,7 +7,7 @@ where they hold nothing:
    written by the run; nothing is recomputed.
 2. Latency distributions: the empirical CDF of TTFT, TPOT, ITL and E2E per run, from the
    per-request records beside each result (measured, completed requests; warm-up excluded).
-3. Sweeps: runs of one configuration (:func:`infer_prof.results.loading.config_fields` less
+3. Sweeps: runs of one configuration (:func:`infer_prof.results.identity.config_fields` less
    concurrency and request rate) at two or more load levels: throughput and latency against load.
 4. Cost per 1M output tokens by GPU: a bar per run.
 5. Telemetry over time, per run: NVML series per GPU, and the server's /metrics gauges, on a

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
@@ -37,6 +37,31 @@ LoadMode = Literal["closed", "open"]
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
 WarmupMode = Literal["none", "requests", "steady", "seconds"]
+#: What ended the warm-up phase (``warmup.ended_by``): every stream finished a warm-up request,
+#: the asked duration passed, the warm-up's requests ran out, a counted warm-up's requests all
+#: finished, or every warm-up request failed (``core.warmup.WARMUP_JUDGED``).
+WarmupEnd = Literal["steady", "duration", "pool_exhausted", "requests", "every_request_failed"]
+
+#: Why a request failed (``RequestRecord.error``, the keys of ``summary.failure_kinds``): each
+#: kind of docs/error-kinds.md, and ``http_<status>`` for any status other than 200 and 429.
+FailureKind = Literal[
+    "rate_limited", "not_sse", "unexpected_encoding",  # not a usable event stream
+    "bad_chunk", "line_too_long", "invalid_utf8", "bad_event", "server_error",  # broke HTTP/SSE
+    "protocol_error",
+    "connection_closed", "truncated", "timeout", "connection_error", "connect_failed",  # ended
+    "tls_error",
+    "no_tokens", "cancelled", "cut", "server_died",  # given by the driver
+]
+FAILURE_KINDS: tuple[str, ...] = get_args(FailureKind)
+#: A failure kind as a JSON string: one of :data:`FAILURE_KINDS` or ``http_<3 digits>``.
+FAILURE_KIND_PATTERN = "^(http_[0-9]{3}|" + "|".join(FAILURE_KINDS) + ")$"
+FailureKindName = Annotated[str, msgspec.Meta(pattern=FAILURE_KIND_PATTERN)]
+
+
+def is_failure_kind(name: str) -> bool:
+    """Whether ``name`` is a failure kind: one of :data:`FAILURE_KINDS` or ``http_<status>``."""
+    return name in FAILURE_KINDS or (name.startswith("http_") and len(name) == 8
+                                     and name[5:].isdigit())
 
 
 class _Section(msgspec.Struct, kw_only=True, omit_defaults=False):
@@ -65,7 +90,7 @@ class Summary(_Section):
 
     requests_completed: int | None = None  # None: not recorded (a matrix cell that never ran)
     requests_failed: int | None = None
-    failure_kinds: dict[str, int] = {}
+    failure_kinds: dict[FailureKindName, int] = {}  # failed measured requests by kind
     duration_s: float | None = None
     request_throughput: float | None = None
     output_throughput: float | None = None
@@ -112,6 +137,30 @@ class Validity(_Section):
     client_overloaded: bool | None = None
     stream_problem: bool | None = None
     rules: ValidityRules | None = None
+
+
+class SloCheckOutcome(_Section):
+    """One SLO checked at run level (``core.slo.SloCheck``): the run's statistic ``value_ms``
+    against ``limit_ms`` (milliseconds), ``slo`` its key (``ttft_p99``)."""
+
+    slo: str
+    limit_ms: float
+    passed: bool
+    value_ms: float | None = None
+
+
+class SloOutcome(_Section):
+    """The run's SLOs (``core.slo.SloReport``): each check, ``passed`` when all pass, the
+    failed checks in words, and goodput (requests/s of completed requests within every limit)."""
+
+    passed: bool
+    slos: str | None = None
+    checks: list[SloCheckOutcome] = []
+    failures: list[str] = []
+    good_requests: int | None = None
+    completed_requests: int | None = None
+    goodput: float | None = None
+    definition: str | None = None
 
 
 class Price(_Section):
@@ -161,6 +210,7 @@ class Cost(_Section):
     usd_per_million_total_tokens: float | None = None
     output_tokens_per_usd: float | None = None
     total_tokens_per_usd: float | None = None
+    usd_per_1m_output_tokens: float | None = None  # an older spelling of the $/1M output field
     price: Price | None = None
     run_gpus: int | None = None
     filled: Filled | None = None
@@ -227,10 +277,10 @@ class Api(_Section):
 class Warmup(_Section):
     """How the point was warmed up and how the first measured wave compares (``core.warmup``)."""
 
-    mode: str
+    mode: str  # steady, requests or <N>s (a duration: not one of WarmupMode's words)
     requests: int = 0
     seconds: float | None = None
-    ended_by: str | None = None
+    ended_by: WarmupEnd | None = None
     judged: str | None = None
     first_wave: Obj | None = None
     phase_stagger: Obj | None = None
@@ -319,7 +369,7 @@ class Result(_Section):
     server: Obj | None = None
     environment: Environment | None = None
     stream: Stream | None = None
-    slo: Obj | None = None
+    slo: SloOutcome | None = None
     validity: Validity | None = None
     client: Obj | None = None
     gpu: GpuUsed | None = None

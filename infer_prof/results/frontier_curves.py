@@ -1,7 +1,7 @@
 """Frontier curves from result files or the history, for ``compare --target-interactivity``.
 
 Results are grouped into one :class:`infer_prof.core.frontier_compare.Curve` per GPU, instance
-(labels) and configuration: everything :func:`infer_prof.results.loading.settings_fields` looks
+(labels) and configuration: everything :func:`infer_prof.results.identity.settings_fields` looks
 at except the load (concurrency, request rate) and the host. Within a group:
 
 - a result with a ``frontier`` section (``run --frontier``; see docs/frontier.md) gives the
@@ -21,13 +21,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.comparison import labels_text, run_status
+import msgspec
+
+from infer_prof.core.comparison import labels_text
 from infer_prof.core.frontier import FrontierPoint
-from infer_prof.core.frontier_axes import point_from_result, run_price
 from infer_prof.core.frontier_compare import Curve
 from infer_prof.core.slo import Slo, check_summary
 from infer_prof.results import history, history_database
-from infer_prof.results.loading import device_name, gpu_count, history_result, settings_fields
+from infer_prof.results.comparison_rows import run_status
+from infer_prof.results.document import Result
+from infer_prof.results.identity import device_name, gpu_count, settings_fields
+from infer_prof.results.loading import history_result
+from infer_prof.results.schema import typed_document
 
 #: Fields that vary along one frontier, or say where it ran rather than what: not grouped on.
 _ALONG_THE_CURVE = ("concurrency", "request_rate", "max_concurrency", "burstiness", "host")
@@ -42,24 +47,56 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def group_fields(result: Mapping[str, Any]) -> dict[str, Any]:
+def group_fields(result: Result) -> dict[str, Any]:
     """What makes two results points of one frontier: :func:`settings_fields` without the load
     and the host."""
     return {k: v for k, v in settings_fields(result).items() if k not in _ALONG_THE_CURVE}
 
 
-def load_of(result: Mapping[str, Any]) -> float | None:
+def load_of(result: Result) -> float | None:
     """The point's load: the closed loop's streams, the open loop's rate (requests/s)."""
-    load = _map(result.get("load"))
-    value = load.get("rate") if load.get("mode") == "open" else load.get("concurrency")
+    load = result.load
+    value: Any = None
+    if load is not None:
+        value = load.rate if load.mode == "open" else load.concurrency
     if value is None:
-        value = _map(result.get("config")).get("concurrency")
+        value = result.config.get("concurrency")
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
         else None
 
 
-def _when(result: Mapping[str, Any]) -> str:
-    return str(result.get("finished_at") or result.get("started_at") or "")
+def _when(result: Result) -> str:
+    return result.finished_at or result.started_at or ""
+
+
+def run_price(result: Result) -> float | None:
+    """The per-GPU hourly price the point ran with (``cost.usd_per_gpu_hour`` of an available
+    cost block), None without one."""
+    cost = result.cost
+    if cost is None or not cost.available:
+        return None
+    return cost.usd_per_gpu_hour
+
+
+def point_of(result: Result, concurrency: float) -> FrontierPoint | None:
+    """A :class:`FrontierPoint` at ``concurrency`` from one run point's summary axes (recorded,
+    or derived on load for older files: :func:`infer_prof.results.schema.typed_document`);
+    None when the point has no throughput (nothing to place)."""
+    s = result.summary
+    out, inp, tot = s.output_tok_s_per_gpu, s.input_tok_s_per_gpu, s.total_tok_s_per_gpu
+    if out is None or inp is None or tot is None:
+        return None
+    return FrontierPoint(
+        concurrency=concurrency,
+        interactivity=s.interactivity_tok_s_user,
+        interactivity_p90=s.interactivity_p90_tok_s_user,
+        output_tok_s_per_gpu=out,
+        input_tok_s_per_gpu=inp,
+        total_tok_s_per_gpu=tot,
+        usd_per_million_output_tokens=s.usd_per_million_output_tokens,
+        usd_per_million_input_tokens=s.usd_per_million_input_tokens,
+        usd_per_million_total_tokens=s.usd_per_million_total_tokens,
+    )
 
 
 def _point_from_dict(d: Mapping[str, Any]) -> FrontierPoint | None:
@@ -88,7 +125,7 @@ def _point_from_dict(d: Mapping[str, Any]) -> FrontierPoint | None:
     )
 
 
-def _gpu_text(result: Mapping[str, Any]) -> str:
+def _gpu_text(result: Result) -> str:
     name, count = device_name(result), gpu_count(result)
     return f"{count}x {name}" if count > 1 else name
 
@@ -106,19 +143,19 @@ def _configuration(fields: Mapping[str, Any], varying: Sequence[str]) -> str:
 
 
 def _curve(
-    group: Sequence[tuple[str, dict[str, Any]]], configuration: str, slos: Sequence[Slo] | None,
+    group: Sequence[tuple[str, Result]], configuration: str, slos: Sequence[Slo] | None,
 ) -> Curve | None:
     newest = max(group, key=lambda pr: _when(pr[1]))[1]
-    by_load: dict[float, tuple[str, dict[str, Any]]] = {}
+    by_load: dict[float, tuple[str, Result]] = {}
     for name, r in sorted(group, key=lambda pr: _when(pr[1])):
         c = load_of(r)
         if c is not None:
             by_load[c] = (name, r)  # the newest run of a load wins
-    framed = [r for _, r in group if _map(r.get("frontier")).get("points")]
+    framed = [r for _, r in group if _map(r.frontier).get("points")]
     price = run_price(newest)
     if framed:
         run = max(framed, key=_when)
-        fr = _map(run.get("frontier"))
+        fr = _map(run.frontier)
         pts = [p for d in fr.get("points") or [] if (p := _point_from_dict(_map(d))) is not None]
         source = "frontier"
         if isinstance(fr.get("usd_per_gpu_hour"), (int, float)):
@@ -127,7 +164,7 @@ def _curve(
             price = run_price(run)
     else:
         pts = [p for c, (_, r) in sorted(by_load.items())
-               if (p := point_from_result(r, c)) is not None]
+               if (p := point_of(r, c)) is not None]
         source = "sweep"
     if not pts:
         return None
@@ -137,12 +174,13 @@ def _curve(
             hit = by_load.get(p.concurrency)
             if hit is None:
                 return False
-            return all(c.passed for c in check_summary(_map(hit[1].get("summary")), slos))
+            summary = msgspec.to_builtins(hit[1].summary)  # core/slo reads plain JSON
+            return all(c.passed for c in check_summary(summary, slos))
         passes = tuple(ok(p) for p in pts)
     used = [by_load[p.concurrency] for p in pts if p.concurrency in by_load]
     problems = tuple(f"{name}: {status}" for name, r in used
                      if (status := run_status(r)) != "ok")
-    labels = _map(newest.get("labels")) or _map(_map(newest.get("config")).get("labels"))
+    labels = newest.labels or _map(newest.config.get("labels"))
     return Curve(
         gpu=_gpu_text(newest),
         instance=labels_text(labels),
@@ -157,12 +195,12 @@ def _curve(
 
 
 def curves_from_results(
-    loaded: Sequence[tuple[str, dict[str, Any]]], slos: Sequence[Slo] | None = None,
+    loaded: Sequence[tuple[str, Result]], slos: Sequence[Slo] | None = None,
 ) -> list[Curve]:
     """One curve per GPU, instance and configuration among ``(name, result)`` pairs, in the
     order each first appears (module docstring). The configuration column names the precision
     and every setting that differs between the curves."""
-    groups: dict[str, list[tuple[str, dict[str, Any]]]] = {}
+    groups: dict[str, list[tuple[str, Result]]] = {}
     fields: dict[str, dict[str, Any]] = {}
     for name, r in loaded:
         f = group_fields(r)
@@ -181,7 +219,7 @@ def curves_from_results(
     return out
 
 
-def differing_workloads(loaded: Sequence[tuple[str, dict[str, Any]]]) -> dict[str, list[Any]]:
+def differing_workloads(loaded: Sequence[tuple[str, Result]]) -> dict[str, list[Any]]:
     """The :data:`WORKLOAD_FIELDS` whose values differ among the results (what makes a
     comparison at one target meaningless: another model, another workload), value per result."""
     values = [settings_fields(r) for _, r in loaded]
@@ -195,14 +233,15 @@ def differing_workloads(loaded: Sequence[tuple[str, dict[str, Any]]]) -> dict[st
 
 def results_from_history(
     db: str | Path | history_database.Location, model: str | None = None,
-) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+) -> tuple[list[tuple[str, Result]], int]:
     """Every run the history keeps a result document for (``history:<run id>``, result), and
     how many runs it holds without one (recorded before the history kept result files)."""
-    loaded, missing = [], 0
+    loaded: list[tuple[str, Result]] = []
+    missing = 0
     for rec in history.list_runs(db, model=model, limit=0):
         kept = history_result(db, rec.run_id)
         if kept is None:
             missing += 1
             continue
-        loaded.append((f"history:{rec.run_id}", kept[0]))
+        loaded.append((f"history:{rec.run_id}", typed_document(kept[0])))
     return loaded, missing

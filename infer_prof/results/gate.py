@@ -67,9 +67,10 @@ from infer_prof.core.regression import (
 )
 from infer_prof.core.stats import percentile
 from infer_prof.results import history, history_database
+from infer_prof.results.document import decode_result
 from infer_prof.results.history import flatten_summary
+from infer_prof.results.identity import config_fingerprint
 from infer_prof.results.loading import (
-    config_fingerprint,
     history_result,
     history_summary,
     load_request_records,
@@ -128,7 +129,7 @@ def run_from_result(path: str | Path, result: dict[str, Any], with_samples: bool
         values=flatten_summary(history_summary(result)),
         samples=samples,
         complete=bool(result.get("complete", True)),
-        fingerprint=config_fingerprint(result),
+        fingerprint=config_fingerprint(decode_result(result)),
         result=result,
     )
 

@@ -86,6 +86,16 @@ def load_result(path: str | Path) -> dict[str, Any]:
     return data
 
 
+def typed_document(data: dict[str, Any]) -> Result:
+    """A result document already parsed (kept by the history, or held in memory) as
+    :class:`infer_prof.results.document.Result`, its frontier axes derived where an older file
+    lacks them (as :func:`load_result` does). Raises ``msgspec.ValidationError`` for a value of
+    the wrong type."""
+    if isinstance(data.get("summary"), dict):
+        data = {**data, "summary": summary_with_axes(data)}
+    return decode_result(data)
+
+
 def load_typed_result(path: str | Path) -> Result:
     """:func:`load_result` as the typed :class:`infer_prof.results.document.Result`
     (attributes, not keys: ``r.summary.ttft_ms.p50``)."""

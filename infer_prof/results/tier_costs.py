@@ -15,7 +15,6 @@ A tier with no price for the GPU, or a run without a GPU key or throughput, is N
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from infer_prof.catalog.gpus import catalog
@@ -23,19 +22,19 @@ from infer_prof.catalog.market import Market
 from infer_prof.catalog.prices import PriceCatalog, PriceError, select_purchase
 from infer_prof.core.market import TIERS, cheapest_offer
 from infer_prof.core.prices import cost_per_million_output_tokens, owned_cost_per_hour
+from infer_prof.results.document import Result
 
 OWNED_YEARS = 3.0
 OWNED_USD_PER_KWH = 0.12
 TIER_NAMES: tuple[str, ...] = (*TIERS, "owned")
 
 
-def tier_costs(result: Mapping[str, Any], market: Market, seed: PriceCatalog) -> dict[str, Any]:
+def tier_costs(result: Result, market: Market, seed: PriceCatalog) -> dict[str, Any]:
     """``{tier: {"usd_per_million_output_tokens", "usd_per_hour", "what"} | {"reason"}}`` and
     the run's ``gpu``/``gpus``/``output_throughput``."""
-    gpu_info = result.get("gpu") or {}
-    key = gpu_info.get("key")
-    gpus = int(gpu_info.get("count") or 1)
-    thr = (result.get("summary") or {}).get("output_throughput")
+    key = result.gpu.key if result.gpu else None
+    gpus = int((result.gpu.count if result.gpu else None) or 1)
+    thr = result.summary.output_throughput
     out: dict[str, Any] = {"gpu": key, "gpus": gpus, "output_throughput": thr}
     for tier in TIER_NAMES:
         if not key or key not in catalog():

@@ -16,7 +16,9 @@ from typing import Any
 
 import pytest
 
-from infer_prof.results.loading import config_fingerprint, record_result
+from infer_prof.results.document import decode_result as typed
+from infer_prof.results.identity import config_fingerprint
+from infer_prof.results.loading import record_result
 from infer_prof.results.store import write_result
 from infer_prof.run.calibrate import start_synthetic
 from tests.integration.conftest import cli
@@ -203,7 +205,7 @@ def test_history_lists_runs_and_shows_a_planted_change_point(
     marked = [line for line in p.stdout.splitlines() if "<<" in line]
     assert len(marked) == 1 and "night-08" in marked[0] and "worse" in marked[0]
     assert re.search(r"<< -(19|20)\.\d%", marked[0]), marked[0]
-    fp = config_fingerprint(base)
+    fp = config_fingerprint(typed(base))
     p = cli(
         "history", "--db", str(db), "--metric", "output_throughput", "--fingerprint", fp, "--json"
     )

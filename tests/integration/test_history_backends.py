@@ -21,7 +21,8 @@ from sqlalchemy import create_engine, insert, inspect
 from infer_prof.results import history as h
 from infer_prof.results import history_database as hdb
 from infer_prof.results import history_schema as hs
-from infer_prof.results.loading import config_fingerprint
+from infer_prof.results.document import decode_result as typed
+from infer_prof.results.identity import config_fingerprint
 from tests import postgres
 from tests.integration import history_writer as writer
 
@@ -113,7 +114,7 @@ def test_eight_writers_at_once_lose_nothing_and_history_7_is_right(
 
     # history:7 of each configuration: the 7 newest of the ~100 runs that share it
     for k in range(writer.CONFIGS):
-        fp = config_fingerprint(writer.result(0, k))
+        fp = config_fingerprint(typed(writer.result(0, k)))
         mine = sorted(
             (
                 (writer.seq(w, i), f"w{w}-r{i:03d}")
@@ -145,7 +146,7 @@ def test_eight_writers_at_once_lose_nothing_and_history_7_is_right(
     )
     assert p.returncode in (0, 1), p.stderr
     out = {m["name"]: m for m in json.loads(p.stdout)["metrics"]}
-    fp0 = config_fingerprint(cur)
+    fp0 = config_fingerprint(typed(cur))
     want = [r.summary["output_throughput"] for r in h.last_runs(location, fp0, 7)]
     assert out["output_throughput"]["n_baseline"] == 7
     assert out["output_throughput"]["baseline"] == pytest.approx(statistics.mean(want))

@@ -140,14 +140,16 @@ def test_api_block_template_tokens_and_the_run_label():
 
 
 def test_a_chat_result_is_another_configuration_and_completions_fingerprints_stay():
-    from infer_prof.results.loading import config_fields, config_fingerprint
+    from infer_prof.results.document import decode_result as typed
+    from infer_prof.results.identity import config_fields, config_fingerprint
 
-    base = {"config": {"model": "m", "concurrency": 4}, "model": {"name": "m"}}
-    old = config_fingerprint(base)
+    base = {"kind": "infer-prof.run", "schema_version": 1, "run_id": "r", "summary": {},
+            "config": {"model": "m", "concurrency": 4}, "model": {"name": "m"}}
+    old = config_fingerprint(typed(base))
     comp = {**base, "config": {**base["config"], "api": "completions"}}
     chat = {**base, "config": {**base["config"], "api": "chat"}}
-    assert config_fingerprint(comp) == old and "api" not in config_fields(comp)
-    assert config_fingerprint(chat) != old and config_fields(chat)["api"] == "chat"
+    assert config_fingerprint(typed(comp)) == old and "api" not in config_fields(typed(comp))
+    assert config_fingerprint(typed(chat)) != old and config_fields(typed(chat))["api"] == "chat"
 
 
 def test_chat_on_a_started_server_needs_a_chat_template(tmp_path):

@@ -16,6 +16,7 @@ from infer_prof.loadgen.workers import (
 from infer_prof.report.console import totals_table
 from infer_prof.run.config import ConfigError, RunConfig, check_client_processes, validate
 from infer_prof.run.load_points import base_workload, client_processes, load_points
+from tests.unit.typed_results import result_of
 
 
 def _point(**cfg):
@@ -114,7 +115,7 @@ def test_cli_rejects_a_bad_value_before_anything_starts():
 
 
 def _rows(result):
-    t = totals_table(result)
+    t = totals_table(result_of(**result))
     return dict(zip(t.columns[0].cells, t.columns[1].cells, strict=True))
 
 

@@ -12,6 +12,7 @@ from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.market import snapshot_market
 from infer_prof.catalog.prices import load_prices
 from infer_prof.cli.compare import compare_command
+from infer_prof.results.document import decode_result as typed
 from infer_prof.results.tier_costs import tier_costs
 
 from .test_report_html import make_result
@@ -25,7 +26,7 @@ def no_sky_home(tmp_path, monkeypatch):
 def test_tiers_by_hand():
     r = make_result("a", gpu="A100-80GB-SXM", gpu_count=1)
     thr = r["summary"]["output_throughput"]
-    t = tier_costs(r, snapshot_market(), load_prices(None))
+    t = tier_costs(typed(r), snapshot_market(), load_prices(None))
     # on-demand: DataCrunch's 1x A100-80GB-SXM through Prime Intellect at $1.12/h
     assert t["on-demand"]["what"].startswith("primeintellect datacrunch__1xA100_80GB__22__120")
     assert t["on-demand"]["usd_per_million_output_tokens"] == pytest.approx(
@@ -42,9 +43,9 @@ def test_tiers_by_hand():
 
 
 def test_missing_prices_say_why():
-    t = tier_costs(make_result("h", gpu="H100-SXM"), snapshot_market(), load_prices(None))
+    t = tier_costs(typed(make_result("h", gpu="H100-SXM")), snapshot_market(), load_prices(None))
     assert "no purchase price for H100-SXM" in t["owned"]["reason"]
-    t = tier_costs(make_result("c", gpu=None), snapshot_market(), load_prices(None))
+    t = tier_costs(typed(make_result("c", gpu=None)), snapshot_market(), load_prices(None))
     assert all("no GPU key" in t[k]["reason"] for k in ("on-demand", "spot", "owned"))
 
 

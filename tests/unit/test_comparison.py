@@ -9,13 +9,13 @@ from infer_prof.core.comparison import (
     COLUMNS,
     METRIC_COLUMNS,
     best_rows,
-    comparison_table,
     dig,
     format_value,
     labels_text,
-    row_for,
 )
-from infer_prof.results.loading import (
+from infer_prof.results.comparison_rows import comparison_table, row_for
+from infer_prof.results.document import decode_result as typed
+from infer_prof.results.identity import (
     PLACEMENT_FIELDS,
     config_fields,
     config_fingerprint,
@@ -62,14 +62,14 @@ def result(
             "tpot_ms": {"p50": 7.0, "p99": 9.0},
             "e2e_ms": None,
         },
-        "cost": cost,
+        "cost": None if cost is None else {"available": True, **cost},  # as a run writes it
         "energy": None,
     }
 
 
 def test_row_for_reads_every_column_and_leaves_missing_values_null() -> None:
     r = result(cost={"usd_per_hour": 2.5, "usd_per_million_output_tokens": 0.6944})
-    row = row_for(r)
+    row = row_for(typed(r))
     assert set(row) == {c.key for c in COLUMNS}
     assert row["gpu"] == "NVIDIA H100 80GB HBM3"
     assert row["label"] == "instance=x,zone=b"
@@ -87,37 +87,37 @@ def test_row_for_reads_every_column_and_leaves_missing_values_null() -> None:
 
 def test_row_for_gpu_fallbacks_and_precision_order() -> None:
     r = result(gpu=None)
-    assert row_for(r)["gpu"] == "cpu"
+    assert row_for(typed(r))["gpu"] == "cpu"
     r["gpu"] = {"key": "A100-80GB", "count": 2}
-    assert row_for(r)["gpu"] == "2x A100-80GB"
+    assert row_for(typed(r))["gpu"] == "2x A100-80GB"
     r2 = result(dtype="bfloat16")
-    assert row_for(r2)["precision"] == "bfloat16"
+    assert row_for(typed(r2))["precision"] == "bfloat16"
     r2["config"]["quantization"] = "fp8"
-    assert precision_of(r2) == "fp8" and row_for(r2)["precision"] == "fp8"
+    assert precision_of(typed(r2)) == "fp8" and row_for(typed(r2))["precision"] == "fp8"
     r2["plan"] = {"precision": "int4"}
-    assert precision_of(r2) == "int4"
+    assert precision_of(typed(r2)) == "int4"
 
 
 def test_best_rows_by_direction_ties_and_too_few_values() -> None:
     rows = [
-        row_for(result(tput=1000.0, ttft_p99=40.0)),
-        row_for(result(tput=1200.0, ttft_p99=40.0)),
-        row_for(result(tput=None, ttft_p99=55.0)),
+        row_for(typed(result(tput=1000.0, ttft_p99=40.0))),
+        row_for(typed(result(tput=1200.0, ttft_p99=40.0))),
+        row_for(typed(result(tput=None, ttft_p99=55.0))),
     ]
     best = best_rows(rows)
     assert best["output_throughput"] == {1}  # higher is better; the null row is never best
     assert best["ttft_p99"] == {0, 1}  # lower is better; a tie marks both
     assert best["usd_per_hour"] == set()  # no values
     one_cost = [
-        row_for(result(cost={"usd_per_hour": 2.0})),
-        row_for(result()),
+        row_for(typed(result(cost={"usd_per_hour": 2.0}))),
+        row_for(typed(result())),
     ]
     assert best_rows(one_cost)["usd_per_hour"] == set()  # one value: nothing to compare
     assert set(best) == {c.key for c in METRIC_COLUMNS}
 
 
 def test_comparison_table_orders_rows_as_given() -> None:
-    rows, best = comparison_table([result(tput=1.0), result(tput=2.0)])
+    rows, best = comparison_table([typed(result(tput=1.0)), typed(result(tput=2.0))])
     assert [r["output_throughput"] for r in rows] == [1.0, 2.0]
     assert best["output_throughput"] == {1}
 
@@ -139,10 +139,10 @@ def test_fingerprint_is_stable_and_ignores_labels_host_and_run_details() -> None
     b["environment"]["host"] = "vm2"
     b["config"]["num_requests"] = 500
     b["run_id"] = "other"
-    assert config_fingerprint(a) == config_fingerprint(b)
-    assert len(config_fingerprint(a)) == 16
+    assert config_fingerprint(typed(a)) == config_fingerprint(typed(b))
+    assert len(config_fingerprint(typed(a))) == 16
     # a pinned value: the fingerprint must not change between versions by accident
-    assert config_fields(a) == {
+    assert config_fields(typed(a)) == {
         "model": "llama-2-7b",
         "engine_path": "meta-llama/Llama-2-7b-hf",
         "precision": "auto",
@@ -163,7 +163,7 @@ def test_fingerprint_is_stable_and_ignores_labels_host_and_run_details() -> None
 
 
 def test_fingerprint_changes_with_each_defining_field() -> None:
-    base = config_fingerprint(result())
+    base = config_fingerprint(typed(result()))
     variants = [
         result(concurrency=128),
         result(input_len=1024),
@@ -175,7 +175,7 @@ def test_fingerprint_changes_with_each_defining_field() -> None:
         result(gpu="NVIDIA A100-SXM4-80GB"),
         result(gpu=None),
     ]
-    fps = {config_fingerprint(v) for v in variants}
+    fps = {config_fingerprint(typed(v)) for v in variants}
     assert base not in fps and len(fps) == len(variants)
 
 
@@ -184,7 +184,7 @@ def test_open_loop_points_differ_by_rate_burstiness_and_cap() -> None:
         r = result(concurrency=None)
         r["load"] = {"mode": "open", "rate": rate, "burstiness": burstiness,
                      "max_concurrency": cap}
-        return config_fingerprint(r)
+        return config_fingerprint(typed(r))
 
     fps = {open_loop(4.0), open_loop(float("inf")), open_loop(4.0, 0.5), open_loop(4.0, 1.0, 8)}
     assert len(fps) == 4
@@ -194,27 +194,50 @@ def test_differing_fields_lists_values_and_honours_ignore() -> None:
     a = result()
     b = result(concurrency=128, gpu="NVIDIA A100-SXM4-80GB")
     b["labels"] = {"instance": "y"}
-    diff = differing_fields([a, b])
+    diff = differing_fields([typed(a), typed(b)])
     assert diff["concurrency"] == [64, 128]
     assert diff["gpu"] == ["NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"]
     assert "labels" in diff
     assert "input_len" not in diff
-    assert list(differing_fields([a, b], ignore=PLACEMENT_FIELDS)) == ["concurrency"]
-    assert differing_fields([a, copy.deepcopy(a)]) == {}
+    assert list(differing_fields([typed(a), typed(b)], ignore=PLACEMENT_FIELDS)) == ["concurrency"]
+    assert differing_fields([typed(a), typed(copy.deepcopy(a))]) == {}
     # engine settings count too, though they are not part of the fingerprint
     c = result(tensor_parallel_size=2)
-    assert list(differing_fields([a, c])) == ["tensor_parallel_size"]
-    assert config_fingerprint(a) == config_fingerprint(c)
+    assert list(differing_fields([typed(a), typed(c)])) == ["tensor_parallel_size"]
+    assert config_fingerprint(typed(a)) == config_fingerprint(typed(c))
 
 
 def test_status_marks_invalid_and_incomplete_runs_with_their_reasons():
-    from infer_prof.core.comparison import run_status
+    from infer_prof.results.comparison_rows import run_status
 
     r = result()
-    assert run_status(r) == "ok" and row_for(r)["status"] == "ok"
+    assert run_status(typed(r)) == "ok" and row_for(typed(r))["status"] == "ok"
     r["validity"] = {"valid": False, "reasons": ["3 requests (< 10)", "window 1 s"]}
-    assert row_for(r)["status"] == "INVALID: 3 requests (< 10); window 1 s"
+    assert row_for(typed(r))["status"] == "INVALID: 3 requests (< 10); window 1 s"
     r["complete"], r["incomplete_reason"] = False, "server_died"
-    assert run_status(r) == "INCOMPLETE: server_died | INVALID: 3 requests (< 10); window 1 s"
+    assert run_status(typed(r)) == \
+        "INCOMPLETE: server_died | INVALID: 3 requests (< 10); window 1 s"
     r["validity"] = {"valid": False, "reasons": []}
-    assert run_status(r).endswith("INVALID: reason not recorded")
+    assert run_status(typed(r)).endswith("INVALID: reason not recorded")
+
+
+def test_every_compare_column_path_is_declared_and_a_misspelt_one_is_refused() -> None:
+    """The compare columns are read by attribute through the result type: each alternative of
+    each column's path names declared fields (an older spelling too), and a misspelt path is an
+    error, not a silent n/a."""
+    import pytest
+
+    from infer_prof.results.comparison_rows import UndeclaredPath, value_at
+
+    r = typed(result(cost={"usd_per_1m_output_tokens": 0.5}))
+    for col in METRIC_COLUMNS:
+        for alt in col.path.split("|"):
+            value_at(r, alt)  # raises for a field the type does not declare
+    assert value_at(r, "cost.usd_per_million_output_tokens|cost.usd_per_1m_output_tokens") == 0.5
+    assert value_at(r, "summary.ttft_ms.p99") == 40.0
+    assert value_at(r, "energy.joules_per_output_token") is None  # no section: not recorded
+    assert value_at(r, "config.concurrency") == 64  # an open section, read by key
+    with pytest.raises(UndeclaredPath, match="summary.ttft_ms.p95"):
+        value_at(r, "summary.ttft_ms.p95")
+    with pytest.raises(UndeclaredPath):
+        value_at(r, "sumary.output_throughput")

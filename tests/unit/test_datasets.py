@@ -12,7 +12,8 @@ import pytest
 from infer_prof.catalog.tinymodel import ensure_tiny_llama
 from infer_prof.loadgen.datasets import DatasetError, chat_template_renderer, load_dataset
 from infer_prof.loadgen.text_prompts import load_tokenizer, server_token_counter
-from infer_prof.results.loading import config_fingerprint, differing_fields
+from infer_prof.results.document import decode_result as typed
+from infer_prof.results.identity import config_fingerprint, differing_fields
 
 DATA = Path(__file__).resolve().parents[1] / "fixtures" / "datasets"
 TOK = load_tokenizer(ensure_tiny_llama())
@@ -119,19 +120,20 @@ def test_missing_file() -> None:
 
 
 def test_compare_refuses_to_mix_datasets() -> None:
-    base = {"kind": "infer-prof.run", "config": {"model": "m", "concurrency": 4},
+    base = {"kind": "infer-prof.run", "schema_version": 1, "run_id": "r", "summary": {},
+            "config": {"model": "m", "concurrency": 4},
             "model": {"name": "m"}, "environment": {"gpu_name": "X", "gpu_count": 1}}
-    fp = config_fingerprint(base)
+    fp = config_fingerprint(typed(base))
     with_none = copy.deepcopy(base)
     with_none["config"]["dataset"] = None  # a result written without a dataset
-    assert config_fingerprint(with_none) == fp
+    assert config_fingerprint(typed(with_none)) == fp
     a, b = copy.deepcopy(base), copy.deepcopy(base)
     a["config"]["dataset"] = {"sha256": "aa", "path": "x.jsonl"}
     b["config"]["dataset"] = {"sha256": "bb", "path": "x.jsonl"}
-    assert len({fp, config_fingerprint(a), config_fingerprint(b)}) == 3
-    assert differing_fields([a, b])["dataset_sha256"] == ["aa", "bb"]
-    assert differing_fields([base, a])["dataset_sha256"] == [None, "aa"]
-    assert differing_fields([a, copy.deepcopy(a)]) == {}
+    assert len({fp, config_fingerprint(typed(a)), config_fingerprint(typed(b))}) == 3
+    assert differing_fields([typed(a), typed(b)])["dataset_sha256"] == ["aa", "bb"]
+    assert differing_fields([typed(base), typed(a)])["dataset_sha256"] == [None, "aa"]
+    assert differing_fields([typed(a), typed(copy.deepcopy(a))]) == {}
 
 
 

@@ -11,7 +11,6 @@ from typing import Any
 import pytest
 
 from infer_prof.cli.history import KEY_METRICS
-from infer_prof.core.comparison import row_for
 from infer_prof.core.frontier_axes import (
     AXIS_KEYS,
     engine_gpus,
@@ -23,6 +22,8 @@ from infer_prof.core.frontier_axes import (
     summary_with_axes,
 )
 from infer_prof.report.console import print_sweep, totals_table
+from infer_prof.results.comparison_rows import row_for
+from infer_prof.results.document import decode_result as typed
 from infer_prof.results.gate import AGGREGATE_METRICS, RunData, evaluate
 from infer_prof.results.loading import history_summary
 from infer_prof.results.schema import load_result, public_summary
@@ -159,7 +160,7 @@ def test_point_from_result() -> None:
 def test_axes_reach_compare_gate_history_and_console() -> None:
     r = _result()
     r["summary"] = summary_with_axes(r)
-    row = row_for(r)
+    row = row_for(typed(r))
     assert row["interactivity"] == 50.0 and row["total_tok_s_per_gpu"] == 2000.0
     assert row["usd_per_1m_total"] == pytest.approx(0.5)
     assert row["joules_per_total_token"] is None
@@ -173,7 +174,7 @@ def test_axes_reach_compare_gate_history_and_console() -> None:
     cur = RunData("c", "c", {"interactivity_tok_s_user": 40.0})
     (cmp,) = evaluate([base], [cur])
     assert cmp.name == "interactivity_tok_s_user" and cmp.regression
-    t = totals_table({**r, "gpu": {"engine_gpus": 2}})
+    t = totals_table(typed({**r, "gpu": {"engine_gpus": 2}}))
     rows = dict(zip(t.columns[0].cells, t.columns[1].cells, strict=True))
     assert rows["tokens/s/user (1000/TPOT p50 / p90)"] == "50.0 / 40.0"
     assert rows["tokens/s per GPU out / in / total (2 GPUs)"] == "500.0 / 1,500.0 / 2,000.0"

@@ -18,6 +18,7 @@ from infer_prof.core.stats import percentile
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
 from infer_prof.results import history
+from infer_prof.results.document import decode_result as typed
 from infer_prof.results.gate import (
     RunData,
     evaluate,
@@ -26,7 +27,8 @@ from infer_prof.results.gate import (
     too_few_beyond,
     verdict,
 )
-from infer_prof.results.loading import config_fingerprint, record_result
+from infer_prof.results.identity import config_fingerprint
+from infer_prof.results.loading import record_result
 
 MS = 1_000_000
 
@@ -199,7 +201,7 @@ def _result(run_id: str, started: str, tput: float) -> dict[str, Any]:
         "model": {"name": "tiny-llama"},
         "environment": {"gpu_name": None, "cpu": "Xeon", "git_revision": "abc"},
         "summary": {"output_throughput": tput, "ttft_ms": {"p99": float("nan")}},
-        "cost": {"usd_per_million_output_tokens": 1.5, "provider": "x"},
+        "cost": {"available": True, "usd_per_million_output_tokens": 1.5, "provider": "x"},
         "energy": None,
     }
 
@@ -208,7 +210,7 @@ def test_record_result_stores_summary_cost_and_fingerprint(tmp_path: Path) -> No
     db = tmp_path / "h.sqlite"
     r = _result("run-1", "2026-01-01T02:00:00+00:00", 500.0)
     fp = record_result(db, r, tmp_path / "run-1.json")
-    assert fp == config_fingerprint(r)
+    assert fp == config_fingerprint(typed(r))
     (row,) = history.list_runs(db)
     assert row.run_id == "run-1" and row.config_fingerprint == fp
     assert row.gpu == "cpu" and row.model == "tiny-llama" and row.concurrency == 4

@@ -77,7 +77,8 @@ def test_provider_and_price_per_hour_keep_their_meaning():
 
 def test_summary_names_the_instance_and_the_range():
     from infer_prof.report.console import _derived_rows
+    from tests.unit.typed_results import result_of
 
-    rows = dict(_derived_rows({"cost": cost("H100-SXM", 8)}))
+    rows = dict(_derived_rows(result_of(cost=cost("H100-SXM", 8))))
     assert rows["price"].startswith("$8.00/h for 8 GPU(s) (mithril h100-80gb.sxm.8x ")
     assert "on-demand); $1.00-$15.98 per GPU-hour across instances" in rows["price"]

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from infer_prof.cli import app
 from infer_prof.cli.run_endpoints import endpoints_table
 from infer_prof.core import metric_table as mt
-from infer_prof.core.comparison import dig, row_for
+from infer_prof.core.comparison import dig
 from infer_prof.core.endpoint_table import EndpointRun, endpoint_rows
 from infer_prof.core.frontier_axes import summary_with_axes
 from infer_prof.core.metrics import summarize_run
@@ -30,6 +30,8 @@ from infer_prof.core.workload_fields import WorkloadError
 from infer_prof.core.workloads import Workload
 from infer_prof.report.console import summary_table
 from infer_prof.report.html import build_report
+from infer_prof.results.comparison_rows import row_for
+from infer_prof.results.document import decode_result as typed
 from infer_prof.results.gate import RunData as GateRun
 from infer_prof.results.gate import evaluate, samples_from_records
 from infer_prof.results.history import flatten_summary
@@ -111,7 +113,7 @@ def test_direction_for_follows_the_table() -> None:
 
 def test_console_shows_its_latencies() -> None:
     r = _result()
-    lines = _text(summary_table(r)).splitlines()
+    lines = _text(summary_table(typed(r))).splitlines()
     for m in mt.metrics_at("console"):
         label = m.shows["console"].label or m.name
         row = next((ln for ln in lines if ln.strip(" │┃|").startswith(label)), None)
@@ -149,7 +151,7 @@ def test_gate_judges_every_gate_metric() -> None:
 
 
 def test_compare_has_every_compare_column() -> None:
-    row = row_for(_result())
+    row = row_for(typed(_result()))
     for c in mt.columns_at("compare"):
         assert isinstance(row.get(c.key), float | int), f"compare has no value for {c.key}"
 

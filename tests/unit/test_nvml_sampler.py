@@ -20,6 +20,7 @@ from infer_prof.core.nvml import decode_clock_event_reasons
 from infer_prof.report.console import totals_table
 from infer_prof.run.economics import energy_block
 from infer_prof.telemetry.nvml import NvmlSampler
+from tests.unit.typed_results import result_of
 
 GIB = 1024**3
 HOUR = 3600.0
@@ -529,7 +530,7 @@ def _console_rows(masks: list[int]) -> dict[str, str]:
         },
         "energy": energy_block(telemetry_gpu, run),
     }
-    t = totals_table(result)
+    t = totals_table(result_of(**result))
     return dict(zip(t.columns[0].cells, t.columns[1].cells, strict=True))
 
 

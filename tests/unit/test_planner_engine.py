@@ -362,14 +362,15 @@ def test_run_refuses_bitsandbytes_with_dummy_weights_before_starting_vllm():
 
 def test_run_console_says_requests_queue():
     from infer_prof.report.console import _derived_rows
+    from tests.unit.typed_results import result_of
 
     p = plan(PlanRequest(spec("llama-2-70b"), H100, concurrency=128, input_len=512, output_len=128,
              load_format="dummy", caps=GPU_026))
-    rows = dict(_derived_rows({"plan": p.to_dict()}))
+    rows = dict(_derived_rows(result_of(plan=p.to_dict())))
     assert rows["precision (planned)"] == "fp8 (W8A8, online)"
     assert rows["KV cache (planned)"].startswith("requests will queue: 23 of the 128")
     fits = plan(PlanRequest(spec("llama-2-7b"), H100, concurrency=8, caps=GPU_026))
-    assert "KV cache (planned)" not in dict(_derived_rows({"plan": fits.to_dict()}))
+    assert "KV cache (planned)" not in dict(_derived_rows(result_of(plan=fits.to_dict())))
 
 
 FAKE_LIBCUDA = r"""

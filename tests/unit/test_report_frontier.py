@@ -12,6 +12,7 @@ from infer_prof.report.frontier_section import front_line, frontier_section
 from infer_prof.report.html import build_report
 from infer_prof.report.run_data import RunData
 from infer_prof.results.frontier_curves import curves_from_results
+from infer_prof.results.schema import typed_document
 from tests.unit.test_compare_frontiers import A100, H100, LOADS, frontier_result, point_result
 
 
@@ -45,7 +46,8 @@ def test_section_draws_each_curve_its_points_and_the_target() -> None:
 
 
 def test_front_line_follows_steffen_between_the_front_points() -> None:
-    (h100,) = [c for c in curves_from_results([(r.source, r.result) for r in _runs()])
+    (h100,) = [c for c in curves_from_results([(r.source, typed_document(r.result))
+                                                 for r in _runs()])
                if c.gpu == "H100-SXM"]
     xs, ys = front_line(h100.points, "total_tok_s_per_gpu")
     knots = sorted((p.interactivity or 0.0, p.total_tok_s_per_gpu) for p in h100.points)

@@ -140,3 +140,73 @@ def test_every_metric_of_the_metric_table_is_a_declared_field():
         missing += [p for p in paths if not _declared(p)]
     assert not missing, f"declare these in results/document.py: {missing}"
     assert not _declared("summary.ttft_ms.p95") and not _declared("summary.nope")
+
+
+def test_failure_kinds_are_the_documented_ones_and_others_are_refused():
+    """``summary.failure_kinds`` keys are a declared set (docs/error-kinds.md's tables, plus
+    ``http_<status>``): a kind the writer misspells is caught when the result is written."""
+    import re
+    from pathlib import Path
+
+    from infer_prof.results.document import FAILURE_KINDS, is_failure_kind
+
+    doc_text = (Path(__file__).resolve().parents[2] / "docs" / "error-kinds.md").read_text()
+    documented = set(re.findall(r"^\| `([a-z_0-9]+)` \|", doc_text, re.M))
+    assert documented == set(FAILURE_KINDS)
+    good = _doc()
+    good["summary"]["failure_kinds"] = {"http_503": 2, "timeout": 1, "server_died": 1}
+    assert check_document(good) == []
+    assert decode_result(good).summary.failure_kinds == {"http_503": 2, "timeout": 1,
+                                                         "server_died": 1}
+    bad = _doc()
+    bad["summary"]["failure_kinds"] = {"time_out": 1}
+    problems = check_document(bad)
+    assert len(problems) == 1 and "$.summary.failure_kinds" in problems[0]
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, json_schema())
+    assert is_failure_kind("http_404") and not is_failure_kind("http_") and \
+        not is_failure_kind("time_out")
+
+
+def test_the_warmup_end_is_a_declared_word():
+    """``warmup.ended_by`` is a ``WarmupEnd``: the words the warm-up gates and core/warmup.py
+    give, and nothing else."""
+    from typing import get_args
+
+    from infer_prof.core.warmup import WARMUP_JUDGED
+    from infer_prof.loadgen.worker_shared import SharedWarmupGate
+    from infer_prof.results.document import WarmupEnd
+
+    words = set(get_args(WarmupEnd))
+    assert set(WARMUP_JUDGED) | {"requests"} == words
+    assert set(SharedWarmupGate.REASONS) <= words
+    for word in words:
+        assert check_document(_doc(warmup={"mode": "steady", "ended_by": word})) == []
+    problems = check_document(_doc(warmup={"mode": "steady", "ended_by": "stedy"}))
+    assert len(problems) == 1 and "$.warmup.ended_by" in problems[0]
+
+
+def test_the_slo_section_is_typed_as_core_slo_writes_it():
+    """``slo`` is what ``core.slo.SloReport.to_dict`` writes, read by attribute (the console's
+    SLO and goodput rows)."""
+    from rich.console import Console
+
+    from infer_prof.core.slo import Slo, SloCheck, SloReport
+    from infer_prof.report.console import totals_table
+
+    checks = [SloCheck(Slo("ttft", "p99", 100.0), 120.0, False),
+              SloCheck(Slo("tpot", "p50", 50.0), None, False)]
+    block = SloReport(checks, good_requests=3, completed_requests=4, duration_s=2.0,
+                      goodput=1.5, failures=["ttft_p99 120 > 100 ms"]).to_dict()
+    doc = _doc(slo=block, cost=None)
+    assert check_document(doc) == []
+    slo = decode_result(doc).slo
+    assert slo is not None and slo.passed is False and slo.goodput == 1.5
+    assert [c.slo for c in slo.checks] == ["ttft_p99", "tpot_p50"]
+    assert slo.checks[1].value_ms is None  # not measured
+    console = Console(width=200, record=True)
+    console.print(totals_table(decode_result(doc)))
+    text = console.export_text()
+    assert "FAIL: ttft_p99 120 > 100 ms" in text and "1.500" in text
+    bad = _doc(slo={**block, "passed": "no"})
+    assert any("$.slo.passed" in p for p in check_document(bad))

@@ -246,20 +246,22 @@ def test_hashed_prompts_share_blocks(maker: TextPromptMaker, tok: Tokenizer) -> 
 
 
 def test_compare_tells_session_settings_apart() -> None:
-    from infer_prof.results.loading import config_fields, differing_fields
+    from infer_prof.results.document import decode_result as typed
+    from infer_prof.results.identity import config_fields, differing_fields
 
     def result(sessions: dict | None) -> dict:
-        return {"config": {"model": "m", "sessions": sessions}, "model": {"name": "m"}}
+        return {"kind": "infer-prof.run", "schema_version": 1, "run_id": "r", "summary": {},
+                "config": {"model": "m", "sessions": sessions}, "model": {"name": "m"}}
 
     plain = result(None)
-    assert "sessions" not in config_fields(plain)  # older fingerprints stay the same
+    assert "sessions" not in config_fields(typed(plain))  # older fingerprints stay the same
     a = result({"turns": 3, "think_time_s": 0.0, "source": "synthetic", "sessions": 4,
                 "prompt": "token-ids", "dataset": None})
     b = result({**a["config"]["sessions"], "think_time_s": 1.0})
     c = result({**a["config"]["sessions"], "sessions": 9})  # how many is not the setting
-    assert list(differing_fields([a, b])) == ["sessions"]
-    assert differing_fields([a, c]) == {}
-    assert "sessions" in differing_fields([a, plain])
+    assert list(differing_fields([typed(a), typed(b)])) == ["sessions"]
+    assert differing_fields([typed(a), typed(c)]) == {}
+    assert "sessions" in differing_fields([typed(a), typed(plain)])
 
 
 def test_text_turns_exact_with_a_bos_tokenizer() -> None:
