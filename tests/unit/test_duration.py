@@ -147,6 +147,14 @@ def test_mission_command_on_a_2_core_cpu_is_refused_with_the_ways_out():
     assert est is not None and est.total_s < 600
 
 
+def test_a_server_other_than_vllm_is_not_estimated_as_vllm():
+    # the estimate models vLLM on this device; the synthetic server's speed is its own options
+    cfg = RunConfig(model="llama-2-7b", load_format="dummy", concurrency=[128],
+                    server="synthetic")
+    model = resolve_model("llama-2-7b")
+    assert check_duration(cfg, model, _points(cfg), None, cpu_speed(2)) is None
+
+
 def test_tiny_llama_is_never_refused():
     tiny = resolve_model("tiny-llama")
     cfg = RunConfig(concurrency=[16])
