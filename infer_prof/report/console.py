@@ -324,8 +324,9 @@ def _cost_rows(cost: Cost) -> list[tuple[str, str]]:
         price = cost.price
         where = " ".join(str(v) for v in (price.provider, price.instance_type, price.region)
                          if v) if price else ""
-        text = f"${cost.usd_per_hour:.2f}/h for {cost.gpus} GPU(s) ({where}, " \
-            f"{price.kind if price else None})"
+        said = (price.reason if price is not None and price.kind == "user" and price.reason
+                else f"{where}, {price.kind if price else None}")
+        text = f"${cost.usd_per_hour:.2f}/h for {cost.gpus} GPU(s) ({said})"
         if price is not None and price.low is not None and price.high != price.low:
             text += f"; ${price.low:.2f}-${price.high:.2f} per GPU-hour across instances"
         age = ((price.catalog if price else None) or {}).get("age_days")

@@ -82,3 +82,11 @@ def test_summary_names_the_instance_and_the_range():
     rows = dict(_derived_rows(result_of(cost=cost("H100-SXM", 8))))
     assert rows["price"].startswith("$8.00/h for 8 GPU(s) (mithril h100-80gb.sxm.8x ")
     assert "on-demand); $1.00-$15.98 per GPU-hour across instances" in rows["price"]
+
+
+def test_a_price_the_user_gave_is_said_as_given():
+    from infer_prof.report.console import _derived_rows
+    from tests.unit.typed_results import result_of
+
+    rows = dict(_derived_rows(result_of(cost=cost("H100-SXM", 2, price_per_hour=1.5))))
+    assert rows["price"] == "$3.00/h for 2 GPU(s) (given with --price-per-hour)"
