@@ -12,6 +12,7 @@ import re
 import signal
 import subprocess
 import time
+from abc import ABC, abstractmethod
 from pathlib import Path
 
 from infer_prof.servers.http_get import http_get
@@ -22,7 +23,7 @@ PORT_TAKEN = re.compile(r"address already in use", re.IGNORECASE)
 PORT_RETRIES = 3  # launches on a newly chosen port after the first one's was taken
 
 
-class ChildServer:
+class ChildServer(ABC):
     """Process handling for a launched server (a mixin for dataclasses holding these fields)."""
 
     host: str
@@ -37,8 +38,9 @@ class ChildServer:
     _port_chosen_here: bool = False
     _launch_log_offset: int = 0
 
+    @abstractmethod
     def command(self) -> list[str]:
-        raise NotImplementedError
+        """The exact command line that starts the server (each server says its own)."""
 
     @property
     def url(self) -> str:
