@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import NoReturn
+from dataclasses import dataclass
+from typing import Annotated, NoReturn
 
 import typer
 from rich import box
@@ -18,11 +19,13 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.catalog.gpus import DetectedGpu, catalog, detect_gpus, find_gpu
+from infer_prof.cli.declared import declared_command
 from infer_prof.core.gpus import GIB, GpuSpec
 from infer_prof.core.models import ModelSpec
 from infer_prof.core.plan_result import Plan
 from infer_prof.core.planner import PlanRequest, plan
 from infer_prof.core.precisions import PRECISION_LABELS, PlanError
+from infer_prof.run.options import Opt
 
 _UNITS = {
     "": 1, "b": 1,
@@ -160,59 +163,67 @@ def _vllm_args(p: Plan) -> dict[str, object]:
     return vllm_engine_args(p.settings, planned_engine_version(p))
 
 
-def plan_command(
-    model: str = typer.Option(..., "--model", help="Model alias (e.g. llama-2-70b) or local dir."),
-    gpu: str | None = typer.Option(
-        None, "--gpu", help="GPU to plan for (catalog key, e.g. A100-80GB-SXM); default: the "
-        "detected one."),
-    gpus: int | None = typer.Option(
-        None, "--gpus", help="GPUs to split the model over (tensor parallel); default: --gpu 1, "
-        "else all detected GPUs of the first kind."),
-    concurrency: int = typer.Option(1, "--concurrency", help="Concurrent requests to serve."),
-    input_len: int = typer.Option(512, "--input-len", help="Prompt tokens per request."),
-    output_len: int = typer.Option(256, "--output-len", help="Output tokens per request."),
-    gpu_memory_utilization: float = typer.Option(
-        0.9, "--gpu-memory-utilization", help="Fraction of GPU memory vLLM may use."),
-    quantization: str = typer.Option(
-        "auto", "--quantization",
-        help="auto, or force one: bf16, fp8, int8, bitsandbytes, awq, gptq."),
-    load_format: str | None = typer.Option(
-        None, "--load-format", help="vLLM --load-format, as for run: 'dummy' (random weights) "
-        "rules out in-flight bitsandbytes, which vLLM loads from real weight files only."),
-    kv_cache_dtype: str = typer.Option(
-        "auto", "--kv-cache-dtype", help="auto, or fp8 (half the KV bytes). With auto, fp8 is "
-        "chosen only when no precision holds one sequence with a 16-bit KV cache."),
-    memory_budget: str | None = typer.Option(
-        None, "--memory-budget", help="Memory the engine may use (e.g. 24GiB, 512MiB): a CPU run "
-        "without --gpu; replaces the utilization budget with one."),
-    json_output: bool = typer.Option(False, "--json", help="Print the plan as JSON."),
-) -> None:
+@dataclass(frozen=True)
+class PlanOptions:
+    """The options of ``infer-prof plan``, each declared once (:mod:`infer_prof.cli.declared`)."""
+
+    model: Annotated[str, Opt(("--model",), "Model alias (e.g. llama-2-70b) or local dir.")]
+    gpu: Annotated[str | None, Opt(
+        ("--gpu",), "GPU to plan for (catalog key, e.g. A100-80GB-SXM); default: the detected "
+        "one.")] = None
+    gpus: Annotated[int | None, Opt(
+        ("--gpus",), "GPUs to split the model over (tensor parallel); default: --gpu 1, else all "
+        "detected GPUs of the first kind.")] = None
+    concurrency: Annotated[int, Opt(("--concurrency",), "Concurrent requests to serve.")] = 1
+    input_len: Annotated[int, Opt(("--input-len",), "Prompt tokens per request.")] = 512
+    output_len: Annotated[int, Opt(("--output-len",), "Output tokens per request.")] = 256
+    gpu_memory_utilization: Annotated[float, Opt(
+        ("--gpu-memory-utilization",), "Fraction of GPU memory vLLM may use.")] = 0.9
+    quantization: Annotated[str, Opt(
+        ("--quantization",), "auto, or force one: bf16, fp8, int8, bitsandbytes, awq, "
+        "gptq.")] = "auto"
+    load_format: Annotated[str | None, Opt(
+        ("--load-format",), "vLLM --load-format, as for run: 'dummy' (random weights) rules out "
+        "in-flight bitsandbytes, which vLLM loads from real weight files only.")] = None
+    kv_cache_dtype: Annotated[str, Opt(
+        ("--kv-cache-dtype",), "auto, or fp8 (half the KV bytes). With auto, fp8 is chosen only "
+        "when no precision holds one sequence with a 16-bit KV cache.")] = "auto"
+    memory_budget: Annotated[str | None, Opt(
+        ("--memory-budget",), "Memory the engine may use (e.g. 24GiB, 512MiB): a CPU run without "
+        "--gpu; replaces the utilization budget with one.")] = None
+    json_output: Annotated[bool, Opt(("--json",), "Print the plan as JSON.")] = False
+
+
+def plan_options(o: PlanOptions) -> None:
     """Plan precision, tensor parallelism and memory for a model and load, without running it."""
     budget = None
-    if memory_budget is not None:
+    if o.memory_budget is not None:
         try:
-            budget = parse_bytes(memory_budget)
+            budget = parse_bytes(o.memory_budget)
         except ValueError as exc:
             _fail(f"--memory-budget: {exc}")
-    spec = _resolve_spec(model)
-    gpu_spec, count, found, how = _resolve_gpu(gpu, gpus, budget)
+    spec = _resolve_spec(o.model)
+    gpu_spec, count, found, how = _resolve_gpu(o.gpu, o.gpus, budget)
     from infer_prof.run.engine_setup import device_memory, engine_capabilities  # --help stays fast
 
     memory, source = device_memory(gpu_spec, found)
     try:
         result = plan(PlanRequest(
-            spec, gpu_spec, gpus=count, concurrency=concurrency, input_len=input_len,
-            output_len=output_len, gpu_memory_utilization=gpu_memory_utilization,
-            quantization=quantization, memory_budget_bytes=budget,
+            spec, gpu_spec, gpus=count, concurrency=o.concurrency, input_len=o.input_len,
+            output_len=o.output_len, gpu_memory_utilization=o.gpu_memory_utilization,
+            quantization=o.quantization, memory_budget_bytes=budget,
             memory_per_gpu_bytes=memory, memory_source=source,
-            kv_cache_dtype=kv_cache_dtype, load_format=load_format,
+            kv_cache_dtype=o.kv_cache_dtype, load_format=o.load_format,
             caps=engine_capabilities(gpu_spec is not None),
             catalog=list(catalog().values())))
     except PlanError as exc:
         _fail(str(exc))
-    if json_output:
+    if o.json_output:
         typer.echo(json.dumps(result.to_dict(_vllm_args(result)), indent=2))
     else:
         _print_plan(result, how, Console(width=140))
     if not result.fits:
         raise typer.Exit(1)
+
+
+plan_command = declared_command(PlanOptions, plan_options)

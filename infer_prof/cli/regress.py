@@ -8,6 +8,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
 import typer
 from rich import box
@@ -15,6 +16,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.cli.common import fail
+from infer_prof.cli.declared import declared_command
 from infer_prof.core.regression import DEFAULT_THRESHOLD_PCT, MetricComparison, Significance
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
@@ -31,6 +33,7 @@ from infer_prof.results.gate import (
 from infer_prof.results.identity import differing_fields
 from infer_prof.results.loading import load_results
 from infer_prof.results.schema import ResultFileError
+from infer_prof.run.options import Opt
 
 DEFAULT_HISTORY = history_database.DEFAULT_HELP
 RULES = ("ci", "mwu", "both", "either")
@@ -211,78 +214,70 @@ def _pair_groups(
     return [("", base, cur, ", ".join(r.source for r in base))]
 
 
-def regress_command(
-    baseline: list[str] = typer.Option(
-        None,
-        "--baseline",
-        help="Baseline result files, folders or globs (repeatable; several = repeated runs), "
-        "or history:N for the last N recorded runs of the current run's configuration.",
-    ),
-    current: list[str] = typer.Option(
-        ..., "--current", help="Current result files, folders or globs (repeatable)."
-    ),
-    threshold: list[str] = typer.Option(
-        None,
-        "--threshold",
-        "-t",
-        help="Worsening that counts: 5% for every metric (default 5%), or METRIC=PCT for one "
-        "(e.g. ttft_ms.p99=10%, glob patterns allowed). Repeatable.",
-    ),
-    junit: Path = typer.Option(None, "--junit", help="Write JUnit XML here (one case a metric)."),
-    markdown: Path = typer.Option(None, "--markdown", help="Write a Markdown summary here."),
-    last: int = typer.Option(
-        None, "--last", help="Baseline = the last N runs of this configuration in --history."
-    ),
-    history_db: str = typer.Option(
-        None,
-        "--history",
-        help="History for history:N / --last: sqlite:///PATH (or a path) or "
+@dataclass(frozen=True)
+class RegressOptions:
+    """The options of ``infer-prof regress``, each declared once (:mod:`infer_prof.cli.declared`).
+    """
+
+    current: Annotated[list[str], Opt(
+        ("--current",), "Current result files, folders or globs (repeatable).")]
+    baseline: Annotated[list[str] | None, Opt(
+        ("--baseline",), "Baseline result files, folders or globs (repeatable; several = repeated "
+        "runs), or history:N for the last N recorded runs of the current run's "
+        "configuration.")] = None
+    threshold: Annotated[list[str] | None, Opt(
+        ("--threshold", "-t"), "Worsening that counts: 5% for every metric (default 5%), or "
+        "METRIC=PCT for one (e.g. ttft_ms.p99=10%, glob patterns allowed). Repeatable.")] = None
+    junit: Annotated[Path | None, Opt(
+        ("--junit",), "Write JUnit XML here (one case a metric).")] = None
+    markdown: Annotated[Path | None, Opt(
+        ("--markdown",), "Write a Markdown summary here.")] = None
+    last: Annotated[int | None, Opt(
+        ("--last",), "Baseline = the last N runs of this configuration in --history.")] = None
+    history_db: Annotated[str | None, Opt(
+        ("--history",), "History for history:N / --last: sqlite:///PATH (or a path) or "
         "postgresql://USER@HOST:PORT/DB. Default: $INFER_PROF_HISTORY, else "
-        f"{DEFAULT_HISTORY}.",
-    ),
-    alpha: float = typer.Option(
-        0.05, "--alpha", help="Significance level; the CI is at confidence 1 - alpha."
-    ),
-    rule: str = typer.Option(
-        "ci",
-        "--rule",
-        help="What makes a latency change significant: ci (bootstrap CI excludes 0), mwu "
-        "(Mann-Whitney p < alpha), both, either.",
-    ),
-    n_boot: int = typer.Option(2000, "--n-boot", help="Bootstrap replicates."),
-    max_samples: int = typer.Option(
-        DEFAULT_MAX_SAMPLES,
-        "--max-samples",
-        help="Per side, thin larger latency samples to this many quantiles (conservative).",
-    ),
-    force: bool = typer.Option(
-        False, "--force", help="Gate even when baseline and current settings differ."
-    ),
-    json_output: bool = typer.Option(False, "--json", help="Print the verdicts as JSON."),
-) -> None:
+        f"{DEFAULT_HISTORY}.")] = None
+    alpha: Annotated[float, Opt(
+        ("--alpha",), "Significance level; the CI is at confidence 1 - alpha.")] = 0.05
+    rule: Annotated[str, Opt(
+        ("--rule",), "What makes a latency change significant: ci (bootstrap CI excludes 0), mwu "
+        "(Mann-Whitney p < alpha), both, either.")] = "ci"
+    n_boot: Annotated[int, Opt(("--n-boot",), "Bootstrap replicates.")] = 2000
+    max_samples: Annotated[int, Opt(
+        ("--max-samples",), "Per side, thin larger latency samples to this many quantiles "
+        "(conservative).")] = DEFAULT_MAX_SAMPLES
+    force: Annotated[bool, Opt(
+        ("--force",), "Gate even when baseline and current settings differ.")] = False
+    json_output: Annotated[bool, Opt(("--json",), "Print the verdicts as JSON.")] = False
+
+
+def regress(o: RegressOptions) -> None:
     """Is the current run worse than the baseline? Per metric: change, significance, threshold."""
-    if rule not in RULES:
-        fail(f"--rule {rule!r} is not one of {', '.join(RULES)}")
-    if not 0.0 < alpha < 1.0:
+    if o.rule not in RULES:
+        fail(f"--rule {o.rule!r} is not one of {', '.join(RULES)}")
+    if not 0.0 < o.alpha < 1.0:
         fail("--alpha must be within (0, 1)")
-    if n_boot < 1:
+    if o.n_boot < 1:
         fail("--n-boot must be at least 1")
-    thresholds = parse_thresholds(threshold)
+    thresholds = parse_thresholds(o.threshold)
     default_pct = thresholds.pop("*", DEFAULT_THRESHOLD_PCT)
-    n_hist = _history_n(list(baseline or []), last)
+    baseline = list(o.baseline or [])
+    n_hist = _history_n(baseline, o.last)
     if n_hist is None and not baseline:
         fail("give --baseline (files, folders, globs, or history:N) or --last N")
-    cur = _load_side(list(current), "current")
+    cur = _load_side(list(o.current), "current")
     notes: list[str] = []
-    db = history_database.resolve(history_db)
+    db = history_database.resolve(o.history_db)
     try:
         if n_hist is not None:
             history_database.parse_location(db)
-        groups = _pair_groups(cur, list(baseline or []), n_hist, db, force, notes)
+        groups = _pair_groups(cur, baseline, n_hist, db, o.force, notes)
     except history_database.HistoryError as exc:
         fail(str(exc))
-    significance = Significance(alpha=alpha, rule=rule, n_boot=n_boot)  # type: ignore[arg-type]
-    comparisons = _gate_groups(groups, notes, thresholds, default_pct, significance, max_samples)
+    significance = Significance(alpha=o.alpha, rule=o.rule, n_boot=o.n_boot)  # type: ignore[arg-type]
+    comparisons = _gate_groups(groups, notes, thresholds, default_pct, significance,
+                               o.max_samples)
     if not comparisons:
         fail("no metric is present on both sides; nothing to gate")
     out = _Outcome(
@@ -292,13 +287,16 @@ def regress_command(
         current_desc=", ".join(r.source for r in cur),
         notes=notes,
     )
-    _write_files(out, markdown, junit)
-    if json_output:
+    _write_files(out, o.markdown, o.junit)
+    if o.json_output:
         typer.echo(json.dumps(out.to_dict(), indent=2))
     else:
         _print_outcome(out)
     if out.regressions:
         raise typer.Exit(1)
+
+
+regress_command = declared_command(RegressOptions, regress)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,11 @@
 """``infer-prof run``: profile a model on vLLM (started here) or on a running endpoint.
 
 The command's options are :class:`~infer_prof.run.config.RunConfig`'s fields: each is declared
-once, on its field (``Annotated[type, Opt(...)]``), and :func:`command_parameters` turns the
-declarations into typer options by name, one help panel per group. The values go to the fields
-by the same names (:func:`config_values`); the options that are no field of a run (how many
-endpoints, what is printed) are declared once in :class:`RunCommandOptions`.
+once, on its field (``Annotated[type, Opt(...)]``), and
+:func:`~infer_prof.cli.declared.command_parameter` turns the declarations into typer options by
+name, one help panel per group. The values go to the fields by the same names
+(:func:`config_values`); the options that are no field of a run (how many endpoints, what is
+printed) are declared once in :class:`RunCommandOptions`.
 """
 
 from __future__ import annotations
@@ -19,11 +20,12 @@ from rich.console import Console
 from infer_prof.catalog.gpus import detect_gpus
 from infer_prof.catalog.models import TINY_LLAMA
 from infer_prof.cli.common import fail
+from infer_prof.cli.declared import command_parameter
 from infer_prof.cli.run_exit import finish_run, print_outcome
 from infer_prof.cli.run_prices import check_instance
 from infer_prof.run.config import ConfigError, RunConfig, combine_warmup
 from infer_prof.run.default_model import choose_default
-from infer_prof.run.options import OUTPUT, SERVER, Field, Opt, declared_fields, literal_choices
+from infer_prof.run.options import OUTPUT, SERVER, Opt, declared_fields
 
 if TYPE_CHECKING:  # (not at import: `infer-prof --help` stays light)
     from infer_prof.run.multi_endpoint import EndpointTarget
@@ -47,28 +49,6 @@ class RunCommandOptions:
 
 RUN_FIELDS = tuple(declared_fields(RunConfig))
 COMMAND_FIELDS = tuple(declared_fields(RunCommandOptions))
-
-
-def command_parameter(f: Field) -> inspect.Parameter:
-    """The typer option of one declared field: ``Annotated[the type the user types,
-    typer.Option(flags, help, envvar, rich_help_panel=group)]`` with its default (None where
-    the value is parsed, repeated or chosen at run time; False for a negating flag)."""
-    opt = f.opt
-    assert opt is not None
-    typed: Any = opt.typed if opt.typed is not None else f.hint
-    default = f.default
-    if literal_choices(typed):  # text: validate names the choices in its one-line error
-        typed = str | None if default is None else str
-    if opt.negate:
-        typed, default = bool, False
-    elif opt.repeat:
-        typed, default = list[typed.__args__[0]] | None, None  # list[X] from X | None
-    elif opt.parse is not None or opt.chosen_default:
-        typed, default = typed | None, None
-    option = typer.Option(*opt.flags, help=opt.help, envvar=opt.envvar,
-                          rich_help_panel=opt.group)
-    return inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=default,
-                             annotation=Annotated[typed, option])
 
 
 def config_values(given: dict[str, Any]) -> tuple[dict[str, Any], dict[str, list[Any]]]:

@@ -65,7 +65,7 @@ class Opt:
 
     flags: tuple[str, ...]  # e.g. ("--num-requests", "-n"); a bool pair as "--x/--no-x"
     help: str
-    group: str  # one of GROUPS
+    group: str | None = None  # run's: one of GROUPS (its help panel); None: the one panel
     typed: Any = None  # the type the user types, when not the field's (e.g. str, list[str])
     parse: Callable[[Any, str], Any] | None = None  # (user's value, flag) -> field value
     range: Range | None = None  # (the allowed texts of a Literal field: its Literal's values)
@@ -73,6 +73,7 @@ class Opt:
     repeat: bool = False  # given once per --endpoint: the CLI takes a list, the field the first
     envvar: str | None = None
     chosen_default: bool = False  # not given: chosen when the run starts (the help says how)
+    positional: bool = False  # an argument, not an option (``compare RESULTS...``)
 
     @property
     def flag(self) -> str:
