@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-import typer
 from rich.console import Console
 from rich.table import Table
 
 from infer_prof.cli.common import fail
+from infer_prof.cli.declared import declared_command
 from infer_prof.core.accuracy import TARGETS_BY_MODE, calibration_mode, trusted_up_to
+from infer_prof.run.options import Opt
 
 
 def _parse_levels(text: str) -> list[int]:
@@ -28,51 +30,57 @@ def _f(v: Any, digits: int = 3) -> str:
     return "n/a" if v is None else f"{v:+.{digits}f}" if isinstance(v, float) else str(v)
 
 
-def calibrate_command(
-    concurrency: str = typer.Option(
-        "1,32,128,512,1024",
-        "--concurrency",
-        "-c",
-        help="Comma-separated concurrency levels to check (the highest one within the targets is "
-        "reported).",
-    ),
-    ttft_ms: float = typer.Option(50.0, "--ttft-ms", help="Server's time to first token."),
-    itl_ms: float = typer.Option(15.0, "--itl-ms", help="Server's gap between tokens."),
-    output_len: int = typer.Option(128, "--output-len", help="Tokens per response."),
-    requests_per_stream: int = typer.Option(
-        4, "--requests-per-stream", help="Requests = this x concurrency."
-    ),
-    processes: str = typer.Option(
-        "auto",
-        "--processes",
-        help="Client worker processes per level: a number, or auto (by expected events/s).",
-    ),
-    tls: bool = typer.Option(
-        False,
-        "--tls",
-        help="Over HTTPS: the server gets a throwaway certificate made now, the client verifies "
-        "it; TLS is done on the client's own sockets, so timing stays the kernel's.",
-    ),
-    server_cost_us: float = typer.Option(
-        0.0,
-        "--server-cost-us",
-        help="CPU time (us) the built-in server burns per streamed token, as a real API server "
-        "on this host would (15 at 1024 streams is about one core); judged against the "
-        "server-cost targets.",
-    ),
-    json_output: bool = typer.Option(False, "--json", help="Print the full report as JSON."),
-) -> None:
+@dataclass(frozen=True)
+class CalibrateOptions:
+    """The options of ``infer-prof calibrate``, each declared once
+    (:mod:`infer_prof.cli.declared`)."""
+
+    concurrency: Annotated[str, Opt(
+        ("--concurrency", "-c"),
+        ("Comma-separated concurrency levels to check (the highest one within the "
+        "targets is reported)."))] = "1,32,128,512,1024"
+    ttft_ms: Annotated[float, Opt(
+        ("--ttft-ms",),
+        "Server's time to first token.")] = 50.0
+    itl_ms: Annotated[float, Opt(
+        ("--itl-ms",),
+        "Server's gap between tokens.")] = 15.0
+    output_len: Annotated[int, Opt(
+        ("--output-len",),
+        "Tokens per response.")] = 128
+    requests_per_stream: Annotated[int, Opt(
+        ("--requests-per-stream",),
+        "Requests = this x concurrency.")] = 4
+    processes: Annotated[str, Opt(
+        ("--processes",),
+        "Client worker processes per level: a number, or auto (by expected events/s).")] = "auto"
+    tls: Annotated[bool, Opt(
+        ("--tls",),
+        ("Over HTTPS: the server gets a throwaway certificate made now, the client "
+        "verifies it; TLS is done on the client's own sockets, so timing stays the "
+        "kernel's."))] = False
+    server_cost_us: Annotated[float, Opt(
+        ("--server-cost-us",),
+        ("CPU time (us) the built-in server burns per streamed token, as a real API "
+        "server on this host would (15 at 1024 streams is about one core); judged "
+        "against the server-cost targets."))] = 0.0
+    json_output: Annotated[bool, Opt(
+        ("--json",),
+        "Print the full report as JSON.")] = False
+
+
+def calibrate(o: CalibrateOptions) -> None:
     """Check the load generator against a built-in server with known timing; print its errors
     (client minus truth) in TTFT, ITL and requests/s per concurrency."""
-    levels = _parse_levels(concurrency)
-    if ttft_ms <= 0 or itl_ms <= 0 or output_len < 2 or requests_per_stream < 1:
+    levels = _parse_levels(o.concurrency)
+    if o.ttft_ms <= 0 or o.itl_ms <= 0 or o.output_len < 2 or o.requests_per_stream < 1:
         fail(
             "--ttft-ms and --itl-ms must be positive, --output-len at least 2, "
             "--requests-per-stream at least 1"
         )
-    if not server_cost_us >= 0:
-        fail(f"--server-cost-us {server_cost_us:g}: give 0 or more microseconds per token")
-    procs = _parse_processes(processes)
+    if not o.server_cost_us >= 0:
+        fail(f"--server-cost-us {o.server_cost_us:g}: give 0 or more microseconds per token")
+    procs = _parse_processes(o.processes)
     err = Console(stderr=True)
 
     # imported here, not at the top: `infer-prof --help` must not pay for the engine side
@@ -80,24 +88,27 @@ def calibrate_command(
 
     reports = run_calibration(
         levels,
-        ttft_ms=ttft_ms,
-        itl_ms=itl_ms,
-        output_len=output_len,
-        requests_per_stream=requests_per_stream,
+        ttft_ms=o.ttft_ms,
+        itl_ms=o.itl_ms,
+        output_len=o.output_len,
+        requests_per_stream=o.requests_per_stream,
         on_point=lambda rep: err.print(_progress_line(rep)),
         processes=procs,
-        tls=tls,
-        server_cost_us=server_cost_us,
+        tls=o.tls,
+        server_cost_us=o.server_cost_us,
     )
-    if json_output:
+    if o.json_output:
         sys.stdout.write(json.dumps(reports, indent=2) + "\n")
         return
-    server = (f"server: TTFT {ttft_ms:g} ms, ITL {itl_ms:g} ms, "
-              f"{output_len} tokens{', HTTPS' if tls else ''}"
-              + (f", {server_cost_us:g} us CPU per token" if server_cost_us > 0 else ""))
+    server = (f"server: TTFT {o.ttft_ms:g} ms, ITL {o.itl_ms:g} ms, "
+              f"{o.output_len} tokens{', HTTPS' if o.tls else ''}"
+              + (f", {o.server_cost_us:g} us CPU per token" if o.server_cost_us > 0 else ""))
     out = Console(width=max(120, Console().width))
     out.print(_error_table(reports, server))
-    out.print(_targets_line(reports, server_cost_us))
+    out.print(_targets_line(reports, o.server_cost_us))
+
+
+calibrate_command = declared_command(CalibrateOptions, calibrate)
 
 
 def _parse_processes(processes: str) -> int | None:

@@ -8,7 +8,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -18,6 +18,7 @@ from rich.table import Table
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.compare_frontiers import compare_frontiers
+from infer_prof.cli.declared import declared_command
 from infer_prof.core.comparison import COLUMNS, format_value
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.comparison_rows import comparison_table
@@ -25,6 +26,7 @@ from infer_prof.results.document import Result
 from infer_prof.results.identity import PLACEMENT_FIELDS, differing_fields, readable_name
 from infer_prof.results.loading import load_typed_results
 from infer_prof.results.schema import ResultFileError
+from infer_prof.run.options import Opt
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -70,64 +72,74 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
     return t
 
 
-def compare_command(
-    results: list[str] = typer.Argument(
-        None, help="Result files, folders of them, or glob patterns (quote them: 'results/*.json')."
-    ),
-    output_format: str = typer.Option(
-        "table", "--format", "-f", help="table, markdown, csv or json."
-    ),
-    force: bool = typer.Option(
-        False,
-        "--force",
-        help="Compare even when the runs' workload or settings differ (they are listed).",
-    ),
-    target_interactivity: float = typer.Option(
-        None, "--target-interactivity",
-        help="Tokens/s each user sees (1000 / TPOT p50 in ms): one row per GPU, instance and "
-        "configuration, cheapest first, read off each frontier at this speed (docs/frontier.md).",
-    ),
-    slo: str = typer.Option(
-        None, "--slo",
-        help="With the frontier comparison: only points meeting these, e.g. "
-        "ttft_p99=2000,tpot_p99=50 (ms); alone, each frontier's best point meeting them.",
-    ),
-    history_db: str = typer.Option(
-        None, "--history",
-        help="Compare frontiers from this history (sqlite:///PATH, a path, or postgresql://...) "
-        "instead of, or besides, result files; with --target-interactivity or --slo.",
-    ),
-    model: str = typer.Option(None, "--model", help="With --history: only this model's runs."),
-    tiers: bool = typer.Option(
-        False, "--tiers", help="Also cost each run per 1M output tokens on-demand, spot and "
-        "owned (cheapest instance of its GPU; seed purchase price).",
-    ),
-    prices_from: str = typer.Option(
-        None, "--prices-from", help="With --tiers: a folder of SkyPilot catalogs to price from.",
-    ),
-) -> None:
+@dataclass(frozen=True)
+class CompareOptions:
+    """The options of ``infer-prof compare``, each declared once
+    (:mod:`infer_prof.cli.declared`)."""
+
+    results: Annotated[list[str] | None, Opt(
+        (),
+        ("Result files, folders of them, or glob patterns (quote them: "
+        "'results/*.json')."), positional=True)] = None
+    output_format: Annotated[str, Opt(
+        ("--format", "-f"),
+        "table, markdown, csv or json.")] = "table"
+    force: Annotated[bool, Opt(
+        ("--force",),
+        "Compare even when the runs' workload or settings differ (they are listed).")] = False
+    target_interactivity: Annotated[float | None, Opt(
+        ("--target-interactivity",),
+        ("Tokens/s each user sees (1000 / TPOT p50 in ms): one row per GPU, instance and "
+        "configuration, cheapest first, read off each frontier at this speed "
+        "(docs/frontier.md)."))] = None
+    slo: Annotated[str | None, Opt(
+        ("--slo",),
+        ("With the frontier comparison: only points meeting these, e.g. "
+        "ttft_p99=2000,tpot_p99=50 (ms); alone, each frontier's best point meeting "
+        "them."))] = None
+    history_db: Annotated[str | None, Opt(
+        ("--history",),
+        ("Compare frontiers from this history (sqlite:///PATH, a path, or "
+        "postgresql://...) instead of, or besides, result files; with "
+        "--target-interactivity or --slo."))] = None
+    model: Annotated[str | None, Opt(
+        ("--model",),
+        "With --history: only this model's runs.")] = None
+    tiers: Annotated[bool, Opt(
+        ("--tiers",),
+        ("Also cost each run per 1M output tokens on-demand, spot and owned (cheapest "
+        "instance of its GPU; seed purchase price)."))] = False
+    prices_from: Annotated[str | None, Opt(
+        ("--prices-from",),
+        "With --tiers: a folder of SkyPilot catalogs to price from.")] = None
+
+
+def compare(o: CompareOptions) -> None:
     """Compare runs side by side: GPU, label, throughput, latency percentiles, cost, energy.
 
     With --target-interactivity or --slo: compare frontiers (GPUs, instances, configurations)
     by what a million tokens costs at the speed the users need."""
-    if output_format not in FORMATS:
-        fail(f"--format {output_format!r} is not one of {', '.join(FORMATS)}")
-    if target_interactivity is not None or slo is not None:
-        compare_frontiers(results or [], output_format, force, target_interactivity, slo,
-                          history_db, model)
+    if o.output_format not in FORMATS:
+        fail(f"--format {o.output_format!r} is not one of {', '.join(FORMATS)}")
+    if o.target_interactivity is not None or o.slo is not None:
+        compare_frontiers(o.results or [], o.output_format, o.force, o.target_interactivity, o.slo,
+                          o.history_db, o.model)
         return
-    if history_db is not None or model is not None:
+    if o.history_db is not None or o.model is not None:
         fail("--history and --model go with --target-interactivity or --slo (a frontier "
              "comparison); to compare result files, name them")
-    if not results:
+    if not o.results:
         fail("name result files, folders or glob patterns to compare")
-    runs = _comparable_runs(results, force)
+    runs = _comparable_runs(o.results, o.force)
     rows, best = comparison_table([r.result for r in runs.loaded])
     for row, name in zip(rows, runs.names, strict=True):
         row["run_id"] = name
     _warn_about_status(runs)
-    tier_costs = _tiers([r.result for r in runs.loaded], prices_from) if tiers else None
-    _print_comparison(output_format, rows, best, runs, tier_costs)
+    tier_costs = _tiers([r.result for r in runs.loaded], o.prices_from) if o.tiers else None
+    _print_comparison(o.output_format, rows, best, runs, tier_costs)
+
+
+compare_command = declared_command(CompareOptions, compare)
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich import box
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.cli.common import fail
+from infer_prof.cli.declared import declared_callback
 from infer_prof.core.changepoint import ChangePoint, detect_changepoints
 from infer_prof.core.metric_table import columns_at
 from infer_prof.core.regression import direction_for
@@ -22,6 +24,7 @@ from infer_prof.results import history, history_database
 from infer_prof.results.identity import config_fingerprint
 from infer_prof.results.loading import expand_paths, export_run, record_result
 from infer_prof.results.schema import ResultFileError, load_result, load_typed_result
+from infer_prof.run.options import Opt
 
 DEFAULT_DB = history_database.DEFAULT_HELP
 HISTORY_HELP = (
@@ -154,74 +157,70 @@ def _location(value: str | None, ctx: typer.Context | None = None) -> str | Path
     return db
 
 
-@history_app.callback(invoke_without_command=True)
-def history_command(
-    ctx: typer.Context,
-    db_option: str = typer.Option(None, "--history", "--db", help=HISTORY_HELP),
-    model: str = typer.Option(None, "--model", "-m", help="Only runs of this model."),
-    label: str = typer.Option(None, "--label", help="Only runs with this label (KEY=VALUE)."),
-    limit: int = typer.Option(50, "--limit", help="List at most this many runs (0: all)."),
-    metric: str = typer.Option(
-        None,
-        "--metric",
-        help="Show this metric's trend (e.g. output_throughput, ttft_ms.p99) for one "
-        "configuration, with change points.",
-    ),
-    fingerprint: str = typer.Option(
-        None, "--fingerprint", help="The configuration for --metric (see the config column)."
-    ),
-    config: Path = typer.Option(
-        None, "--config", help="The configuration for --metric: that of this result file."
-    ),
-    penalty_factor: float = typer.Option(
-        6.0, "--penalty-factor", help="Change-point penalty, in noise variances x ln(n)."
-    ),
-    min_change: float = typer.Option(
-        1.0, "--min-change", help="Ignore change points smaller than this many percent."
-    ),
-    json_output: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
-) -> None:
+@dataclass(frozen=True)
+class HistoryOptions:
+    """The options of ``infer-prof history``, each declared once
+    (:mod:`infer_prof.cli.declared`)."""
+
+    db_option: Annotated[str | None, Opt(
+        ("--history", "--db"),
+        HISTORY_HELP)] = None
+    model: Annotated[str | None, Opt(
+        ("--model", "-m"),
+        "Only runs of this model.")] = None
+    label: Annotated[str | None, Opt(
+        ("--label",),
+        "Only runs with this label (KEY=VALUE).")] = None
+    limit: Annotated[int, Opt(
+        ("--limit",),
+        "List at most this many runs (0: all).")] = 50
+    metric: Annotated[str | None, Opt(
+        ("--metric",),
+        ("Show this metric's trend (e.g. output_throughput, ttft_ms.p99) for one "
+        "configuration, with change points."))] = None
+    fingerprint: Annotated[str | None, Opt(
+        ("--fingerprint",),
+        "The configuration for --metric (see the config column).")] = None
+    config: Annotated[Path | None, Opt(
+        ("--config",),
+        "The configuration for --metric: that of this result file.")] = None
+    penalty_factor: Annotated[float, Opt(
+        ("--penalty-factor",),
+        "Change-point penalty, in noise variances x ln(n).")] = 6.0
+    min_change: Annotated[float, Opt(
+        ("--min-change",),
+        "Ignore change points smaller than this many percent.")] = 1.0
+    json_output: Annotated[bool, Opt(
+        ("--json",),
+        "Print JSON instead of a table.")] = False
+
+
+def history_callback(ctx: typer.Context, o: HistoryOptions) -> None:
     """List recorded runs, or show one metric's trend for one configuration."""
-    ctx.obj = {"history": db_option}
+    ctx.obj = {"history": o.db_option}
     if ctx.invoked_subcommand is not None:
         return
-    db = _location(db_option)
+    db = _location(o.db_option)
     try:
-        _history(
-            db,
-            model,
-            label,
-            limit,
-            metric,
-            fingerprint,
-            config,
-            penalty_factor,
-            min_change,
-            json_output,
-        )
+        _history(db, o)
     except history_database.HistoryError as exc:
         fail(str(exc))
 
 
-def _history(
-    db: str | Path,
-    model: str | None,
-    label: str | None,
-    limit: int,
-    metric: str | None,
-    fingerprint: str | None,
-    config: Path | None,
-    penalty_factor: float,
-    min_change: float,
-    json_output: bool,
-) -> None:
+history_command = history_app.callback(invoke_without_command=True)(
+    declared_callback(HistoryOptions, history_callback))
+
+
+def _history(db: str | Path, o: HistoryOptions) -> None:
+    """The run list, or with ``--metric`` one metric's trend with its change points."""
+    model, label, metric, fingerprint = o.model, o.label, o.metric, o.fingerprint
     if label is not None and not label.strip():
         fail("--label needs KEY=VALUE or KEY")
     if metric is None:
-        if fingerprint is not None or config is not None:
+        if fingerprint is not None or o.config is not None:
             fail("--fingerprint / --config choose the configuration of a --metric trend")
-        runs = history.list_runs(db, model=model, fingerprint=None, label=label, limit=limit)
-        if json_output:
+        runs = history.list_runs(db, model=model, fingerprint=None, label=label, limit=o.limit)
+        if o.json_output:
             typer.echo(json.dumps([_run_dict(r) for r in runs], indent=2))
         elif not runs:
             typer.echo(
@@ -232,17 +231,17 @@ def _history(
             _console().print(_list_table(runs, db))
         return
 
-    if fingerprint is not None and config is not None:
+    if fingerprint is not None and o.config is not None:
         fail("give --fingerprint or --config, not both")
-    if config is not None:
+    if o.config is not None:
         try:
-            fingerprint = config_fingerprint(load_typed_result(config))
+            fingerprint = config_fingerprint(load_typed_result(o.config))
         except ResultFileError as exc:
             fail(str(exc))
     if fingerprint is None:
         fingerprint = _pick_fingerprint(db, model, label)
     series, points = trend(
-        db, fingerprint, metric, penalty_factor=penalty_factor, min_change_pct=min_change
+        db, fingerprint, metric, penalty_factor=o.penalty_factor, min_change_pct=o.min_change
     )
     if not series:
         known = history.metric_names(db, fingerprint)
@@ -257,7 +256,7 @@ def _history(
         )
     direction = direction_for(metric)
     at = {p.index: p for p in points}
-    if json_output:
+    if o.json_output:
         payload = {
             "fingerprint": fingerprint,
             "metric": metric,

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated
 
 import typer
 from rich import box
@@ -20,6 +22,8 @@ from infer_prof.catalog.prices import (
     default_rows,
     load_prices,
 )
+from infer_prof.cli.declared import declared_command
+from infer_prof.run.options import Opt
 
 _LEFT = ("", "provider", "gpu", "date", "src")
 
@@ -81,31 +85,45 @@ def _check_filters(market: Market, gpu: str | None, cloud: str | None, region: s
     return key
 
 
-def prices_command(
-    gpu: str | None = typer.Option(
-        None, "--gpu", help="Only this GPU (catalog key or alias, e.g. H100, RTX-4090)."
-    ),
-    cloud: str | None = typer.Option(None, "--cloud", help="Only this cloud (aws, gcp, ...)."),
-    region: str | None = typer.Option(None, "--region", help="Only this region."),
-    spot: bool = typer.Option(False, "--spot", help="Sort by and keep only spot prices."),
-    max_price: float | None = typer.Option(
-        None, "--max-price", help="Only prices up to this many USD per GPU-hour."
-    ),
-    all_regions: bool = typer.Option(
-        False, "--all-regions", help="A row per region (default: each instance's cheapest)."
-    ),
-    prices_from: str | None = typer.Option(
-        None, "--prices-from", help="A folder of SkyPilot catalogs to read instead of "
-        "~/.sky/catalogs or the shipped snapshot.",
-    ),
-    provider: str | None = typer.Option(
-        None, "--provider", help="Only this provider's seed rows (no instance table)."
-    ),
-    prices_file: str | None = typer.Option(
-        None, "--prices", help="A seed price CSV to read instead of the shipped one."
-    ),
-    json_output: bool = typer.Option(False, "--json", help="Print a JSON list of rows."),
-) -> None:
+@dataclass(frozen=True)
+class PricesOptions:
+    """The options of ``infer-prof prices``, each declared once
+    (:mod:`infer_prof.cli.declared`)."""
+
+    gpu: Annotated[str | None, Opt(
+        ("--gpu",),
+        "Only this GPU (catalog key or alias, e.g. H100, RTX-4090).")] = None
+    cloud: Annotated[str | None, Opt(
+        ("--cloud",),
+        "Only this cloud (aws, gcp, ...).")] = None
+    region: Annotated[str | None, Opt(
+        ("--region",),
+        "Only this region.")] = None
+    spot: Annotated[bool, Opt(
+        ("--spot",),
+        "Sort by and keep only spot prices.")] = False
+    max_price: Annotated[float | None, Opt(
+        ("--max-price",),
+        "Only prices up to this many USD per GPU-hour.")] = None
+    all_regions: Annotated[bool, Opt(
+        ("--all-regions",),
+        "A row per region (default: each instance's cheapest).")] = False
+    prices_from: Annotated[str | None, Opt(
+        ("--prices-from",),
+        ("A folder of SkyPilot catalogs to read instead of ~/.sky/catalogs or the "
+        "shipped snapshot."))] = None
+    provider: Annotated[str | None, Opt(
+        ("--provider",),
+        "Only this provider's seed rows (no instance table).")] = None
+    prices_file: Annotated[str | None, Opt(
+        ("--prices",),
+        "A seed price CSV to read instead of the shipped one.")] = None
+    json_output: Annotated[bool, Opt(
+        ("--json",),
+        "Print a JSON list of rows.")] = False
+
+
+def prices(o: PricesOptions) -> None:
     """List GPU prices: rentable instances (cloud, instance type, region, on-demand and spot,
     per instance and per GPU-hour) from SkyPilot's catalogs, cheapest per GPU-hour first, then
     the seed articles' rows (provider, $/hour, purchase price, source, date).
@@ -117,26 +135,26 @@ def prices_command(
     from infer_prof.core.market import Tier, cheapest_offer, filter_offers
 
     try:
-        catalog = load_prices(prices_file)
+        catalog = load_prices(o.prices_file)
     except ValueError as exc:
         _fail(f"{exc}; fix the file, or leave out --prices to use the shipped catalog")
-    market = load_market(prices_from)
+    market = load_market(o.prices_from)
     if market.notice:
         typer.echo(f"note: {market.notice}", err=True)
-    key = _check_filters(market, gpu, cloud, region, max_price)
-    tier: Tier = "spot" if spot else "on-demand"
-    show_market = provider is None
-    pool = uncatalogued(market, gpu) if gpu is not None and key is None else market.offers
-    offers = filter_offers(pool, gpu=key, cloud=cloud, region=region, tier=tier,
-                           max_usd_per_gpu_hour=max_price) if show_market else []
+    key = _check_filters(market, o.gpu, o.cloud, o.region, o.max_price)
+    tier: Tier = "spot" if o.spot else "on-demand"
+    show_market = o.provider is None
+    pool = uncatalogued(market, o.gpu) if o.gpu is not None and key is None else market.offers
+    offers = filter_offers(pool, gpu=key, cloud=o.cloud, region=o.region, tier=tier,
+                           max_usd_per_gpu_hour=o.max_price) if show_market else []
     quote = cheapest_offer(market.offers, key, "on-demand", 1) if key and show_market else None
     default = next((o for o in offers if quote and o.key() == f"{quote.provider}:"
                     f"{quote.instance_type}:{quote.region}"), None)
-    seed = [] if cloud or region or spot else _filter(catalog, gpu, provider)
-    if max_price is not None:
-        seed = [r for r in seed if (r.per_gpu("on_demand_usd_per_hour") or 0) <= max_price]
+    seed = [] if o.cloud or o.region or o.spot else _filter(catalog, o.gpu, o.provider)
+    if o.max_price is not None:
+        seed = [r for r in seed if (r.per_gpu("on_demand_usd_per_hour") or 0) <= o.max_price]
     picked = set() if default is not None else default_rows(catalog)
-    if json_output:
+    if o.json_output:
         data = [{**o.to_dict(), "provider": o.cloud, "kind": "instance",
                  "catalog": market.to_dict(), "default": o == default} for o in offers]
         data += [{**r.to_dict(), "kind": "seed", "default": r.line in picked} for r in seed]
@@ -148,12 +166,12 @@ def prices_command(
     if offers:
         from infer_prof.cli.prices_market import cheapest_region, print_market
 
-        rows = ([(o, 1) for o in offers] if all_regions or region
+        rows = ([(o, 1) for o in offers] if o.all_regions or o.region
                 else cheapest_region(offers, tier))
-        print_market(console, rows, market, tier, default, all_regions or bool(region))
+        print_market(console, rows, market, tier, default, o.all_regions or bool(o.region))
         if key is not None:
             _print_siblings(console, market, key)
-        elif gpu is not None:
+        elif o.gpu is not None:
             console.print(f"{offers[0].accelerator} is not in infer-prof's GPU catalog (no specs "
                           f"for the planner): listed as the catalog names it ('?'); a run on it "
                           f"is priced with --instance or --price-per-hour",
@@ -163,6 +181,9 @@ def prices_command(
     if seed:
         console.print()
         _print_seed(console, catalog, seed, picked)
+
+
+prices_command = declared_command(PricesOptions, prices)
 
 
 def _print_seed(console: Console, catalog: PriceCatalog, rows: list[PriceRow],
