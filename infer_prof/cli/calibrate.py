@@ -76,18 +76,14 @@ def calibrate_command(
     err = Console(stderr=True)
 
     # imported here, not at the top: `infer-prof --help` must not pay for the engine side
-    from infer_prof.run.calibrate import run_calibration
+    from infer_prof.run.calibrate import CalibrationSettings, run_calibration
 
     reports = run_calibration(
         levels,
-        ttft_ms=ttft_ms,
-        itl_ms=itl_ms,
-        output_len=output_len,
-        requests_per_stream=requests_per_stream,
+        CalibrationSettings(ttft_ms=ttft_ms, itl_ms=itl_ms, output_len=output_len,
+                            requests_per_stream=requests_per_stream, processes=procs, tls=tls,
+                            server_cost_us=server_cost_us),
         on_point=lambda rep: err.print(_progress_line(rep)),
-        processes=procs,
-        tls=tls,
-        server_cost_us=server_cost_us,
     )
     if json_output:
         sys.stdout.write(json.dumps(reports, indent=2) + "\n")
