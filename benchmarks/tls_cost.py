@@ -23,7 +23,7 @@ from pathlib import Path
 
 from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
 from infer_prof.loadgen.tls import TlsSession, TlsSettings, client_context
-from infer_prof.run.calibrate import drive, start_synthetic
+from infer_prof.run.calibrate import CalibrationLoad, drive, start_synthetic
 from infer_prof.servers.certs import CertFiles, make_certs
 
 
@@ -91,8 +91,9 @@ def client_cpu_per_read_us(streams: int, per_stream: int, certs: CertFiles | Non
     server = start_synthetic(50.0, 15.0, 128, tls=certs)
     try:
         health: dict = {}
-        drive(server.url, streams, streams * per_stream, 32, 128, "b-", warmup=min(streams, 64),
-              health=health, ca_bundle=str(certs.ca) if certs else None)
+        load = CalibrationLoad(streams, streams * per_stream, 32, 128, warmup=min(streams, 64))
+        drive(server.url, load, "b-", health=health,
+              ca_bundle=str(certs.ca) if certs else None)
     finally:
         server.stop()
     cpu_s, reads = health["cpu_s"], health["reads"]

@@ -84,18 +84,14 @@ def calibrate(o: CalibrateOptions) -> None:
     err = Console(stderr=True)
 
     # imported here, not at the top: `infer-prof --help` must not pay for the engine side
-    from infer_prof.run.calibrate import run_calibration
+    from infer_prof.run.calibrate import CalibrationSettings, run_calibration
 
     reports = run_calibration(
         levels,
-        ttft_ms=o.ttft_ms,
-        itl_ms=o.itl_ms,
-        output_len=o.output_len,
-        requests_per_stream=o.requests_per_stream,
+        CalibrationSettings(ttft_ms=o.ttft_ms, itl_ms=o.itl_ms, output_len=o.output_len,
+                            requests_per_stream=o.requests_per_stream, processes=procs,
+                            tls=o.tls, server_cost_us=o.server_cost_us),
         on_point=lambda rep: err.print(_progress_line(rep)),
-        processes=procs,
-        tls=o.tls,
-        server_cost_us=o.server_cost_us,
     )
     if o.json_output:
         sys.stdout.write(json.dumps(reports, indent=2) + "\n")

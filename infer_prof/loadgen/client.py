@@ -35,7 +35,13 @@ from infer_prof.loadgen.http_stream import (
     retry_after_s,
 )
 from infer_prof.loadgen.pacing import SendPacer
-from infer_prof.loadgen.stamped_reader import make_reader, read_ready, unwatch, watch
+from infer_prof.loadgen.stamped_reader import (
+    ReadSinks,
+    make_reader,
+    read_ready,
+    unwatch,
+    watch,
+)
 
 _CHUNKED_END = b"\r\n0\r\n\r\n"  # how a chunked HTTP response ends
 
@@ -150,151 +156,28 @@ async def _exchange(
     stats: ReadStats | None,
     pacer: SendPacer | None,
 ) -> None:
+    """One request and its response on ``conn``'s open socket: watch the socket with a
+    kernel-timestamped reader, send, wait for the end (or ``timeout_s`` seconds), then settle
+    the record (:func:`_settle`). A failure raises :class:`Failure`."""
     loop = asyncio.get_running_loop()
     sock = conn.sock
     assert sock is not None
     fd = sock.fileno()
-    parser = SseResponseParser()
-    done: asyncio.Future[None] = loop.create_future()
-    got_bytes = False
     record.timestamp_source = conn.timestamps
-
-    def fail(kind: str, detail: str) -> None:
-        if not done.done():
-            done.set_exception(Failure(kind, detail, before_response=not got_bytes))
-
-    chunk_ns = record.chunk_ns
-    chunk_tokens = record.chunk_tokens
-    saw_done = False
-    session = conn.session
-
-    def handle_event(payload: bytes, t_ns: int) -> int:
-        """Account one SSE data payload (the general path); return the tokens it carried.
-
-        Tokens come from the server's per-chunk usage (``completion_tokens``, cumulative) when
-        its content chunks carry it; else each chunk is counted on its own (:func:`chunk_tokens`)
-        and a final usage, if any, gives the total. A chunk with no generated text (a role-only
-        first chunk, an empty ``choices`` list) carries no token and cannot be the first."""
-        nonlocal saw_done
-        if payload == b"[DONE]":
-            saw_done = True
-            return 0
-        try:
-            obj = orjson.loads(payload)
-        except ValueError:
-            kind = undecodable(payload)
-            what = "not UTF-8" if kind == "invalid_utf8" else "unparseable"
-            fail(kind, f"{what} SSE data: {payload[:120]!r}")
-            return 0
-        if not isinstance(obj, dict):
-            return 0
-        if "error" in obj and not obj.get("choices"):
-            fail("server_error", error_message(obj["error"])[:300])
-            return 0
-        usage = obj.get("usage")
-        if not isinstance(usage, dict):
-            usage = None
-        choices = obj.get("choices")
-        k = 0
-        if choices and isinstance(choices, list) and isinstance(choices[0], dict):
-            choice = choices[0]
-            ct = usage.get("completion_tokens") if usage else None
-            if ct is not None and record.token_count_source == "usage":
-                k = int(ct) - reader.last_ct
-                reader.last_ct = int(ct)
-            else:
-                # no usage on this content chunk (or earlier ones): count the chunk itself; a
-                # usage here is the final total (below), not this chunk's share
-                k = chunk_tokens_of(choice)
-                if k:
-                    record.token_count_source = "chunks"
-            if k > 0:
-                chunk_ns.append(t_ns)
-                chunk_tokens.append(k)
-            else:
-                k = 0
-            if choice.get("finish_reason"):
-                record.finish_reason = choice["finish_reason"]
-        if usage:
-            if usage.get("completion_tokens") is not None:
-                record.output_tokens = int(usage["completion_tokens"])
-            if usage.get("prompt_tokens") is not None:
-                record.prompt_tokens = int(usage["prompt_tokens"])
-        return k
-
-    deferred: list[tuple[bytes, int]] = []  # reads waiting for the pacer, in arrival order
-
-    def general(data: bytes, t_ns: int) -> bool:
-        """Everything the reader's fast path does not take. With a pacer, a read that ends
-        like a whole chunked response (and every read after it) is parsed when the pacer has
-        room: False keeps the reader sending reads here meanwhile."""
-        if pacer is not None and (deferred or (data.endswith(_CHUNKED_END) and parser.status)):
-            deferred.append((data, t_ns))
-            if len(deferred) == 1:
-                pacer.run(parse_deferred)
-            return False
-        return parse(data, t_ns)
-
-    def parse_deferred() -> None:
-        fast = False
-        while deferred and not done.done():  # done: ended meanwhile (timeout, cancelled)
-            data, t_ns = deferred.pop(0)
-            fast = parse(data, t_ns)
-        deferred.clear()
-        reader.fast = fast
-
-    def parse(data: bytes, t_ns: int) -> bool:
-        """Parse one read (headers, first and last events, several events in one read, end of
-        stream); return whether the parser is at a chunk boundary (so the next read may take
-        the fast path)."""
-        nonlocal got_bytes
-        if not data:
-            parser.feed_eof(t_ns)
-            if not parser.complete:
-                fail("connection_closed", "server closed the connection mid-response")
-                return False
-            if parser.close_delimited and parser.status == 200 and not parser.not_sse:
-                cut = unfinished_close(saw_done, record.finish_reason, session is not None,
-                                       session is not None and session.closed_cleanly())
-                if cut:
-                    fail("truncated", cut)
-                    return False
-        else:
-            got_bytes = True
-            tokens = 0
-            try:
-                for payload, t in parser.feed(data, t_ns):
-                    tokens += handle_event(payload, t)
-            except HttpProtocolError as exc:
-                fail(exc.kind, str(exc))
-                return False
-            if parser.not_sse and len(parser.body) >= MAX_BODY and not parser.complete:
-                fail("not_sse", not_sse_detail(parser))  # enough of the page to say what it is
-                return False
-            if tokens and on_token is not None and not parser.complete:
-                on_token(tokens)  # progress for servers whose chunks miss the fast path
-                reader.reported += tokens
-        if parser.complete and not done.done():
-            record.done_ns = t_ns
-            done.set_result(None)
-        # a stream counted per chunk stays so: the fast path counts by cumulative usage
-        return parser.at_chunk_boundary and record.token_count_source == "usage"
-
-    def failed(errno: int) -> None:
-        reason = os.strerror(errno) if errno else "receive failed"
-        fail("connection_error", f"{reason} (errno {errno})")
-
+    ex = _Exchange(loop.create_future(), record, on_token, pacer, conn.session)
     lags = stats.read_lag_ns if stats is not None else []
     decrypt = None
     if conn.session is not None:  # https: the reader decrypts, the request goes out encrypted
-        decrypt = conn.session.decrypter(fail)
+        decrypt = conn.session.decrypter(ex.fail)
         request = conn.session.encrypt(request)
-    reader = make_reader(
-        sock, chunk_ns, chunk_tokens, lags, general, failed, on_token, decrypt=decrypt
+    reader = ex.reader = make_reader(
+        sock,
+        ReadSinks(record.chunk_ns, record.chunk_tokens, lags, ex.general, ex.failed, on_token),
+        decrypt=decrypt,
     )
     watch(loop, fd, reader)
     timer = loop.call_later(
-        timeout_s, fail, "timeout", f"no complete response within {timeout_s:g} s"
+        timeout_s, ex.fail, "timeout", f"no complete response within {timeout_s:g} s"
     )
     try:
         read_ready(loop)  # reads first: other streams' tokens must not wait for this send
@@ -307,7 +190,7 @@ async def _exchange(
             raise Failure(
                 "connection_error", f"send failed: {exc}", before_response=True
             ) from None
-        await done
+        await ex.done
     finally:
         timer.cancel()
         unwatch(loop, fd, reader)
@@ -317,10 +200,178 @@ async def _exchange(
         if record.output_tokens is None and reader.last_ct:
             record.output_tokens = reader.last_ct  # cut off mid-stream: the last usage seen
         if on_token is not None:
-            total = sum(chunk_tokens)
+            total = sum(record.chunk_tokens)
             if total > reader.reported:
                 on_token(total - reader.reported)
     conn.uses += 1
+    _settle(ex.parser, record)
+    if not ex.parser.keep_alive:
+        conn.close()
+
+
+class _Exchange:
+    """The general path of one response: what the reader's fast path does not take (headers,
+    first and last events, errors, other servers' layouts), parsed here, and how the response
+    ends (``done``: its result when complete, a :class:`Failure` when not).
+
+    Its bound methods are the reader's callbacks (:meth:`general`, :meth:`failed`; the TLS
+    decrypter and the timeout call :meth:`fail`). They run once per read that misses the fast
+    path, so they read their state from slots into locals, as the closures they replace did
+    from cells. The reader refers back to them until ``reader.close()`` breaks the cycle."""
+
+    __slots__ = ("done", "record", "on_token", "pacer", "session", "parser", "reader",
+                 "deferred", "got_bytes", "saw_done")
+
+    def __init__(self, done: asyncio.Future[None], record: RequestRecord,
+                 on_token: Callable[[int], None] | None, pacer: SendPacer | None,
+                 session: Any) -> None:
+        self.done = done
+        self.record = record
+        self.on_token = on_token
+        self.pacer = pacer
+        self.session = session  # the TLS session (https), else None
+        self.parser = SseResponseParser()
+        self.reader: Any = None  # set once made (the reader is given these methods)
+        self.deferred: list[tuple[bytes, int]] = []  # reads waiting for the pacer, in order
+        self.got_bytes = False
+        self.saw_done = False
+
+    def fail(self, kind: str, detail: str) -> None:
+        """End the response as failed (``kind``), unless it has already ended."""
+        if not self.done.done():
+            self.done.set_exception(Failure(kind, detail, before_response=not self.got_bytes))
+
+    def failed(self, errno: int) -> None:
+        """The reader's receive failed with ``errno`` (0: unknown)."""
+        reason = os.strerror(errno) if errno else "receive failed"
+        self.fail("connection_error", f"{reason} (errno {errno})")
+
+    def general(self, data: bytes, t_ns: int) -> bool:
+        """Everything the reader's fast path does not take. With a pacer, a read that ends
+        like a whole chunked response (and every read after it) is parsed when the pacer has
+        room: False keeps the reader sending reads here meanwhile."""
+        pacer = self.pacer
+        if pacer is not None:
+            deferred = self.deferred
+            if deferred or (data.endswith(_CHUNKED_END) and self.parser.status):
+                deferred.append((data, t_ns))
+                if len(deferred) == 1:
+                    pacer.run(self.parse_deferred)
+                return False
+        return self.parse(data, t_ns)
+
+    def parse_deferred(self) -> None:
+        """Parse the reads the pacer held back, in arrival order (with their arrival times)."""
+        deferred, done = self.deferred, self.done
+        fast = False
+        while deferred and not done.done():  # done: ended meanwhile (timeout, cancelled)
+            data, t_ns = deferred.pop(0)
+            fast = self.parse(data, t_ns)
+        deferred.clear()
+        self.reader.fast = fast
+
+    def parse(self, data: bytes, t_ns: int) -> bool:
+        """Parse one read (headers, first and last events, several events in one read, end of
+        stream); return whether the parser is at a chunk boundary (so the next read may take
+        the fast path)."""
+        parser, record = self.parser, self.record
+        if not data:
+            parser.feed_eof(t_ns)
+            if not parser.complete:
+                self.fail("connection_closed", "server closed the connection mid-response")
+                return False
+            if parser.close_delimited and parser.status == 200 and not parser.not_sse:
+                session = self.session
+                cut = unfinished_close(self.saw_done, record.finish_reason, session is not None,
+                                       session is not None and session.closed_cleanly())
+                if cut:
+                    self.fail("truncated", cut)
+                    return False
+        else:
+            self.got_bytes = True
+            tokens = 0
+            handle_event = self.handle_event
+            try:
+                for payload, t in parser.feed(data, t_ns):
+                    tokens += handle_event(payload, t)
+            except HttpProtocolError as exc:
+                self.fail(exc.kind, str(exc))
+                return False
+            if parser.not_sse and len(parser.body) >= MAX_BODY and not parser.complete:
+                self.fail("not_sse", not_sse_detail(parser))  # enough of the page to say what
+                return False
+            on_token = self.on_token
+            if tokens and on_token is not None and not parser.complete:
+                on_token(tokens)  # progress for servers whose chunks miss the fast path
+                self.reader.reported += tokens
+        done = self.done
+        if parser.complete and not done.done():
+            record.done_ns = t_ns
+            done.set_result(None)
+        # a stream counted per chunk stays so: the fast path counts by cumulative usage
+        return parser.at_chunk_boundary and record.token_count_source == "usage"
+
+    def handle_event(self, payload: bytes, t_ns: int) -> int:
+        """Account one SSE data payload (the general path); return the tokens it carried.
+
+        Tokens come from the server's per-chunk usage (``completion_tokens``, cumulative) when
+        its content chunks carry it; else each chunk is counted on its own (:func:`chunk_tokens`)
+        and a final usage, if any, gives the total. A chunk with no generated text (a role-only
+        first chunk, an empty ``choices`` list) carries no token and cannot be the first."""
+        if payload == b"[DONE]":
+            self.saw_done = True
+            return 0
+        try:
+            obj = orjson.loads(payload)
+        except ValueError:
+            kind = undecodable(payload)
+            what = "not UTF-8" if kind == "invalid_utf8" else "unparseable"
+            self.fail(kind, f"{what} SSE data: {payload[:120]!r}")
+            return 0
+        if not isinstance(obj, dict):
+            return 0
+        if "error" in obj and not obj.get("choices"):
+            self.fail("server_error", error_message(obj["error"])[:300])
+            return 0
+        record = self.record
+        usage = obj.get("usage")
+        if not isinstance(usage, dict):
+            usage = None
+        choices = obj.get("choices")
+        k = 0
+        if choices and isinstance(choices, list) and isinstance(choices[0], dict):
+            choice = choices[0]
+            ct = usage.get("completion_tokens") if usage else None
+            if ct is not None and record.token_count_source == "usage":
+                reader = self.reader
+                k = int(ct) - reader.last_ct
+                reader.last_ct = int(ct)
+            else:
+                # no usage on this content chunk (or earlier ones): count the chunk itself; a
+                # usage here is the final total (below), not this chunk's share
+                k = chunk_tokens_of(choice)
+                if k:
+                    record.token_count_source = "chunks"
+            if k > 0:
+                record.chunk_ns.append(t_ns)
+                record.chunk_tokens.append(k)
+            else:
+                k = 0
+            if choice.get("finish_reason"):
+                record.finish_reason = choice["finish_reason"]
+        if usage:
+            if usage.get("completion_tokens") is not None:
+                record.output_tokens = int(usage["completion_tokens"])
+            if usage.get("prompt_tokens") is not None:
+                record.prompt_tokens = int(usage["prompt_tokens"])
+        return k
+
+
+def _settle(parser: SseResponseParser, record: RequestRecord) -> None:
+    """Fill in what the ended response says as a whole: an error status (``http_<status>``,
+    ``rate_limited`` with its ``Retry-After`` in seconds) or a 200 that is no event stream
+    (``not_sse``), each with the start of its body; else the output token total and where it
+    came from (per-chunk usage, chunks counted, or a final usage total)."""
     if parser.status != 200 or parser.not_sse:
         body = body_text(parser)
         if parser.status == 429:
@@ -334,16 +385,12 @@ async def _exchange(
             record.error_detail = body[:300] or parser.reason
         else:
             record.error, record.error_detail = "not_sse", not_sse_detail(parser)
-        if not parser.keep_alive:
-            conn.close()
         return
     if record.output_tokens is None and record.chunk_tokens:
         record.output_tokens = sum(record.chunk_tokens)
         record.token_count_source = "chunks"
     elif record.token_count_source == "chunks" and record.output_tokens is not None:
         record.token_count_source = "usage_total"  # total from usage, per-chunk split counted
-    if not parser.keep_alive:
-        conn.close()
 
 
 def body_text(parser: SseResponseParser) -> str:

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from infer_prof.core.metrics import RequestRecord
@@ -77,6 +77,20 @@ class ClosedLoopPlan:
 
 
 RequestBuilder = Callable[[RequestSpec], bytes]
+
+
+@dataclass(frozen=True)
+class DriverIO:
+    """What every request of a driver shares: where it goes (``endpoint``), how a spec becomes
+    its request bytes (``build``), the running totals it counts in (``counters``), the event
+    that stops the sending (``stop``: server death, Ctrl-C), and where its record goes
+    (``records``, before the send)."""
+
+    endpoint: Endpoint
+    build: RequestBuilder
+    counters: LiveCounters
+    stop: asyncio.Event
+    records: RecordSink
 
 
 class WarmupGate:
@@ -185,39 +199,27 @@ async def stream_one(
     spec: RequestSpec,
     stream: int,
     free_ns: int,
-    build: RequestBuilder,
+    io: DriverIO,
     timeout_s: float,
-    counters: LiveCounters,
-    records: RecordSink,
     pacer: SendPacer,
 ) -> tuple[RequestRecord, int]:
-    """One request of a closed-loop stream: its record (appended to ``records`` before the send,
-    so an interrupted caller keeps it), the streamed response, the count in ``counters``; returns
-    the record and when the stream became free again (``perf_counter_ns``)."""
+    """One request of a closed-loop stream: its record (appended to ``io.records`` before the
+    send, so an interrupted caller keeps it), the streamed response (``timeout_s`` seconds at
+    most), the count in ``io.counters``; returns the record and when the stream became free
+    again (``perf_counter_ns``)."""
     rec = new_record(spec, stream, free_ns)
-    records.append(rec)
+    counters = io.counters
+    io.records.append(rec)
     counters.sent += 1
     await stream_request(
-        conn, build(spec), rec, timeout_s, counters.add_tokens, counters.reads, pacer
+        conn, io.build(spec), rec, timeout_s, counters.add_tokens, counters.reads, pacer
     )
     free_ns = time.perf_counter_ns()
     account(rec, counters)
     return rec, free_ns
 
 
-async def _run_gated(
-    endpoint: Endpoint,
-    build: RequestBuilder,
-    warmup: Iterator[RequestSpec],
-    measured: Iterator[RequestSpec],
-    plan: ClosedLoopPlan,
-    counters: LiveCounters,
-    stop: asyncio.Event,
-    records: RecordSink,
-    gate: WarmupGate,
-    conns: list[StreamConnection],
-    pacer: SendPacer,
-) -> None:
+class _GatedLoop:
     """The closed loop with a warm-up under the load itself (see :func:`run_closed_loop`).
 
     It also cools down under the load: once the measured specs are used up (or the duration has
@@ -227,43 +229,87 @@ async def _run_gated(
     measured requests would run while the load drained, faster than under ``c`` streams.
     Cool-down requests are recorded as warm-up ones with ``cooldown`` set (error ``"cut"`` when
     cut), so the load they carried is in the record."""
-    deadline: dict[str, int | None] = {"ns": None}
-    measured_left = {"exhausted": False, "in_flight": 0}
-    measured_done = asyncio.Event()
-    cool_counters = LiveCounters(reads=counters.reads)  # not measured, nor warm-up
 
-    def measuring() -> None:
-        counters.phase = "measuring"
-        if plan.duration_s:
-            deadline["ns"] = time.perf_counter_ns() + int(plan.duration_s * 1e9)
+    def __init__(self, io: DriverIO, warmup: Iterator[RequestSpec],
+                 measured: Iterator[RequestSpec], plan: ClosedLoopPlan, gate: WarmupGate,
+                 conns: list[StreamConnection], pacer: SendPacer) -> None:
+        self.io, self.warmup, self.measured, self.plan = io, warmup, measured, plan
+        self.gate, self.conns, self.pacer = gate, conns, pacer
+        self.deadline_ns: int | None = None  # the measured phase's end (a duration bound)
+        self.exhausted = False  # no measured spec is left to take
+        self.in_flight = 0  # measured requests sent and not ended
+        self.measured_done = asyncio.Event()  # exhausted, and none in flight
+        self.cool_counters = LiveCounters(reads=io.counters.reads)  # not measured, nor warm-up
 
-    gate.on_open(measuring)
-    counters.phase = "warm-up"
+    async def run(self) -> None:
+        """``plan.concurrency`` streams, each warm-up, measured, then cool-down requests."""
+        self.gate.on_open(self._measuring)
+        counters = self.io.counters
+        counters.phase = "warm-up"
+        tasks = [asyncio.create_task(self._stream(i)) for i in range(self.plan.concurrency)]
+        try:
+            await asyncio.gather(*tasks)
+            counters.phase = "done"
+        finally:
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
 
-    def next_measured() -> RequestSpec | None:
-        if measured_left["exhausted"]:
+    def _measuring(self) -> None:
+        """The gate opened: the measured phase (and its duration) starts now."""
+        self.io.counters.phase = "measuring"
+        if self.plan.duration_s:
+            self.deadline_ns = time.perf_counter_ns() + int(self.plan.duration_s * 1e9)
+
+    def _next_warmup(self) -> RequestSpec | None:
+        """A warm-up spec while the gate is shut (opening it when the pool runs out); None
+        once it is open."""
+        gate = self.gate
+        if gate.is_open():
             return None
-        end = deadline["ns"]
-        spec = None
-        if (end is None or time.perf_counter_ns() < end) and not (
-                plan.stop_when is not None and plan.stop_when()):
-            spec = next(measured, None)
+        spec = next(self.warmup, None)
         if spec is None:
-            measured_left["exhausted"] = True
-            if measured_left["in_flight"] == 0:
-                measured_done.set()
+            gate.open("pool_exhausted")
+            gate.is_open()
+        else:
+            gate.sending()
         return spec
 
-    async def cool_down(conn: StreamConnection, wid: int, free_ns: int) -> int | None:
+    def _next_measured(self) -> RequestSpec | None:
+        """The next measured spec; None once they ran out, the duration passed or
+        ``plan.stop_when()`` said so (then the measured phase ends with its last request)."""
+        if self.exhausted:
+            return None
+        end = self.deadline_ns
+        stop_when = self.plan.stop_when
+        spec = None
+        if (end is None or time.perf_counter_ns() < end) and not (
+                stop_when is not None and stop_when()):
+            spec = next(self.measured, None)
+        if spec is None:
+            self.exhausted = True
+            if self.in_flight == 0:
+                self.measured_done.set()
+        return spec
+
+    def _measured_ended(self) -> None:
+        """A measured request ended (or was cancelled)."""
+        self.in_flight -= 1
+        if self.exhausted and self.in_flight == 0:
+            self.measured_done.set()
+
+    async def _cool_down(self, conn: StreamConnection, wid: int, free_ns: int) -> int | None:
         """One cool-down request, cut short when the last measured one ends: the stream's next
         free time, or None when the stream is done."""
-        spec = next(warmup, None)
-        if spec is None or measured_done.is_set():
+        spec = next(self.warmup, None)
+        if spec is None or self.measured_done.is_set():
             return None
+        io = self.io
         mine: list[RequestRecord] = []
-        req = asyncio.ensure_future(stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
-                                               cool_counters, mine, pacer))
-        ended = asyncio.ensure_future(measured_done.wait())
+        cool_io = replace(io, counters=self.cool_counters, records=mine)
+        req = asyncio.ensure_future(stream_one(conn, spec, wid, free_ns, cool_io,
+                                               self.plan.timeout_s, self.pacer))
+        ended = asyncio.ensure_future(self.measured_done.wait())
         try:
             await asyncio.wait({req, ended}, return_when=asyncio.FIRST_COMPLETED)
         finally:
@@ -275,73 +321,53 @@ async def _run_gated(
                 rec.cooldown = True
                 if req.cancelled() and rec.error is None:
                     rec.error, rec.error_detail = "cut", "cool-down ended with the measured load"
-                records.append(rec)
-                counters.ended(rec)
+                io.records.append(rec)
+                io.counters.ended(rec)
         if req.cancelled():
             return None
         return req.result()[1]
 
-    async def worker(wid: int) -> None:
-        conn = conns[wid]
+    async def _stream(self, wid: int) -> None:
+        """Stream ``wid``: warm-up specs until the gate opens, measured ones, then cool-down."""
+        conn = self.conns[wid]
+        stop, pacer = self.io.stop, self.pacer
         free_ns = time.perf_counter_ns()
         while not stop.is_set():
             await pacer.turn()
             if stop.is_set():
                 return
-            spec = None
-            if not gate.is_open():
-                spec = next(warmup, None)
-                if spec is None:
-                    gate.open("pool_exhausted")
-                    gate.is_open()
-                else:
-                    gate.sending()
+            spec = self._next_warmup()
             if spec is None:
-                spec = next_measured()
+                spec = self._next_measured()
                 if spec is None:
-                    if measured_done.is_set():
+                    if self.measured_done.is_set():
                         return
-                    nxt = await cool_down(conn, wid, free_ns)
+                    nxt = await self._cool_down(conn, wid, free_ns)
                     if nxt is None:
                         return
                     free_ns = nxt
                     continue
-                measured_left["in_flight"] += 1
+                self.in_flight += 1
             try:
-                rec, free_ns = await stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
-                                                 counters, records, pacer)
+                rec, free_ns = await stream_one(conn, spec, wid, free_ns, self.io,
+                                                 self.plan.timeout_s, pacer)
             finally:
                 if not spec.warmup:
-                    measured_left["in_flight"] -= 1
-                    if measured_left["exhausted"] and measured_left["in_flight"] == 0:
-                        measured_done.set()
+                    self._measured_ended()
             if spec.warmup:
-                gate.warmed(wid)
+                self.gate.warmed(wid)
             if rec.error == "connect_failed":
                 await asyncio.sleep(0.5)  # as in run_closed_loop: let the watchdog decide
 
-    tasks = [asyncio.create_task(worker(i)) for i in range(plan.concurrency)]
-    try:
-        await asyncio.gather(*tasks)
-        counters.phase = "done"
-    finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-
 
 async def run_closed_loop(
-    endpoint: Endpoint,
-    build: RequestBuilder,
+    io: DriverIO,
     warmup: Iterable[RequestSpec],
     measured: Iterator[RequestSpec],
     plan: ClosedLoopPlan,
-    counters: LiveCounters,
-    stop: asyncio.Event,
-    records: RecordSink,
     gate: WarmupGate | None = None,
 ) -> None:
-    """Run warm-up then the measured phase, appending every request's record to ``records``.
+    """Run warm-up then the measured phase, appending every request's record to ``io.records``.
 
     With a ``gate`` the warm-up is the load itself: ``concurrency`` streams take specs from
     ``warmup`` until the gate opens, then from ``measured``, without pausing (a duration bound
@@ -349,14 +375,15 @@ async def run_closed_loop(
     ``concurrency`` at once, and all finish before the measured phase starts. Then
     ``concurrency`` streams each take the next spec as soon as
     their previous request ends, until the specs run out, ``duration_s`` has passed since the
-    measured phase began, or ``stop`` is set (server death, Ctrl-C). ``records`` is filled as
-    requests finish, so a caller that is interrupted still holds everything measured.
+    measured phase began, or ``io.stop`` is set (server death, Ctrl-C). ``io.records`` is filled
+    as requests finish, so a caller that is interrupted still holds everything measured.
     A request's ``scheduled_ns`` is when its stream became free: ``send - scheduled`` is the
     client's own dispatch delay, reported as queue time.
     """
-    family, addr = await resolve(endpoint)
-    conns = [StreamConnection(addr, family, endpoint) for _ in range(plan.concurrency)]
+    family, addr = await resolve(io.endpoint)
+    conns = [StreamConnection(addr, family, io.endpoint) for _ in range(plan.concurrency)]
     pacer = SendPacer(per_turn_for(plan.concurrency))  # no waits at <= 256 streams
+    counters, stop = io.counters, io.stop
 
     async def worker(wid: int, specs: Iterator[RequestSpec], deadline_ns: int | None,
                      stop_when: Callable[[], bool] | None = None) -> None:
@@ -373,18 +400,18 @@ async def run_closed_loop(
             spec = next(specs, None)
             if spec is None:
                 return
-            rec, free_ns = await stream_one(conn, spec, wid, free_ns, build, plan.timeout_s,
-                                             counters, records, pacer)
+            rec, free_ns = await stream_one(conn, spec, wid, free_ns, io, plan.timeout_s, pacer)
             if rec.error == "connect_failed":
                 # the server refuses connections: do not burn through the remaining
                 # requests; give the caller's watchdog time to decide whether it is gone
                 await asyncio.sleep(0.5)
 
     if gate is not None:
-        await _run_gated(endpoint, build, iter(warmup), measured, plan, counters, stop, records,
-                         gate, conns, pacer)
-        for c in conns:
-            c.close()
+        try:
+            await _GatedLoop(io, iter(warmup), measured, plan, gate, conns, pacer).run()
+        finally:
+            for c in conns:
+                c.close()
         return
 
     warmup = list(warmup)

@@ -50,10 +50,8 @@ from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.sessions import SessionSettings, by_turn, prefix_cache
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
-    LiveCounters,
+    DriverIO,
     Prompt,
-    RecordSink,
-    RequestBuilder,
     RequestSpec,
     open_quietly,
     stream_one,
@@ -64,7 +62,7 @@ from infer_prof.loadgen.datasets import (
     file_sha256,
     sharegpt_conversations,
 )
-from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
+from infer_prof.loadgen.endpoint import StreamConnection, resolve
 from infer_prof.loadgen.pacing import SendPacer
 from infer_prof.loadgen.prompts import TokenPool, make_prompt
 from infer_prof.loadgen.text_prompts import TextPromptMaker
@@ -378,24 +376,21 @@ class SessionRun:
 
     async def drive(
         self,
-        endpoint: Endpoint,
-        build: RequestBuilder,
+        io: DriverIO,
         warm: Sequence[RequestSpec] | Iterator[RequestSpec],
         plan: ClosedLoopPlan,
-        counters: LiveCounters,
-        stop: asyncio.Event,
-        records: RecordSink,
     ) -> None:
         """Warm-up, then ``plan.concurrency`` streams each running whole sessions, until the
-        sessions run out, ``plan.duration_s`` has passed since measuring began, or ``stop``.
+        sessions run out, ``plan.duration_s`` has passed since measuring began, or ``io.stop``.
 
         The warm-up is the given single requests (a continuous warm-up's lazy pool is cut to one
         request per stream), all finished before the sessions start. A turn's
         ``scheduled_ns`` is when it was due: its stream free (turn 1) or its think time over.
         """
-        family, addr = await resolve(endpoint)
-        conns = [StreamConnection(addr, family, endpoint) for _ in range(plan.concurrency)]
+        family, addr = await resolve(io.endpoint)
+        conns = [StreamConnection(addr, family, io.endpoint) for _ in range(plan.concurrency)]
         pacer = SendPacer()
+        counters, stop = io.counters, io.stop
         warm_list = list(warm) if isinstance(warm, Sequence) else list(
             islice(warm, plan.concurrency))
         warm_it = iter(warm_list)
@@ -408,8 +403,8 @@ class SessionRun:
                 if spec is None:
                     return
                 await pacer.turn()
-                _, free = await stream_one(conns[wid], spec, wid, free, build, plan.timeout_s,
-                                            counters, records, pacer)
+                _, free = await stream_one(conns[wid], spec, wid, free, io, plan.timeout_s,
+                                            pacer)
 
         async def worker(wid: int, deadline: int | None) -> None:
             free = time.perf_counter_ns()
@@ -425,8 +420,8 @@ class SessionRun:
                                          and time.perf_counter_ns() >= deadline):
                         return
                     await pacer.turn()
-                    rec, free = await stream_one(conns[wid], spec, wid, free, build,
-                                                  plan.timeout_s, counters, records, pacer)
+                    rec, free = await stream_one(conns[wid], spec, wid, free, io,
+                                                  plan.timeout_s, pacer)
                     last_done = rec.done_ns
                     if rec.error == "connect_failed":
                         await asyncio.sleep(0.5)  # as the closed loop: the watchdog decides

@@ -23,6 +23,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 # Linux constants; Python's socket module does not export them.
@@ -74,15 +75,40 @@ def match_token_chunk_py(data: bytes) -> int:
     return int(m.group(3))
 
 
+@dataclass(frozen=True)
+class ReadSinks:
+    """Where a stream socket's reader puts what it reads, and whom it tells.
+
+    ``chunk_ns``/``chunk_tokens``: each token chunk's arrival time (``perf_counter_ns``) and its
+    tokens, appended by the fast path; ``lags``: each read's ``now - arrival`` (ns);
+    ``general(data, t_ns) -> bool``: the parser of what the fast path does not take (``data``
+    is ``b""`` at end of stream; the result is whether the next read may take the fast path);
+    ``failed(errno)``: a receive error; ``on_token(n)``: progress, ``n`` more tokens (None: no
+    progress display)."""
+
+    chunk_ns: list[int]
+    chunk_tokens: list[int]
+    lags: list[int]
+    general: Callable[[bytes, int], bool]
+    failed: Callable[[int], None]
+    on_token: Callable[[int], None] | None
+
+    def as_tuple(self) -> tuple[Any, ...]:
+        """The six in the order the readers take them (the C reader's positional arguments)."""
+        return (self.chunk_ns, self.chunk_tokens, self.lags, self.general, self.failed,
+                self.on_token)
+
+
 class PyStampedReader:
     """One stream socket's reader, called by the event loop whenever the socket is readable.
 
     Each call reads once; the data's time is the kernel's receive time (``SO_TIMESTAMPNS``) on
     the perf_counter clock: ``now - (wall_now - kernel_wall)``, never later than ``now``, and
-    ``lags`` gets ``now - t`` (ns). While ``fast`` (the HTTP parser is at a chunk boundary) a
-    read that is exactly one vLLM token chunk is counted here; anything else goes to
-    ``general(data, t_ns) -> bool`` (``data`` is ``b""`` at end of stream), whose result is the
-    new ``fast``. A receive error calls ``failed(errno)``.
+    ``sinks.lags`` gets ``now - t`` (ns). While ``fast`` (the HTTP parser is at a chunk
+    boundary) a read that is exactly one vLLM token chunk is counted here; anything else goes
+    to ``sinks.general(data, t_ns) -> bool`` (``data`` is ``b""`` at end of stream), whose
+    result is the new ``fast``. A receive error calls ``sinks.failed(errno)``
+    (see :class:`ReadSinks`).
 
     With ``decrypt`` (TLS, see :mod:`infer_prof.loadgen.tls`) the bytes read are ciphertext:
     ``decrypt(data)`` gives the plaintext they complete, which is then handled as above with the
@@ -95,12 +121,7 @@ class PyStampedReader:
     def __init__(
         self,
         sock: socket.socket,
-        chunk_ns: list[int],
-        chunk_tokens: list[int],
-        lags: list[int],
-        general: Callable[[bytes, int], bool],
-        failed: Callable[[int], None],
-        on_token: Callable[[int], None] | None,
+        sinks: ReadSinks,
         report_every: int = 16,
         decrypt: Callable[[bytes], bytes] | None = None,
     ) -> None:
@@ -109,7 +130,7 @@ class PyStampedReader:
         self.reported = 0
         self._recv = sock.recvmsg_into
         self._decrypt = decrypt
-        self._args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, report_every)
+        self._args = (*sinks.as_tuple(), report_every)
 
     def close(self) -> None:
         """Forget the callbacks (the request is over): they are closures that refer back to
@@ -184,25 +205,20 @@ def reader_in_use() -> str:
 
 def make_reader(
     sock: socket.socket,
-    chunk_ns: list[int],
-    chunk_tokens: list[int],
-    lags: list[int],
-    general: Callable[[bytes, int], bool],
-    failed: Callable[[int], None],
-    on_token: Callable[[int], None] | None,
+    sinks: ReadSinks,
     implementation: str | None = None,
     decrypt: Callable[[bytes], bytes] | None = None,
 ) -> Any:
-    """A reader for one stream socket (see ``PyStampedReader``): the C one where it was built,
-    unless ``implementation`` (or ``INFER_PROF_READER``) says ``python``. ``decrypt``: the
-    TLS session's decrypter for an https stream (None for plain HTTP)."""
+    """A reader for one stream socket (see ``PyStampedReader``) that fills ``sinks``: the C one
+    where it was built, unless ``implementation`` (or ``INFER_PROF_READER``) says ``python``.
+    ``decrypt``: the TLS session's decrypter for an https stream (None for plain HTTP)."""
     which = implementation or reader_in_use()
-    args = (chunk_ns, chunk_tokens, lags, general, failed, on_token, _REPORT_EVERY)
     if which == "c" and _CStampedReader is not None:
+        args = (*sinks.as_tuple(), _REPORT_EVERY)
         if decrypt is None:
             return _CStampedReader(sock.fileno(), *args)
         return _CStampedReader(sock.fileno(), *args, decrypt=decrypt)
-    return PyStampedReader(sock, *args, decrypt=decrypt)
+    return PyStampedReader(sock, sinks, _REPORT_EVERY, decrypt=decrypt)
 
 
 def kernel_arrival_ns(ancdata: list[tuple[int, int, bytes]]) -> int | None:

@@ -21,6 +21,7 @@ from infer_prof.loadgen.client_health import loop_lag_probe, loop_lag_samples
 from infer_prof.loadgen.client_loop import ClientLoop, client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
+    DriverIO,
     LiveCounters,
     RequestSpec,
     run_closed_loop,
@@ -103,177 +104,25 @@ async def _worker_async(
     records: list[RequestRecord],
     health: WorkerHealth,
 ) -> None:
-    counters = LiveCounters()
-    tally = WorkerTally(w, shared.tally) if job.precision and shared.tally is not None else None
-    sink = records if tally is None else tally.sink(records)
-    if tally is not None:
-        counters.on_end = tally.ended
-    stop_when = (lambda: shared.precise.value != 0) if tally is not None else None
-    stop = asyncio.Event()
-    base = w * SLOTS
-    arr = shared.counters
-    warm = list(job.warmup)[w::n] if not job.continuous_warmup else []
-    waiting = {"flag": False}
-
-    def publish() -> None:
-        arr[base] = counters.sent
-        arr[base + 1] = counters.completed
-        arr[base + 2] = counters.failed
-        arr[base + 3] = counters.output_tokens
-        phase = "waiting" if waiting["flag"] else counters.phase
-        arr[base + 4] = PHASES.index(phase) if phase in PHASES else 0
-        arr[base + 5] = counters.failures.get("connect_failed", 0)
-        arr[base + 6] = counters.warmup_done
-
-    async def gate() -> int:
-        waiting["flag"] = True
-        with shared.ready.get_lock():
-            shared.ready.value += 1
-            if shared.ready.value == n:
-                shared.start_ns.value = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
-                shared.started.set()
-        while not shared.started.is_set():
-            if shared.stop.is_set():
-                stop.set()
-                break
-            await asyncio.sleep(0.002)
-        waiting["flag"] = False
-        return int(shared.start_ns.value) or time.perf_counter_ns()
-
-    async def sleep_until(t_ns: int) -> None:
-        delay = (t_ns - time.perf_counter_ns()) / 1e9
-        if delay > 0:
-            await asyncio.sleep(delay)
-
+    """Worker ``w`` of ``n``: drive its share of ``job`` (appending to ``records``) while its
+    counters are published to the parent every 0.1 s and the loop's lag is probed; then fill
+    ``health`` (CPU and wall seconds of the measured window, reads, lags)."""
+    worker = _Worker(w, n, job, shared, records, health)
+    counters = worker.counters
     lag = loop_lag_samples()
-    measuring = {"cpu": 0.0, "t": 0.0}
-
-    def mark_start() -> None:
-        ru = resource.getrusage(resource.RUSAGE_SELF)
-        measuring["cpu"] = ru.ru_utime + ru.ru_stime
-        measuring["t"] = time.perf_counter()
-
-    async def watch(driver: asyncio.Task[None]) -> None:
-        while not driver.done():
-            publish()
-            if tally is not None:
-                tally.publish()
-            if shared.cancel.is_set():
-                stop.set()
-                driver.cancel()
-                return
-            if shared.stop.is_set():
-                stop.set()
-            await asyncio.sleep(0.1)
-
-    def my_measured() -> Iterator[RequestSpec]:
-        """This worker's measured specs: claimed from the shared list by one shared counter, or
-        every n-th item of its own copy of an open-ended iterator."""
-        if isinstance(job.measured, Sequence):
-            return _ClaimIterator(job.measured, shared.claim)
-        return islice(job.measured, w, None, n)
-
-    async def closed() -> None:
-        mine = split_evenly(job.concurrency, n)[w]
-        health.streams = mine
-        if job.continuous_warmup:
-            # one closed loop: warm-up under the load itself, then measured (no gate, no pause)
-            warm_gate = SharedWarmupGate(shared, job.concurrency, job.warmup_seconds)
-            warm_gate.on_open(mark_start)
-            await run_closed_loop(
-                job.endpoint,
-                job.build,
-                islice(job.warmup, w, None, n),
-                my_measured(),
-                ClosedLoopPlan(mine, job.timeout_s, job.duration_s, stop_when),
-                counters,
-                stop,
-                sink,
-                warm_gate,
-            )
-            return
-        if warm:
-            await run_closed_loop(
-                job.endpoint,
-                job.build,
-                warm,
-                iter(()),
-                ClosedLoopPlan(mine, job.timeout_s),
-                counters,
-                stop,
-                sink,
-            )
-        t0 = await gate()
-        if stop.is_set():
-            return
-        await sleep_until(t0)
-        mark_start()
-        await run_closed_loop(
-            job.endpoint,
-            job.build,
-            [],
-            my_measured(),
-            ClosedLoopPlan(mine, job.timeout_s, job.duration_s, stop_when),
-            counters,
-            stop,
-            sink,
-        )
-
-    async def opened() -> None:
-        plan = job.open_plan or OpenLoopPlan(job.timeout_s)
-        cap = split_evenly(plan.max_concurrency, n)[w] if plan.max_concurrency else None
-        pre = split_evenly(plan.preconnect, n)[w] if plan.preconnect else plan.preconnect
-        mine = OpenLoopPlan(
-            plan.timeout_s,
-            max(1, cap) if cap is not None else None,
-            plan.duration_s,
-            pre,
-            plan.warmup_concurrency,
-            stop_when,
-        )
-        health.streams = cap or 0
-        oh = OpenLoopHealth()
-
-        async def start_gate() -> int:
-            t0 = await gate()
-            mark_start()
-            return t0
-
-        try:
-            await run_open_loop(
-                job.endpoint,
-                job.build,
-                warm,
-                _deal(job.arrivals, w, n),
-                mine,
-                counters,
-                stop,
-                sink,
-                oh,
-                start_gate,
-                worker_id=w,
-            )
-        finally:
-            health.dispatch_lag_ns = oh.dispatch_lag_ns
-            health.slot_wait_ns = oh.slot_wait_ns
-            health.not_sent = oh.not_sent
-
-    driver = asyncio.create_task(closed() if job.mode == "closed" else opened())
-    watcher = asyncio.create_task(watch(driver))
+    driver = asyncio.create_task(worker.closed() if job.mode == "closed" else worker.opened())
+    watcher = asyncio.create_task(worker.watch(driver))
     prober = asyncio.create_task(loop_lag_probe(lag, record=lambda: counters.phase == "measuring"))
     try:
         await driver
     except asyncio.CancelledError:
         pass
     finally:
-        if measuring["t"]:
-            ru = resource.getrusage(resource.RUSAGE_SELF)
-            health.cpu_s = ru.ru_utime + ru.ru_stime - measuring["cpu"]
-            health.wall_s = time.perf_counter() - measuring["t"]
+        worker.end_window()
         counters.phase = "done"
-        publish()
-        if tally is not None:
-            tally.publish(final=True)
+        worker.publish()
+        if worker.tally is not None:
+            worker.tally.publish(final=True)
         for t in (watcher, prober):
             t.cancel()
         await asyncio.gather(watcher, prober, return_exceptions=True)
@@ -286,6 +135,153 @@ async def _worker_async(
     counters.reads.settle(0)
     health.reads = counters.reads.reads
     health.read_lag = counters.reads.lag
+
+
+class _Worker:
+    """One worker process's share of the load: its counters (published into its slots of the
+    shared array), its driver (closed or open loop), the shared start gate, and the CPU it used
+    over the measured window."""
+
+    def __init__(self, w: int, n: int, job: WorkerJob, shared: Shared,
+                 records: list[RequestRecord], health: WorkerHealth) -> None:
+        self.w, self.n, self.job, self.shared, self.health = w, n, job, shared, health
+        self.counters = counters = LiveCounters()
+        self.tally = tally = (WorkerTally(w, shared.tally)
+                              if job.precision and shared.tally is not None else None)
+        if tally is not None:
+            counters.on_end = tally.ended
+        self.stop_when = (lambda: shared.precise.value != 0) if tally is not None else None
+        self.stop = asyncio.Event()
+        self.io = DriverIO(job.endpoint, job.build, counters, self.stop,
+                           records if tally is None else tally.sink(records))
+        self.warm = list(job.warmup)[w::n] if not job.continuous_warmup else []
+        self.waiting = False  # at the start gate
+        self.cpu0_s = 0.0  # process CPU seconds when measuring began
+        self.t0_s = 0.0  # perf_counter seconds when measuring began (0: not begun)
+
+    def publish(self) -> None:
+        """Write the counters into this worker's slots of the shared array."""
+        arr, base, counters = self.shared.counters, self.w * SLOTS, self.counters
+        arr[base] = counters.sent
+        arr[base + 1] = counters.completed
+        arr[base + 2] = counters.failed
+        arr[base + 3] = counters.output_tokens
+        phase = "waiting" if self.waiting else counters.phase
+        arr[base + 4] = PHASES.index(phase) if phase in PHASES else 0
+        arr[base + 5] = counters.failures.get("connect_failed", 0)
+        arr[base + 6] = counters.warmup_done
+
+    async def gate(self) -> int:
+        """Wait until every worker has reached the start gate; the shared ``t0``
+        (``perf_counter_ns``, ``START_LEAD_S`` after the last one arrived)."""
+        shared = self.shared
+        self.waiting = True
+        with shared.ready.get_lock():
+            shared.ready.value += 1
+            if shared.ready.value == self.n:
+                shared.start_ns.value = time.perf_counter_ns() + int(START_LEAD_S * 1e9)
+                shared.started.set()
+        while not shared.started.is_set():
+            if shared.stop.is_set():
+                self.stop.set()
+                break
+            await asyncio.sleep(0.002)
+        self.waiting = False
+        return int(shared.start_ns.value) or time.perf_counter_ns()
+
+    def mark_start(self) -> None:
+        """The measured window begins: note the process's CPU time and the clock."""
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        self.cpu0_s = ru.ru_utime + ru.ru_stime
+        self.t0_s = time.perf_counter()
+
+    def end_window(self) -> None:
+        """The measured window ends: its CPU and wall seconds into ``health``."""
+        if self.t0_s:
+            ru = resource.getrusage(resource.RUSAGE_SELF)
+            self.health.cpu_s = ru.ru_utime + ru.ru_stime - self.cpu0_s
+            self.health.wall_s = time.perf_counter() - self.t0_s
+
+    async def watch(self, driver: asyncio.Task[None]) -> None:
+        """Every 0.1 s until the driver ends: publish, and pass on the parent's stop (stop
+        sending) and cancel (cancel the driver)."""
+        shared = self.shared
+        while not driver.done():
+            self.publish()
+            if self.tally is not None:
+                self.tally.publish()
+            if shared.cancel.is_set():
+                self.stop.set()
+                driver.cancel()
+                return
+            if shared.stop.is_set():
+                self.stop.set()
+            await asyncio.sleep(0.1)
+
+    def my_measured(self) -> Iterator[RequestSpec]:
+        """This worker's measured specs: claimed from the shared list by one shared counter, or
+        every n-th item of its own copy of an open-ended iterator."""
+        job = self.job
+        if isinstance(job.measured, Sequence):
+            return _ClaimIterator(job.measured, self.shared.claim)
+        return islice(job.measured, self.w, None, self.n)
+
+    async def closed(self) -> None:
+        """The closed loop: this worker's share of the streams; a warm-up under the load
+        itself, or a warm-up, the shared start gate, then the measured phase."""
+        job, w, n = self.job, self.w, self.n
+        mine = split_evenly(job.concurrency, n)[w]
+        self.health.streams = mine
+        measured_plan = ClosedLoopPlan(mine, job.timeout_s, job.duration_s, self.stop_when)
+        if job.continuous_warmup:
+            # one closed loop: warm-up under the load itself, then measured (no gate, no pause)
+            warm_gate = SharedWarmupGate(self.shared, job.concurrency, job.warmup_seconds)
+            warm_gate.on_open(self.mark_start)
+            await run_closed_loop(self.io, islice(job.warmup, w, None, n), self.my_measured(),
+                                  measured_plan, warm_gate)
+            return
+        if self.warm:
+            await run_closed_loop(self.io, self.warm, iter(()),
+                                  ClosedLoopPlan(mine, job.timeout_s))
+        t0 = await self.gate()
+        if self.stop.is_set():
+            return
+        delay = (t0 - time.perf_counter_ns()) / 1e9
+        if delay > 0:
+            await asyncio.sleep(delay)
+        self.mark_start()
+        await run_closed_loop(self.io, [], self.my_measured(), measured_plan)
+
+    async def opened(self) -> None:
+        """The open loop: every n-th arrival, this worker's share of the cap and of the
+        connections to open, started at the shared gate."""
+        job, w, n = self.job, self.w, self.n
+        plan = job.open_plan or OpenLoopPlan(job.timeout_s)
+        cap = split_evenly(plan.max_concurrency, n)[w] if plan.max_concurrency else None
+        pre = split_evenly(plan.preconnect, n)[w] if plan.preconnect else plan.preconnect
+        mine = OpenLoopPlan(
+            plan.timeout_s,
+            max(1, cap) if cap is not None else None,
+            plan.duration_s,
+            pre,
+            plan.warmup_concurrency,
+            self.stop_when,
+        )
+        self.health.streams = cap or 0
+        oh = OpenLoopHealth()
+
+        async def start_gate() -> int:
+            t0 = await self.gate()
+            self.mark_start()
+            return t0
+
+        try:
+            await run_open_loop(self.io, self.warm, _deal(job.arrivals, w, n), mine, oh,
+                                start_gate, worker_id=w)
+        finally:
+            self.health.dispatch_lag_ns = oh.dispatch_lag_ns
+            self.health.slot_wait_ns = oh.slot_wait_ns
+            self.health.not_sent = oh.not_sent
 
 
 def _deal(

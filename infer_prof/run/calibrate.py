@@ -31,6 +31,7 @@ from infer_prof.core.metrics import RequestRecord
 from infer_prof.loadgen.client_loop import client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
+    DriverIO,
     LiveCounters,
     RequestSpec,
     run_closed_loop,
@@ -129,26 +130,40 @@ def start_synthetic(
     raise RuntimeError("synthetic server never became healthy")
 
 
+@dataclass(frozen=True)
+class CalibrationLoad:
+    """One calibration point's load: ``concurrency`` closed-loop streams sending
+    ``num_requests`` requests of ``input_len`` prompt and ``output_len`` output tokens, after
+    ``warmup`` warm-up requests, from ``processes`` client processes, each request given up
+    after ``timeout_s`` seconds."""
+
+    concurrency: int
+    num_requests: int
+    input_len: int
+    output_len: int
+    warmup: int = 0
+    processes: int = 1
+    timeout_s: float = 120.0
+
+
 def drive(
     url: str,
-    concurrency: int,
-    num_requests: int,
-    input_len: int,
-    output_len: int,
+    load: CalibrationLoad,
     id_prefix: str,
-    timeout_s: float = 120.0,
-    warmup: int = 0,
-    processes: int = 1,
     health: dict[str, Any] | None = None,
     ca_bundle: str | None = None,
 ) -> list[RequestRecord]:
-    """Run the closed-loop driver against ``url`` and return its records.
+    """Run the closed-loop driver against ``url`` with ``load`` and return its records (request
+    IDs ``id_prefix`` + index).
 
-    ``processes > 1`` spreads the streams over that many worker processes
+    ``load.processes > 1`` spreads the streams over that many worker processes
     (:mod:`infer_prof.loadgen.workers`); ``health``, when given, receives the client's own
     health (processes, CPU, event-loop lag, read lag). ``ca_bundle``: the CA to trust for an
     https ``url``.
     """
+    concurrency, num_requests, timeout_s = load.concurrency, load.num_requests, load.timeout_s
+    input_len, output_len, warmup, processes = (load.input_len, load.output_len, load.warmup,
+                                                load.processes)
     endpoint = Endpoint.from_url(url, ca_bundle=ca_bundle)
 
     def specs() -> Iterator[RequestSpec]:
@@ -183,14 +198,10 @@ def drive(
     with client_loop() as measuring:
         measuring.measure(
             run_closed_loop(
-                endpoint,
-                build,
+                DriverIO(endpoint, build, counters, asyncio.Event(), records),
                 warm,
                 specs(),
                 ClosedLoopPlan(concurrency, timeout_s),
-                counters,
-                asyncio.Event(),
-                records,
             )
         )
     wakeups = measuring.reader_wakeups
@@ -286,18 +297,9 @@ def calibrate_point(
     health: dict[str, Any] = {}
     ticks = cpu_ticks()
     server_cpu0 = process_cpu_s(server.proc.pid)
-    records = drive(
-        server.url,
-        concurrency,
-        num_requests,
-        input_len,
-        output_len,
-        prefix,
-        warmup=min(concurrency, 64),
-        processes=processes,
-        health=health,
-        ca_bundle=server.ca_bundle,
-    )
+    load = CalibrationLoad(concurrency, num_requests, input_len, output_len,
+                           warmup=min(concurrency, 64), processes=processes)
+    records = drive(server.url, load, prefix, health=health, ca_bundle=server.ca_bundle)
     server_cpu1 = process_cpu_s(server.proc.pid)
     full_truth = get_json(f"{server.url}/truth", timeout_s=60, context=context)
     truth = full_truth["requests"]
@@ -326,27 +328,38 @@ def calibrate_point(
     return report
 
 
+@dataclass(frozen=True)
+class CalibrationSettings:
+    """How to calibrate: the synthetic server's timing (``ttft_ms``, ``itl_ms``, ms), the
+    request shape (``output_len``, ``input_len`` tokens), ``requests_per_stream`` x concurrency
+    requests per point, client ``processes`` per point (None: chosen per concurrency by
+    :func:`auto_processes`), ``tls`` (over HTTPS, with a throwaway CA and server certificate
+    made now, :mod:`infer_prof.servers.certs`, verified by the client as a real endpoint's)
+    and ``server_cost_us``: CPU the built-in server burns per streamed token (``--cost-us`` of
+    :mod:`infer_prof.servers.synthetic`; above 0 the points are judged against the
+    ``server_cost`` targets)."""
+
+    ttft_ms: float = 50.0
+    itl_ms: float = 15.0
+    output_len: int = 128
+    input_len: int = 32
+    requests_per_stream: int = 4
+    processes: int | None = None
+    tls: bool = False
+    server_cost_us: float = 0.0
+
+
 def run_calibration(
     concurrencies: list[int],
-    *,
-    ttft_ms: float = 50.0,
-    itl_ms: float = 15.0,
-    output_len: int = 128,
-    input_len: int = 32,
-    requests_per_stream: int = 4,
+    settings: CalibrationSettings | None = None,
     on_point: Callable[[dict[str, Any]], None] | None = None,
-    processes: int | None = None,
-    tls: bool = False,
-    server_cost_us: float = 0.0,
 ) -> list[dict[str, Any]]:
-    """Calibrate at each concurrency; ``requests_per_stream`` x concurrency requests each.
-
-    ``processes``: client worker processes per point; None chooses per concurrency
-    (:func:`auto_processes`). ``tls``: over HTTPS, with a throwaway CA and server certificate
-    made now (:mod:`infer_prof.servers.certs`), verified by the client as a real endpoint's.
-    ``server_cost_us``: CPU the built-in server burns per streamed token (``--cost-us`` of
-    :mod:`infer_prof.servers.synthetic`); above 0 the points are judged against the
-    ``server_cost`` targets."""
+    """Calibrate at each concurrency (:class:`CalibrationSettings`; defaults when None);
+    ``on_point(report)`` is told each point as it is measured."""
+    cs = settings if settings is not None else CalibrationSettings()
+    ttft_ms, itl_ms, output_len, input_len = cs.ttft_ms, cs.itl_ms, cs.output_len, cs.input_len
+    requests_per_stream, processes, tls, server_cost_us = (
+        cs.requests_per_stream, cs.processes, cs.tls, cs.server_cost_us)
     mode = calibration_mode(server_cost_us)
     extra = ("--cost-us", str(server_cost_us)) if server_cost_us > 0 else ()
     certs = None

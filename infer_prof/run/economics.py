@@ -237,21 +237,30 @@ def decode_step_time(summary: dict[str, Any]) -> tuple[float | None, str | None]
     return None, None
 
 
+@dataclass(frozen=True)
+class DecodeLoad:
+    """The load a run's decode steps ran under: ``mean_batch`` sequences per step
+    (:func:`decode_batch`, named by ``batch_source``; None: unknown) and the mean prompt and
+    output lengths of its requests (``input_len``, ``output_len``, tokens)."""
+
+    mean_batch: float | None
+    input_len: int
+    output_len: int
+    batch_source: str | None = None
+
+
 def roofline_block(
     spec: ModelSpec | None,
     gpu: GpuSpec | None,
     gpus: int,
     precision: str | None,
     summary: dict[str, Any],
-    mean_batch: float | None,
-    input_len: int,
-    output_len: int,
-    batch_source: str | None = None,
+    load: DecodeLoad,
 ) -> dict[str, Any]:
     """Decode bandwidth ceiling at the batch the server ran, prefill compute ceiling, window and
     decode-step MBU, MFU (``core.roofline``).
 
-    ``mean_batch``: sequences per decode step (:func:`decode_batch`, named by ``batch_source``).
+    ``load.mean_batch``: sequences per decode step (:class:`DecodeLoad`).
     Weight bytes follow the precision the engine ran; KV bytes per token assume a 16-bit cache;
     the mean context of a decoding sequence is input_len + output_len / 2 tokens. The decode
     step time is :func:`decode_step_time`.
@@ -271,6 +280,7 @@ def roofline_block(
     duration = summary.get("rate_window_s") or summary.get("duration_s")  # as the other rates
     prefill_tps = (summary.get("total_prompt_tokens") or 0) / duration if duration else None
     step_s, step_source = decode_step_time(summary)
+    mean_batch, input_len, output_len = load.mean_batch, load.input_len, load.output_len
     report = roofline_report(RooflineInputs(
         spec,
         weight_bytes=float(weight_bytes(spec, prec, 1)),
@@ -285,7 +295,7 @@ def roofline_block(
         decode_step_time_s=step_s,
         decode_step_time_source=step_source,
     ))
-    report["batch_source"] = batch_source
+    report["batch_source"] = load.batch_source
     report["available"] = True
     report["precision"] = prec
     report["gpu"] = gpu.key

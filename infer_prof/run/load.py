@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,6 +22,7 @@ from infer_prof.loadgen.client_health import loop_lag_probe, loop_lag_samples
 from infer_prof.loadgen.client_loop import client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
+    DriverIO,
     LiveCounters,
     RequestSpec,
     run_closed_loop,
@@ -128,22 +129,8 @@ def drive_point(
         else:
             sampler.start()
             scraper.start()
-            _drive(
-                ctx,
-                wl,
-                build,
-                warm,
-                measured,
-                counters,
-                spool,
-                progress,
-                state,
-                client,
-                sampler,
-                scraper,
-                session_run,
-                stopper,
-            )
+            _drive(_LocalPoint(ctx, wl, build, warm, measured, session_run, stopper,
+                               counters, spool, progress, state, client, sampler, scraper))
     finally:
         if stopper is not None:
             state["precision"] = stopper.to_dict()
@@ -168,110 +155,92 @@ def spool_folder(cfg: RunConfig) -> Path | None:
     return folder if folder.is_dir() else None
 
 
-def _drive(
-    ctx: RunContext,
-    wl: Workload,
-    build: Callable[[RequestSpec], bytes],
-    warm: list[RequestSpec] | Iterator[RequestSpec],
-    measured: Iterator[RequestSpec],
-    counters: LiveCounters,
-    records: RecordSpool,
-    progress: ProgressLine,
-    state: dict[str, Any],
-    client: dict[str, Any],
-    sampler: NvmlSampler,
-    scraper: MetricsScraper,
-    session_run: SessionRun | None = None,
-    stopper: PrecisionStop | None = None,
-) -> None:
-    """Run one point's load in an event loop with a server watchdog, a lag probe, progress,
-    and stop-signal handling (the first Ctrl-C, SIGTERM or SIGHUP stops sending and cancels
-    the streams in flight)."""
-    cfg, server, endpoint = ctx.cfg, ctx.server, ctx.endpoint
-    stop = asyncio.Event()
-    lag = loop_lag_samples()
-    health = OpenLoopHealth()
-    cpu = _ThreadCpu()  # the event loop's thread: the telemetry threads are not the client's
-    a = wl.arrival
-    gate = warmup_gate(wl, sessions=session_run is not None)
+@dataclass(frozen=True)
+class _LocalPoint:
+    """One point driven in this process. What to send: the run's context, the workload, the
+    request builder, the warm-up and measured specs, the sessions' run (multi-turn) and the
+    precision stop. What watches and receives it: the live counters, the record spool, the
+    progress line, the point's state and ``client`` sections (filled here), and the GPU and
+    server-metrics samplers (their measured window marked here)."""
 
-    def unless_warmup_failed(specs: Iterator[RequestSpec]) -> Iterator[RequestSpec]:
+    ctx: RunContext
+    wl: Workload
+    build: Callable[[RequestSpec], bytes]
+    warm: list[RequestSpec] | Iterator[RequestSpec]
+    measured: Iterator[RequestSpec]
+    session_run: SessionRun | None
+    stopper: PrecisionStop | None
+    counters: LiveCounters
+    records: RecordSpool
+    progress: ProgressLine
+    state: dict[str, Any]
+    client: dict[str, Any]
+    sampler: NvmlSampler
+    scraper: MetricsScraper
+
+
+class _LocalRun:
+    """The event-loop side of a :class:`_LocalPoint`: the driver (sessions, closed or open
+    loop), the server watchdog and progress, the lag probe, and the stop signals (the first
+    Ctrl-C, SIGTERM or SIGHUP stops sending and cancels the streams in flight)."""
+
+    def __init__(self, p: _LocalPoint) -> None:
+        self.p = p
+        self.stop = asyncio.Event()
+        self.lag = loop_lag_samples()
+        self.health = OpenLoopHealth()
+        self.cpu = _ThreadCpu()  # the event loop's thread, not the telemetry threads
+        self.gate = warmup_gate(p.wl, sessions=p.session_run is not None)
+
+    def _unless_warmup_failed(self, specs: Iterator[RequestSpec]) -> Iterator[RequestSpec]:
         """The measured specs, none of them when every warm-up request failed: the load would
         only repeat the failure (the run stops, ``warmup_failed``)."""
         for i, spec in enumerate(specs):
-            if i == 0 and records.warmup_all_failed():
-                state["incomplete_reason"] = "warmup_failed"
-                stop.set()
+            if i == 0 and self.p.records.warmup_all_failed():
+                self.p.state["incomplete_reason"] = "warmup_failed"
+                self.stop.set()
                 return
             yield spec
 
-    measured = unless_warmup_failed(measured)
-
-    async def main() -> None:
-        loop = asyncio.get_running_loop()
-        if session_run is not None:
-            coro = session_run.drive(
-                endpoint, build, warm,
-                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s),
-                counters, stop, records,
+    def _driver(self) -> Coroutine[Any, Any, None]:
+        """The load itself: the sessions' driver, the closed loop or the open loop."""
+        p = self.p
+        cfg, wl, a = p.ctx.cfg, p.wl, p.wl.arrival
+        io = DriverIO(p.ctx.endpoint, p.build, p.counters, self.stop, p.records)
+        measured = self._unless_warmup_failed(p.measured)
+        if p.session_run is not None:
+            return p.session_run.drive(
+                io, p.warm, ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s)
             )
-        elif a.mode == "closed":
-            coro = run_closed_loop(
-                endpoint,
-                build,
-                warm,
+        if a.mode == "closed":
+            return run_closed_loop(
+                io,
+                p.warm,
                 measured,
-                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s, stopper),
-                counters,
-                stop,
-                records,
-                gate,
+                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s, p.stopper),
+                self.gate,
             )
-        else:
-            coro = run_open_loop(
-                endpoint,
-                build,
-                list(warm),
-                _open_arrivals(wl, measured, ctx.trace),
-                OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s,
-                             stop_when=stopper),
-                counters,
-                stop,
-                records,
-                health,
-            )
-        driver = asyncio.create_task(coro)
+        return run_open_loop(
+            io,
+            list(p.warm),
+            _open_arrivals(wl, measured, p.ctx.trace),
+            OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s, stop_when=p.stopper),
+            self.health,
+        )
+
+    async def main(self) -> None:
+        """Run the driver with the watchdog and the lag probe, under the stop signals."""
+        p = self.p
+        loop = asyncio.get_running_loop()
+        driver = asyncio.create_task(self._driver())
 
         def interrupt() -> None:
-            state["incomplete_reason"] = state["incomplete_reason"] or "interrupted"
-            stop.set()
+            p.state["incomplete_reason"] = p.state["incomplete_reason"] or "interrupted"
+            self.stop.set()
             driver.cancel()
 
-
-        async def watch() -> None:
-            marked = False
-            while not driver.done():
-                if not marked and counters.phase == "measuring":
-                    sampler.mark_window_start()
-                    scraper.mark_window_start()
-                    cpu.start()
-                    marked = True
-                died = server is not None and server.poll() is not None
-                if server is None and counters.failures.get("connect_failed"):
-                    # an endpoint we do not own refuses connections: is it gone?
-                    died = not await loop.run_in_executor(None, healthy, endpoint)
-                if died:
-                    state["incomplete_reason"] = "server_died"
-                    stop.set()
-                    # give in-flight streams a moment to see the connection drop
-                    await asyncio.sleep(2.0)
-                    driver.cancel()
-                    return
-                progress.update(counters)
-                await asyncio.sleep(0.1)
-
-        probe = asyncio.create_task(loop_lag_probe(lag))
-        watcher = asyncio.create_task(watch())
+        probe = asyncio.create_task(loop_lag_probe(self.lag))
+        watcher = asyncio.create_task(self._watch(driver))
         try:
             # Ctrl-C, SIGTERM, SIGHUP: stop sending, cancel the streams (the loop's own thread)
             with during_load(lambda: _call_soon(loop, interrupt)):
@@ -279,16 +248,51 @@ def _drive(
         except asyncio.CancelledError:
             pass
         finally:
-            sampler.mark_window_end()
-            scraper.mark_window_end()
-            cpu.stop()
+            p.sampler.mark_window_end()
+            p.scraper.mark_window_end()
+            self.cpu.stop()
             probe.cancel()
             watcher.cancel()
             await asyncio.gather(probe, watcher, return_exceptions=True)
-            progress.update(counters)
+            p.progress.update(p.counters)
 
+    async def _watch(self, driver: asyncio.Task[None]) -> None:
+        """Every 0.1 s until the driver ends: mark the measured window's start, update the
+        progress line, and stop the load when the server died (our process exited, or an
+        endpoint we do not own refuses connections and fails its health check)."""
+        p = self.p
+        server, endpoint, counters = p.ctx.server, p.ctx.endpoint, p.counters
+        loop = asyncio.get_running_loop()
+        marked = False
+        while not driver.done():
+            if not marked and counters.phase == "measuring":
+                p.sampler.mark_window_start()
+                p.scraper.mark_window_start()
+                self.cpu.start()
+                marked = True
+            died = server is not None and server.poll() is not None
+            if server is None and counters.failures.get("connect_failed"):
+                # an endpoint we do not own refuses connections: is it gone?
+                died = not await loop.run_in_executor(None, healthy, endpoint)
+            if died:
+                p.state["incomplete_reason"] = "server_died"
+                self.stop.set()
+                # give in-flight streams a moment to see the connection drop
+                await asyncio.sleep(2.0)
+                driver.cancel()
+                return
+            p.progress.update(counters)
+            await asyncio.sleep(0.1)
+
+
+def _drive(p: _LocalPoint) -> None:
+    """Run one point's load in this process's event loop (:class:`_LocalRun`), then fill the
+    point's warm-up state and its ``client`` section."""
+    state, client, counters, a = p.state, p.client, p.counters, p.wl.arrival
+    run = _LocalRun(p)
+    lag, health, cpu, gate = run.lag, run.health, run.cpu, run.gate
     with client_loop() as measuring:
-        measuring.measure(main())
+        measuring.measure(run.main())
     wakeups = measuring.reader_wakeups
     if gate is not None:
         state["warmup"] = gate.to_dict()

@@ -11,7 +11,7 @@ from pathlib import Path
 from infer_prof.core.matrix import Matrix
 from infer_prof.run.matrix_cell import run_cell_here
 from infer_prof.run.matrix_plan import CellPlan
-from infer_prof.run.matrix_record import CellOutcome, save_cell, save_lost_cell
+from infer_prof.run.matrix_record import CellOutcome, LostAttempt, save_cell, save_lost_cell
 
 INTERRUPTED = "interrupted: the matrix driver was stopped (Ctrl-C or SIGTERM)"
 
@@ -38,8 +38,8 @@ def run_here(matrix: Matrix, plans: dict[int, CellPlan], results_dir: Path,
         run = run_cell_here(cell, capture=not live, require_gpu=True, node=placement)
         outcome = save_cell(run, matrix, results_dir, history, 1, placement, submitted)
         if run.interrupted and outcome.status != "incomplete":
-            outcome = save_lost_cell(cell, matrix, results_dir, history, 1, placement,
-                                     INTERRUPTED, "cancelled", submitted, run.started_at)
+            outcome = save_lost_cell(cell, matrix, results_dir, history, LostAttempt(
+                1, placement, INTERRUPTED, "cancelled", submitted, run.started_at))
         outcomes.append(outcome)
         for path in outcome.result_paths:  # (the paths run printed were its private folder's)
             say(f"[{cell.index}/{n}] result: {path}")

@@ -34,7 +34,7 @@ from infer_prof.core.matrix import CPU, Cell, Matrix
 from infer_prof.run.config import ConfigError
 from infer_prof.run.matrix_cell import CellRun, node_facts, run_cell_here, supports_frontier
 from infer_prof.run.matrix_plan import CellPlan
-from infer_prof.run.matrix_record import CellOutcome, save_cell, save_lost_cell
+from infer_prof.run.matrix_record import CellOutcome, LostAttempt, save_cell, save_lost_cell
 
 INTERRUPTED = "interrupted: the matrix driver was stopped (Ctrl-C or SIGTERM); cell cancelled"
 
@@ -274,9 +274,9 @@ def _placement(p: _Pending) -> dict[str, Any]:
 
 def _lost(p: _Pending, matrix: Matrix, results_dir: Path, history: str | Path | None,
           reason: str, status: str) -> CellOutcome:
-    return save_lost_cell(p.cell, matrix, results_dir, history, p.attempt, _placement(p),
-                          reason, status, p.submitted_at,
-                          p.started["at"] if p.started else None)
+    return save_lost_cell(p.cell, matrix, results_dir, history, LostAttempt(
+        p.attempt, _placement(p), reason, status, p.submitted_at,
+        p.started["at"] if p.started else None))
 
 
 def _finish(ray: Any, ref: Any, p: _Pending, matrix: Matrix, results_dir: Path,

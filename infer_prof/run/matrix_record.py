@@ -117,13 +117,27 @@ def save_cell(run: CellRun, matrix: Matrix, results_dir: Path, history: str | Pa
     return outcome
 
 
+@dataclass(frozen=True)
+class LostAttempt:
+    """An attempt at a cell that never came back: its number (from 1), where it was placed,
+    its ``status`` (``lost``, ``cancelled``) and ``reason``, and when it was submitted and
+    started (Unix seconds; None when it never was)."""
+
+    attempt: int
+    placement: dict[str, Any]
+    reason: str
+    status: str
+    submitted_at: float | None
+    started_at: float | None
+
+
 def save_lost_cell(cell: Cell, matrix: Matrix, results_dir: Path, history: str | Path | None,
-                   attempt: int, placement: dict[str, Any], reason: str, status: str,
-                   submitted_at: float | None, started_at: float | None) -> CellOutcome:
+                   lost: LostAttempt) -> CellOutcome:
     """Record a cell that never came back (node lost, interrupted): one result document with
-    ``complete: false`` and ``reason``, in the results folder and the history."""
-    outcome = CellOutcome(cell, status, reason, attempt, placement, submitted_at=submitted_at,
-                          started_at=started_at)
+    ``complete: false`` and ``lost.reason``, in the results folder and the history."""
+    attempt, placement, reason = lost.attempt, lost.placement, lost.reason
+    outcome = CellOutcome(cell, lost.status, reason, attempt, placement,
+                          submitted_at=lost.submitted_at, started_at=lost.started_at)
     now = dt.datetime.now(dt.UTC)
     run_id = _free_id(results_dir, f"{now:%Y%m%d-%H%M%S}-{safe_name(cell.model)}-"
                       f"{_tag(cell, attempt)}")

@@ -46,6 +46,7 @@ from infer_prof.run import result_files
 from infer_prof.run.config import RunConfig
 from infer_prof.run.economics import (
     CostOptions,
+    DecodeLoad,
     cost_block,
     decode_batch,
     energy_block,
@@ -333,10 +334,7 @@ def build_result(
         engine_gpus,
         precision,
         sdict,
-        batch,
-        round(wl.input_len.mean()),
-        round(wl.output_len.mean()),
-        batch_source,
+        DecodeLoad(batch, round(wl.input_len.mean()), round(wl.output_len.mean()), batch_source),
     )
     # the frontier's axes (interactivity, tok/s, $ and J per GPU used): core.frontier_axes
     sdict.update(result_axes(result))

@@ -7,7 +7,7 @@ import pytest
 
 from infer_prof.core.arrivals import ArrivalProcess
 from infer_prof.core.metrics import queue_ns, summarize_run
-from infer_prof.loadgen.closed_loop import LiveCounters, RequestSpec
+from infer_prof.loadgen.closed_loop import DriverIO, LiveCounters, RequestSpec
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop
 from infer_prof.loadgen.openai_requests import build_completion_request
@@ -26,7 +26,8 @@ def _run(url, specs, plan, warmup=()):
     records, health, counters = [], OpenLoopHealth(), LiveCounters()
     asyncio.run(
         run_open_loop(
-            ep, build, list(warmup), specs, plan, counters, asyncio.Event(), records, health
+            DriverIO(ep, build, counters, asyncio.Event(), records), list(warmup), specs, plan,
+            health
         )
     )
     return records, health, counters

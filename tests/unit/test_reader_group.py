@@ -46,8 +46,10 @@ class Stream:
         self.general_calls: list[bytes] = []
         self.boom = False  # general() raises
         self.reader = stamped_reader.make_reader(
-            self.client, self.chunk_ns, self.chunk_tokens, self.lags, self.general,
-            self.failed, None, implementation="c",
+            self.client,
+            stamped_reader.ReadSinks(self.chunk_ns, self.chunk_tokens, self.lags, self.general,
+                                     self.failed, None),
+            implementation="c",
         )
         self.reader.fast = 1  # at a chunk boundary: token chunks take the fast path
 

@@ -33,7 +33,7 @@ from infer_prof.core.roofline import (
     prefill_flops_per_token,
     roofline_report,
 )
-from infer_prof.run.economics import decode_batch, roofline_block
+from infer_prof.run.economics import DecodeLoad, decode_batch, roofline_block
 
 BW = 3.35e12
 PEAK = 989e12
@@ -281,7 +281,8 @@ def test_result_block_reports_both_mbus_with_their_sources(llama7b):
     batch, source = decode_batch({"running_busy_mean": 114.3, "running_mean": 114.3}, 127.9, 128)
     assert (batch, source) == (114.3, "server_running_busy_mean")
     rep = roofline_block(
-        llama7b, gpu, 1, "bf16", _h100_summary(4258.0, 19.4, 25.7), batch, 512, 128, source
+        llama7b, gpu, 1, "bf16", _h100_summary(4258.0, 19.4, 25.7),
+        DecodeLoad(batch, 512, 128, source)
     )
     json.dumps(rep)
     assert rep["batch_size"] == 114.3 and rep["batch_source"] == "server_running_busy_mean"
@@ -299,8 +300,8 @@ def test_result_block_reports_both_mbus_with_their_sources(llama7b):
     # one stream: the busy mean of the gauge (1.0), not its time average (0.90); no ITL
     # recorded here, so the step time is the TPOT p50
     batch, source = decode_batch({"running_busy_mean": 1.0, "running_mean": 0.9}, 1.0, 1)
-    rep = roofline_block(llama7b, gpu, 1, "bf16", _h100_summary(160.0, None, 6.15), batch, 512,
-                         128, source)
+    rep = roofline_block(llama7b, gpu, 1, "bf16", _h100_summary(160.0, None, 6.15),
+                         DecodeLoad(batch, 512, 128, source))
     assert rep["batch_size"] == 1.0
     assert rep["decode_step_time_source"] == "tpot_p50"
     assert rep["decode_step_mbu_pct"] == pytest.approx(66.87936474, rel=1e-9)
