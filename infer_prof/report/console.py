@@ -235,12 +235,12 @@ def _client_rows(result: Result) -> list[tuple[str, str]]:
         parts.append(f"busiest CPU {share:.0%}")
     rows = [("client", ", ".join(parts))]
     rows += _load_rows(result)
-    tr = result.trace_replay or {}
-    if tr.get("achieved_rate") is not None and tr.get("scheduled_rate"):
-        lag = (tr.get("send_lag_ms") or {}).get("p99")
-        rows.append(("trace replay", f"{tr['achieved_rate']:.2f} req/s sent of "
-                                     f"{tr['scheduled_rate']:.2f} scheduled "
-                                     f"({tr['rate_error_pct']:+.2f} %)"
+    tr = result.trace_replay
+    if tr is not None and tr.achieved_rate is not None and tr.scheduled_rate:
+        lag = tr.send_lag_ms.p99 if tr.send_lag_ms else None
+        rows.append(("trace replay", f"{tr.achieved_rate:.2f} req/s sent of "
+                                     f"{tr.scheduled_rate:.2f} scheduled "
+                                     f"({tr.rate_error_pct or 0.0:+.2f} %)"
                                      + (f", send lag p99 {lag:.2f} ms" if lag is not None
                                         else "")))
     return rows

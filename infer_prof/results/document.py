@@ -305,6 +305,19 @@ class Stream(_Section):
     bunched: bool | None = None
 
 
+class TraceReplay(_Section):
+    """A trace replay's arrivals, achieved against scheduled (``run.record.trace_replay``):
+    requests/s over the sends made, ``(n - 1) / (last send - first send)``, and each request's
+    signed send lag in ms (actual - scheduled send)."""
+
+    scheduled_requests: int | None = None
+    sent_requests: int | None = None
+    scheduled_rate: float | None = None
+    achieved_rate: float | None = None
+    rate_error_pct: float | None = None
+    send_lag_ms: Distribution | None = None
+
+
 class Environment(_Section):
     """Where the run ran (``run.environment.fingerprint``)."""
 
@@ -359,7 +372,7 @@ class Result(_Section):
     complete: bool = True
     incomplete_reason: str | None = None
     sessions: Obj | None = None
-    trace_replay: Obj | None = None
+    trace_replay: TraceReplay | None = None
     api: Api | None = None
     workload: Obj | None = None
     load: Load | None = None

@@ -71,7 +71,7 @@ from infer_prof.results.document import decode_result
 from infer_prof.results.history import flatten_summary
 from infer_prof.results.identity import config_fingerprint
 from infer_prof.results.loading import (
-    history_result,
+    history_document,
     history_summary,
     load_request_records,
 )
@@ -121,7 +121,7 @@ def run_from_result(path: str | Path, result: dict[str, Any], with_samples: bool
     """A :class:`RunData` from a loaded result file (samples from its requests file if present)."""
     samples = None
     if with_samples:
-        records = load_request_records(path, result)
+        records = load_request_records(path, result.get("requests_file"))
         samples = samples_from_records(records) if records is not None else None
     return RunData(
         run_id=str(result.get("run_id") or Path(path).stem),
@@ -148,7 +148,7 @@ def run_from_history(
             pass  # moved or damaged: fall back to the summary the history kept
     if db is not None:
         try:
-            kept = history_result(db, record.run_id)
+            kept = history_document(db, record.run_id)
         except ResultFileError:
             kept = None
         if kept is not None:
