@@ -306,7 +306,7 @@ class Stream(_Section):
 
 
 class TraceReplay(_Section):
-    """A trace replay's arrivals, achieved against scheduled (``run.record.trace_replay``):
+    """A trace replay's arrivals, achieved against scheduled (``run.point_document.trace_replay``):
     requests/s over the sends made, ``(n - 1) / (last send - first send)``, and each request's
     signed send lag in ms (actual - scheduled send)."""
 
