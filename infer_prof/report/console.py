@@ -13,7 +13,7 @@ from rich.table import Table
 
 from infer_prof.core.metric_table import SUMMARY_STATS, metrics_at
 from infer_prof.results.comparison_rows import value_at
-from infer_prof.results.document import Api, Cost, Energy, Result, Validity, Warmup
+from infer_prof.results.document import Api, Client, Cost, Energy, Result, Validity, Warmup
 
 
 def fmt_value(v: Any, digits: int = 2) -> str:
@@ -220,28 +220,28 @@ def _session_rows(result: Result) -> list[tuple[str, str]]:
 def _client_rows(result: Result) -> list[tuple[str, str]]:
     """The load generator's own health, one row: processes, read-lag and event-loop-lag p99
     (ms), and the busiest client process's CPU share of the measured window."""
-    c = result.client or {}
-    if not c:
+    c = result.client
+    if c is None or c == Client():  # not recorded
         return []
-    n = c.get("processes") or 1
-    reader = {"c": " (C reader)", "python": " (Python reader)"}.get(c.get("reader") or "", "")
+    n = c.processes or 1
+    reader = {"c": " (C reader)", "python": " (Python reader)"}.get(c.reader or "", "")
     parts = [f"{n} process{'es' if n != 1 else ''}{reader}"]
-    for name, key in (("read lag", "read_lag_ms"), ("loop lag", "event_loop_lag_ms")):
-        p99 = (c.get(key) or {}).get("p99")
+    for name, lag in (("read lag", c.read_lag_ms), ("loop lag", c.event_loop_lag_ms)):
+        p99 = lag.p99 if lag else None
         if p99 is not None:
             parts.append(f"{name} p99 {p99:.3f} ms")
-    share = c.get("cpu_share")
+    share = c.cpu_share
     if share is not None:
         parts.append(f"busiest CPU {share:.0%}")
     rows = [("client", ", ".join(parts))]
     rows += _load_rows(result)
     tr = result.trace_replay
     if tr is not None and tr.achieved_rate is not None and tr.scheduled_rate:
-        lag = tr.send_lag_ms.p99 if tr.send_lag_ms else None
+        send_p99 = tr.send_lag_ms.p99 if tr.send_lag_ms else None
         rows.append(("trace replay", f"{tr.achieved_rate:.2f} req/s sent of "
                                      f"{tr.scheduled_rate:.2f} scheduled "
                                      f"({tr.rate_error_pct or 0.0:+.2f} %)"
-                                     + (f", send lag p99 {lag:.2f} ms" if lag is not None
+                                     + (f", send lag p99 {send_p99:.2f} ms" if send_p99 is not None
                                         else "")))
     return rows
 

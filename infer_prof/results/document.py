@@ -318,6 +318,33 @@ class TraceReplay(_Section):
     send_lag_ms: Distribution | None = None
 
 
+class Client(_Section):
+    """The load generator's own health over the point (``run.load``, ``run.load_pool``;
+    docs/client.md): how request times were stamped, client queue time (ms), event-loop lag,
+    dispatch lag and slot wait (ms, open loop only; None in a closed loop), sends the open loop
+    could not make (``not_sent``), the reader and its reads, read lag (ms), and CPU seconds per
+    wall second of the busiest process (``cpu_share``). With more than one client process the
+    figures are pooled and each worker's own are under ``workers``."""
+
+    timestamp_source: str | list[str] | None = None
+    queue_ms: Distribution | None = None
+    spool_error: str | None = None
+    event_loop_lag_ms: Distribution | None = None
+    dispatch_lag_ms: Distribution | None = None
+    slot_wait_ms: Distribution | None = None
+    not_sent: int | None = None
+    processes: int | None = None
+    reader: str | None = None
+    reads: int | None = None
+    reader_wakeups: int | None = None
+    read_lag_ms: Distribution | None = None
+    read_lag_exact: bool | None = None
+    cpu_s: float | None = None
+    wall_s: float | None = None
+    cpu_share: float | None = None
+    workers: list[Obj] | None = None
+
+
 class Environment(_Section):
     """Where the run ran (``run.environment.fingerprint``)."""
 
@@ -384,7 +411,7 @@ class Result(_Section):
     stream: Stream | None = None
     slo: SloOutcome | None = None
     validity: Validity | None = None
-    client: Obj | None = None
+    client: Client | None = None
     gpu: GpuUsed | None = None
     plan: Obj | None = None
     plan_reason: str | None = None

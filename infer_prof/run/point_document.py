@@ -34,6 +34,7 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.results import history_database
 from infer_prof.results.document import (
     Api,
+    Client,
     Cost,
     Distribution,
     Energy,
@@ -141,7 +142,7 @@ def build_result(point: PointRun) -> Result:
             evaluate_slos(records, slos, rate_window_s=rate_window_s).to_dict(), SloOutcome)
         if slos else None,
         validity=validity_section(point, summary, shape),
-        client=dict(point.client),
+        client=msgspec.convert(point.client, Client),
         gpu=GpuUsed(key=ctx.gpu.key if ctx.gpu else None, count=ctx.gpu_count, how=ctx.gpu_how),
         plan=plan_section(ctx),
         plan_reason=ctx.plan_reason,
