@@ -179,18 +179,18 @@ def _warmup_rows(result: Result) -> list[tuple[str, str]]:
                                 f"{how.get(w.ended_by or '', w.ended_by)}"))
     else:
         rows.append(("warm-up", "none"))
-    st = w.phase_stagger or {}
-    if st:
+    st = w.phase_stagger
+    if st is not None:
         rows.append(("warm-up phase stagger",
-                     f"first {st.get('requests')} asked {st.get('output_len_min')}.."
-                     f"{st.get('output_len_max')} tokens, so the streams run out of phase"))
-    fw = w.first_wave or {}
-    a = (fw.get("ttft_ms") or {}).get("first_wave") or {}
-    b = (fw.get("ttft_ms") or {}).get("rest") or {}
-    if a and b:
+                     f"first {st.requests} asked {st.output_len_min}.."
+                     f"{st.output_len_max} tokens, so the streams run out of phase"))
+    fw = w.first_wave
+    a = fw.ttft_ms.first_wave if fw and fw.ttft_ms else None
+    b = fw.ttft_ms.rest if fw and fw.ttft_ms else None
+    if fw and a and b:
         rows.append(("TTFT mean: first wave / rest (ms)",
-                     f"{fmt_value(a.get('mean'), 1)} / {fmt_value(b.get('mean'), 1)} "
-                     f"({fw.get('requests')} of the measured requests in the first wave)"))
+                     f"{fmt_value(a.mean, 1)} / {fmt_value(b.mean, 1)} "
+                     f"({fw.requests} of the measured requests in the first wave)"))
     return rows
 
 

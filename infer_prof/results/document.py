@@ -274,6 +274,41 @@ class Api(_Section):
     chat_template_tokens_reason: str | None = None
 
 
+class MeanP50(_Section):
+    """A mean and median (ms)."""
+
+    mean: float | None = None
+    p50: float | None = None
+
+
+class WaveTtft(_Section):
+    """TTFT (ms) of the first wave of measured requests and of the rest."""
+
+    first_wave: MeanP50 | None = None
+    rest: MeanP50 | None = None
+
+
+class FirstWave(_Section):
+    """The first wave of measured requests (one per stream) against the rest
+    (``core.warmup.first_wave``): how many, their share of the measured requests, their TTFT
+    and the rest's, and first-wave TTFT mean / rest TTFT mean (``ratio_mean``)."""
+
+    requests: int
+    share: float | None = None
+    ttft_ms: WaveTtft | None = None
+    ratio_mean: float | None = None
+
+
+class PhaseStagger(_Section):
+    """What the warm-up's phase stagger asked (``core.warmup.stagger_summary``): the first
+    ``requests`` warm-up requests' output lengths (tokens), from ``output_len_min`` to
+    ``output_len_max``."""
+
+    requests: int
+    output_len_min: int | None = None
+    output_len_max: int | None = None
+
+
 class Warmup(_Section):
     """How the point was warmed up and how the first measured wave compares (``core.warmup``)."""
 
@@ -282,8 +317,8 @@ class Warmup(_Section):
     seconds: float | None = None
     ended_by: WarmupEnd | None = None
     judged: str | None = None
-    first_wave: Obj | None = None
-    phase_stagger: Obj | None = None
+    first_wave: FirstWave | None = None
+    phase_stagger: PhaseStagger | None = None
     cooldown_requests: int | None = None
 
 

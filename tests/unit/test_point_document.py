@@ -71,3 +71,20 @@ def test_the_written_document_holds_every_declared_key_and_checks() -> None:
     assert doc["client"]["processes"] == 1 and doc["client"]["workers"] is None
     assert check_document(doc) == []
     assert decode_result(doc) == result
+
+
+def test_the_warmup_waves_are_typed_as_core_warmup_writes_them() -> None:
+    from infer_prof.core.warmup import warmup_block
+    from infer_prof.results.document import FirstWave, PhaseStagger, Warmup
+
+    records = [_rec(i, 10 * i, 10 * i) for i in range(6)]
+    block = warmup_block("steady", 0, records, None, 2)
+    warm = decode_result({"schema_version": 1, "kind": "infer-prof.run", "run_id": "r",
+                          "summary": {}, "config": {}, "warmup": block}).warmup
+    assert isinstance(warm, Warmup) and isinstance(warm.first_wave, FirstWave)
+    assert warm.first_wave.requests == 2 and warm.first_wave.ttft_ms is not None
+    assert warm.first_wave.ttft_ms.first_wave is not None
+    assert warm.first_wave.ttft_ms.first_wave.mean == 5.0
+    assert undeclared_keys({"warmup": {**block, "phase_stagger": {"requests": 2, "min": 1}}}) == [
+        "$.warmup.phase_stagger.min"]
+    assert PhaseStagger(requests=2).output_len_max is None
