@@ -34,22 +34,24 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.results import history_database
 from infer_prof.results.document import (
     Api,
-    Client,
     Cost,
-    Distribution,
     Energy,
     Environment,
     GpuUsed,
-    Load,
     Model,
     Obj,
     Result,
-    SendBunching,
     SloOutcome,
-    Stream,
     Summary,
-    TraceReplay,
     Validity,
+)
+from infer_prof.results.document_base import Distribution
+from infer_prof.results.load_sections import (
+    Client,
+    Load,
+    SendBunching,
+    Stream,
+    TraceReplay,
     Warmup,
 )
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION

@@ -75,7 +75,7 @@ def test_the_written_document_holds_every_declared_key_and_checks() -> None:
 
 def test_the_warmup_waves_are_typed_as_core_warmup_writes_them() -> None:
     from infer_prof.core.warmup import warmup_block
-    from infer_prof.results.document import FirstWave, PhaseStagger, Warmup
+    from infer_prof.results.load_sections import FirstWave, PhaseStagger, Warmup
 
     records = [_rec(i, 10 * i, 10 * i) for i in range(6)]
     block = warmup_block("steady", 0, records, None, 2)
