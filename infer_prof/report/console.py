@@ -13,7 +13,7 @@ from rich.table import Table
 
 from infer_prof.core.metric_table import SUMMARY_STATS, metrics_at
 from infer_prof.results.comparison_rows import value_at
-from infer_prof.results.document import Api, Cost, Energy, Result, Validity, Warmup
+from infer_prof.results.document import Api, Client, Cost, Energy, Result, Validity, Warmup
 
 
 def fmt_value(v: Any, digits: int = 2) -> str:
@@ -179,18 +179,18 @@ def _warmup_rows(result: Result) -> list[tuple[str, str]]:
                                 f"{how.get(w.ended_by or '', w.ended_by)}"))
     else:
         rows.append(("warm-up", "none"))
-    st = w.phase_stagger or {}
-    if st:
+    st = w.phase_stagger
+    if st is not None:
         rows.append(("warm-up phase stagger",
-                     f"first {st.get('requests')} asked {st.get('output_len_min')}.."
-                     f"{st.get('output_len_max')} tokens, so the streams run out of phase"))
-    fw = w.first_wave or {}
-    a = (fw.get("ttft_ms") or {}).get("first_wave") or {}
-    b = (fw.get("ttft_ms") or {}).get("rest") or {}
-    if a and b:
+                     f"first {st.requests} asked {st.output_len_min}.."
+                     f"{st.output_len_max} tokens, so the streams run out of phase"))
+    fw = w.first_wave
+    a = fw.ttft_ms.first_wave if fw and fw.ttft_ms else None
+    b = fw.ttft_ms.rest if fw and fw.ttft_ms else None
+    if fw and a and b:
         rows.append(("TTFT mean: first wave / rest (ms)",
-                     f"{fmt_value(a.get('mean'), 1)} / {fmt_value(b.get('mean'), 1)} "
-                     f"({fw.get('requests')} of the measured requests in the first wave)"))
+                     f"{fmt_value(a.mean, 1)} / {fmt_value(b.mean, 1)} "
+                     f"({fw.requests} of the measured requests in the first wave)"))
     return rows
 
 
@@ -220,28 +220,28 @@ def _session_rows(result: Result) -> list[tuple[str, str]]:
 def _client_rows(result: Result) -> list[tuple[str, str]]:
     """The load generator's own health, one row: processes, read-lag and event-loop-lag p99
     (ms), and the busiest client process's CPU share of the measured window."""
-    c = result.client or {}
-    if not c:
+    c = result.client
+    if c is None or c == Client():  # not recorded
         return []
-    n = c.get("processes") or 1
-    reader = {"c": " (C reader)", "python": " (Python reader)"}.get(c.get("reader") or "", "")
+    n = c.processes or 1
+    reader = {"c": " (C reader)", "python": " (Python reader)"}.get(c.reader or "", "")
     parts = [f"{n} process{'es' if n != 1 else ''}{reader}"]
-    for name, key in (("read lag", "read_lag_ms"), ("loop lag", "event_loop_lag_ms")):
-        p99 = (c.get(key) or {}).get("p99")
+    for name, lag in (("read lag", c.read_lag_ms), ("loop lag", c.event_loop_lag_ms)):
+        p99 = lag.p99 if lag else None
         if p99 is not None:
             parts.append(f"{name} p99 {p99:.3f} ms")
-    share = c.get("cpu_share")
+    share = c.cpu_share
     if share is not None:
         parts.append(f"busiest CPU {share:.0%}")
     rows = [("client", ", ".join(parts))]
     rows += _load_rows(result)
-    tr = result.trace_replay or {}
-    if tr.get("achieved_rate") is not None and tr.get("scheduled_rate"):
-        lag = (tr.get("send_lag_ms") or {}).get("p99")
-        rows.append(("trace replay", f"{tr['achieved_rate']:.2f} req/s sent of "
-                                     f"{tr['scheduled_rate']:.2f} scheduled "
-                                     f"({tr['rate_error_pct']:+.2f} %)"
-                                     + (f", send lag p99 {lag:.2f} ms" if lag is not None
+    tr = result.trace_replay
+    if tr is not None and tr.achieved_rate is not None and tr.scheduled_rate:
+        send_p99 = tr.send_lag_ms.p99 if tr.send_lag_ms else None
+        rows.append(("trace replay", f"{tr.achieved_rate:.2f} req/s sent of "
+                                     f"{tr.scheduled_rate:.2f} scheduled "
+                                     f"({tr.rate_error_pct or 0.0:+.2f} %)"
+                                     + (f", send lag p99 {send_p99:.2f} ms" if send_p99 is not None
                                         else "")))
     return rows
 

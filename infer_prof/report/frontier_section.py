@@ -19,7 +19,6 @@ from infer_prof.report.plots import line_chart
 from infer_prof.report.run_data import RunData, as_dict, num
 from infer_prof.report.svg import PALETTE, Axis, Marks, Plot, Series
 from infer_prof.results.frontier_curves import curves_from_results
-from infer_prof.results.schema import typed_document
 
 X_LABEL = "interactivity (tokens/s per user = 1000 / TPOT p50 ms)"
 #: Samples of the interpolated front between its first and last point.
@@ -60,7 +59,7 @@ def _target(runs: Sequence[RunData], given: float | None) -> float | None:
     if given is not None:
         return given
     for r in runs:
-        t = as_dict(as_dict(r.result.get("frontier")).get("target")).get("interactivity")
+        t = as_dict(as_dict(r.result.frontier).get("target")).get("interactivity")
         if num(t) is not None:
             return num(t)
     return None
@@ -123,7 +122,7 @@ def frontier_section(
     """The section: two charts and, with a target (given, or a frontier result's own), the
     table at it; "not measured" without any frontier among the runs."""
     parts = ['<section id="frontier"><h2>Cost-interactivity frontier</h2>']
-    curves = [c for c in curves_from_results([(r.source, typed_document(r.result)) for r in runs])
+    curves = [c for c in curves_from_results([(r.source, r.result) for r in runs])
               if sum(p.interactivity is not None for p in c.points) >= 2]
     if not curves:
         parts.append(not_measured(

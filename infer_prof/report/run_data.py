@@ -7,7 +7,7 @@ Pure apart from :func:`load_run`, which reads a result file and the records besi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,21 +15,20 @@ from typing import Any
 from infer_prof.core.metric_table import metrics_at
 from infer_prof.core.metrics import NS_PER_MS, RequestRecord
 from infer_prof.report.svg import fmt_number
-from infer_prof.results.document import decode_result
-from infer_prof.results.identity import config_fields
+from infer_prof.results.document import Environment, GpuUsed, Result
+from infer_prof.results.identity import config_fields, readable_name
 from infer_prof.results.loading import load_request_records, requests_path
-from infer_prof.results.run_ids import run_name_of
-from infer_prof.results.schema import load_result
+from infer_prof.results.schema import load_typed_result
 
 NOT_MEASURED = "not measured"
 
 
 @dataclass
 class RunData:
-    """One run for the report: its result dict, where it came from, and its per-request records
-    (``None`` when the requests file is missing; ``records_note`` says why)."""
+    """One run for the report: its result document, where it came from, and its per-request
+    records (``None`` when the requests file is missing; ``records_note`` says why)."""
 
-    result: dict[str, Any]
+    result: Result
     source: str = ""
     records: list[RequestRecord] | None = None
     records_note: str | None = None
@@ -38,11 +37,11 @@ class RunData:
 def load_run(path: str | Path) -> RunData:
     """Read a result file and the per-request records beside it (missing records are noted,
     not an error: the summary still reports)."""
-    result = load_result(path)
-    records = load_request_records(path, result)
+    result = load_typed_result(path)
+    records = load_request_records(path, result.requests_file)
     note = None
     if records is None:
-        note = f"per-request records not found ({requests_path(path, result)})"
+        note = f"per-request records not found ({requests_path(path, result.requests_file)})"
     return RunData(result, str(path), records, note)
 
 
@@ -50,7 +49,7 @@ def load_run(path: str | Path) -> RunData:
 
 
 def as_dict(value: Any) -> dict[str, Any]:
-    """``value`` if it is a dict, else an empty dict (a missing or malformed result block)."""
+    """``value`` if it is a dict, else an empty dict (a missing or malformed open block)."""
     return value if isinstance(value, dict) else {}
 
 
@@ -61,47 +60,43 @@ def num(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def gpu_label(result: Mapping[str, Any], short: bool = False) -> str:
+def gpu_label(result: Result, short: bool = False) -> str:
     """The GPU a run is priced and compared as: the catalog key the run resolved
-    (``result["gpu"]["key"]``), else the NVML name, else ``CPU (<model>)`` (``CPU`` when
+    (``result.gpu.key``), else the NVML name, else ``CPU (<model>)`` (``CPU`` when
     ``short``); ``" x N"`` for several GPUs."""
-    gpu = as_dict(result.get("gpu"))
-    env = as_dict(result.get("environment"))
-    if as_dict(result.get("server")).get("kind") == "endpoint" and not gpu.get("key"):
+    gpu = result.gpu or GpuUsed()
+    env = result.environment or Environment()
+    if as_dict(result.server).get("kind") == "endpoint" and not gpu.key:
         # the machine measured is the server's, which no one named: never the client's own
         return "hardware unknown" if short else "hardware unknown (endpoint; no --gpu)"
-    name = gpu.get("key") or env.get("gpu_name")
-    count = gpu.get("count") or env.get("gpu_count") or 1
+    name = gpu.key or env.gpu_name
+    count = gpu.count or env.gpu_count or 1
     if not name:
-        cpu = env.get("cpu")
+        cpu = env.cpu
         return f"CPU ({cpu})" if cpu and not short else "CPU"
-    return f"{name} x {count}" if isinstance(count, int) and count > 1 else str(name)
+    return f"{name} x {count}" if count > 1 else str(name)
 
 
-def model_label(result: Mapping[str, Any]) -> str:
-    return str(
-        as_dict(result.get("model")).get("name")
-        or as_dict(result.get("config")).get("model")
-        or "?"
-    )
+def model_label(result: Result) -> str:
+    return str((result.model.name if result.model else None) or result.config.get("model") or "?")
 
 
-def load_of(result: Mapping[str, Any]) -> tuple[str, float | None]:
+def load_of(result: Result) -> tuple[str, float | None]:
     """("rate", requests/s offered) for an open-loop run, else ("concurrency", streams)."""
-    cfg = as_dict(result.get("config"))
+    cfg = result.config
     rate = num(cfg.get("request_rate") if "request_rate" in cfg else cfg.get("rate"))
     if rate is not None:
         return "rate", rate
     return "concurrency", num(cfg.get("concurrency"))
 
 
-def load_text(result: Mapping[str, Any]) -> str:
+def load_text(result: Result) -> str:
     """The load a run was under, for people: ``c=N``, ``R req/s``, or for a trace replay
     ``trace replay, R req/s`` (the achieved arrival rate, else the scheduled one)."""
-    replay = as_dict(result.get("trace_replay"))
+    replay = result.trace_replay
     if replay:
-        rate = num(replay.get("achieved_rate"))
-        rate = rate if rate is not None else num(replay.get("scheduled_rate"))
+        rate = replay.achieved_rate if replay.achieved_rate is not None else replay.scheduled_rate
+        rate = num(rate)
         return "trace replay" + (f", {fmt_number(rate)} req/s" if rate is not None else "")
     kind, value = load_of(result)
     if value is None:
@@ -113,26 +108,29 @@ def run_order(run: RunData) -> tuple[str, str, str, float, str]:
     """Sort key that puts runs in reading order: by GPU, model, load kind, then load."""
     r = run.result
     kind, value = load_of(r)
-    return (gpu_label(r), model_label(r), kind, value or 0.0, str(r.get("run_id", "")))
+    return (gpu_label(r), model_label(r), kind, value or 0.0, r.run_id)
 
 
-def cost_per_million(result: Mapping[str, Any]) -> float | None:
-    """USD per 1M output tokens from ``result["cost"]`` (None when absent or not computable)."""
-    cost = as_dict(result.get("cost"))
-    for key in ("usd_per_million_output_tokens", "usd_per_1m_output_tokens"):
-        if num(cost.get(key)) is not None:
-            return num(cost.get(key))
+def cost_per_million(result: Result) -> float | None:
+    """USD per 1M output tokens from ``result.cost`` (None when absent or not computable)."""
+    cost = result.cost
+    if cost is None:
+        return None
+    for value in (cost.usd_per_million_output_tokens, cost.usd_per_1m_output_tokens):
+        if num(value) is not None:
+            return num(value)
     return None
 
 
-def joules_per_token(result: Mapping[str, Any]) -> float | None:
-    """Joules per output token from ``result["energy"]`` (None when absent or not measured)."""
-    return num(as_dict(result.get("energy")).get("joules_per_output_token"))
+def joules_per_token(result: Result) -> float | None:
+    """Joules per output token from ``result.energy`` (None when absent or not measured)."""
+    return num(result.energy.joules_per_output_token) if result.energy else None
 
 
-def dist(result: Mapping[str, Any], metric: str, stat: str) -> float | None:
-    """``result["summary"][metric][stat]`` (e.g. ``"ttft_ms"``, ``"p99"``), or None."""
-    return num(as_dict(as_dict(result.get("summary")).get(metric)).get(stat))
+def dist(result: Result, metric: str, stat: str) -> float | None:
+    """``result.summary.<metric>.<stat>`` (e.g. ``"ttft_ms"``, ``"p99"``), or None."""
+    d = getattr(result.summary, metric)
+    return None if d is None else num(getattr(d, stat))
 
 
 def _in_ms(
@@ -169,7 +167,7 @@ def sweep_groups(runs: Sequence[RunData]) -> list[tuple[str, str, list[RunData]]
         kind, value = load_of(run.result)
         if value is None:
             continue
-        fields = config_fields(decode_result(run.result))
+        fields = config_fields(run.result)
         fields.pop("concurrency", None)
         fields.pop("request_rate", None)
         key = repr((kind, sorted(fields.items(), key=lambda kv: kv[0])))
@@ -186,13 +184,13 @@ def sweep_groups(runs: Sequence[RunData]) -> list[tuple[str, str, list[RunData]]
     facets = []
     for _, _, members in out:
         r0 = members[0].result
-        cfg = as_dict(r0.get("config"))
+        cfg = r0.config
         facets.append(
             (
                 model_label(r0),
                 gpu_label(r0, short=True),
                 f"in {cfg.get('input_len')}/out {cfg.get('output_len')}",
-                str(config_fields(decode_result(r0)).get("precision") or ""),
+                str(config_fields(r0).get("precision") or ""),
             )
         )
     varying = [i for i in range(4) if len({f[i] for f in facets}) > 1] or [0, 1]
@@ -217,6 +215,6 @@ def run_names(runs: Sequence[RunData]) -> list[str]:
     base = [" ".join(p[i] for i in varying) for p in parts]
     counts = {b: base.count(b) for b in base}
     return [
-        b if counts[b] == 1 else f"{b} [{run_name_of(r.result) or i}]"
+        b if counts[b] == 1 else f"{b} [{readable_name(r.result) or i}]"
         for i, (b, r) in enumerate(zip(base, runs, strict=True))
     ]

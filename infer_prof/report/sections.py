@@ -43,24 +43,29 @@ from infer_prof.report.run_data import (
     sweep_groups,
 )
 from infer_prof.report.svg import PALETTE, Axis, Marks, Plot, Series, fmt_number, safe_name
-from infer_prof.results.run_ids import run_name_of
+from infer_prof.results.document import Result
+from infer_prof.results.identity import readable_name
 
 GIB = 2**30
 
 
-def _status_badges(r: dict[str, Any]) -> str:
+def _count(n: int | None) -> str:
+    return "?" if n is None else str(n)
+
+
+def _status_badges(r: Result) -> str:
     """Badges for a run whose numbers do not hold: "incomplete" and "invalid", each with its
     reason beside it and in full on hover (title)."""
     out = []
-    if r.get("complete") is False:
-        why = str(r.get("incomplete_reason") or "reason not recorded")
+    if not r.complete:
+        why = str(r.incomplete_reason or "reason not recorded")
         out.append(
             f'<span class="badge incomplete" title="incomplete: {esc(why)}">'
             f"incomplete: {esc(why)}</span>"
         )
-    validity = as_dict(r.get("validity"))
-    if validity.get("valid") is False:
-        why = "; ".join(str(x) for x in validity.get("reasons") or []) or "reason not recorded"
+    validity = r.validity
+    if validity is not None and not validity.valid:
+        why = "; ".join(str(x) for x in validity.reasons) or "reason not recorded"
         out.append(
             f'<span class="badge invalid" title="invalid: {esc(why)}">invalid: {esc(why)}</span>'
         )
@@ -84,8 +89,8 @@ def summary_section(runs: Sequence[RunData], names: Sequence[str]) -> str:
     rows = []
     for run, name in zip(runs, names, strict=True):
         r = run.result
-        s = as_dict(r.get("summary"))
-        labels = as_dict(r.get("labels"))
+        s = r.summary
+        labels = r.labels
         badge = _status_badges(r)
         lab = (
             '<div class="labels">'
@@ -94,30 +99,25 @@ def summary_section(runs: Sequence[RunData], names: Sequence[str]) -> str:
             if labels
             else ""
         )
-        cost = as_dict(r.get("cost"))
-        energy = as_dict(r.get("energy"))
         cells = [
-            f'<td class="wrap" title="{esc(run.source)}">{esc(run_name_of(r) or name)}{badge}'
+            f'<td class="wrap" title="{esc(run.source)}">{esc(readable_name(r) or name)}{badge}'
             f"{lab}</td>",
             f"<td>{esc(model_label(r))}</td>",
             f'<td class="wrap">{esc(gpu_label(r))}</td>',
             f"<td>{esc(load_text(r))}</td>",
-            f'<td class="num">{esc(s.get("requests_completed", "?"))} / '
-            f"{esc(s.get('requests_failed', '?'))}</td>",
-            cell(num(s.get("request_throughput"))),
-            cell(num(s.get("output_throughput"))),
+            f'<td class="num">{esc(_count(s.requests_completed))} / '
+            f"{esc(_count(s.requests_failed))}</td>",
+            cell(num(s.request_throughput)),
+            cell(num(s.output_throughput)),
         ]
         for m in lat:
             cells.extend(cell(dist(r, m.key, st)) for st in m.shows["report"].stats)
-        cells.append(cell(cost_per_million(r), str(cost.get("reason") or "")))
-        cells.append(cell(joules_per_token(r), str(energy.get("reason") or "")))
+        cells.append(cell(cost_per_million(r), str((r.cost and r.cost.reason) or "")))
+        cells.append(cell(joules_per_token(r), str((r.energy and r.energy.reason) or "")))
         rows.append("<tr>" + "".join(cells) + "</tr>")
     method = next(
-        (
-            as_dict(run.result.get("summary")).get("percentile_method")
-            for run in runs
-            if as_dict(run.result.get("summary")).get("percentile_method")
-        ),
+        (run.result.summary.percentile_method for run in runs
+         if run.result.summary.percentile_method),
         None,
     )
     note = (
@@ -234,7 +234,7 @@ def sweep_section(runs: Sequence[RunData], plots: list[Plot]) -> str:
                         metric, st = path.split(".")
                         ys = [dist(m.result, metric, st) for m in members]
                     else:
-                        ys = [num(as_dict(m.result.get("summary")).get(path)) for m in members]
+                        ys = [num(getattr(m.result.summary, path)) for m in members]
                     name = glabel + (f" {stat}" if stat else "")
                     series.append(Series(name, xs, ys, color=color, dashed=mi > 0, markers=True))
             plot = line_chart(
@@ -253,12 +253,12 @@ def sweep_section(runs: Sequence[RunData], plots: list[Plot]) -> str:
 def cost_section(runs: Sequence[RunData], plots: list[Plot]) -> str:
     """Section 4: cost per 1M output tokens, a bar per run coloured by GPU."""
     parts = ['<section id="cost"><h2>Cost per 1M output tokens by GPU</h2>']
-    if not any(isinstance(r.result.get("cost"), dict) for r in runs):
+    if not any(r.result.cost is not None for r in runs):
         parts.append(not_measured("no result has a cost block", "no price applied to the runs"))
         return "".join(parts) + "</section>"
     if all(cost_per_million(r.result) is None for r in runs):
         reasons = sorted(
-            {str(as_dict(r.result.get("cost")).get("reason") or "") for r in runs} - {""}
+            {str((r.result.cost and r.result.cost.reason) or "") for r in runs} - {""}
         )
         parts.append(not_measured("no run has a cost per 1M tokens", "; ".join(reasons) or None))
         return "".join(parts) + "</section>"
@@ -281,12 +281,11 @@ def cost_section(runs: Sequence[RunData], plots: list[Plot]) -> str:
     colors = [gcolor[gpu_label(runs[i].result)] for i in order]
     prices = []
     for i in order:
-        c = as_dict(runs[i].result.get("cost"))
-        if num(c.get("usd_per_gpu_hour")) is not None:
-            price = as_dict(c.get("price"))
-            src = price.get("provider") or price.get("source") or ""
+        c = runs[i].result.cost
+        if c is not None and num(c.usd_per_gpu_hour) is not None:
+            src = (c.price and (c.price.provider or c.price.source)) or ""
             prices.append(
-                f"{gpu_label(runs[i].result)}: ${fmt_number(c['usd_per_gpu_hour'])}/GPU-hour"
+                f"{gpu_label(runs[i].result)}: ${fmt_number(c.usd_per_gpu_hour)}/GPU-hour"
                 + (f" ({src})" if src else "")
             )
     plot = bar_chart(
@@ -341,12 +340,12 @@ def telemetry_section(runs: Sequence[RunData], names: Sequence[str], plots: list
     ]
     stems: set[str] = set()
     for ri, (run, name) in enumerate(zip(runs, names, strict=True)):
-        tel = as_dict(run.result.get("telemetry"))
-        stem = safe_name(run_name_of(run.result) or f"run{ri}")
+        tel = as_dict(run.result.telemetry)
+        stem = safe_name(readable_name(run.result) or f"run{ri}")
         stem = stem if stem not in stems else f"{stem}_{ri}"  # plot names stay unique
         stems.add(stem)
         parts.append(
-            f'<h3>{esc(name)} <span class="labels">{esc(run_name_of(run.result))}</span></h3>'
+            f'<h3>{esc(name)} <span class="labels">{esc(readable_name(run.result))}</span></h3>'
         )
         gpu_plots, gpu_notes = _gpu_plots(as_dict(tel.get("gpu")), stem, name)
         server_plots, server_notes = _server_plots(as_dict(tel.get("server_metrics")), stem, name)
@@ -446,7 +445,7 @@ def _server_plots(sm: dict[str, Any], stem: str, name: str) -> tuple[list[Plot],
 def footer(runs: Sequence[RunData]) -> str:
     """The page footer: metric definitions and the result files read."""
     srcs = "".join(
-        f"<li><code>{esc(r.source or r.result.get('run_id', '?'))}</code>"
+        f"<li><code>{esc(r.source or r.result.run_id)}</code>"
         + (f" — {esc(r.records_note)}" if r.records_note else "")
         + "</li>"
         for r in runs

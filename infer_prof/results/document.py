@@ -18,6 +18,10 @@ depends on it. Sections whose shape belongs to another module and changes with i
 (``config``: the run's options; ``plan``; ``roofline``; ``telemetry``; ``workload``) are typed
 as JSON objects here and documented where they are built.
 
+The sections that say how the load ran (``load``, ``warmup``, ``stream``, ``trace_replay``,
+``client``) are declared in :mod:`infer_prof.results.load_sections`, the section base and
+:class:`Distribution` in :mod:`infer_prof.results.document_base`.
+
 Units are in the names: ``_ms`` milliseconds, ``_s`` seconds, ``_usd`` US dollars,
 ``_j`` joules, ``_w`` watts, ``throughput`` tokens (or requests) per second.
 """
@@ -30,17 +34,12 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
-#: A JSON object whose shape is documented by the module that builds it.
-Obj = dict[str, Any]
+from infer_prof.results.document_base import Distribution, Obj, Section
+from infer_prof.results.load_sections import Client, Load, Stream, TraceReplay, Warmup
 
-LoadMode = Literal["closed", "open"]
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
 WarmupMode = Literal["none", "requests", "steady", "seconds"]
-#: What ended the warm-up phase (``warmup.ended_by``): every stream finished a warm-up request,
-#: the asked duration passed, the warm-up's requests ran out, a counted warm-up's requests all
-#: finished, or every warm-up request failed (``core.warmup.WARMUP_JUDGED``).
-WarmupEnd = Literal["steady", "duration", "pool_exhausted", "requests", "every_request_failed"]
 
 #: Why a request failed (``RequestRecord.error``, the keys of ``summary.failure_kinds``): each
 #: kind of docs/error-kinds.md, and ``http_<status>`` for any status other than 200 and 429.
@@ -64,27 +63,7 @@ def is_failure_kind(name: str) -> bool:
                                      and name[5:].isdigit())
 
 
-class _Section(msgspec.Struct, kw_only=True, omit_defaults=False):
-    """Every section: keyword construction; keys an older or newer file adds are ignored on
-    load (:func:`undeclared_keys` finds them when writing)."""
-
-
-class Distribution(_Section):
-    """A latency (or other) distribution: ``count`` values, their mean, percentiles (linear
-    interpolation between closest ranks), max, min and population std, in the unit of the key
-    that holds it (``ttft_ms``: milliseconds)."""
-
-    count: int | None = None  # (older and hand-written files may hold only some of these)
-    mean: float | None = None
-    p50: float | None = None
-    p90: float | None = None
-    p99: float | None = None
-    max: float | None = None
-    min: float | None = None
-    std: float | None = None
-
-
-class Summary(_Section):
+class Summary(Section):
     """The run's numbers (``core.metrics.RunSummary``) and the frontier's axes of the point
     (``core.frontier_axes``: None where an input is missing)."""
 
@@ -118,7 +97,7 @@ class Summary(_Section):
     joules_per_total_token: float | None = None
 
 
-class ValidityRules(_Section):
+class ValidityRules(Section):
     """The limits a run was judged by (``core.validity.ValidityRules``)."""
 
     min_requests: int | None = None
@@ -129,7 +108,7 @@ class ValidityRules(_Section):
     max_first_token_unknown_share: float | None = None
 
 
-class Validity(_Section):
+class Validity(Section):
     """Whether the numbers hold, and each reason they do not (``core.validity``)."""
 
     valid: bool
@@ -139,7 +118,7 @@ class Validity(_Section):
     rules: ValidityRules | None = None
 
 
-class SloCheckOutcome(_Section):
+class SloCheckOutcome(Section):
     """One SLO checked at run level (``core.slo.SloCheck``): the run's statistic ``value_ms``
     against ``limit_ms`` (milliseconds), ``slo`` its key (``ttft_p99``)."""
 
@@ -149,7 +128,7 @@ class SloCheckOutcome(_Section):
     value_ms: float | None = None
 
 
-class SloOutcome(_Section):
+class SloOutcome(Section):
     """The run's SLOs (``core.slo.SloReport``): each check, ``passed`` when all pass, the
     failed checks in words, and goodput (requests/s of completed requests within every limit)."""
 
@@ -163,7 +142,7 @@ class SloOutcome(_Section):
     definition: str | None = None
 
 
-class Price(_Section):
+class Price(Section):
     """The price a run was costed at (``catalog.prices.PriceQuote`` or
     ``core.market.InstanceQuote``): per GPU-hour, and where it came from."""
 
@@ -187,7 +166,7 @@ class Price(_Section):
     catalog: Obj | None = None
 
 
-class Filled(_Section):
+class Filled(Section):
     """An instance's cost if each of its GPUs served a copy of the measured engine
     (``run.economics.filled_instance``)."""
 
@@ -197,7 +176,7 @@ class Filled(_Section):
     usd_per_million_total_tokens: float | None = None
 
 
-class Cost(_Section):
+class Cost(Section):
     """Rental cost of the run for the GPUs its engine used (``run.economics.cost_block``);
     ``available`` False with a ``reason`` when no price applies."""
 
@@ -217,7 +196,7 @@ class Cost(_Section):
     owned: Obj | None = None
 
 
-class Energy(_Section):
+class Energy(Section):
     """Energy over the measured window (NVML), None with a ``reason`` without it."""
 
     energy_j: float | None = None
@@ -230,7 +209,7 @@ class Energy(_Section):
     reason: str | None = None
 
 
-class GpuUsed(_Section):
+class GpuUsed(Section):
     """The GPU the run was planned and costed for: its catalog ``key``, the GPUs available
     (``count``, found ``how``) and those the engine used (``engine_gpus``, known
     ``engine_gpus_how``)."""
@@ -242,28 +221,7 @@ class GpuUsed(_Section):
     engine_gpus_how: str | None = None
 
 
-class SendBunching(_Section):
-    """Share of send gaps under ``within_ms``, beside what independent sends would give."""
-
-    within_ms: float
-    share: float | None = None
-    independent_share: float | None = None
-
-
-class Load(_Section):
-    """The load the point ran: closed loop (``concurrency`` streams) or open loop (``rate``
-    requests/s, ``burstiness``, ``max_concurrency``)."""
-
-    mode: LoadMode
-    concurrency: int | None = None
-    rate: float | None = None
-    burstiness: float | None = None
-    max_concurrency: int | None = None
-    in_flight_mean: float | None = None
-    send_bunching: SendBunching | None = None
-
-
-class Api(_Section):
+class Api(Section):
     """The API used and how output tokens were counted (``core.api_tokens``)."""
 
     name: ApiName
@@ -274,38 +232,7 @@ class Api(_Section):
     chat_template_tokens_reason: str | None = None
 
 
-class Warmup(_Section):
-    """How the point was warmed up and how the first measured wave compares (``core.warmup``)."""
-
-    mode: str  # steady, requests or <N>s (a duration: not one of WarmupMode's words)
-    requests: int = 0
-    seconds: float | None = None
-    ended_by: WarmupEnd | None = None
-    judged: str | None = None
-    first_wave: Obj | None = None
-    phase_stagger: Obj | None = None
-    cooldown_requests: int | None = None
-
-
-class Stream(_Section):
-    """How tokens arrived (``core.stream_shape``): events and tokens per request, bursts."""
-
-    requests: int
-    events_per_request: Obj | None = None
-    tokens_per_event: float | None = None
-    reference_gap_ms: float | None = None
-    close_gap_fraction: float | None = None
-    close_gap_share: float | None = None
-    deliveries_per_request: float | None = None
-    bursts_per_request: float | None = None
-    tokens_per_burst: float | None = None
-    events_per_burst: float | None = None
-    first_token_unknown: int | None = None
-    first_token_unknown_share: float | None = None
-    bunched: bool | None = None
-
-
-class Environment(_Section):
+class Environment(Section):
     """Where the run ran (``run.environment.fingerprint``)."""
 
     infer_prof: str | None = None
@@ -324,7 +251,7 @@ class Environment(_Section):
     git_revision: str | None = None
 
 
-class Model(_Section):
+class Model(Section):
     """What was profiled: its name, where it came from, its architecture (``spec``) and
     ``weights`` (real or random)."""
 
@@ -339,7 +266,7 @@ class Model(_Section):
     weights: Obj | None = None
 
 
-class Result(_Section):
+class Result(Section):
     """One load point's result file (``schema_version`` 1, ``kind`` ``infer-prof.run``).
 
     ``run_id`` is a UUIDv7 (the history's key), ``run_name`` the readable
@@ -359,7 +286,7 @@ class Result(_Section):
     complete: bool = True
     incomplete_reason: str | None = None
     sessions: Obj | None = None
-    trace_replay: Obj | None = None
+    trace_replay: TraceReplay | None = None
     api: Api | None = None
     workload: Obj | None = None
     load: Load | None = None
@@ -371,7 +298,7 @@ class Result(_Section):
     stream: Stream | None = None
     slo: SloOutcome | None = None
     validity: Validity | None = None
-    client: Obj | None = None
+    client: Client | None = None
     gpu: GpuUsed | None = None
     plan: Obj | None = None
     plan_reason: str | None = None

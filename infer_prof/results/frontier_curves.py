@@ -32,7 +32,6 @@ from infer_prof.results.comparison_rows import run_status
 from infer_prof.results.document import Result
 from infer_prof.results.identity import device_name, gpu_count, settings_fields
 from infer_prof.results.loading import history_result
-from infer_prof.results.schema import typed_document
 
 #: Fields that vary along one frontier, or say where it ran rather than what: not grouped on.
 _ALONG_THE_CURVE = ("concurrency", "request_rate", "max_concurrency", "burstiness", "host")
@@ -243,5 +242,5 @@ def results_from_history(
         if kept is None:
             missing += 1
             continue
-        loaded.append((f"history:{rec.run_id}", typed_document(kept[0])))
+        loaded.append((f"history:{rec.run_id}", kept[0]))
     return loaded, missing

@@ -71,7 +71,7 @@ from infer_prof.results.document import decode_result
 from infer_prof.results.history import flatten_summary
 from infer_prof.results.identity import config_fingerprint
 from infer_prof.results.loading import (
-    history_result,
+    history_document,
     history_summary,
     load_request_records,
 )
@@ -119,17 +119,18 @@ def samples_from_records(records: Sequence[RequestRecord]) -> dict[str, list[flo
 
 def run_from_result(path: str | Path, result: dict[str, Any], with_samples: bool = True) -> RunData:
     """A :class:`RunData` from a loaded result file (samples from its requests file if present)."""
+    typed = decode_result(result)
     samples = None
     if with_samples:
-        records = load_request_records(path, result)
+        records = load_request_records(path, typed.requests_file)
         samples = samples_from_records(records) if records is not None else None
     return RunData(
-        run_id=str(result.get("run_id") or Path(path).stem),
+        run_id=typed.run_id or Path(path).stem,
         source=str(path),
         values=flatten_summary(history_summary(result)),
         samples=samples,
-        complete=bool(result.get("complete", True)),
-        fingerprint=config_fingerprint(decode_result(result)),
+        complete=typed.complete,
+        fingerprint=config_fingerprint(typed),
         result=result,
     )
 
@@ -148,7 +149,7 @@ def run_from_history(
             pass  # moved or damaged: fall back to the summary the history kept
     if db is not None:
         try:
-            kept = history_result(db, record.run_id)
+            kept = history_document(db, record.run_id)
         except ResultFileError:
             kept = None
         if kept is not None:

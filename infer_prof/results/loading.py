@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof.core.metrics import RequestRecord
 from infer_prof.results import history, history_database
 from infer_prof.results.document import Result, decode_result
@@ -27,7 +29,7 @@ from infer_prof.results.identity import (
     precision_of,
     readable_name,
 )
-from infer_prof.results.schema import RESULT_KIND, ResultFileError, load_result
+from infer_prof.results.schema import RESULT_KIND, ResultFileError, load_result, typed_document
 from infer_prof.results.store import parse_requests, read_requests, write_file
 
 
@@ -101,11 +103,11 @@ def load_typed_results(specs: Iterable[str]) -> list[tuple[Path, Result]]:
     return [(p, decode_result(r)) for p, r in load_results(specs)]
 
 
-def requests_path(result_path: str | Path, result: Mapping[str, Any]) -> Path:
-    """The per-request file of a result: ``requests_file`` beside the result file, or else
-    ``<name>.requests.jsonl`` beside it."""
+def requests_path(result_path: str | Path, requests_file: Any) -> Path:
+    """The per-request file of a result: its ``requests_file`` (the name the result gives)
+    beside the result file, or else ``<name>.requests.jsonl`` beside it."""
     rp = Path(result_path)
-    name = result.get("requests_file")
+    name = requests_file
     if isinstance(name, str) and name:
         return rp.parent / Path(name).name
     stem = rp.name[: -len(".json")] if rp.name.endswith(".json") else rp.name
@@ -113,10 +115,11 @@ def requests_path(result_path: str | Path, result: Mapping[str, Any]) -> Path:
 
 
 def load_request_records(
-    result_path: str | Path, result: Mapping[str, Any]
+    result_path: str | Path, requests_file: Any
 ) -> list[RequestRecord] | None:
-    """The per-request records of a result, or None when its requests file is missing."""
-    path = requests_path(result_path, result)
+    """The per-request records of a result (``requests_file``: the name it gives), or None
+    when its requests file is missing."""
+    path = requests_path(result_path, requests_file)
     if not path.is_file():
         return None
     try:
@@ -165,7 +168,7 @@ def run_files_of(result: Mapping[str, Any], result_path: str | Path | None) -> h
         text = json.dumps(result, indent=2, default=str) + "\n"
     requests = None
     if result_path is not None:
-        rp = requests_path(result_path, result)
+        rp = requests_path(result_path, result.get("requests_file"))
         try:
             requests = rp.read_bytes() if rp.is_file() else None
         except OSError:
@@ -215,11 +218,26 @@ def record_result(
 
 def history_result(
     db: str | Path | history_database.Location, run_id: str
+) -> tuple[Result, list[RequestRecord] | None] | None:
+    """:func:`history_document` with the document typed (:func:`schema.typed_document`: its
+    frontier axes derived where an older file lacks them). Raises HistoryError, or
+    ResultFileError when the stored text is damaged or not of the result type."""
+    kept = history_document(db, run_id)
+    if kept is None:
+        return None
+    try:
+        return typed_document(kept[0]), kept[1]
+    except msgspec.ValidationError as exc:
+        raise ResultFileError(f"history:{run_id}: stored result is damaged: {exc}") from None
+
+
+def history_document(
+    db: str | Path | history_database.Location, run_id: str
 ) -> tuple[dict[str, Any], list[RequestRecord] | None] | None:
-    """A run's result document and per-request records as the history keeps them (records None
-    when they were not kept), or None when the history holds no result file for it (not
-    recorded, or recorded before schema 2). Raises HistoryError, or ResultFileError when the
-    stored text is damaged."""
+    """A run's result document (parsed JSON) and per-request records as the history keeps them
+    (records None when they were not kept), or None when the history holds no result file for
+    it (not recorded, or recorded before schema 2). Raises HistoryError, or ResultFileError when
+    the stored text is damaged."""
     files = history.load_files(db, run_id)
     if files is None:
         return None
@@ -241,7 +259,7 @@ def export_run(files: history.RunFiles, folder: Path, run_id: str) -> tuple[Path
     if files.requests_jsonl is None:
         return result_path, None
     try:
-        rp = requests_path(result_path, files.result())
+        rp = requests_path(result_path, files.result().get("requests_file"))
     except (ValueError, AssertionError):
         rp = folder / f"{run_id}.requests.jsonl"
     write_file(rp, files.requests_jsonl)

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from msgspec import ValidationError
 
@@ -50,7 +50,7 @@ from infer_prof.core.metric_table import latencies
 from infer_prof.results.document import Result, decode_result
 
 SCHEMA_VERSION = 1
-RESULT_KIND = "infer-prof.run"
+RESULT_KIND: Final = "infer-prof.run"
 
 
 class ResultFileError(ValueError):

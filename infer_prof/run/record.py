@@ -1,41 +1,26 @@
-"""Recording a run: each load point's result document (summary, SLOs, validity, economics,
-the server and the client's health), its files, its row in the history, and the sweep summary
-over the points.
+"""Recording a run: each load point's files (its result document is built by
+:mod:`infer_prof.run.point_document`), its row in the history, the client figures read off the
+records, and the sweep summary over the points.
 """
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.api_tokens import api_block
-from infer_prof.core.frontier_axes import gpus_used, result_axes
-from infer_prof.core.metrics import (
-    RequestRecord,
-    busy_concurrency,
-    in_flight_mean,
-    send_bunching,
-    stream_span_s,
-    summarize_run,
-)
-from infer_prof.core.slo import evaluate_slos, slos_from_mapping
+from infer_prof.core.metrics import RequestRecord
 from infer_prof.core.stats import summary_dict
-from infer_prof.core.stream_shape import stream_shape
 from infer_prof.core.sweep import find_knee
-from infer_prof.core.validity import ValidityRules, check_validity, client_figures
-from infer_prof.core.warmup import warmup_block
 from infer_prof.core.workloads import Workload
-from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
 from infer_prof.results.loading import record_result
 from infer_prof.results.run_ids import new_run_id
-from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
+from infer_prof.results.schema import SCHEMA_VERSION
 from infer_prof.results.store import (
     make_run_name,
     result_paths,
@@ -44,19 +29,10 @@ from infer_prof.results.store import (
 )
 from infer_prof.run import result_files
 from infer_prof.run.config import RunConfig
-from infer_prof.run.economics import (
-    CostOptions,
-    DecodeLoad,
-    cost_block,
-    decode_batch,
-    energy_block,
-    roofline_block,
-)
-from infer_prof.run.environment import fingerprint
-from infer_prof.run.load_points import point_concurrency, point_label, prompt_mode
+from infer_prof.run.load_points import point_label
 from infer_prof.run.planning import history_location
+from infer_prof.run.point_document import now
 from infer_prof.run.startup import RunContext, warn
-from infer_prof.telemetry.prometheus import mark_not_counted
 
 
 @dataclass
@@ -95,11 +71,6 @@ class SweepOutcome:
     def history_errors(self) -> list[str]:
         """Why points could not be recorded in the history (their result files are written)."""
         return [p.history_error for p in self.points if p.history_error]
-
-
-def now() -> dt.datetime:
-    """The current time, UTC (result timestamps and file names)."""
-    return dt.datetime.now(dt.UTC)
 
 
 def check_history(cfg: RunConfig, progress: ProgressLine) -> None:
@@ -141,16 +112,6 @@ def server_section(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
     return server_info
 
 
-def plan_section(ctx: RunContext) -> dict[str, Any] | None:
-    """The result's ``plan``: the engine plan, its settings as the server's own options
-    (``engine_args``); None without a plan."""
-    if ctx.plan is None:
-        return None
-    settings, server = ctx.plan.settings, ctx.server
-    spelled = server.plan_arguments(settings) if server and settings else {}
-    return ctx.plan.to_dict(spelled)
-
-
 def save_point(
     cfg: RunConfig,
     result: dict[str, Any],
@@ -177,190 +138,6 @@ def save_point(
     return RunOutcome(
         result, written.result_path, written.requests_path, history_error, written.error
     )
-
-
-def build_result(
-    ctx: RunContext,
-    wl: Workload,
-    run_id: str,
-    started: dt.datetime,
-    records: list[RequestRecord],
-    state: dict[str, Any],
-    client: dict[str, Any],
-    telemetry: dict[str, Any],
-    server_info: dict[str, Any],
-    run_name: str,
-) -> dict[str, Any]:
-    """The result document of one load point (see :mod:`infer_prof.results.schema`)."""
-    cfg, model, gpu = ctx.cfg, ctx.model, ctx.gpu
-    # a closed loop's rates are over its streams' mean span (stream_span_s), not the wall window
-    rate_window_s = stream_span_s(records) if wl.arrival.mode == "closed" else None
-    summary = summarize_run(records, rate_window_s=rate_window_s)
-    sdict = summary.to_dict()
-    energy = energy_block(telemetry.get("gpu"), sdict)
-    scraped = telemetry.get("server_metrics") or {}
-    if scraped.get("summary"):  # a counter the server did not count is null, not 0
-        scraped["summary"] = mark_not_counted(
-            scraped["summary"],
-            ctx.server.command() if ctx.server else None,
-            sdict.get("total_output_tokens"),
-        )
-    metrics_summary = scraped.get("summary") or {}
-    batch, batch_source = decode_batch(
-        metrics_summary, busy_concurrency(records), point_concurrency(wl)
-    )
-    precision = (
-        ctx.plan.precision
-        if ctx.plan
-        else (None if cfg.quantization in ("auto", None) else cfg.quantization)
-    )
-    a = wl.arrival
-    slos = ctx.slos if ctx.cfg.slo else (slos_from_mapping(wl.slo) or ctx.slos)
-    slo = evaluate_slos(records, slos, rate_window_s=rate_window_s).to_dict() if slos else None
-    figures = client_figures(client)
-    shape = stream_shape(records)
-    validity = check_validity(
-        summary.requests_completed,
-        summary.duration_s,
-        ValidityRules(
-            min_requests=wl.min_requests if wl.min_requests is not None else 10,
-            min_duration_s=wl.min_duration_s if wl.min_duration_s is not None else 5.0,
-        ),
-        read_lag_p99_ms=figures["read_lag_p99_ms"],
-        itl_p50_ms=summary.itl_ms.p50 if summary.itl_ms else None,
-        dispatch_lag_p99_ms=figures["dispatch_lag_p99_ms"] if a.mode == "open" else None,
-        cpu_share_max=figures["cpu_share_max"],
-        stream=shape,
-    )
-    result: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "kind": RESULT_KIND,
-        "run_id": run_id,  # UUIDv7: unique across processes and machines
-        "run_name": run_name,  # readable, not unique: <time>-<model>-<load>
-        "started_at": started.isoformat(),
-        "finished_at": now().isoformat(),
-        "complete": state["incomplete_reason"] is None,
-        "incomplete_reason": state["incomplete_reason"],
-        "config": {
-            **asdict(cfg),
-            "api_key": "***" if cfg.api_key else None,
-            # where it was recorded, never with a password
-            "history_db": history_database.describe(history_location(cfg)) if cfg.history else None,
-            # the values this point ran with (the workload's, after command-line overrides)
-            "concurrency": a.concurrency if a.mode == "closed" else None,
-            "rate": a.rate if a.mode == "open" else None,
-            "input_len": wl.input_len.support()[1] if wl.input_len.kind == "fixed" else None,
-            "output_len": wl.output_len.support()[1] if wl.output_len.kind == "fixed" else None,
-            "num_requests": wl.num_requests,
-            "warmup_requests": wl.warmup_requests,
-            "prompt": ctx.sessions.settings.prompt if ctx.sessions
-            else prompt_mode(cfg, ctx.dataset),
-            "dataset": ctx.dataset.to_dict() if ctx.dataset else None,
-            "trace": ctx.trace.to_dict() if ctx.trace else None,
-            "sessions": ctx.sessions.to_dict() if ctx.sessions else None,
-        },
-        "sessions": state["session_run"].result(records, scraped)
-        if state.get("session_run") else None,
-        "trace_replay": trace_replay(ctx.trace, records) if ctx.trace else None,
-        "api": api_block(cfg.api or "completions", records),
-        "workload": wl.to_dict(),
-        "load": {
-            "mode": a.mode,
-            "concurrency": a.concurrency if a.mode == "closed" else None,
-            "rate": a.rate if a.mode == "open" else None,
-            "burstiness": a.burstiness if a.mode == "open" else None,
-            "max_concurrency": a.max_concurrency if a.mode == "open" else None,
-            # time-weighted mean of requests in flight over the measured window (client side)
-            "in_flight_mean": round_or_none(in_flight_mean(records), 3),
-            # share of send gaps < 1 ms, beside independent sends' share: streams in lock-step
-            "send_bunching": send_bunching(records),
-        },
-        "warmup": warmup_block(wl.warmup, wl.warmup_requests, records, state.get("warmup"),
-                               a.concurrency if a.mode == "closed" else None,
-                               staggered=cfg.warmup_stagger),
-        "labels": dict(cfg.labels),
-        "model": {
-            "name": model.name,
-            "path": model.path,
-            "engine_path": ctx.engine_path,
-            "hub_id": model.hub_id,
-            "source": model.source,
-            "has_tokenizer": model.has_tokenizer,
-            "spec": asdict(model.spec) if model.spec else None,
-            "param_count": model.spec.param_count() if model.spec else None,
-            "weights": ctx.weights,
-        },
-        "server": server_info,
-        "environment": fingerprint(),
-        "summary": sdict,
-        "stream": shape,  # how tokens arrived (core.stream_shape)
-        "slo": slo,
-        "validity": validity.to_dict(),
-        "client": client,
-        "gpu": {"key": gpu.key if gpu else None, "count": ctx.gpu_count, "how": ctx.gpu_how},
-        "plan": plan_section(ctx),
-        "plan_reason": ctx.plan_reason,
-        "duration_estimate": ctx.estimate,
-        "precision": precision or "bf16",
-        "energy": energy,
-        "telemetry": telemetry or None,
-        "requests_file": None,  # set when written (save_point)
-    }
-    # Cost and roofline are for the GPUs the engine used (tp x pp x dp of the server it ran;
-    # --gpus for an --endpoint, default 1), as the frontier's per-GPU axes are.
-    engine_gpus, engine_gpus_how = gpus_used(result)
-    result["gpu"].update(engine_gpus=engine_gpus, engine_gpus_how=engine_gpus_how)
-    result["cost"] = cost_block(
-        sdict,
-        gpu,
-        engine_gpus,
-        CostOptions(
-            cfg.price_per_hour,
-            cfg.provider,
-            cfg.prices_file,
-            cfg.spot,
-            cfg.purchase_usd,
-            cfg.amortize_years,
-            cfg.usd_per_kwh,
-            instance=cfg.instance,
-            prices_from=cfg.prices_from,
-        ),
-        energy["energy_j"],
-        sdict.get("duration_s"),
-    )
-    result["roofline"] = roofline_block(
-        model.spec,
-        gpu,
-        engine_gpus,
-        precision,
-        sdict,
-        DecodeLoad(batch, round(wl.input_len.mean()), round(wl.output_len.mean()), batch_source),
-    )
-    # the frontier's axes (interactivity, tok/s, $ and J per GPU used): core.frontier_axes
-    sdict.update(result_axes(result))
-    return result
-
-
-def trace_replay(trace: Trace, records: list[RequestRecord]) -> dict[str, Any]:
-    """Achieved vs scheduled for a trace replay: the arrival rate of the sends made,
-    ``(n - 1) / (last send - first send)``, against the schedule's, and each request's send lag
-    (actual send - scheduled send, ms, signed: negative when sent early; ``client.dispatch_lag_ms``
-    is the same figure clamped at 0)."""
-    sent = sorted(r.send_ns for r in records if not r.warmup and r.send_ns is not None)
-    span_s = (sent[-1] - sent[0]) / 1e9 if len(sent) > 1 else 0.0
-    achieved = (len(sent) - 1) / span_s if span_s > 0 else None
-    scheduled = trace.scheduled_rate()
-    lags = [r.send_ns - r.scheduled_ns for r in records
-            if not r.warmup and r.send_ns is not None and r.scheduled_ns is not None]
-    return {
-        "scheduled_requests": len(trace.offsets),
-        "sent_requests": len(sent),
-        "scheduled_rate": round_or_none(scheduled, 4),
-        "achieved_rate": round_or_none(achieved, 4),
-        "rate_error_pct": round_or_none(100.0 * (achieved - scheduled) / scheduled, 3)
-        if achieved is not None and scheduled else None,
-        "send_lag_ms": dist_ms(lags),
-    }
 
 
 def relabel_server_died(records: list[RequestRecord]) -> None:
@@ -470,11 +247,6 @@ def record_sweep(
             json.dumps(sweep, indent=2, default=str) + "\n",
         )
     return SweepOutcome(outcomes, sweep, sweep_path)
-
-
-def round_or_none(x: float | None, digits: int) -> float | None:
-    """``round(x, digits)``; None stays None."""
-    return None if x is None else round(x, digits)
 
 
 def dist_ms(values_ns: Sequence[int | float]) -> dict[str, Any] | None:

@@ -29,10 +29,10 @@ from infer_prof.run.frontier_run import (
 from infer_prof.run.load import drive_point, request_builder
 from infer_prof.run.load_points import base_workload, build_specs
 from infer_prof.run.planning import announce_plan, plan_run
+from infer_prof.run.point_document import PointRun, build_result, document_json
 from infer_prof.run.record import (
     RunOutcome,
     SweepOutcome,
-    build_result,
     check_history,
     now,
     point_files,
@@ -156,21 +156,12 @@ def _run_point(
     if state["incomplete_reason"] == "interrupted":
         ctx.interrupted = True
     server_info = server_section(ctx, state)
-    result = build_result(
-        ctx,
-        wl,
-        run_id,
-        started,
-        records,
-        state,
-        client,
-        telemetry,
-        server_info,
-        run_name,
-    )
+    result = build_result(PointRun(
+        ctx, wl, run_id, run_name, started, records, state, client, telemetry, server_info,
+    ))
     if "precision" in state:
-        result["precision_stop"] = state["precision"]  # ("precision" is the weights')
-    return save_point(cfg, result, records, result_path, progress)
+        result.precision_stop = state["precision"]  # ("precision" is the weights')
+    return save_point(cfg, document_json(result), records, result_path, progress)
 
 
 def _find_max(

@@ -17,7 +17,6 @@ MAX_PARAMETERS = 8
 #: Functions still over a limit, ``path:name`` -> who shrinks them. Remove an entry when it is
 #: fixed (the test then holds the line); never add one.
 KNOWN_OVER: dict[str, str] = {
-    "infer_prof/run/record.py:build_result": "typed results (issue 25, part 1)",
 }
 
 

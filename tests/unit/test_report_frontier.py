@@ -17,13 +17,14 @@ from tests.unit.test_compare_frontiers import A100, H100, LOADS, frontier_result
 
 
 def _runs(with_dominated: bool = False) -> list[RunData]:
-    runs = [RunData(point_result(g, c), f"{g.name}-c{c}") for g in (H100, A100) for c in LOADS]
+    runs = [RunData(typed_document(point_result(g, c)), f"{g.name}-c{c}")
+            for g in (H100, A100) for c in LOADS]
     if with_dominated:  # an A100 point slower for users AND lower in throughput than c4
         r = point_result(A100, 6)
         r["summary"]["output_throughput"] = 100.0
         r["summary"]["total_throughput"] = 500.0
-        runs.append(RunData(r, "A100-c6"))
-    runs.append(RunData(frontier_result(), "L4"))
+        runs.append(RunData(typed_document(r), "A100-c6"))
+    runs.append(RunData(typed_document(frontier_result()), "L4"))
     return runs
 
 
@@ -46,7 +47,7 @@ def test_section_draws_each_curve_its_points_and_the_target() -> None:
 
 
 def test_front_line_follows_steffen_between_the_front_points() -> None:
-    (h100,) = [c for c in curves_from_results([(r.source, typed_document(r.result))
+    (h100,) = [c for c in curves_from_results([(r.source, r.result)
                                                  for r in _runs()])
                if c.gpu == "H100-SXM"]
     xs, ys = front_line(h100.points, "total_tok_s_per_gpu")
@@ -60,7 +61,7 @@ def test_front_line_follows_steffen_between_the_front_points() -> None:
 
 def test_no_frontier_is_not_measured_and_the_page_links_the_section() -> None:
     plots: list = []
-    one = [RunData(point_result(H100, 4), "one")]
+    one = [RunData(typed_document(point_result(H100, 4)), "one")]
     assert "no frontier among these results" in frontier_section(one, plots, 60.0)
     assert plots == []
     page = build_report(_runs(), target_interactivity=60.0).html

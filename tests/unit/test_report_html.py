@@ -30,6 +30,7 @@ from infer_prof.report.run_data import (
 )
 from infer_prof.report.svg import Axis, Series, fmt_number, log_ticks, nice_ticks
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
+from infer_prof.results.schema import typed_document as typed
 from infer_prof.results.store import write_requests
 
 MS = 1_000_000
@@ -181,7 +182,7 @@ def gpu_telemetry(util: list[float | None], power: list[float | None]) -> dict[s
 
 
 def run(result: dict[str, Any], records: list[RequestRecord] | None = None) -> RunData:
-    return RunData(result, f"{result['run_id']}.json", records or base_records())
+    return RunData(typed(result), f"{result['run_id']}.json", records or base_records())
 
 
 def svg_of(report_html: str, name: str) -> str:
@@ -309,14 +310,14 @@ def test_samples_ms_measured_completed_requests_only():
 
 
 def test_cost_energy_and_gpu_labels():
-    r = make_result("a", price=2.0)
+    r = typed(make_result("a", price=2.0))
     # 3 + 3 output tokens over the window 0..45 ms -> 133.3 tok/s; $2/h / (133.3 * 3600) * 1e6
     tok_s = 6 / 0.045
     assert cost_per_million(r) == pytest.approx(2.0 / (tok_s * 3600) * 1e6)
     assert joules_per_token(r) == pytest.approx(300.0 / 6)
     assert gpu_label(r) == "H100-SXM"
-    assert gpu_label(make_result("b", gpu="A100-80GB", gpu_count=2)) == "A100-80GB x 2"
-    cpu = make_result("c", gpu=None, price=None, energy_j=None)
+    assert gpu_label(typed(make_result("b", gpu="A100-80GB", gpu_count=2))) == "A100-80GB x 2"
+    cpu = typed(make_result("c", gpu=None, price=None, energy_j=None))
     assert gpu_label(cpu) == "CPU (Test CPU)" and gpu_label(cpu, short=True) == "CPU"
     assert cost_per_million(cpu) is None and joules_per_token(cpu) is None
 
@@ -328,7 +329,7 @@ def test_sweep_groups_need_two_load_levels_of_one_configuration():
     assert len(groups) == 1
     label, kind, members = groups[0]
     assert kind == "concurrency" and "llama-2-7b on H100-SXM" in label
-    assert [m.result["run_id"] for m in members] == ["c1", "c4", "c8"]
+    assert [m.result.run_id for m in members] == ["c1", "c4", "c8"]
     assert sweep_groups(runs[3:]) == []
 
 
@@ -425,7 +426,8 @@ def test_report_plots_sections_and_not_measured_notes():
 
 def test_report_without_records_or_sweep_or_prices_says_not_measured():
     r = make_result("solo", 4, gpu=None, price=None, energy_j=None)
-    doc = build_report([RunData(r, "solo.json", None, "per-request records not found (x)")]).html
+    solo = RunData(typed(r), "solo.json", None, "per-request records not found (x)")
+    doc = build_report([solo]).html
     assert "latency distributions of c=4: per-request records not found (x)" in doc
     assert "no sweep among these results" in doc
     assert "no run has a cost per 1M tokens" in doc and "no GPU to price" in doc

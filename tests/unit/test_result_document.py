@@ -175,7 +175,7 @@ def test_the_warmup_end_is_a_declared_word():
 
     from infer_prof.core.warmup import WARMUP_JUDGED
     from infer_prof.loadgen.worker_shared import SharedWarmupGate
-    from infer_prof.results.document import WarmupEnd
+    from infer_prof.results.load_sections import WarmupEnd
 
     words = set(get_args(WarmupEnd))
     assert set(WARMUP_JUDGED) | {"requests"} == words

@@ -1,0 +1,144 @@
+"""The sections of the result document that say how the load ran: the loop and its load
+(``load``), the warm-up and its first wave (``warmup``), how tokens arrived (``stream``), a trace
+replay's arrivals (``trace_replay``) and the load generator's own health (``client``). Part of
+:class:`infer_prof.results.document.Result`.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from infer_prof.results.document_base import Distribution, Obj, Section
+
+LoadMode = Literal["closed", "open"]
+#: What ended the warm-up phase (``warmup.ended_by``): every stream finished a warm-up request,
+#: the asked duration passed, the warm-up's requests ran out, a counted warm-up's requests all
+#: finished, or every warm-up request failed (``core.warmup.WARMUP_JUDGED``).
+WarmupEnd = Literal["steady", "duration", "pool_exhausted", "requests", "every_request_failed"]
+
+
+class SendBunching(Section):
+    """Share of send gaps under ``within_ms``, beside what independent sends would give."""
+
+    within_ms: float
+    share: float | None = None
+    independent_share: float | None = None
+
+
+class Load(Section):
+    """The load the point ran: closed loop (``concurrency`` streams) or open loop (``rate``
+    requests/s, ``burstiness``, ``max_concurrency``)."""
+
+    mode: LoadMode
+    concurrency: int | None = None
+    rate: float | None = None
+    burstiness: float | None = None
+    max_concurrency: int | None = None
+    in_flight_mean: float | None = None
+    send_bunching: SendBunching | None = None
+
+
+class Stream(Section):
+    """How tokens arrived (``core.stream_shape``): events and tokens per request, bursts."""
+
+    requests: int
+    events_per_request: Obj | None = None
+    tokens_per_event: float | None = None
+    reference_gap_ms: float | None = None
+    close_gap_fraction: float | None = None
+    close_gap_share: float | None = None
+    deliveries_per_request: float | None = None
+    bursts_per_request: float | None = None
+    tokens_per_burst: float | None = None
+    events_per_burst: float | None = None
+    first_token_unknown: int | None = None
+    first_token_unknown_share: float | None = None
+    bunched: bool | None = None
+
+
+class TraceReplay(Section):
+    """A trace replay's arrivals, achieved against scheduled (``run.point_document.trace_replay``):
+    requests/s over the sends made, ``(n - 1) / (last send - first send)``, and each request's
+    signed send lag in ms (actual - scheduled send)."""
+
+    scheduled_requests: int | None = None
+    sent_requests: int | None = None
+    scheduled_rate: float | None = None
+    achieved_rate: float | None = None
+    rate_error_pct: float | None = None
+    send_lag_ms: Distribution | None = None
+
+
+class Client(Section):
+    """The load generator's own health over the point (``run.load``, ``run.load_pool``;
+    docs/client.md): how request times were stamped, client queue time (ms), event-loop lag,
+    dispatch lag and slot wait (ms, open loop only; None in a closed loop), sends the open loop
+    could not make (``not_sent``), the reader and its reads, read lag (ms), and CPU seconds per
+    wall second of the busiest process (``cpu_share``). With more than one client process the
+    figures are pooled and each worker's own are under ``workers``."""
+
+    timestamp_source: str | list[str] | None = None
+    queue_ms: Distribution | None = None
+    spool_error: str | None = None
+    event_loop_lag_ms: Distribution | None = None
+    dispatch_lag_ms: Distribution | None = None
+    slot_wait_ms: Distribution | None = None
+    not_sent: int | None = None
+    processes: int | None = None
+    reader: str | None = None
+    reads: int | None = None
+    reader_wakeups: int | None = None
+    read_lag_ms: Distribution | None = None
+    read_lag_exact: bool | None = None
+    cpu_s: float | None = None
+    wall_s: float | None = None
+    cpu_share: float | None = None
+    workers: list[Obj] | None = None
+
+
+class MeanP50(Section):
+    """A mean and median (ms)."""
+
+    mean: float | None = None
+    p50: float | None = None
+
+
+class WaveTtft(Section):
+    """TTFT (ms) of the first wave of measured requests and of the rest."""
+
+    first_wave: MeanP50 | None = None
+    rest: MeanP50 | None = None
+
+
+class FirstWave(Section):
+    """The first wave of measured requests (one per stream) against the rest
+    (``core.warmup.first_wave``): how many, their share of the measured requests, their TTFT
+    and the rest's, and first-wave TTFT mean / rest TTFT mean (``ratio_mean``)."""
+
+    requests: int
+    share: float | None = None
+    ttft_ms: WaveTtft | None = None
+    ratio_mean: float | None = None
+
+
+class PhaseStagger(Section):
+    """What the warm-up's phase stagger asked (``core.warmup.stagger_summary``): the first
+    ``requests`` warm-up requests' output lengths (tokens), from ``output_len_min`` to
+    ``output_len_max``."""
+
+    requests: int
+    output_len_min: int | None = None
+    output_len_max: int | None = None
+
+
+class Warmup(Section):
+    """How the point was warmed up and how the first measured wave compares (``core.warmup``)."""
+
+    mode: str  # steady, requests or <N>s (a duration: not one of WarmupMode's words)
+    requests: int = 0
+    seconds: float | None = None
+    ended_by: WarmupEnd | None = None
+    judged: str | None = None
+    first_wave: FirstWave | None = None
+    phase_stagger: PhaseStagger | None = None
+    cooldown_requests: int | None = None
