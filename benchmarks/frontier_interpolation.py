@@ -15,12 +15,13 @@ exactly; gamma 0.5 and 1.5 bend the front both ways. At a target interactivity I
 throughput is known in closed form: TPOT* = 1000 / I*, c* = ((TPOT* - a) / b)^(1/gamma), output
 tokens/s = c* x I*.
 
-The frontier is built as ``run --frontier`` builds it (:func:`infer_prof.core.frontier.make_point`
-at c = 1, 2, 4, ... up to ``--max-concurrency``; the Pareto front; Steffen's monotone
-interpolation along it, :func:`infer_prof.core.frontier.at_target`), read at ``--targets``
-interactivities spread over the front (midpoints between measured points included, where the
-error is largest), and printed beside the exact value. Issue 23 asks for 3 % or better.
-Pure arithmetic: no server, runs in well under a second.
+The frontier is built as ``run --frontier`` builds it
+(:func:`infer_prof.core.analysis.frontier.make_point` at c = 1, 2, 4, ... up to
+``--max-concurrency``; the Pareto front; Steffen's monotone interpolation along it,
+:func:`infer_prof.core.analysis.frontier.at_target`), read at ``--targets`` interactivities spread
+over the front (midpoints between measured points included, where the error is largest), and printed
+beside the exact value. Issue 23 asks for 3 % or better. Pure arithmetic: no server, runs in well
+under a second.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from infer_prof.core.frontier import at_target, make_point, mark_pareto  # noqa: E402
+from infer_prof.core.analysis.frontier import at_target, make_point, mark_pareto  # noqa: E402
 
 
 @dataclass(frozen=True)

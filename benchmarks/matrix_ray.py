@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from infer_prof.core.matrix import cell_run_args
+from infer_prof.core.planning.matrix import cell_run_args
 from infer_prof.run.calibrate import start_synthetic
 from infer_prof.run.matrix_file import read_matrix
 

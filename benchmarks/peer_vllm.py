@@ -62,9 +62,9 @@ ROWS = [
 
 
 def dig(doc: Any, path: tuple[str, ...]) -> float | None:
-    """``doc[path[0]][path[1]]...`` as a float (the product's own ``core.comparison.dig``), or
-    None where a key is missing or the value is not a number."""
-    from infer_prof.core.comparison import dig as dig_path
+    """``doc[path[0]][path[1]]...`` as a float (the product's own ``core.analysis.comparison.dig``),
+    or None where a key is missing or the value is not a number."""
+    from infer_prof.core.analysis.comparison import dig as dig_path
 
     value = dig_path(doc, ".".join(path))
     return float(value) if isinstance(value, (int, float)) else None

@@ -114,9 +114,9 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
     """
     from infer_prof.catalog.gpus import find_gpu
     from infer_prof.catalog.models import resolve_model
-    from infer_prof.core.memory import BLOCK_SIZE, kv_bytes_per_token
-    from infer_prof.core.planner import PlanRequest, plan
-    from infer_prof.core.precisions import EngineCaps, normalize_precision
+    from infer_prof.core.planning.memory import BLOCK_SIZE, kv_bytes_per_token
+    from infer_prof.core.planning.planner import PlanRequest, plan
+    from infer_prof.core.planning.precisions import EngineCaps, normalize_precision
 
     spec = resolve_model(model).spec
     if spec is None:

@@ -3,7 +3,7 @@
 For each precision given, loads the model in-process with vLLM (CPU or GPU, whichever is
 installed), sums the bytes of every tensor the loaded model holds (parameters, buffers, and
 bitsandbytes' quantization state: packed weights, absmax and the nested statistics), and prints
-them beside ``infer_prof.core.memory.weight_bytes`` for the same precision.
+them beside ``infer_prof.core.planning.memory.weight_bytes`` for the same precision.
 
     .venv/bin/python benchmarks/planner_weights.py --model tiny-llama --precision bf16 bnb-nf4
 """
@@ -72,7 +72,7 @@ def main() -> None:
     from vllm import LLM
 
     from infer_prof.catalog.models import resolve_model
-    from infer_prof.core.memory import weight_bytes
+    from infer_prof.core.planning.memory import weight_bytes
 
     model = resolve_model(args.model)
     assert model.spec is not None

@@ -204,14 +204,15 @@ def soak(
 
 def record_bytes(output_len: int, n: int = 2000) -> float:
     """Bytes of Python memory the measurements of one completed request would take in the
-    client if it kept them until the run ends: its :class:`~infer_prof.core.metrics.RequestRecord`
-    (``output_len`` chunk timestamps and token counts) and one read-lag sample per read (about
-    one read per token here); measured with tracemalloc. The client spools ended records to
-    disk and keeps read lags in a bounded summary (docs/soak.md), so its growth against this
-    figure is near 0; a leak per request shows as a ratio well above it."""
+    client if it kept them until the run ends: its
+    :class:`~infer_prof.core.measurement.metrics.RequestRecord` (``output_len`` chunk timestamps and
+    token counts) and one read-lag sample per read (about one read per token here); measured with
+    tracemalloc. The client spools ended records to disk and keeps read lags in a bounded summary
+    (docs/soak.md), so its growth against this figure is near 0; a leak per request shows as a ratio
+    well above it."""
     import tracemalloc
 
-    from infer_prof.core.metrics import RequestRecord
+    from infer_prof.core.measurement.metrics import RequestRecord
 
     t = time.perf_counter_ns()
     tracemalloc.start()

@@ -13,7 +13,7 @@ from functools import cache
 from importlib import resources
 from typing import Any, NamedTuple
 
-from infer_prof.core.gpus import GpuSpec, normalize_gpu_name
+from infer_prof.core.catalog.gpus import GpuSpec, normalize_gpu_name
 
 
 class DetectedGpu(NamedTuple):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.catalog.skypilot import SNAPSHOT_COLUMNS, CatalogRead, parse_vms_csv
-from infer_prof.core.market import InstanceOffer
+from infer_prof.core.catalog.market import InstanceOffer
 
 SNAPSHOT_DATA = "skypilot_gpu_prices.csv.gz"
 SNAPSHOT_PROVENANCE = "skypilot_gpu_prices.json"

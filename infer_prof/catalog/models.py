@@ -16,7 +16,7 @@ from typing import Any
 
 from infer_prof.catalog.cache import cache_dir
 from infer_prof.catalog.tinymodel import TINY_LLAMA, ensure_tiny_llama
-from infer_prof.core.models import ModelSpec
+from infer_prof.core.catalog.models import ModelSpec
 
 
 class ModelError(ValueError):

@@ -18,7 +18,7 @@ Columns (a header row names them; their order is free; extra columns are ignored
 
 A row needs at least one of the three prices. Prices in a :class:`PriceQuote` are for ONE GPU
 (the listing's price divided by its ``gpu_count``); the cost arithmetic multiplies by the GPUs a
-run uses (``infer_prof.core.prices``).
+run uses (``infer_prof.core.catalog.prices``).
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ from functools import cache
 from typing import Any
 
 from infer_prof.catalog.accelerators import fixed_gpu_count, match_accelerator
-from infer_prof.core.market import InstanceOffer
+from infer_prof.core.catalog.market import InstanceOffer
 
 REQUIRED_COLUMNS: tuple[str, ...] = (
     "InstanceType", "AcceleratorName", "AcceleratorCount", "Price", "Region",

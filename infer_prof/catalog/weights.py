@@ -1,12 +1,12 @@
 """Where a model's weights can come from: a local folder, the Hugging Face cache, the hub.
 
-The I/O half of the weights decision (the decision itself is :mod:`infer_prof.core.weights`):
-list a folder's weight files, look up the Hugging Face cache without the network
-(``huggingface_hub.try_to_load_from_cache``; the cache folder is ``$HF_HUB_CACHE``, else
-``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), and ask the hub (``$HF_ENDPOINT``, default
-https://huggingface.co) with one HEAD request for the repository's config.json, carrying the
-user's token (``$HF_TOKEN`` or the one ``huggingface-cli login`` stored), given a few seconds at
-most. ``HF_HUB_OFFLINE`` set means the hub is not asked.
+The I/O half of the weights decision (the decision itself is
+:mod:`infer_prof.core.planning.weights`): list a folder's weight files, look up the Hugging Face
+cache without the network (``huggingface_hub.try_to_load_from_cache``; the cache folder is
+``$HF_HUB_CACHE``, else ``$HF_HOME/hub``, else ``~/.cache/huggingface/hub``), and ask the hub
+(``$HF_ENDPOINT``, default https://huggingface.co) with one HEAD request for the repository's
+config.json, carrying the user's token (``$HF_TOKEN`` or the one ``huggingface-cli login`` stored),
+given a few seconds at most. ``HF_HUB_OFFLINE`` set means the hub is not asked.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.catalog.models import ResolvedModel
-from infer_prof.core.weights import (
+from infer_prof.core.planning.weights import (
     HubStatus,
     WeightDecision,
     WeightFacts,
@@ -210,5 +210,5 @@ def gather_facts(
 def choose_weights(
     model: ResolvedModel, load_format: str | None, require_weights: bool = False
 ) -> WeightDecision:
-    """The weights decision for ``model`` (see :func:`infer_prof.core.weights.decide`)."""
+    """The weights decision for ``model`` (see :func:`infer_prof.core.planning.weights.decide`)."""
     return decide(gather_facts(model, load_format, require_weights))

@@ -25,9 +25,9 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.workload_fields import WorkloadError
-from infer_prof.core.workload_suites import Suite, SuiteRun
-from infer_prof.core.workloads import Workload
+from infer_prof.core.workload.workload_fields import WorkloadError
+from infer_prof.core.workload.workload_suites import Suite, SuiteRun
+from infer_prof.core.workload.workloads import Workload
 
 ENV_VAR = "INFER_PROF_WORKLOADS"
 _SHIPPED_SUBDIR = "workloads"

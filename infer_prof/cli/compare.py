@@ -19,7 +19,7 @@ from rich.table import Table
 from infer_prof.cli.common import fail
 from infer_prof.cli.compare_frontiers import compare_frontiers
 from infer_prof.cli.declared import declared_command
-from infer_prof.core.comparison import COLUMNS, format_value
+from infer_prof.core.analysis.comparison import COLUMNS, format_value
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.comparison_rows import comparison_table
 from infer_prof.results.document import Result

@@ -17,8 +17,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from infer_prof.cli.common import fail
-from infer_prof.core.frontier_compare import TargetRow, rows_at_target
-from infer_prof.core.slo import SloError, format_slos, parse_slos
+from infer_prof.core.analysis.frontier_compare import TargetRow, rows_at_target
+from infer_prof.core.workload.slo import SloError, format_slos, parse_slos
 from infer_prof.report.console import fmt_value
 from infer_prof.results import history_database
 from infer_prof.results.document import Result

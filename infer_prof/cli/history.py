@@ -16,9 +16,9 @@ from rich.table import Table
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.declared import declared_callback
-from infer_prof.core.changepoint import ChangePoint, detect_changepoints
-from infer_prof.core.metric_table import columns_at
-from infer_prof.core.regression import direction_for
+from infer_prof.core.analysis.changepoint import ChangePoint, detect_changepoints
+from infer_prof.core.analysis.regression import direction_for
+from infer_prof.core.measurement.metric_table import columns_at
 from infer_prof.report.console import fmt_value
 from infer_prof.results import history, history_database
 from infer_prof.results.identity import config_fingerprint

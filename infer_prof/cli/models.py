@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.catalog.models import TINY_LLAMA, registry
-from infer_prof.core.models import ModelSpec
+from infer_prof.core.catalog.models import ModelSpec
 
 
 def models_command(

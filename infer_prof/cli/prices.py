@@ -132,7 +132,7 @@ def prices(o: PricesOptions) -> None:
     snapshot with its commit and date; older than 90 days: printed with its age) or the
     article it was copied from.
     """
-    from infer_prof.core.market import Tier, cheapest_offer, filter_offers
+    from infer_prof.core.catalog.market import Tier, cheapest_offer, filter_offers
 
     try:
         catalog = load_prices(o.prices_file)

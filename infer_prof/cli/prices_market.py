@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.catalog.market import Market
-from infer_prof.core.market import InstanceOffer, Tier
+from infer_prof.core.catalog.market import InstanceOffer, Tier
 
 
 def cheapest_region(offers: list[InstanceOffer], tier: Tier) -> list[tuple[InstanceOffer, int]]:

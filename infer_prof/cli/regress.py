@@ -17,7 +17,11 @@ from rich.table import Table
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.declared import declared_command
-from infer_prof.core.regression import DEFAULT_THRESHOLD_PCT, MetricComparison, Significance
+from infer_prof.core.analysis.regression import (
+    DEFAULT_THRESHOLD_PCT,
+    MetricComparison,
+    Significance,
+)
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
 from infer_prof.results import history, history_database

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from infer_prof.cli.common import fail
-from infer_prof.core.metric_table import columns_at
+from infer_prof.core.measurement.metric_table import columns_at
 from infer_prof.report.console import fmt_value
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.multi_endpoint import (

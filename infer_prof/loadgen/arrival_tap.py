@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from infer_prof.core.metrics import RequestRecord, tpot_ns
+from infer_prof.core.measurement.metrics import RequestRecord, tpot_ns
 
 
 class ArrivalTap:

@@ -25,7 +25,7 @@ from typing import Any
 
 import orjson
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen.client_health import ReadStats
 from infer_prof.loadgen.endpoint import Failure, StreamConnection
 from infer_prof.loadgen.http_stream import (

@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from infer_prof.core.bounded_samples import BoundedSamples
+from infer_prof.core.measurement.bounded_samples import BoundedSamples
 
 
 @contextlib.contextmanager
@@ -34,7 +34,7 @@ def gc_paused() -> Iterator[None]:
 
 LOOP_LAG_EXACT_CAP = 1 << 16
 """Event-loop lag samples kept exactly (one per ``interval_s``: 11 minutes at 10 ms), then the
-bounded histogram (:class:`~infer_prof.core.bounded_samples.BoundedSamples`)."""
+bounded histogram (:class:`~infer_prof.core.measurement.bounded_samples.BoundedSamples`)."""
 
 
 def loop_lag_samples() -> BoundedSamples:
@@ -78,8 +78,8 @@ class ReadStats:
 
     The readers append each read's lag (ns) to ``read_lag_ns``; :meth:`settle` (after each
     request, off the read path) folds them into ``lag``, a
-    :class:`~infer_prof.core.bounded_samples.BoundedSamples`: exact up to its cap, a histogram
-    of stated relative error past it, so a long run holds bounded memory.
+    :class:`~infer_prof.core.measurement.bounded_samples.BoundedSamples`: exact up to its cap, a
+    histogram of stated relative error past it, so a long run holds bounded memory.
     """
 
     read_lag_ns: list[int] = field(default_factory=list)

@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen.client import stream_request
 from infer_prof.loadgen.client_health import ReadStats
 from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve
@@ -72,7 +72,8 @@ class ClosedLoopPlan:
     timeout_s: float
     duration_s: float | None = None
     # asked before each measured request is taken (never per token): True ends the measured
-    # phase as the duration does (a point measured until precise: infer_prof.core.precision)
+    # phase as the duration does (a point measured until precise:
+    # infer_prof.core.measurement.precision)
     stop_when: Callable[[], bool] | None = None
 
 

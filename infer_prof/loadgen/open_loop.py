@@ -1,19 +1,19 @@
 """The open-loop driver: request i is sent at ``t0 + offset_i``, whatever is still in flight.
 
-Offsets come from :class:`infer_prof.core.arrivals.ArrivalProcess` (Poisson, gamma, constant).
-The schedule is absolute: a request sent late does not push the later ones back, so the achieved
-rate is the asked rate however the event loop jitters.
+Offsets come from :class:`infer_prof.core.workload.arrivals.ArrivalProcess` (Poisson, gamma,
+constant). The schedule is absolute: a request sent late does not push the later ones back, so the
+achieved rate is the asked rate however the event loop jitters.
 
 Every request's ``scheduled_ns`` is its due time ``t0 + offset``. Its queue time
-(``send_ns - scheduled_ns``, :func:`infer_prof.core.metrics.queue_ns`) is therefore everything
-the client added before the request went out, reported and never hidden inside TTFT (which is
-measured from ``send_ns``). :class:`OpenLoopHealth` splits it in two:
+(``send_ns - scheduled_ns``, :func:`infer_prof.core.measurement.metrics.queue_ns`) is therefore
+everything the client added before the request went out, reported and never hidden inside TTFT
+(which is measured from ``send_ns``). :class:`OpenLoopHealth` splits it in two:
 
 - slot wait: with ``max_concurrency`` set, time waiting for a free slot
   (``slot_free - due``, 0 when a slot was free);
 - dispatch lag: the client's own lateness, ``send - max(due, slot_free)``: timer resolution
   and event-loop lag. It is the number that tells whether the asked arrival pattern was the one
-  the server saw (see :mod:`infer_prof.core.validity`).
+  the server saw (see :mod:`infer_prof.core.measurement.validity`).
 
 Connections: an idle pool of kept-alive connections, filled by the warm-up requests and
 ``preconnect``; a request takes an idle one or opens a new one (opening happens before
@@ -29,7 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen.client import stream_request
 from infer_prof.loadgen.closed_loop import (
     DriverIO,

@@ -45,9 +45,9 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.distributions import LengthDistribution
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.sessions import SessionSettings, by_turn, prefix_cache
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.workload.distributions import LengthDistribution
+from infer_prof.core.workload.sessions import SessionSettings, by_turn, prefix_cache
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
     DriverIO,
@@ -291,8 +291,8 @@ class SessionPlan:
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
 
     def start(self, wl: Any, pool: TokenPool, text: TextPromptMaker | None) -> SessionRun:
-        """The run of load point ``wl`` (a :class:`~infer_prof.core.workloads.Workload` whose
-        ``num_requests`` is whole sessions' turns): its sessions, built lazily."""
+        """The run of load point ``wl`` (a :class:`~infer_prof.core.workload.workloads.Workload`
+        whose ``num_requests`` is whole sessions' turns): its sessions, built lazily."""
         n = self.sessions_for(wl.num_requests)
         return SessionRun(self.settings, self.conversations(
             n, wl.input_len, wl.output_len, wl.seed, pool, text, self.as_ids))

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from itertools import islice
 from typing import Any
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen.client_health import loop_lag_probe, loop_lag_samples
 from infer_prof.loadgen.client_loop import ClientLoop, client_loop
 from infer_prof.loadgen.closed_loop import (

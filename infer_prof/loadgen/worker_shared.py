@@ -10,8 +10,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from infer_prof.core.bounded_samples import BoundedSamples
-from infer_prof.core.stats import summary_dict
+from infer_prof.core.measurement.bounded_samples import BoundedSamples
+from infer_prof.core.measurement.stats import summary_dict
 from infer_prof.loadgen.client_health import loop_lag_samples
 from infer_prof.loadgen.closed_loop import RequestBuilder, RequestSpec, WarmupGate
 from infer_prof.loadgen.endpoint import Endpoint

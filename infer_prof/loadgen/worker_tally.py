@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen.arrival_tap import ArrivalTap
 
 BIN_NS = 1_000_000

@@ -2,9 +2,9 @@
 
 Each worker is a forked process with its own event loop (uvloop when installed) that runs the
 ordinary closed- or open-loop driver on its share of the load and sends its
-:class:`~infer_prof.core.metrics.RequestRecord` list back. ``perf_counter_ns`` is one clock for
-every process of a Linux machine (CLOCK_MONOTONIC), and the client's token times are kernel
-receive timestamps converted onto it, so records from all workers merge as they are.
+:class:`~infer_prof.core.measurement.metrics.RequestRecord` list back. ``perf_counter_ns`` is one
+clock for every process of a Linux machine (CLOCK_MONOTONIC), and the client's token times are
+kernel receive timestamps converted onto it, so records from all workers merge as they are.
 
 How the load is shared:
 
@@ -46,9 +46,9 @@ import signal
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from infer_prof.core.bounded_samples import BoundedSamples
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.stats import summary_dict
+from infer_prof.core.measurement.bounded_samples import BoundedSamples
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.measurement.stats import summary_dict
 from infer_prof.loadgen.client_health import loop_lag_samples
 from infer_prof.loadgen.closed_loop import LiveCounters
 from infer_prof.loadgen.stamped_reader import reader_in_use

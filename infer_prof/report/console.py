@@ -11,7 +11,7 @@ import msgspec
 from rich.console import Console
 from rich.table import Table
 
-from infer_prof.core.metric_table import SUMMARY_STATS, metrics_at
+from infer_prof.core.measurement.metric_table import SUMMARY_STATS, metrics_at
 from infer_prof.results.comparison_rows import value_at
 from infer_prof.results.document import Api, Client, Cost, Energy, Result, Validity, Warmup
 
@@ -86,7 +86,7 @@ def totals_table(result: Result) -> Table:
     return t
 
 
-#: which side each validity reason blames (core.validity): the rest is size or length
+#: which side each validity reason blames (core.measurement.validity): the rest is size or length
 _STREAM_REASONS = ("buffered_stream", "first_token_unknown")
 _CLIENT_REASONS = ("read_lag", "dispatch_lag", "client_cpu")
 
@@ -108,7 +108,7 @@ def _validity_rows(validity: Validity | None) -> list[tuple[str, str]]:
 
 def _stream_rows(result: Result) -> list[tuple[str, str]]:
     """How tokens arrived, and the requests left out of TTFT and TPOT (no first-token time)."""
-    from infer_prof.core.stream_shape import describe_shape
+    from infer_prof.core.measurement.stream_shape import describe_shape
 
     shape = result.stream
     if shape is None:
@@ -122,8 +122,8 @@ def _stream_rows(result: Result) -> list[tuple[str, str]]:
 
 
 def _frontier_rows(result: Result) -> list[tuple[str, str]]:
-    """The point on the cost-interactivity frontier (``core.frontier_axes``): tokens/s each user
-    sees, tokens/s per GPU the engine used, and $ and J per token (n/a where not measured)."""
+    """The point on the cost-interactivity frontier (``core.analysis.frontier_axes``): tokens/s each
+    user sees, tokens/s per GPU the engine used, and $ and J per token (n/a where not measured)."""
     s = result.summary
     gpus = result.gpu.engine_gpus if result.gpu else None
     per = f" ({gpus} GPU{'s' if gpus != 1 else ''})" if gpus else ""
@@ -152,7 +152,7 @@ def _api_rows(result: Result) -> list[tuple[str, str]]:
     api: Api | None = result.api
     if api is None:
         return []
-    from infer_prof.core.api_tokens import describe_token_source
+    from infer_prof.core.measurement.api_tokens import describe_token_source
 
     rows = [("API", f"{api.name} ({api.path})"),
             ("output tokens counted by", describe_token_source(

@@ -12,8 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from infer_prof.core.frontier import FrontierPoint, front, mark_pareto, steffen, usd_per_million
-from infer_prof.core.frontier_compare import Curve, rows_at_target
+from infer_prof.core.analysis.frontier import (
+    FrontierPoint,
+    front,
+    mark_pareto,
+    steffen,
+    usd_per_million,
+)
+from infer_prof.core.analysis.frontier_compare import Curve, rows_at_target
 from infer_prof.report.html_fragments import cell, esc, figure, not_measured
 from infer_prof.report.plots import line_chart
 from infer_prof.report.run_data import RunData, as_dict, num

@@ -5,7 +5,7 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
-from infer_prof.core.regression import MetricComparison
+from infer_prof.core.analysis.regression import MetricComparison
 
 
 def _num(v: float | None, digits: int = 2) -> str:

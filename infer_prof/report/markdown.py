@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from infer_prof.core.comparison import COLUMNS, format_value
-from infer_prof.core.regression import MetricComparison
+from infer_prof.core.analysis.comparison import COLUMNS, format_value
+from infer_prof.core.analysis.regression import MetricComparison
 
 
 def _cell(text: str) -> str:

@@ -12,8 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.metric_table import metrics_at
-from infer_prof.core.metrics import NS_PER_MS, RequestRecord
+from infer_prof.core.measurement.metric_table import metrics_at
+from infer_prof.core.measurement.metrics import NS_PER_MS, RequestRecord
 from infer_prof.report.svg import fmt_number
 from infer_prof.results.document import Environment, GpuUsed, Result
 from infer_prof.results.identity import config_fields, readable_name

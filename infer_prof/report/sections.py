@@ -23,7 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from infer_prof import __version__
-from infer_prof.core.metric_table import metric_by_column, metrics_at
+from infer_prof.core.measurement.metric_table import metric_by_column, metrics_at
 from infer_prof.report.html_fragments import cell, esc, figure, not_measured
 from infer_prof.report.plots import bar_chart, cdf_points, line_chart
 from infer_prof.report.run_data import (

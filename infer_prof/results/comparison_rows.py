@@ -1,9 +1,9 @@
 """The comparison table's rows, read from typed results: one row per run, the best of each column.
 
-The columns and what "best" means are :mod:`infer_prof.core.comparison` (pure: rows of plain
-values in, marks out); this module reads each :class:`infer_prof.results.document.Result` by
+The columns and what "best" means are :mod:`infer_prof.core.analysis.comparison` (pure: rows of
+plain values in, marks out); this module reads each :class:`infer_prof.results.document.Result` by
 attribute, so a misspelt field is a type error, and a metric column's dotted path (the metric
-table's, :mod:`infer_prof.core.metric_table`) is walked through the declared fields by
+table's, :mod:`infer_prof.core.measurement.metric_table`) is walked through the declared fields by
 :func:`value_at`, which refuses a path the result type does not declare.
 """
 
@@ -14,7 +14,12 @@ from typing import Any
 
 import msgspec
 
-from infer_prof.core.comparison import METRIC_COLUMNS, best_rows, finite_number, labels_text
+from infer_prof.core.analysis.comparison import (
+    METRIC_COLUMNS,
+    best_rows,
+    finite_number,
+    labels_text,
+)
 from infer_prof.results.document import Result
 from infer_prof.results.identity import model_name, precision_of
 
@@ -75,7 +80,8 @@ def gpu_text(result: Result) -> str:
 
 
 def row_for(result: Result) -> dict[str, Any]:
-    """One table row (keys of :data:`infer_prof.core.comparison.COLUMNS`) for one result."""
+    """One table row (keys of :data:`infer_prof.core.analysis.comparison.COLUMNS`) for one
+    result."""
     cfg = result.config
     labels = result.labels or cfg.get("labels") or {}
     row: dict[str, Any] = {
@@ -95,6 +101,6 @@ def comparison_table(
     results: Sequence[Result],
 ) -> tuple[list[dict[str, Any]], dict[str, set[int]]]:
     """Rows (:func:`row_for`) for ``results`` in order, and
-    :func:`infer_prof.core.comparison.best_rows` of them."""
+    :func:`infer_prof.core.analysis.comparison.best_rows` of them."""
     rows = [row_for(r) for r in results]
     return rows, best_rows(rows)

@@ -64,8 +64,8 @@ def is_failure_kind(name: str) -> bool:
 
 
 class Summary(Section):
-    """The run's numbers (``core.metrics.RunSummary``) and the frontier's axes of the point
-    (``core.frontier_axes``: None where an input is missing)."""
+    """The run's numbers (``core.measurement.metrics.RunSummary``) and the frontier's axes of the
+    point (``core.analysis.frontier_axes``: None where an input is missing)."""
 
     requests_completed: int | None = None  # None: not recorded (a matrix cell that never ran)
     requests_failed: int | None = None
@@ -98,7 +98,7 @@ class Summary(Section):
 
 
 class ValidityRules(Section):
-    """The limits a run was judged by (``core.validity.ValidityRules``)."""
+    """The limits a run was judged by (``core.measurement.validity.ValidityRules``)."""
 
     min_requests: int | None = None
     min_duration_s: float | None = None
@@ -109,7 +109,7 @@ class ValidityRules(Section):
 
 
 class Validity(Section):
-    """Whether the numbers hold, and each reason they do not (``core.validity``)."""
+    """Whether the numbers hold, and each reason they do not (``core.measurement.validity``)."""
 
     valid: bool
     reasons: list[str] = []
@@ -119,8 +119,8 @@ class Validity(Section):
 
 
 class SloCheckOutcome(Section):
-    """One SLO checked at run level (``core.slo.SloCheck``): the run's statistic ``value_ms``
-    against ``limit_ms`` (milliseconds), ``slo`` its key (``ttft_p99``)."""
+    """One SLO checked at run level (``core.workload.slo.SloCheck``): the run's statistic
+    ``value_ms`` against ``limit_ms`` (milliseconds), ``slo`` its key (``ttft_p99``)."""
 
     slo: str
     limit_ms: float
@@ -129,7 +129,7 @@ class SloCheckOutcome(Section):
 
 
 class SloOutcome(Section):
-    """The run's SLOs (``core.slo.SloReport``): each check, ``passed`` when all pass, the
+    """The run's SLOs (``core.workload.slo.SloReport``): each check, ``passed`` when all pass, the
     failed checks in words, and goodput (requests/s of completed requests within every limit)."""
 
     passed: bool
@@ -144,7 +144,7 @@ class SloOutcome(Section):
 
 class Price(Section):
     """The price a run was costed at (``catalog.prices.PriceQuote`` or
-    ``core.market.InstanceQuote``): per GPU-hour, and where it came from."""
+    ``core.catalog.market.InstanceQuote``): per GPU-hour, and where it came from."""
 
     usd_per_hour: float
     gpu: str | None = None
@@ -222,7 +222,7 @@ class GpuUsed(Section):
 
 
 class Api(Section):
-    """The API used and how output tokens were counted (``core.api_tokens``)."""
+    """The API used and how output tokens were counted (``core.measurement.api_tokens``)."""
 
     name: ApiName
     path: str

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results.store import read_requests
 
 #: What to check when every request failed with this kind.

@@ -1,16 +1,16 @@
 """Frontier curves from result files or the history, for ``compare --target-interactivity``.
 
-Results are grouped into one :class:`infer_prof.core.frontier_compare.Curve` per GPU, instance
-(labels) and configuration: everything :func:`infer_prof.results.identity.settings_fields` looks
-at except the load (concurrency, request rate) and the host. Within a group:
+Results are grouped into one :class:`infer_prof.core.analysis.frontier_compare.Curve` per GPU,
+instance (labels) and configuration: everything :func:`infer_prof.results.identity.settings_fields`
+looks at except the load (concurrency, request rate) and the host. Within a group:
 
 - a result with a ``frontier`` section (``run --frontier``; see docs/frontier.md) gives the
   points as that run placed them (the newest such result when there are several);
 - otherwise each load point's own result gives one point (its summary's axes, recorded or
-  derived for older files: :mod:`infer_prof.core.frontier_axes`); the newest result wins when
-  a load was run twice. A plain ``--concurrency 1,2,4,8`` sweep is a frontier this way.
+  derived for older files: :mod:`infer_prof.core.analysis.frontier_axes`); the newest result wins
+  when a load was run twice. A plain ``--concurrency 1,2,4,8`` sweep is a frontier this way.
 
-SLOs are checked on each point's summary (:func:`infer_prof.core.slo.check_summary`); a
+SLOs are checked on each point's summary (:func:`infer_prof.core.workload.slo.check_summary`); a
 frontier point without its own result cannot be checked and counts as not meeting them.
 """
 
@@ -23,10 +23,10 @@ from typing import Any
 
 import msgspec
 
-from infer_prof.core.comparison import labels_text
-from infer_prof.core.frontier import FrontierPoint
-from infer_prof.core.frontier_compare import Curve
-from infer_prof.core.slo import Slo, check_summary
+from infer_prof.core.analysis.comparison import labels_text
+from infer_prof.core.analysis.frontier import FrontierPoint
+from infer_prof.core.analysis.frontier_compare import Curve
+from infer_prof.core.workload.slo import Slo, check_summary
 from infer_prof.results import history, history_database
 from infer_prof.results.comparison_rows import run_status
 from infer_prof.results.document import Result
@@ -173,7 +173,7 @@ def _curve(
             hit = by_load.get(p.concurrency)
             if hit is None:
                 return False
-            summary = msgspec.to_builtins(hit[1].summary)  # core/slo reads plain JSON
+            summary = msgspec.to_builtins(hit[1].summary)  # core/workload/slo reads plain JSON
             return all(c.passed for c in check_summary(summary, slos))
         passes = tuple(ok(p) for p in pts)
     used = [by_load[p.concurrency] for p in pts if p.concurrency in by_load]

@@ -4,23 +4,23 @@ A *side* is one or more runs (repeated runs of one configuration). Each run brin
 numbers (from the result's summary, cost and energy, or from a history row) and, when its
 ``.requests.jsonl`` is at hand, its per-request latency samples in ms.
 
-Metrics judged (the metric table's ``gate`` place, :mod:`infer_prof.core.metric_table`; names
-as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
+Metrics judged (the metric table's ``gate`` place, :mod:`infer_prof.core.measurement.metric_table`;
+names as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
 
 * ``request_throughput``, ``output_throughput``, the frontier's axes (``output_tok_s_per_gpu``,
   ``input_tok_s_per_gpu``, ``total_tok_s_per_gpu``, ``interactivity_tok_s_user`` and its p90,
   ``usd_per_million_input_tokens``, ``usd_per_million_total_tokens``,
-  ``joules_per_total_token``; see :mod:`infer_prof.core.frontier_axes`),
+  ``joules_per_total_token``; see :mod:`infer_prof.core.analysis.frontier_axes`),
   ``cost.usd_per_million_output_tokens`` (or
   ``cost.usd_per_1m_output_tokens``), ``energy.joules_per_output_token`` (cost and energy when
   both sides have them): one value per
-  run, :func:`infer_prof.core.regression.compare_runs` (Welch / prediction interval / threshold
-  only, by the number of runs).
+  run, :func:`infer_prof.core.analysis.regression.compare_runs` (Welch / prediction interval /
+  threshold only, by the number of runs).
 * ``ttft_ms``, ``tpot_ms``, ``itl_ms``, ``e2e_ms`` at p50 and p99: when every run on both sides
   has its requests file, the per-request samples of each side are pooled and judged by
-  :func:`infer_prof.core.regression.compare_samples` (bootstrap CI of the percentile's percent
-  change, Mann-Whitney U reported). Otherwise (e.g. a history baseline of runs recorded before
-  the history kept requests files) the per-run summary percentiles are compared with
+  :func:`infer_prof.core.analysis.regression.compare_samples` (bootstrap CI of the percentile's
+  percent change, Mann-Whitney U reported). Otherwise (e.g. a history baseline of runs recorded
+  before the history kept requests files) the per-run summary percentiles are compared with
   ``compare_runs``. A history run's requests file is read where it was written, else from the
   history itself (schema 2 keeps it: a fleet's runners are gone).
 
@@ -55,9 +55,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.metric_table import columns_at, latencies, metrics_at
-from infer_prof.core.metrics import NS_PER_MS, RequestRecord
-from infer_prof.core.regression import (
+from infer_prof.core.analysis.regression import (
     DEFAULT_THRESHOLD_PCT,
     MetricComparison,
     Significance,
@@ -65,7 +63,9 @@ from infer_prof.core.regression import (
     compare_samples,
     threshold_for,
 )
-from infer_prof.core.stats import percentile
+from infer_prof.core.measurement.metric_table import columns_at, latencies, metrics_at
+from infer_prof.core.measurement.metrics import NS_PER_MS, RequestRecord
+from infer_prof.core.measurement.stats import percentile
 from infer_prof.results import history, history_database
 from infer_prof.results.document import decode_result
 from infer_prof.results.history import flatten_summary

@@ -13,7 +13,7 @@ from infer_prof.results.document_base import Distribution, Obj, Section
 LoadMode = Literal["closed", "open"]
 #: What ended the warm-up phase (``warmup.ended_by``): every stream finished a warm-up request,
 #: the asked duration passed, the warm-up's requests ran out, a counted warm-up's requests all
-#: finished, or every warm-up request failed (``core.warmup.WARMUP_JUDGED``).
+#: finished, or every warm-up request failed (``core.measurement.warmup.WARMUP_JUDGED``).
 WarmupEnd = Literal["steady", "duration", "pool_exhausted", "requests", "every_request_failed"]
 
 
@@ -39,7 +39,8 @@ class Load(Section):
 
 
 class Stream(Section):
-    """How tokens arrived (``core.stream_shape``): events and tokens per request, bursts."""
+    """How tokens arrived (``core.measurement.stream_shape``): events and tokens per request,
+    bursts."""
 
     requests: int
     events_per_request: Obj | None = None
@@ -112,8 +113,8 @@ class WaveTtft(Section):
 
 class FirstWave(Section):
     """The first wave of measured requests (one per stream) against the rest
-    (``core.warmup.first_wave``): how many, their share of the measured requests, their TTFT
-    and the rest's, and first-wave TTFT mean / rest TTFT mean (``ratio_mean``)."""
+    (``core.measurement.warmup.first_wave``): how many, their share of the measured requests, their
+    TTFT and the rest's, and first-wave TTFT mean / rest TTFT mean (``ratio_mean``)."""
 
     requests: int
     share: float | None = None
@@ -122,8 +123,8 @@ class FirstWave(Section):
 
 
 class PhaseStagger(Section):
-    """What the warm-up's phase stagger asked (``core.warmup.stagger_summary``): the first
-    ``requests`` warm-up requests' output lengths (tokens), from ``output_len_min`` to
+    """What the warm-up's phase stagger asked (``core.measurement.warmup.stagger_summary``): the
+    first ``requests`` warm-up requests' output lengths (tokens), from ``output_len_min`` to
     ``output_len_max``."""
 
     requests: int
@@ -132,7 +133,8 @@ class PhaseStagger(Section):
 
 
 class Warmup(Section):
-    """How the point was warmed up and how the first measured wave compares (``core.warmup``)."""
+    """How the point was warmed up and how the first measured wave compares
+    (``core.measurement.warmup``)."""
 
     mode: str  # steady, requests or <N>s (a duration: not one of WarmupMode's words)
     requests: int = 0

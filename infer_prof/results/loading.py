@@ -18,7 +18,7 @@ from typing import Any
 
 import msgspec
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results import history, history_database
 from infer_prof.results.document import Result, decode_result
 from infer_prof.results.identity import (

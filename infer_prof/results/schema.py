@@ -20,20 +20,22 @@ section); the JSON Schema of each version is shipped beside it
   the server log, see :mod:`infer_prof.servers.vllm_startup`; absent in older results); when the
   server died during the run, ``log_tail`` and ``root_cause`` (lines, or null)
 - ``environment``: versions, GPU/CPU model, host (see :mod:`infer_prof.run.environment`)
-- ``summary``: the run's numbers (see :class:`infer_prof.core.metrics.RunSummary`), with the
+- ``summary``: the run's numbers (see :class:`infer_prof.core.measurement.metrics.RunSummary`), with
+the
   frontier's axes of the point (``interactivity_tok_s_user``, ``output_tok_s_per_gpu``,
   ``usd_per_million_total_tokens``, ``joules_per_total_token``, ...: see
-  :mod:`infer_prof.core.frontier_axes`). :func:`load_result` derives them for an older file
+  :mod:`infer_prof.core.analysis.frontier_axes`). :func:`load_result` derives them for an older file
   that lacks them, from what it recorded (null where that cannot be known)
 - ``client``: the load generator's own health (timestamp source, dispatch delay, read and
   event-loop lag, CPU, ``processes``; with more than one process, pooled figures and each
   worker's own under ``workers``)
 - ``api``: the API used (``name`` completions/chat, ``path``), ``token_count_source`` (how
   output tokens were counted: usage, usage_total, chunks, mixed) and, for chat,
-  ``chat_template_tokens`` (see :mod:`infer_prof.core.api_tokens`; absent in older results)
+  ``chat_template_tokens`` (see :mod:`infer_prof.core.measurement.api_tokens`; absent in older
+  results)
 - ``plan``, ``cost``, ``telemetry``, ``roofline``: present when those parts ran; null otherwise
 - ``duration_estimate``: the run's wall time estimated before it started
-  (:mod:`infer_prof.core.duration`); null for ``--endpoint`` runs
+  (:mod:`infer_prof.core.planning.duration`); null for ``--endpoint`` runs
 - ``requests_file``: per-request records, one JSON object per line, beside the result file
 """
 
@@ -45,8 +47,8 @@ from typing import Any, Final
 
 from msgspec import ValidationError
 
-from infer_prof.core.frontier_axes import AXIS_KEYS, summary_with_axes
-from infer_prof.core.metric_table import latencies
+from infer_prof.core.analysis.frontier_axes import AXIS_KEYS, summary_with_axes
+from infer_prof.core.measurement.metric_table import latencies
 from infer_prof.results.document import Result, decode_result
 
 SCHEMA_VERSION = 1

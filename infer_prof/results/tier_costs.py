@@ -3,11 +3,11 @@
 For ``compare --tiers``: the run's GPU (``gpu.key``) and GPU count (``gpu.count``) at
 
 - ``on-demand``: the cheapest on-demand instance of that GPU in the market (exactly that many
-  GPUs preferred; ``infer_prof.core.market.cheapest_offer``),
+  GPUs preferred; ``infer_prof.core.catalog.market.cheapest_offer``),
 - ``spot``: likewise in the spot tier,
 - ``owned``: the seed articles' purchase price of that GPU, amortized over
   :data:`OWNED_YEARS` years of 24/7 use, plus its TDP at :data:`OWNED_USD_PER_KWH`
-  (``infer_prof.core.prices.owned_cost_per_hour``).
+  (``infer_prof.core.catalog.prices.owned_cost_per_hour``).
 
 USD per 1M output tokens = USD per hour for the run's GPUs / (output tokens/s x 3600) x 1e6.
 A tier with no price for the GPU, or a run without a GPU key or throughput, is None with why.
@@ -20,8 +20,8 @@ from typing import Any
 from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.market import Market
 from infer_prof.catalog.prices import PriceCatalog, PriceError, select_purchase
-from infer_prof.core.market import TIERS, cheapest_offer
-from infer_prof.core.prices import cost_per_million_output_tokens, owned_cost_per_hour
+from infer_prof.core.catalog.market import TIERS, cheapest_offer
+from infer_prof.core.catalog.prices import cost_per_million_output_tokens, owned_cost_per_hour
 from infer_prof.results.document import Result
 
 OWNED_YEARS = 3.0

@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.accuracy import (
+from infer_prof.core.measurement.accuracy import (
     TARGETS_BY_MODE,
     calibration_mode,
     compare_to_truth,
     misses,
 )
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen.client_loop import client_loop
 from infer_prof.loadgen.closed_loop import (
     ClosedLoopPlan,
@@ -289,7 +289,7 @@ def calibrate_point(
     mode: str = "lean",
 ) -> dict[str, Any]:
     """One concurrency level: drive, fetch the truth, compare against ``mode``'s targets
-    (:data:`~infer_prof.core.accuracy.TARGETS_BY_MODE`); ``server`` records the server
+    (:data:`~infer_prof.core.measurement.accuracy.TARGETS_BY_MODE`); ``server`` records the server
     process's own CPU over the level (``cpu_s``) and per token it streamed."""
     context = server.context
     get_json(f"{server.url}/truth/reset", context=context)

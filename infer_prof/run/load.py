@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.precision import PrecisionRule
-from infer_prof.core.workload_sampling import send_offsets
-from infer_prof.core.workloads import Workload, warmup_seconds
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.measurement.precision import PrecisionRule
+from infer_prof.core.workload.workload_sampling import send_offsets
+from infer_prof.core.workload.workloads import Workload, warmup_seconds
 from infer_prof.loadgen.client_health import loop_lag_probe, loop_lag_samples
 from infer_prof.loadgen.client_loop import client_loop
 from infer_prof.loadgen.closed_loop import (

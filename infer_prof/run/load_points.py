@@ -11,11 +11,11 @@ from typing import Any
 
 from infer_prof.catalog.models import ResolvedModel
 from infer_prof.catalog.workloads import WorkloadNotFoundError, expand_suite, load_workload
-from infer_prof.core.distributions import Empirical, Fixed
-from infer_prof.core.warmup import staggered_output_len
-from infer_prof.core.workload_fields import WorkloadError
-from infer_prof.core.workload_sampling import sample_requests
-from infer_prof.core.workloads import (
+from infer_prof.core.measurement.warmup import staggered_output_len
+from infer_prof.core.workload.distributions import Empirical, Fixed
+from infer_prof.core.workload.workload_fields import WorkloadError
+from infer_prof.core.workload.workload_sampling import sample_requests
+from infer_prof.core.workload.workloads import (
     Arrival,
     Workload,
 )
@@ -331,8 +331,8 @@ def build_specs(
     ``stagger`` (a warm-up under the load itself only, see :func:`continuous_warmup`; the
     caller turns it off for multi-turn sessions, whose warm-up ends before they start): the
     first ``concurrency`` warm-up requests ask spread output lengths
-    (:func:`~infer_prof.core.warmup.staggered_output_len`), so the streams leave the warm-up out
-    of phase instead of locked in waves."""
+    (:func:`~infer_prof.core.measurement.warmup.staggered_output_len`), so the streams leave the
+    warm-up out of phase instead of locked in waves."""
     n_measured = wl.num_requests
     n_warm = warmup_pool_size(wl)
     streams = (wl.arrival.concurrency or 1) if stagger and continuous_warmup(wl) else 0

@@ -9,9 +9,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.precision import PrecisionRule
-from infer_prof.core.workloads import Workload
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.measurement.precision import PrecisionRule
+from infer_prof.core.workload.workloads import Workload
 from infer_prof.loadgen.closed_loop import LiveCounters
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health

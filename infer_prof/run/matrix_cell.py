@@ -29,7 +29,7 @@ from typing import Any
 
 from infer_prof import __version__
 from infer_prof.catalog.gpus import detect_gpus
-from infer_prof.core.matrix import CPU, Cell, cell_run_args
+from infer_prof.core.planning.matrix import CPU, Cell, cell_run_args
 from infer_prof.run.config import RunConfig
 from infer_prof.servers.process import die_with_parent
 

@@ -1,5 +1,6 @@
-"""Reading a matrix file: TOML -> :class:`infer_prof.core.matrix.Matrix`, GPU names resolved
-against the catalog. Every problem is a :class:`ConfigError` of one line (file, key, problem)."""
+"""Reading a matrix file: TOML -> :class:`infer_prof.core.planning.matrix.Matrix`, GPU names
+resolved against the catalog. Every problem is a :class:`ConfigError` of one line (file, key,
+problem)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from infer_prof.catalog.gpus import find_gpu
-from infer_prof.core.matrix import CPU, Matrix, MatrixError, parse_matrix
+from infer_prof.core.planning.matrix import CPU, Matrix, MatrixError, parse_matrix
 from infer_prof.run.config import ConfigError
 
 

@@ -8,7 +8,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from infer_prof.core.matrix import Matrix
+from infer_prof.core.planning.matrix import Matrix
 from infer_prof.run.matrix_cell import run_cell_here
 from infer_prof.run.matrix_plan import CellPlan
 from infer_prof.run.matrix_record import CellOutcome, LostAttempt, save_cell, save_lost_cell

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 
 from infer_prof.catalog.gpus import catalog, find_gpu
 from infer_prof.catalog.models import ModelError, resolve_model
-from infer_prof.core.matrix import CPU, Cell, Matrix
-from infer_prof.core.multinode import Parallelism, choose_pipeline
-from infer_prof.core.plan_result import Plan
-from infer_prof.core.planner import PlanRequest, plan
-from infer_prof.core.precisions import PRECISION_LABELS, PlanError
+from infer_prof.core.planning.matrix import CPU, Cell, Matrix
+from infer_prof.core.planning.multinode import Parallelism, choose_pipeline
+from infer_prof.core.planning.plan_result import Plan
+from infer_prof.core.planning.planner import PlanRequest, plan
+from infer_prof.core.planning.precisions import PRECISION_LABELS, PlanError
 from infer_prof.run.config import ConfigError
 from infer_prof.run.engine_setup import engine_capabilities
 

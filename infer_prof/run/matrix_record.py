@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof import __version__
-from infer_prof.core.matrix import Cell, Matrix
+from infer_prof.core.planning.matrix import Cell, Matrix
 from infer_prof.results import history_database
 from infer_prof.results.loading import record_result
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION

@@ -20,8 +20,8 @@ Each endpoint's run is an ordinary run (:func:`infer_prof.run.runner.execute`): 
 carry the endpoint's label in their name (``<stamp>-<model>-<label>-<load>.json``) and in the
 result's labels (``endpoint=<label>``), so ``compare``, ``report`` and ``history`` read them as
 usual. An endpoint that fails (does not answer, bad answer, dies mid-run) is a row with its
-reason and the next endpoint still runs. The table (:mod:`infer_prof.core.endpoint_table`) is
-written beside the results as ``<stamp>-endpoints.json`` and ``.csv``.
+reason and the next endpoint still runs. The table (:mod:`infer_prof.core.analysis.endpoint_table`)
+is written beside the results as ``<stamp>-endpoints.json`` and ``.csv``.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.endpoint_table import (
+from infer_prof.core.analysis.endpoint_table import (
     EndpointRun,
     endpoint_rows,
     table_csv_rows,

@@ -10,12 +10,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from infer_prof.catalog.models import ModelError, ResolvedModel, resolve_model
-from infer_prof.core.duration import Estimate
-from infer_prof.core.gpus import GpuSpec
-from infer_prof.core.planner import Plan
-from infer_prof.core.slo import Slo, SloError, parse_slos, slos_from_mapping
-from infer_prof.core.weights import WeightDecision
-from infer_prof.core.workloads import Workload
+from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.planning.duration import Estimate
+from infer_prof.core.planning.planner import Plan
+from infer_prof.core.planning.weights import WeightDecision
+from infer_prof.core.workload.slo import Slo, SloError, parse_slos, slos_from_mapping
+from infer_prof.core.workload.workloads import Workload
 from infer_prof.loadgen.datasets import Dataset
 from infer_prof.loadgen.sessions import SessionPlan
 from infer_prof.loadgen.text_prompts import TextPromptMaker

@@ -1,7 +1,8 @@
 """A load point's result document, typed (:class:`infer_prof.results.document.Result`): each
 section built here as its Struct, or converted to it from the dict the pure module that
-computes it returns (``core.api_tokens``, ``core.warmup``, ``core.validity``, ``core.slo``,
-``run.economics``). :func:`document_json` is the one encoder of the document (msgspec).
+computes it returns (``core.measurement.api_tokens``, ``core.measurement.warmup``,
+``core.measurement.validity``, ``core.workload.slo``, ``run.economics``). :func:`document_json` is
+the one encoder of the document (msgspec).
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from typing import Any
 
 import msgspec
 
-from infer_prof.core.api_tokens import api_block
-from infer_prof.core.frontier_axes import gpus_used, result_axes
-from infer_prof.core.metrics import (
+from infer_prof.core.analysis.frontier_axes import gpus_used, result_axes
+from infer_prof.core.measurement.api_tokens import api_block
+from infer_prof.core.measurement.metrics import (
     RequestRecord,
     RunSummary,
     busy_concurrency,
@@ -24,12 +25,12 @@ from infer_prof.core.metrics import (
     stream_span_s,
     summarize_run,
 )
-from infer_prof.core.slo import evaluate_slos, slos_from_mapping
-from infer_prof.core.stats import summary_dict
-from infer_prof.core.stream_shape import stream_shape
-from infer_prof.core.validity import ValidityRules, check_validity, client_figures
-from infer_prof.core.warmup import warmup_block
-from infer_prof.core.workloads import Workload
+from infer_prof.core.measurement.stats import summary_dict
+from infer_prof.core.measurement.stream_shape import stream_shape
+from infer_prof.core.measurement.validity import ValidityRules, check_validity, client_figures
+from infer_prof.core.measurement.warmup import warmup_block
+from infer_prof.core.workload.slo import evaluate_slos, slos_from_mapping
+from infer_prof.core.workload.workloads import Workload
 from infer_prof.loadgen.traces import Trace
 from infer_prof.results import history_database
 from infer_prof.results.document import (
@@ -189,7 +190,8 @@ def _add_economics(
 ) -> None:
     """Cost and roofline for the GPUs the engine used (tp x pp x dp of the server it ran;
     --gpus for an --endpoint, default 1), as the frontier's per-GPU axes are; then the
-    frontier's axes (interactivity, tok/s, $ and J per GPU used: ``core.frontier_axes``)."""
+    frontier's axes (interactivity, tok/s, $ and J per GPU used:
+    ``core.analysis.frontier_axes``)."""
     ctx, wl, cfg = point.ctx, point.wl, point.ctx.cfg
     engine_gpus, engine_gpus_how = gpus_used(
         {"config": result.config, "server": result.server, "plan": result.plan})
@@ -274,8 +276,9 @@ def model_section(ctx: RunContext) -> Model:
 def validity_section(
     point: PointRun, summary: RunSummary, shape: Mapping[str, Any] | None,
 ) -> Validity:
-    """Whether the point's numbers hold (:func:`core.validity.check_validity`): the workload's
-    minimum requests (10) and duration (5 s), the client's health figures, the stream's shape."""
+    """Whether the point's numbers hold (:func:`core.measurement.validity.check_validity`): the
+    workload's minimum requests (10) and duration (5 s), the client's health figures, the stream's
+    shape."""
     wl = point.wl
     figures = client_figures(point.client)
     validity = check_validity(

@@ -1,6 +1,6 @@
 """Measuring a load point until it is precise: the stop predicate the drivers ask before each
 measured request, feeding the running records (told of each as it is sent and as it ends) into
-a pure :class:`~infer_prof.core.precision.PrecisionTracker`.
+a pure :class:`~infer_prof.core.measurement.precision.PrecisionTracker`.
 
 The client's hot path (reading tokens) is untouched: the predicate runs where a driver takes
 its next measured request (closed loop) or makes its next send (open loop), and does its work
@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from infer_prof.core.precision import PrecisionRule, PrecisionTracker
+from infer_prof.core.measurement.precision import PrecisionRule, PrecisionTracker
 from infer_prof.loadgen.arrival_tap import ArrivalTap
 from infer_prof.run.record_spool import RecordSpool
 

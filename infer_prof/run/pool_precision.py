@@ -1,9 +1,9 @@
 """The precision stop of a point driven over worker processes: the parent's side.
 
 The same rule and statistics as in one client process (:class:`~infer_prof.run.point_precision.
-PrecisionStop`, :class:`~infer_prof.core.precision.PrecisionTracker`), fed from the workers'
-tallies (:mod:`infer_prof.loadgen.worker_tally`): each worker bins its token arrivals by their
-own receive timestamps into 1 ms bins and sends them, with the TPOT of each measured request
+PrecisionStop`, :class:`~infer_prof.core.measurement.precision.PrecisionTracker`), fed from the
+workers' tallies (:mod:`infer_prof.loadgen.worker_tally`): each worker bins its token arrivals by
+their own receive timestamps into 1 ms bins and sends them, with the TPOT of each measured request
 that ended ok, every 0.1 s. The parent, at its own ~0.1 s poll (:meth:`WorkerPool.join`),
 
 - starts the window at the measured phase's shared start (``t0`` of the start gate, or a
@@ -26,7 +26,7 @@ import queue as queue_mod
 import time
 from typing import Any
 
-from infer_prof.core.precision import PrecisionRule, PrecisionTracker
+from infer_prof.core.measurement.precision import PrecisionRule, PrecisionTracker
 from infer_prof.loadgen.worker_tally import BIN_NS
 from infer_prof.loadgen.workers import WorkerPool
 

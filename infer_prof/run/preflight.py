@@ -15,7 +15,9 @@ from pathlib import Path
 
 from infer_prof.catalog.models import ResolvedModel
 from infer_prof.catalog.weights import choose_weights
-from infer_prof.core.duration import (
+from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.planning.duration import (
     LIMIT_S,
     DeviceSpeed,
     Estimate,
@@ -25,11 +27,9 @@ from infer_prof.core.duration import (
     gpu_speed,
     human_duration,
 )
-from infer_prof.core.gpus import GpuSpec
-from infer_prof.core.models import ModelSpec
-from infer_prof.core.plan_result import Plan
-from infer_prof.core.weights import WeightDecision
-from infer_prof.core.workloads import Workload, warmup_seconds
+from infer_prof.core.planning.plan_result import Plan
+from infer_prof.core.planning.weights import WeightDecision
+from infer_prof.core.workload.workloads import Workload, warmup_seconds
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.warmup import OPEN_LOOP_STEADY_WARMUP
 from infer_prof.servers.cpu_split import allowed_cpus, plan_cpu_split
@@ -84,8 +84,8 @@ def device_speed(
 
 
 def point_loads(points: Sequence[Workload], timeout_s: float) -> list[PointLoad]:
-    """The load points as :func:`~infer_prof.core.duration.estimate_run` sees them: the warm-up
-    adds its requests (``requests``: ``warmup_requests``; ``steady``: one wave of the closed
+    """The load points as :func:`~infer_prof.core.planning.duration.estimate_run` sees them: the
+    warm-up adds its requests (``requests``: ``warmup_requests``; ``steady``: one wave of the closed
     loop's streams, or the open loop's fixed few) or its seconds (``"30s"``)."""
     out = []
     for w in points:

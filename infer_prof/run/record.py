@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.stats import summary_dict
-from infer_prof.core.sweep import find_knee
-from infer_prof.core.workloads import Workload
+from infer_prof.core.analysis.sweep import find_knee
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.measurement.stats import summary_dict
+from infer_prof.core.workload.workloads import Workload
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
 from infer_prof.results.loading import record_result

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import orjson
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 
 _FIELDS = tuple(f.name for f in fields(RequestRecord))
 _SEQ = "_seq"  # the order the record was appended in (its line's key in the spool)
@@ -130,8 +130,8 @@ class RecordSpool:
         return len(self._live) + len(self._kept)
 
     def warmup_all_failed(self) -> bool:
-        """:func:`~infer_prof.core.warmup.warmup_all_failed` over every record so far: warm-up
-        requests were sent and none of them completed."""
+        """:func:`~infer_prof.core.measurement.warmup.warmup_all_failed` over every record so far:
+        warm-up requests were sent and none of them completed."""
         if self._warmup_ok:
             return False
         live = [r for _, r in self._live.values() if r.warmup and not r.cooldown]

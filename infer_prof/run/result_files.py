@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results.store import result_paths, save_run_files
 from infer_prof.run.config import ConfigError, RunConfig
 

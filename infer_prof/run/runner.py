@@ -11,10 +11,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from infer_prof.core.precision import PrecisionRule
-from infer_prof.core.slo import format_slos
-from infer_prof.core.sweep import find_max_float, find_max_int
-from infer_prof.core.workloads import Workload
+from infer_prof.core.analysis.sweep import find_max_float, find_max_int
+from infer_prof.core.measurement.precision import PrecisionRule
+from infer_prof.core.workload.slo import format_slos
+from infer_prof.core.workload.workloads import Workload
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results.store import write_result
 from infer_prof.run.config import RunConfig

@@ -11,10 +11,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from infer_prof.catalog.models import ResolvedModel
-from infer_prof.core.distributions import Empirical
-from infer_prof.core.sessions import SessionSettings
-from infer_prof.core.workload_fields import WorkloadError
-from infer_prof.core.workloads import Workload
+from infer_prof.core.workload.distributions import Empirical
+from infer_prof.core.workload.sessions import SessionSettings
+from infer_prof.core.workload.workload_fields import WorkloadError
+from infer_prof.core.workload.workloads import Workload
 from infer_prof.loadgen.datasets import DatasetError
 from infer_prof.loadgen.sessions import SessionPlan, load_sharegpt_sessions
 from infer_prof.loadgen.text_prompts import load_tokenizer, server_token_counter

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.catalog.models import ResolvedModel
-from infer_prof.core.gpus import GpuSpec
-from infer_prof.core.planner import Plan
-from infer_prof.core.slo import Slo
+from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.planning.planner import Plan
+from infer_prof.core.workload.slo import Slo
 from infer_prof.loadgen.datasets import Dataset
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.prompts import TokenPool

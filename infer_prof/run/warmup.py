@@ -4,12 +4,12 @@ the warm-up is measured) or before it, and the gate that ends a warm-up under lo
 
 The requests themselves are sent by the drivers in :mod:`infer_prof.loadgen` (a warm-up under
 the load cannot be a separate step: it is the load); what the warm-up did is summarized by
-:mod:`infer_prof.core.warmup`.
+:mod:`infer_prof.core.measurement.warmup`.
 """
 
 from __future__ import annotations
 
-from infer_prof.core.workloads import Workload, warmup_seconds
+from infer_prof.core.workload.workloads import Workload, warmup_seconds
 from infer_prof.loadgen.closed_loop import WarmupGate
 
 #: A duration-bound point draws this many request shapes up front (enough for hours of load at

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from infer_prof.core.plan_result import EngineSettings
+from infer_prof.core.planning.plan_result import EngineSettings
 from infer_prof.servers.base import PhaseChange
 from infer_prof.servers.cpu_split import CpuSplit
 from infer_prof.servers.http_get import http_get

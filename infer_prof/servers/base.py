@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from infer_prof.core.plan_result import EngineSettings
+from infer_prof.core.planning.plan_result import EngineSettings
 
 if TYPE_CHECKING:
     from infer_prof.servers.cpu_split import CpuSplit

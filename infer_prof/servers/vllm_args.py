@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from infer_prof.core.plan_result import EngineSettings
+from infer_prof.core.planning.plan_result import EngineSettings
 
 #: vLLM's engine-argument names (as in ``EngineArgs``) and their flags, in the order written.
 FLAG_NAMES = {

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.plan_result import EngineSettings
+from infer_prof.core.planning.plan_result import EngineSettings
 from infer_prof.servers.base import LaunchSpec, PhaseChange, ServerStartError
 from infer_prof.servers.child_server import ChildServer
 from infer_prof.servers.cpu_split import CpuSplit

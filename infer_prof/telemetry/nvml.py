@@ -2,8 +2,8 @@
 
 ``NvmlSampler`` reads every GPU on a background thread every ``interval_s`` and on demand at the
 measured window's boundaries, keeps the time series, and summarizes the window (the arithmetic
-is :mod:`infer_prof.core.nvml`). Where NVML is absent (no ``pynvml``, no driver) the result says
-so and every number is ``None``: a figure that was not measured is never reported as 0.
+is :mod:`infer_prof.core.measurement.nvml`). Where NVML is absent (no ``pynvml``, no driver) the
+result says so and every number is ``None``: a figure that was not measured is never reported as 0.
 
 Units: times in seconds from the sampler's start (``t0_ns`` is that instant on
 ``time.perf_counter_ns``); utilization in percent; memory in bytes; power in W (NVML reports
@@ -18,7 +18,11 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from infer_prof.core.nvml import decode_clock_event_reasons, summarize_gpu, summarize_total
+from infer_prof.core.measurement.nvml import (
+    decode_clock_event_reasons,
+    summarize_gpu,
+    summarize_total,
+)
 
 # pynvml error codes (nvml.h), used when the module given lacks the constants.
 _NVML_ERROR_NOT_SUPPORTED = 3

@@ -4,7 +4,7 @@
 window's edges, and keeps a time series of the vLLM engine figures that explain throughput: KV
 cache usage, running and waiting requests, preemptions, prefix-cache hits. A failed scrape is
 counted and its error kept; it never stops the run. The parser itself is pure and lives in
-``infer_prof.core.prometheus_text``.
+``infer_prof.core.measurement.prometheus_text``.
 
 Other servers' metrics go into the same series where they have them (:data:`OTHER_SERVERS`):
 SGLang (``sglang:num_running_reqs``, ``sglang:num_queue_reqs``, ``sglang:token_usage``) and TGI
@@ -23,9 +23,9 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from infer_prof.core import timeseries as ts
-from infer_prof.core.counters import flag_enabled, not_counted_reason
-from infer_prof.core.prometheus_text import (
+from infer_prof.core.measurement import timeseries as ts
+from infer_prof.core.measurement.counters import flag_enabled, not_counted_reason
+from infer_prof.core.measurement.prometheus_text import (
     Samples,
     max_samples,
     parse_prometheus_text,
@@ -63,7 +63,7 @@ COUNTERS: dict[str, tuple[str, ...]] = {
 }
 SERIES_KEYS: tuple[str, ...] = ("t_s", *GAUGES, *COUNTERS)
 # Summary key -> (series key, the vLLM flag without which the counter stays at 0). Such a
-# figure is null with ``<key>_reason`` when it was not counted (see ``core.counters``).
+# figure is null with ``<key>_reason`` when it was not counted (see ``core.measurement.counters``).
 FLAG_GATED: dict[str, tuple[str, str]] = {
     "estimated_read_bytes_per_gpu": (
         "estimated_read_bytes_per_gpu_total",
@@ -148,10 +148,10 @@ def summarize_metrics(
 
     Gauges: ``*_max`` (largest scrape) and ``*_mean`` (time-weighted, trapezoid, over the
     window's scrapes). ``running_busy_mean``: the running gauge's mean over the time it was
-    above 0 (``core.timeseries.busy_mean``): the batch an engine step ran with.
+    above 0 (``core.measurement.timeseries.busy_mean``): the batch an engine step ran with.
     Counters: increase from the window's first scrape to its last, resets
-    handled (``core.timeseries.counter_increase``); ``None`` if the metric is absent there.
-    ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries
+    handled (``core.measurement.timeseries.counter_increase``); ``None`` if the metric is absent
+    there. ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries
     (``prefix_cache_hit_rate_reason`` says why).
     ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines);
     ``estimated_read_bytes_per_gpu_reason`` says why it is null (not exposed, not read at the
@@ -206,8 +206,8 @@ def mark_not_counted(
     summary: dict[str, Any], launch_args: list[str] | None, output_tokens: int | None
 ) -> dict[str, Any]:
     """``summary`` (of :func:`summarize_metrics`) with each flag-gated counter that the server
-    did not count set to null and its reason in ``<key>_reason`` (``core.counters`` has the
-    rule). ``launch_args``: the server's command line when infer-prof started it, ``None`` for
+    did not count set to null and its reason in ``<key>_reason`` (``core.measurement.counters`` has
+    the rule). ``launch_args``: the server's command line when infer-prof started it, ``None`` for
     an endpoint it did not start; ``output_tokens``: tokens generated in the window.
     """
     out = dict(summary)

@@ -2,7 +2,7 @@
 vllm-bnb-plugin: `--quantization bitsandbytes` replaces `--load-format dummy` with `bitsandbytes`,
 which looks for weight files, so a config-only folder dies with "No model weights found" (GPU
 vLLM 0.26 does the same in EngineArgs.create_load_config). If a release stops doing this, this
-test fails and `infer_prof.core.precisions.why_not` should learn the version.
+test fails and `infer_prof.core.planning.precisions.why_not` should learn the version.
 
 Slow: starts vLLM (about a minute on 2 cores).
 """

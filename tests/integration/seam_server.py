@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from infer_prof.core.plan_result import EngineSettings
+from infer_prof.core.planning.plan_result import EngineSettings
 from infer_prof.servers.base import LaunchSpec
 from infer_prof.servers.registry import register_server
 from infer_prof.servers.synthetic_process import SyntheticProcessServer

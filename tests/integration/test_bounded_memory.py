@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.core.metrics import stream_span_s, summarize_run
+from infer_prof.core.measurement.metrics import stream_span_s, summarize_run
 from infer_prof.results.schema import load_result
 from infer_prof.results.store import read_requests
 
@@ -27,7 +27,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import atexit, json, runpy, sys, weakref
-from infer_prof.core import metrics
+from infer_prof.core.measurement import metrics
 from infer_prof.loadgen import client_health, closed_loop
 
 most = {"records_alive": 0, "records_made": 0, "pending_read_lags": 0}

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from infer_prof.core.arrivals import ArrivalProcess
-from infer_prof.core.metrics import queue_ns, summarize_run
+from infer_prof.core.measurement.metrics import queue_ns, summarize_run
+from infer_prof.core.workload.arrivals import ArrivalProcess
 from infer_prof.loadgen.closed_loop import DriverIO, LiveCounters, RequestSpec
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopHealth, OpenLoopPlan, run_open_loop

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from infer_prof.core.metrics import tpot_ns
+from infer_prof.core.measurement.metrics import tpot_ns
 from infer_prof.results.store import read_requests
 
 from .conftest import cli

@@ -32,8 +32,8 @@ from typing import Any
 
 import pytest
 
-from infer_prof.core.metrics import summarize_run
-from infer_prof.core.prices import cost_report
+from infer_prof.core.catalog.prices import cost_report
+from infer_prof.core.measurement.metrics import summarize_run
 from infer_prof.report.chromium import CHROMIUM_FLAGS, chromium_devtools, open_page
 from infer_prof.results.store import read_requests, write_requests
 

@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen import stamped_reader
 from infer_prof.loadgen.client import stream_request
 from infer_prof.loadgen.client_health import ReadStats

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen import stamped_reader
 from infer_prof.loadgen.client import stream_request
 from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve

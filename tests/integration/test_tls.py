@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen import stamped_reader
 from infer_prof.loadgen.client import stream_request
 from infer_prof.loadgen.endpoint import Endpoint, StreamConnection, resolve

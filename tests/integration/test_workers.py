@@ -4,8 +4,8 @@ import random
 
 import pytest
 
-from infer_prof.core.accuracy import compare_to_truth
-from infer_prof.core.arrivals import ArrivalProcess
+from infer_prof.core.measurement.accuracy import compare_to_truth
+from infer_prof.core.workload.arrivals import ArrivalProcess
 from infer_prof.loadgen.closed_loop import RequestSpec
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopPlan

@@ -1,4 +1,4 @@
-from infer_prof.core.accuracy import DEFAULT_TARGETS, misses, trusted_up_to
+from infer_prof.core.measurement.accuracy import DEFAULT_TARGETS, misses, trusted_up_to
 
 
 def report(ttft=(0.1, 0.2), itl=(0.01, 0.5), rps=0.1, concurrency=1):
@@ -62,7 +62,7 @@ def test_steal_share_between_two_readings():
 
 
 def test_calibration_mode_picks_the_server_cost_targets():
-    from infer_prof.core.accuracy import TARGETS_BY_MODE, calibration_mode
+    from infer_prof.core.measurement.accuracy import TARGETS_BY_MODE, calibration_mode
 
     assert calibration_mode(0.0) == "lean"
     assert calibration_mode(15.0) == "server_cost"

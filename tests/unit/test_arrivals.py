@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from infer_prof.core.arrivals import ArrivalProcess, arrival_offsets
+from infer_prof.core.workload.arrivals import ArrivalProcess, arrival_offsets
 
 N = 20_000
 

@@ -5,8 +5,8 @@ import random
 
 import pytest
 
-from infer_prof.core.bounded_samples import BoundedSamples
-from infer_prof.core.stats import summarize
+from infer_prof.core.measurement.bounded_samples import BoundedSamples
+from infer_prof.core.measurement.stats import summarize
 from infer_prof.loadgen.client_health import SETTLE_EVERY, ReadStats
 
 

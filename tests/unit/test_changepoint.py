@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from infer_prof.core.changepoint import detect_changepoints, noise_sigma, segment
+from infer_prof.core.analysis.changepoint import detect_changepoints, noise_sigma, segment
 
 
 def noisy(seed: int, n: int, level: float = 100.0, sd: float = 2.0) -> list[float]:

@@ -9,10 +9,10 @@ import pytest
 from typer.testing import CliRunner
 
 from infer_prof.cli import app
-from infer_prof.core.api_tokens import api_block
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.workload_fields import WorkloadError
-from infer_prof.core.workloads import Workload
+from infer_prof.core.measurement.api_tokens import api_block
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.workload.workload_fields import WorkloadError
+from infer_prof.core.workload.workloads import Workload
 from infer_prof.loadgen.client import chunk_tokens_of, error_message
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.http_stream import SseResponseParser

@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from infer_prof.cli import app
-from infer_prof.core.frontier import steffen, usd_per_million
+from infer_prof.core.analysis.frontier import steffen, usd_per_million
 from infer_prof.results.loading import record_result
 
 runner = CliRunner()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from infer_prof.core.comparison import (
+from infer_prof.core.analysis.comparison import (
     COLUMNS,
     METRIC_COLUMNS,
     best_rows,

@@ -1,10 +1,10 @@
-"""Counters vLLM registers but counts only behind a flag (infer_prof.core.counters)."""
+"""Counters vLLM registers but counts only behind a flag (infer_prof.core.measurement.counters)."""
 
 from __future__ import annotations
 
 import pytest
 
-from infer_prof.core.counters import flag_enabled, not_counted_reason
+from infer_prof.core.measurement.counters import flag_enabled, not_counted_reason
 
 FLAG = "--enable-mfu-metrics"
 METRIC = "vllm:estimated_read_bytes_per_gpu_total"

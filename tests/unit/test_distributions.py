@@ -8,7 +8,7 @@ import statistics
 
 import pytest
 
-from infer_prof.core.distributions import (
+from infer_prof.core.workload.distributions import (
     DistributionError,
     Empirical,
     Fixed,

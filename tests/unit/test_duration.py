@@ -1,4 +1,4 @@
-"""The run-duration estimate (infer_prof.core.duration) and the refusal above an hour.
+"""The run-duration estimate (infer_prof.core.planning.duration) and the refusal above an hour.
 
 llama-2-7b: fp16 weights 13,476,831,232 B, KV 524,288 B/token, linear params 6,476,005,376
 (see test_roofline.py). Hand-computed with a made-up device of 1e12 B/s, 1e14 FLOP/s, no
@@ -12,7 +12,9 @@ import pytest
 
 from infer_prof.catalog.gpus import find_gpu
 from infer_prof.catalog.models import registry, resolve_model
-from infer_prof.core.duration import (
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.catalog.roofline import decode_flops_per_token, prefill_flops_per_token
+from infer_prof.core.planning.duration import (
     DeviceSpeed,
     PointLoad,
     cpu_speed,
@@ -21,8 +23,6 @@ from infer_prof.core.duration import (
     human_duration,
     step_time_s,
 )
-from infer_prof.core.models import ModelSpec
-from infer_prof.core.roofline import decode_flops_per_token, prefill_flops_per_token
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.load_points import base_workload, load_points
 from infer_prof.run.preflight import check_duration

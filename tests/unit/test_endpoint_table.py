@@ -1,11 +1,11 @@
-"""The several-endpoint table (core.endpoint_table) and how the endpoints are given (TOML file,
-paired options): rows, cheapest marking, failures, and one-line errors for bad input."""
+"""The several-endpoint table (core.analysis.endpoint_table) and how the endpoints are given (TOML
+file, paired options): rows, cheapest marking, failures, and one-line errors for bad input."""
 
 import pytest
 from typer.testing import CliRunner
 
 from infer_prof.cli import app
-from infer_prof.core.endpoint_table import (
+from infer_prof.core.analysis.endpoint_table import (
     COLUMNS,
     EndpointRun,
     cheapest,

@@ -1,11 +1,11 @@
-"""core/engine_sweep and run/engine_sweep: the configurations parsed (flag and TOML), applied to
-a run, and the upper envelope against a brute-force definition."""
+"""core/analysis/engine_sweep and run/engine_sweep: the configurations parsed (flag and TOML),
+applied to a run, and the upper envelope against a brute-force definition."""
 
 import random
 
 import pytest
 
-from infer_prof.core.engine_sweep import (
+from infer_prof.core.analysis.engine_sweep import (
     EngineConfig,
     EngineSweepError,
     envelope,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results.failed_run import every_request_failed
 from infer_prof.results.store import write_requests
 

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from infer_prof.core.frontier import (
+from infer_prof.core.analysis.frontier import (
     AtTarget,
     FrontierPoint,
     at_slo,

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from infer_prof.cli.history import KEY_METRICS
-from infer_prof.core.frontier_axes import (
+from infer_prof.core.analysis.frontier_axes import (
     AXIS_KEYS,
     engine_gpus,
     flag_value,

@@ -5,9 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.core.distributions import Fixed
-from infer_prof.core.precision import PrecisionRule
-from infer_prof.core.workloads import Arrival, Workload
+from infer_prof.core.measurement.precision import PrecisionRule
+from infer_prof.core.workload.distributions import Fixed
+from infer_prof.core.workload.workloads import Arrival, Workload
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.frontier_run import (
     answer,

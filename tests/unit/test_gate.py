@@ -12,9 +12,9 @@ import pytest
 import typer
 
 from infer_prof.cli.regress import parse_thresholds
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.regression import Significance
-from infer_prof.core.stats import percentile
+from infer_prof.core.analysis.regression import Significance
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.measurement.stats import percentile
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
 from infer_prof.results import history

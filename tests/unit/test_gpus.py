@@ -17,7 +17,7 @@ from infer_prof.catalog.gpus import (
     find_gpu,
     match_gpu_name,
 )
-from infer_prof.core.gpus import GIB, SPEC_FIGURES, GpuSpec, normalize_gpu_name
+from infer_prof.core.catalog.gpus import GIB, SPEC_FIGURES, GpuSpec, normalize_gpu_name
 
 #: The GPUs the seed articles name: the catalog must hold each (the package's own key list is
 #: the catalog's, catalog.gpus.CANONICAL_GPU_KEYS, so it cannot be the expectation here).

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from infer_prof.catalog.prices import PriceFileError, load_prices
 from infer_prof.catalog.workloads import load_file
-from infer_prof.core.workload_fields import WorkloadError
+from infer_prof.core.workload.workload_fields import WorkloadError
 from infer_prof.loadgen.datasets import DatasetError, load_dataset
 from infer_prof.loadgen.traces import TraceError, load_trace
 from infer_prof.run.config import ConfigError

@@ -25,6 +25,10 @@ CORE_MAY_IMPORT = frozenset({
 IO_BUILTINS = frozenset({"open", "print", "input", "exec", "eval", "__import__"})
 #: The package's folders, top to bottom: each imports only folders below it (docs/development.md).
 LAYERS = ["cli", "run", "report", "servers", "loadgen", "telemetry", "results", "catalog", "core"]
+#: ``core``'s concept folders, top to bottom, by the same rule (docs/development.md).
+CORE_FOLDERS = ["analysis", "planning", "workload", "measurement", "catalog"]
+#: Modules at ``core``'s top level (not one concept's), each with the reason.
+CORE_SHARED = {"messages": "one-line error text for bad input, used by every concept's parser"}
 MAX_LINES = 500
 #: Modules allowed over :data:`MAX_LINES`, each with the reason it is one concept.
 OVER_MAX_LINES: dict[str, str] = {}
@@ -202,11 +206,17 @@ def test_no_import_cycles():
     assert not found, "import cycles:\n" + "\n".join(" <-> ".join(c) for c in found)
 
 
-def layer_violations(graph: dict[str, set[str]], layers: list[str]) -> list[str]:
-    """Imports from a folder of :data:`LAYERS` into one at or above it (another folder's)."""
+def layer_violations(graph: dict[str, set[str]], layers: list[str],
+                     under: str = "infer_prof") -> list[str]:
+    """Imports from a folder of ``layers`` (the folders of package ``under``) into one above it
+    (another folder's)."""
+    prefix = under.split(".")
+    n = len(prefix)
+
     def folder(m: str) -> str | None:
         parts = m.split(".")
-        return parts[1] if len(parts) > 2 and parts[1] in layers else None
+        inside = len(parts) > n + 1 and parts[:n] == prefix
+        return parts[n] if inside and parts[n] in layers else None
 
     bad = []
     for a, targets in sorted(graph.items()):
@@ -223,6 +233,16 @@ def test_folders_import_only_downwards():
     folders = sorted(p.name for p in PACKAGE.iterdir()
                      if p.is_dir() and (p / "__init__.py").exists())
     assert folders == sorted(LAYERS)  # every folder has its place in the order
+
+
+def test_core_folders_import_only_downwards():
+    bad = layer_violations(import_graph(_sources(), _packages()), CORE_FOLDERS, "infer_prof.core")
+    assert not bad, "imports up core's folders:\n" + "\n".join(bad)
+    core = PACKAGE / "core"
+    folders = sorted(p.name for p in core.iterdir() if p.is_dir() and (p / "__init__.py").exists())
+    assert folders == sorted(CORE_FOLDERS)  # every concept folder has its place in the order
+    loose = sorted(p.stem for p in core.glob("*.py") if p.stem != "__init__")
+    assert loose == sorted(CORE_SHARED), f"core modules outside a concept folder: {loose}"
 
 
 def test_no_module_over_500_lines():
@@ -252,7 +272,7 @@ def test_checkers_catch_violations():
         "infer_prof.core.x:2 imports infer_prof.run",
         "infer_prof.core.x:3 calls open()",
     ]
-    assert core_violations("import math\nfrom infer_prof.core.stats import p\n",
+    assert core_violations("import math\nfrom infer_prof.core.measurement.stats import p\n",
                            "infer_prof.core.x") == []
     assert core_violations("from ..run import config\nfrom . import stats\n",
                            "infer_prof.core.x") == ["infer_prof.core.x:1 imports infer_prof.run"]
@@ -277,6 +297,12 @@ def test_checkers_catch_violations():
         "infer_prof.run.y": "from infer_prof.core import x\n",
         "infer_prof.run.z": "from infer_prof.run import y\n",
     }), ["run", "core"]) == ["infer_prof.core.x imports infer_prof.run.y (run/ is above core/)"]
+    assert layer_violations(import_graph({
+        "infer_prof.core.catalog.x": "from infer_prof.core.planning import y\n",
+        "infer_prof.core.planning.y": "from infer_prof.core.catalog import x\n",
+    }), ["planning", "catalog"], "infer_prof.core") == [
+        "infer_prof.core.catalog.x imports infer_prof.core.planning.y"
+        " (planning/ is above catalog/)"]
     typed = dict(ring, **{"infer_prof.c": "from typing import TYPE_CHECKING\n"
                                           "if TYPE_CHECKING:\n    from . import a\n"})
     assert cycles(import_graph(typed)) == []  # annotations only: never imported at run time

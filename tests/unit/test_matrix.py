@@ -12,8 +12,12 @@ import pytest
 
 from infer_prof.catalog.gpus import catalog_document
 from infer_prof.catalog.ray_accelerators import RAY_ACCELERATOR_TYPES, choose_ray_type
-from infer_prof.core.matrix import MatrixError, cell_run_args, parse_matrix
-from infer_prof.core.multinode import choose_pipeline, multinode_engine_args, placement_bundles
+from infer_prof.core.planning.matrix import MatrixError, cell_run_args, parse_matrix
+from infer_prof.core.planning.multinode import (
+    choose_pipeline,
+    multinode_engine_args,
+    placement_bundles,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 MINIMAL = {"models": ["tiny-llama"], "gpus": ["H100-SXM", "A100-80GB-SXM"],

@@ -1,4 +1,4 @@
-"""The metric table (core.metric_table) and every place that shows its metrics.
+"""The metric table (core.measurement.metric_table) and every place that shows its metrics.
 
 Each place is checked on what it really outputs (a rendered table, a row dict, the gate's
 verdicts, the HTML), not on the lists it derives from the table: a place that stops showing a
@@ -18,16 +18,16 @@ from typer.testing import CliRunner
 
 from infer_prof.cli import app
 from infer_prof.cli.run_endpoints import endpoints_table
-from infer_prof.core import metric_table as mt
-from infer_prof.core.comparison import dig
-from infer_prof.core.endpoint_table import EndpointRun, endpoint_rows
-from infer_prof.core.frontier_axes import summary_with_axes
-from infer_prof.core.metrics import summarize_run
-from infer_prof.core.regression import Significance, direction_for
-from infer_prof.core.slo import evaluate_slos, parse_slos
-from infer_prof.core.stats import summarize
-from infer_prof.core.workload_fields import WorkloadError
-from infer_prof.core.workloads import Workload
+from infer_prof.core.analysis.comparison import dig
+from infer_prof.core.analysis.endpoint_table import EndpointRun, endpoint_rows
+from infer_prof.core.analysis.frontier_axes import summary_with_axes
+from infer_prof.core.analysis.regression import Significance, direction_for
+from infer_prof.core.measurement import metric_table as mt
+from infer_prof.core.measurement.metrics import summarize_run
+from infer_prof.core.measurement.stats import summarize
+from infer_prof.core.workload.slo import evaluate_slos, parse_slos
+from infer_prof.core.workload.workload_fields import WorkloadError
+from infer_prof.core.workload.workloads import Workload
 from infer_prof.report.console import summary_table
 from infer_prof.report.html import build_report
 from infer_prof.results.comparison_rows import row_for

@@ -2,7 +2,7 @@
 
 import pytest
 
-from infer_prof.core.metrics import (
+from infer_prof.core.measurement.metrics import (
     RequestRecord,
     busy_concurrency,
     e2e_ns,

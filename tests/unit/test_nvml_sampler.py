@@ -16,7 +16,7 @@ from typing import Any
 import pynvml
 import pytest
 
-from infer_prof.core.nvml import decode_clock_event_reasons
+from infer_prof.core.measurement.nvml import decode_clock_event_reasons
 from infer_prof.report.console import totals_table
 from infer_prof.run.economics import energy_block
 from infer_prof.telemetry.nvml import NvmlSampler

@@ -29,11 +29,11 @@ from typer.testing import CliRunner
 from infer_prof.catalog.gpus import DetectedGpu, catalog, find_gpu
 from infer_prof.catalog.models import resolve_model
 from infer_prof.cli.plan import parse_bytes, plan_command
-from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
-from infer_prof.core.models import ModelSpec
-from infer_prof.core.plan_result import MemoryBreakdown, Plan
-from infer_prof.core.planner import PlanRequest, plan
-from infer_prof.core.precisions import PlanError, normalize_precision
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.planning.memory import kv_bytes_per_token, weight_bytes
+from infer_prof.core.planning.plan_result import MemoryBreakdown, Plan
+from infer_prof.core.planning.planner import PlanRequest, plan
+from infer_prof.core.planning.precisions import PlanError, normalize_precision
 from infer_prof.run.engine_setup import planned_engine_version
 from infer_prof.servers.vllm_args import vllm_engine_args
 

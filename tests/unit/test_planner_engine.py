@@ -15,10 +15,10 @@ from typer.testing import CliRunner
 from infer_prof.catalog.gpus import DetectedGpu, catalog, find_gpu
 from infer_prof.catalog.models import resolve_model
 from infer_prof.cli.plan import plan_command
-from infer_prof.core.models import ModelSpec
-from infer_prof.core.plan_result import MemoryBreakdown, Plan
-from infer_prof.core.planner import PlanRequest, plan
-from infer_prof.core.precisions import BNB_DUMMY_NOTE, EngineCaps, PlanError, why_not
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.planning.plan_result import MemoryBreakdown, Plan
+from infer_prof.core.planning.planner import PlanRequest, plan
+from infer_prof.core.planning.precisions import BNB_DUMMY_NOTE, EngineCaps, PlanError, why_not
 from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_setup import (
     NVML_CUDA_GAP_BYTES,

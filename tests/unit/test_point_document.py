@@ -4,9 +4,9 @@ is the Struct's encoding with every declared key."""
 
 from __future__ import annotations
 
-from infer_prof.core.distributions import Fixed
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.workloads import Arrival, Workload
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.workload.distributions import Fixed
+from infer_prof.core.workload.workloads import Arrival, Workload
 from infer_prof.loadgen.traces import Trace
 from infer_prof.results.document import (
     Client,
@@ -74,7 +74,7 @@ def test_the_written_document_holds_every_declared_key_and_checks() -> None:
 
 
 def test_the_warmup_waves_are_typed_as_core_warmup_writes_them() -> None:
-    from infer_prof.core.warmup import warmup_block
+    from infer_prof.core.measurement.warmup import warmup_block
     from infer_prof.results.load_sections import FirstWave, PhaseStagger, Warmup
 
     records = [_rec(i, 10 * i, 10 * i) for i in range(6)]

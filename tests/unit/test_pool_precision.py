@@ -5,8 +5,8 @@ runs ahead of the slowest worker's tallies."""
 import queue
 from types import SimpleNamespace
 
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.precision import PrecisionRule
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.measurement.precision import PrecisionRule
 from infer_prof.loadgen.worker_tally import BIN_NS, WorkerTally
 from infer_prof.run.pool_precision import PoolPrecision
 

@@ -1,11 +1,11 @@
-"""core/precision: batch-means and order-statistic intervals against hand-computed values, and
-the tracker's floor, ceiling and stop rule on integer-ns fixtures."""
+"""core/measurement/precision: batch-means and order-statistic intervals against hand-computed
+values, and the tracker's floor, ceiling and stop rule on integer-ns fixtures."""
 
 import math
 
 import pytest
 
-from infer_prof.core.precision import (
+from infer_prof.core.measurement.precision import (
     PrecisionRule,
     PrecisionTracker,
     batch_means_interval,

@@ -1,10 +1,10 @@
-"""Cost arithmetic against hand-computed cases (infer_prof.core.prices)."""
+"""Cost arithmetic against hand-computed cases (infer_prof.core.catalog.prices)."""
 
 from __future__ import annotations
 
 import pytest
 
-from infer_prof.core.prices import (
+from infer_prof.core.catalog.prices import (
     HOURS_PER_YEAR,
     amortized_usd_per_hour,
     break_even_hours,

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from infer_prof.core.prometheus_text import (
+from infer_prof.core.measurement.prometheus_text import (
     PrometheusParseError,
     max_samples,
     parse_prometheus_text,

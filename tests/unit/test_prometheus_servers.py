@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.core.prometheus_text import parse_prometheus_text
+from infer_prof.core.measurement.prometheus_text import parse_prometheus_text
 from infer_prof.telemetry.prometheus import (
     NOT_EXPOSED,
     MetricsScraper,

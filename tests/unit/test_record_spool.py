@@ -5,7 +5,7 @@ import errno
 import os
 from pathlib import Path
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.run import record_spool
 from infer_prof.run.record_spool import RecordSpool
 

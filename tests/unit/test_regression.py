@@ -11,8 +11,8 @@ import random
 
 import pytest
 
-from infer_prof.core import regression as r
-from infer_prof.core import significance as sig
+from infer_prof.core.analysis import regression as r
+from infer_prof.core.analysis import significance as sig
 
 
 def lognormal_ms(rng: random.Random, n: int, scale: float) -> list[float]:
@@ -29,7 +29,8 @@ def test_percentile_linear_interpolation() -> None:
     assert r.percentile([10, 20, 30, 40, 50], 0) == 10
     assert r.percentile([10, 20, 30, 40, 50], 100) == 50
     assert r.percentile([7.0], 99) == 7.0
-    assert r.percentile([], 50) is None  # infer_prof.core.stats: no values, no percentile
+    # infer_prof.core.measurement.stats: no values, no percentile
+    assert r.percentile([], 50) is None
     with pytest.raises(ValueError):
         r.percentile([1, 2], 101)
 
@@ -282,7 +283,7 @@ def test_threshold_for() -> None:
 def test_a_baseline_of_zeros_is_reported_not_fatal():
     """ITL p50 can be 0 when a server sends tokens in bursts: no percent change exists, and the
     gate must still judge every other metric."""
-    from infer_prof.core.regression import compare_samples
+    from infer_prof.core.analysis.regression import compare_samples
 
     c = compare_samples("itl_ms", [0.0] * 50, [1.0] * 50, stat="p50")
     assert c.change_pct is None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from infer_prof.core.frontier import steffen
+from infer_prof.core.analysis.frontier import steffen
 from infer_prof.report.frontier_section import front_line, frontier_section
 from infer_prof.report.html import build_report
 from infer_prof.report.run_data import RunData

@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from infer_prof.cli import app
-from infer_prof.core.metrics import RequestRecord, summarize_run
-from infer_prof.core.prices import cost_report
+from infer_prof.core.catalog.prices import cost_report
+from infer_prof.core.measurement.metrics import RequestRecord, summarize_run
 from infer_prof.report.html import build_report
 from infer_prof.report.plots import bar_chart, cdf_points, line_chart
 from infer_prof.report.run_data import (

@@ -129,9 +129,9 @@ def _declared(path: str) -> bool:
 
 
 def test_every_metric_of_the_metric_table_is_a_declared_field():
-    """The metric table (core/metric_table.py) and the result type name the same fields: a
-    metric added to the table without its field in results/document.py fails here."""
-    from infer_prof.core.metric_table import METRICS, SUMMARY_STATS
+    """The metric table (core/measurement/metric_table.py) and the result type name the same fields:
+    a metric added to the table without its field in results/document.py fails here."""
+    from infer_prof.core.measurement.metric_table import METRICS, SUMMARY_STATS
 
     missing = []
     for m in METRICS:
@@ -169,11 +169,11 @@ def test_failure_kinds_are_the_documented_ones_and_others_are_refused():
 
 
 def test_the_warmup_end_is_a_declared_word():
-    """``warmup.ended_by`` is a ``WarmupEnd``: the words the warm-up gates and core/warmup.py
-    give, and nothing else."""
+    """``warmup.ended_by`` is a ``WarmupEnd``: the words the warm-up gates and
+    core/measurement/warmup.py give, and nothing else."""
     from typing import get_args
 
-    from infer_prof.core.warmup import WARMUP_JUDGED
+    from infer_prof.core.measurement.warmup import WARMUP_JUDGED
     from infer_prof.loadgen.worker_shared import SharedWarmupGate
     from infer_prof.results.load_sections import WarmupEnd
 
@@ -187,11 +187,11 @@ def test_the_warmup_end_is_a_declared_word():
 
 
 def test_the_slo_section_is_typed_as_core_slo_writes_it():
-    """``slo`` is what ``core.slo.SloReport.to_dict`` writes, read by attribute (the console's
-    SLO and goodput rows)."""
+    """``slo`` is what ``core.workload.slo.SloReport.to_dict`` writes, read by attribute (the
+    console's SLO and goodput rows)."""
     from rich.console import Console
 
-    from infer_prof.core.slo import Slo, SloCheck, SloReport
+    from infer_prof.core.workload.slo import Slo, SloCheck, SloReport
     from infer_prof.report.console import totals_table
 
     checks = [SloCheck(Slo("ttft", "p99", 100.0), 120.0, False),

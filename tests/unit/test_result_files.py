@@ -9,7 +9,7 @@ import os
 
 import pytest
 
-from infer_prof.core.metrics import RequestRecord
+from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results import store
 from infer_prof.results.store import save_run_files, write_new_file
 from infer_prof.run import result_files

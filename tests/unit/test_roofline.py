@@ -1,4 +1,4 @@
-"""Roofline arithmetic against hand-computed cases (infer_prof.core.roofline).
+"""Roofline arithmetic against hand-computed cases (infer_prof.core.catalog.roofline).
 
 llama-2-7b (config in infer_prof/catalog/data/models.json): 32 layers, hidden 4096, 32 heads = 32 KV
 heads, head_dim 128, intermediate 11008, vocab 32000, untied embeddings.
@@ -17,10 +17,8 @@ import pytest
 
 from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.models import registry
-from infer_prof.core import timeseries as ts
-from infer_prof.core.memory import kv_bytes_per_token, weight_bytes
-from infer_prof.core.models import ModelSpec
-from infer_prof.core.roofline import (
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.catalog.roofline import (
     MBU_DEFINITIONS,
     RooflineInputs,
     causal_mean_context,
@@ -33,6 +31,8 @@ from infer_prof.core.roofline import (
     prefill_flops_per_token,
     roofline_report,
 )
+from infer_prof.core.measurement import timeseries as ts
+from infer_prof.core.planning.memory import kv_bytes_per_token, weight_bytes
 from infer_prof.run.economics import DecodeLoad, decode_batch, roofline_block
 
 BW = 3.35e12

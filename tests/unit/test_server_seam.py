@@ -8,8 +8,8 @@ from pathlib import Path
 
 from infer_prof.catalog.gpus import find_gpu
 from infer_prof.catalog.models import resolve_model
-from infer_prof.core.plan_result import EngineSettings
-from infer_prof.core.planner import PlanRequest, plan
+from infer_prof.core.planning.plan_result import EngineSettings
+from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.servers.base import LaunchSpec, Server
 from infer_prof.servers.registry import SERVERS, attach, check_server_name, make_server
 from infer_prof.servers.vllm_args import vllm_engine_args, vllm_flags

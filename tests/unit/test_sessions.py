@@ -9,9 +9,9 @@ import pytest
 from tokenizers import Tokenizer
 
 from infer_prof.catalog.tinymodel import ensure_tiny_llama
-from infer_prof.core.distributions import Fixed, Uniform
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.sessions import SessionSettings, by_turn, prefix_cache
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.workload.distributions import Fixed, Uniform
+from infer_prof.core.workload.sessions import SessionSettings, by_turn, prefix_cache
 from infer_prof.loadgen.datasets import DatasetError
 from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.loadgen.sessions import SessionPlan, load_sharegpt_sessions, synthetic_turns

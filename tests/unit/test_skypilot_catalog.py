@@ -26,7 +26,7 @@ from infer_prof.catalog.market import (
 )
 from infer_prof.catalog.prices import CANONICAL_GPU_KEYS, canonical_gpu_key
 from infer_prof.catalog.skypilot import gpu_memory_gib, parse_vms_csv
-from infer_prof.core.market import cheapest_offer, filter_offers
+from infer_prof.core.catalog.market import cheapest_offer, filter_offers
 
 REPO = Path(__file__).resolve().parents[2]
 EXCERPT = REPO / "tests" / "data" / "skypilot_excerpt"

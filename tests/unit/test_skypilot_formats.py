@@ -19,7 +19,7 @@ from infer_prof.catalog.accelerators import match_accelerator
 from infer_prof.catalog.market import catalog_files, load_market, snapshot_market
 from infer_prof.catalog.skypilot import gpu_memory_gib, parse_vms_csv
 from infer_prof.cli.prices import prices_command
-from infer_prof.core.market import filter_offers
+from infer_prof.core.catalog.market import filter_offers
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.slo import (
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.workload.slo import (
     Slo,
     SloError,
     check_summary,

@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from infer_prof.core.stats import percentile, summarize
+from infer_prof.core.measurement.stats import percentile, summarize
 
 
 def test_percentile_linear_interpolation_matches_hand_computation():

@@ -1,10 +1,11 @@
-"""How tokens arrived (core.stream_shape) and the verdicts drawn from it (core.validity):
-buffered streams, requests whose first token's time cannot be known, token-count kinds."""
+"""How tokens arrived (core.measurement.stream_shape) and the verdicts drawn from it
+(core.measurement.validity): buffered streams, requests whose first token's time cannot be known,
+token-count kinds."""
 
-from infer_prof.core.api_tokens import api_block, describe_token_source
-from infer_prof.core.metrics import RequestRecord, summarize_run, tpot_ns, ttft_ns
-from infer_prof.core.stream_shape import stream_shape
-from infer_prof.core.validity import check_validity
+from infer_prof.core.measurement.api_tokens import api_block, describe_token_source
+from infer_prof.core.measurement.metrics import RequestRecord, summarize_run, tpot_ns, ttft_ns
+from infer_prof.core.measurement.stream_shape import stream_shape
+from infer_prof.core.measurement.validity import check_validity
 
 MS = 1_000_000
 

@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from infer_prof.core.sweep import (
+from infer_prof.core.analysis.sweep import (
     SweepError,
     find_knee,
     find_max_float,

@@ -1,10 +1,11 @@
-"""core.timeseries on hand-computed series: None is "not measured" and never becomes 0."""
+"""core.measurement.timeseries on hand-computed series: None is "not measured" and never becomes
+0."""
 
 from __future__ import annotations
 
 import math
 
-from infer_prof.core.timeseries import (
+from infer_prof.core.measurement.timeseries import (
     busy_mean,
     counter_increase,
     joules_per_token,

@@ -2,7 +2,12 @@
 
 import pytest
 
-from infer_prof.core.validity import ValidityRules, check_result, check_validity, client_figures
+from infer_prof.core.measurement.validity import (
+    ValidityRules,
+    check_result,
+    check_validity,
+    client_figures,
+)
 
 
 def test_valid_run_has_no_reasons():

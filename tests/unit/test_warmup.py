@@ -6,11 +6,11 @@ import pytest
 import typer
 
 from infer_prof.cli.common import parse_warmup
-from infer_prof.core.distributions import Fixed
-from infer_prof.core.metrics import RequestRecord
-from infer_prof.core.warmup import first_wave, staggered_output_len, warmup_block
-from infer_prof.core.workload_fields import WorkloadError
-from infer_prof.core.workloads import Arrival, Workload, warmup_seconds
+from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.measurement.warmup import first_wave, staggered_output_len, warmup_block
+from infer_prof.core.workload.distributions import Fixed
+from infer_prof.core.workload.workload_fields import WorkloadError
+from infer_prof.core.workload.workloads import Arrival, Workload, warmup_seconds
 from infer_prof.loadgen.closed_loop import WarmupGate
 from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.run.load_points import build_specs
@@ -168,7 +168,7 @@ def test_parse_warmup_rejects_nonsense():
 
 
 def test_in_flight_mean_over_the_measured_window():
-    from infer_prof.core.metrics import in_flight_mean
+    from infer_prof.core.measurement.metrics import in_flight_mean
 
     # window: first measured send (100 ms) to last measured end (1000 ms) = 900 ms
     a = rec(0, 100, 50)  # 100..160 ms (two chunks: +50, +60)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from infer_prof.core.weights import (
+from infer_prof.core.planning.weights import (
     HubStatus,
     WeightFacts,
     decide,

