@@ -341,9 +341,9 @@ def _rule(broken: Callable[[RunConfig], object], message: str) -> Callable[[RunC
     return lambda cfg: message if broken(cfg) else None
 
 
-_chat_token_ids = _rule(lambda c: c.api == "chat" and c.prompt == "token-ids",
-                        "--api chat sends text messages, not token IDs; drop --prompt token-ids "
-                        "(chat uses --prompt text)")
+_CHAT_TOKEN_IDS = ("--api chat sends text messages, not token IDs; drop --prompt token-ids "
+                   "(chat uses --prompt text)")
+_chat_token_ids = _rule(lambda c: c.api == "chat" and c.prompt == "token-ids", _CHAT_TOKEN_IDS)
 
 #: The rules between options, in the order they are checked: each returns the one-line message
 #: of the broken rule, or None. (Rules that need the workload file, the model or the machine
@@ -415,12 +415,11 @@ def validate(cfg: RunConfig) -> None:
             ) from None
 
 
-def check_api(cfg: RunConfig) -> None:
+def check_api(cfg: RunConfig, api: Api) -> None:
     """The chat API takes text: refuse ``--prompt token-ids`` with it (raises ConfigError);
-    for a configuration whose API was resolved from its workloads (:func:`resolve_api`)."""
-    message = _chat_token_ids(cfg)
-    if message:
-        raise ConfigError(message)
+    ``api`` is the one the run resolved from its workloads (:func:`resolve_api`)."""
+    if api == "chat" and cfg.prompt == "token-ids":
+        raise ConfigError(_CHAT_TOKEN_IDS)
 
 
 def resolve_api(cfg: RunConfig, workload_apis: list[str | None]) -> Api:

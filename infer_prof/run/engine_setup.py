@@ -38,6 +38,7 @@ def launch_settings(
     planned: EngineSettings | None = None,
     max_seq_len: int = 2048,
     kv_tokens: int = 0,
+    load_format: str | None = None,
 ) -> EngineSettings:
     """The engine settings the run's server starts with, in no engine's spelling (the server
     spells them: :meth:`infer_prof.servers.base.Server` ``from_launch``).
@@ -47,6 +48,8 @@ def launch_settings(
     win. Unplanned: the longest sequence is ``max_seq_len`` (at least 2048, at most the model's
     context); on CPU the KV cache is sized for the load, ``kv_tokens`` x the model's KV bytes
     per token (16-bit) x 1.5 headroom, at least :data:`CPU_DEFAULT_KV_CACHE_BYTES`.
+    ``load_format``: the one the run decided (:attr:`RunPlan.load_format`; default: the one
+    given, ``cfg.load_format``).
     """
     base = planned or EngineSettings()
     if base.dtype == "auto":
@@ -58,7 +61,7 @@ def launch_settings(
         "tensor_parallel": cfg.tensor_parallel_size,
         "memory_utilization": cfg.gpu_memory_utilization,
         "max_model_len": cfg.max_model_len,
-        "load_format": cfg.load_format,
+        "load_format": load_format or cfg.load_format,
         "kv_cache_bytes": cfg.kv_cache_memory_bytes,
         "kv_cache_dtype": cfg.kv_cache_dtype,
     }
@@ -114,17 +117,20 @@ def make_plan(
     concurrency: int,
     input_len: int,
     output_len: int,
+    load_format: str | None = None,
 ) -> tuple[Plan | None, str | None]:
     """Plan precision and memory for a server this run starts (``--quantization auto`` or a
     forced precision). Returns (plan, why there is none). Raises ConfigError when the model
-    cannot run at all, with the planner's numbers and what would fit."""
+    cannot run at all, with the planner's numbers and what would fit. ``load_format``: the
+    run's decided one (default: the one given)."""
+    load_format = load_format or cfg.load_format
     if cfg.endpoint:
         return None, "--endpoint: the running server's own settings apply"
     try:
         asked = normalize_precision(cfg.quantization or "auto")
     except PlanError:
         asked = None
-    if asked == "bnb-nf4" and (cfg.load_format or "").lower() == "dummy":
+    if asked == "bnb-nf4" and (load_format or "").lower() == "dummy":
         raise ConfigError(f"--quantization {cfg.quantization} cannot run with --load-format dummy: "
                           f"{BNB_DUMMY_NOTE}; use --quantization fp8 (GPU, compute capability "
                           "8.9+) or auto, or a model folder with weight files")
@@ -154,7 +160,7 @@ def make_plan(
             memory_per_gpu_bytes=memory,
             memory_source=source,
             kv_cache_dtype=cfg.kv_cache_dtype or "auto",
-            load_format=cfg.load_format,
+            load_format=load_format,
             max_num_seqs=_int_engine_arg(cfg.engine_args, "--max-num-seqs"),
             max_num_batched_tokens=_int_engine_arg(cfg.engine_args, "--max-num-batched-tokens"),
             caps=engine_capabilities(gpu is not None),
@@ -180,9 +186,10 @@ def _int_engine_arg(args: list[str], flag: str) -> int | None:
     return None
 
 
-def engine_model_path(cfg: RunConfig, model: ResolvedModel) -> str:
-    """What vLLM loads: for an alias with dummy weights, a folder holding just its config."""
-    if model.source == "alias" and (cfg.load_format or "") == "dummy":
+def engine_model_path(load_format: str | None, model: ResolvedModel) -> str:
+    """What vLLM loads: for an alias with dummy weights (``load_format``, the run's decided
+    one), a folder holding just its config."""
+    if model.source == "alias" and (load_format or "") == "dummy":
         return str(alias_config_dir(model.name))
     return model.path
 

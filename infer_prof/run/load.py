@@ -55,10 +55,8 @@ from infer_prof.telemetry.prometheus import MetricsScraper
 def request_builder(ctx: RunContext, run_id: str) -> Callable[[RequestSpec], bytes]:
     """The request body of a spec for the session's API (chat or completions), with the
     request ID ``<run_id>-<index>``."""
-    cfg = ctx.cfg
-
     def build(spec: RequestSpec) -> bytes:
-        if cfg.api == "chat":
+        if ctx.api == "chat":
             return build_chat_request(
                 ctx.endpoint,
                 ctx.served,

@@ -37,7 +37,7 @@ from infer_prof.loadgen.workers import (
     choose_processes,
     expected_events_per_s,
 )
-from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.config import Api, ConfigError, RunConfig
 from infer_prof.run.warmup import DURATION_DRAWS, continuous_warmup, warmup_pool_size
 
 
@@ -173,33 +173,38 @@ def token_pool(model: ResolvedModel, engine_path: str) -> TokenPool:
     return TokenPool.from_vocab_size(vocab)
 
 
-def prompt_mode(cfg: RunConfig, dataset: Dataset | None) -> str:
+def prompt_mode(cfg: RunConfig, dataset: Dataset | None, api: Api | None = None) -> str:
     """What prompts are sent as: ``--prompt``, else text for the chat API or a dataset, else
-    token IDs."""
-    return cfg.prompt or ("text" if dataset is not None or cfg.api == "chat" else "token-ids")
+    token IDs. ``api``: the run's resolved API (:attr:`infer_prof.run.planning.RunPlan.api`;
+    default: the one given, ``cfg.api``)."""
+    chat = (api or cfg.api) == "chat"
+    return cfg.prompt or ("text" if dataset is not None or chat else "token-ids")
 
 
 def text_maker(
-    cfg: RunConfig, engine_path: str, dataset: Dataset | None
+    cfg: RunConfig, engine_path: str, dataset: Dataset | None, api: Api | None = None
 ) -> TextPromptMaker | None:
     """The exact-length text prompt builder for ``--prompt text`` without a dataset (None
-    otherwise); raises ConfigError when the model has no ``tokenizer.json``."""
-    if prompt_mode(cfg, dataset) != "text" or dataset is not None:
+    otherwise); raises ConfigError when the model has no ``tokenizer.json``. ``api``: as for
+    :func:`prompt_mode`."""
+    api = api or cfg.api
+    if prompt_mode(cfg, dataset, api) != "text" or dataset is not None:
         return None
     try:
         return TextPromptMaker.from_tokenizer_dir(engine_path)
     except (OSError, ValueError) as exc:
-        if cfg.api == "chat":
+        if api == "chat":
             raise ConfigError(f"--api chat needs text prompts: {exc}; give a --model with a "
                               "tokenizer, or use --api completions") from None
         raise ConfigError(f"--prompt text: {exc}; use --prompt token-ids") from None
 
 
-def check_chat_template(cfg: RunConfig, engine_path: str) -> None:
+def check_chat_template(cfg: RunConfig, engine_path: str, api: Api | None = None) -> None:
     """``--api chat`` on a server infer-prof starts needs a model with a chat template (vLLM
     refuses chat requests without one): raises ConfigError when the model folder has none and
-    no ``--chat-template`` engine argument gives one. An ``--endpoint`` brings its own."""
-    if cfg.api != "chat" or cfg.endpoint:
+    no ``--chat-template`` engine argument gives one. An ``--endpoint`` brings its own.
+    ``api``: as for :func:`prompt_mode`."""
+    if (api or cfg.api) != "chat" or cfg.endpoint:
         return
     if any(a.startswith("--chat-template") for a in cfg.engine_args):
         return
@@ -210,11 +215,11 @@ def check_chat_template(cfg: RunConfig, engine_path: str) -> None:
 
 
 def dataset_ids(
-    cfg: RunConfig, engine_path: str, dataset: Dataset | None
+    cfg: RunConfig, engine_path: str, dataset: Dataset | None, api: Api | None = None
 ) -> Callable[[str], list[int]] | None:
     """With a dataset and ``--prompt token-ids``: text -> the token IDs the server would make
     of it (special tokens included, so the count is the same); else None (text is sent)."""
-    if dataset is None or prompt_mode(cfg, dataset) != "token-ids":
+    if dataset is None or prompt_mode(cfg, dataset, api) != "token-ids":
         return None
     tok = load_tokenizer(engine_path)
     return lambda text: list(tok.encode(text, add_special_tokens=True).ids)

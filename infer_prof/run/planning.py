@@ -6,7 +6,7 @@ GPU, the engine plan and the duration estimate. Bad input raises ConfigError her
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from infer_prof.catalog.models import ModelError, ResolvedModel, resolve_model
@@ -22,7 +22,7 @@ from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
-from infer_prof.run.config import ConfigError, RunConfig, check_api, resolve_api, validate
+from infer_prof.run.config import Api, ConfigError, RunConfig, check_api, resolve_api, validate
 from infer_prof.run.engine_setup import engine_model_path, make_plan, resolve_gpu
 from infer_prof.run.environment import has_nvidia_gpu
 from infer_prof.run.load_points import (
@@ -53,7 +53,9 @@ class RunPlan:
     """What :func:`plan_run` decided: everything the later phases need, fixed before the server
     starts."""
 
-    cfg: RunConfig  # with the API resolved (and the weights' path when prepared)
+    cfg: RunConfig  # what the user gave, as given (never rebound: decisions are the fields below)
+    api: Api  # the API the run speaks: --api, else its workloads' (resolve_api)
+    load_format: str | None  # what vLLM loads: --load-format, or dummy when no weights are at hand
     model: ResolvedModel
     weights: WeightDecision | None  # the weights decision (None against an endpoint)
     points: list[Workload]  # the load points, in run order
@@ -91,25 +93,26 @@ def plan_run(cfg: RunConfig) -> RunPlan:
         raise ConfigError(str(exc)) from None
     weights = None
     if not cfg.endpoint:  # which weights vLLM loads: real ones if at hand, else random
-        cfg, model, weights = prepare_weights(cfg, model)
+        model, weights = prepare_weights(cfg, model)
+    load_format = weights.load_format if weights else cfg.load_format
     if cfg.suite:
         points = suite_points(cfg)
         wl = points[0]
     else:
         wl = base_workload(cfg)
         points = load_points(cfg, wl)
-    cfg = replace(cfg, api=resolve_api(cfg, [w.api for w in points]))
-    check_api(cfg)
-    engine_path = engine_model_path(cfg, model)
-    sessions, points = attach_sessions(cfg, model, engine_path, points)
+    api = resolve_api(cfg, [w.api for w in points])
+    check_api(cfg, api)
+    engine_path = engine_model_path(load_format, model)
+    sessions, points = attach_sessions(cfg, model, engine_path, points, api)
     dataset, points = (None, points) if sessions else attach_dataset(cfg, model, engine_path,
                                                                      points)
     trace, points = attach_trace(cfg, model, points)
     longest = (dataset.longest() if dataset else trace.longest() if trace
                else sessions.longest(points[0].input_len, points[0].output_len) if sessions
                else check_context(points, cfg, model))
-    text = text_maker(cfg, engine_path, dataset)
-    check_chat_template(cfg, engine_path)
+    text = text_maker(cfg, engine_path, dataset, api)
+    check_chat_template(cfg, engine_path, api)
     try:
         slos = parse_slos(cfg.slo) if cfg.slo else slos_from_mapping(wl.slo)
         # (a suite's members keep their own SLOs: see build_result)
@@ -121,34 +124,19 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     plan_conc = max(point_concurrency(w) for w in points)
     mean_in = math.ceil(max(w.input_len.mean() for w in points))
     mean_out = math.ceil(max(w.output_len.mean() for w in points))
-    the_plan, no_plan_reason = make_plan(cfg, model, gpu, gpu_count, plan_conc, mean_in, mean_out)
+    the_plan, no_plan_reason = make_plan(cfg, model, gpu, gpu_count, plan_conc, mean_in, mean_out,
+                                         load_format)
     on_gpu = has_nvidia_gpu()
     precision = the_plan.precision if the_plan else None
     estimate = check_duration(  # refuses a run estimated above an hour (unless --yes)
         cfg, model, points, the_plan, device_speed(on_gpu, gpu, gpu_count, precision)
     )
     return RunPlan(
-        cfg,
-        model,
-        weights,
-        points,
-        engine_path,
-        sessions,
-        dataset,
-        trace,
-        longest,
-        text,
-        slos,
-        gpu,
-        gpu_count,
-        gpu_how,
-        plan_conc,
-        mean_in,
-        mean_out,
-        the_plan,
-        no_plan_reason,
-        on_gpu,
-        estimate,
+        cfg=cfg, api=api, load_format=load_format, model=model, weights=weights, points=points,
+        engine_path=engine_path, sessions=sessions, dataset=dataset, trace=trace,
+        longest=longest, text=text, slos=slos, gpu=gpu, gpu_count=gpu_count, gpu_how=gpu_how,
+        plan_conc=plan_conc, mean_in=mean_in, mean_out=mean_out, plan=the_plan,
+        plan_reason=no_plan_reason, on_gpu=on_gpu, estimate=estimate,
     )
 
 

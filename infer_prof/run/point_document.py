@@ -128,7 +128,7 @@ def build_result(point: PointRun) -> Result:
         sessions=point.state["session_run"].result(records, scraped)
         if point.state.get("session_run") else None,
         trace_replay=trace_replay(ctx.trace, records) if ctx.trace else None,
-        api=msgspec.convert(api_block(cfg.api or "completions", records), Api),
+        api=msgspec.convert(api_block(ctx.api, records), Api),
         workload=wl.to_dict(),
         load=load_section(wl, records),
         warmup=msgspec.convert(
@@ -224,6 +224,8 @@ def config_section(point: PointRun) -> Obj:
     cfg, a = ctx.cfg, wl.arrival
     return {
         **asdict(cfg),
+        "api": ctx.api,  # as the run resolved them, not only as given
+        "load_format": ctx.load_format,
         "api_key": "***" if cfg.api_key else None,
         "history_db": history_database.describe(history_location(cfg)) if cfg.history else None,
         "concurrency": a.concurrency if a.mode == "closed" else None,
@@ -232,7 +234,8 @@ def config_section(point: PointRun) -> Obj:
         "output_len": wl.output_len.support()[1] if wl.output_len.kind == "fixed" else None,
         "num_requests": wl.num_requests,
         "warmup_requests": wl.warmup_requests,
-        "prompt": ctx.sessions.settings.prompt if ctx.sessions else prompt_mode(cfg, ctx.dataset),
+        "prompt": (ctx.sessions.settings.prompt if ctx.sessions
+                   else prompt_mode(cfg, ctx.dataset, ctx.api)),
         "dataset": ctx.dataset.to_dict() if ctx.dataset else None,
         "trace": ctx.trace.to_dict() if ctx.trace else None,
         "sessions": ctx.sessions.to_dict() if ctx.sessions else None,

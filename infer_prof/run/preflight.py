@@ -42,17 +42,16 @@ def say(line: str) -> None:
 
 def prepare_weights(
     cfg: RunConfig, model: ResolvedModel
-) -> tuple[RunConfig, ResolvedModel, WeightDecision]:
+) -> tuple[ResolvedModel, WeightDecision]:
     """Decide the weights (:func:`infer_prof.catalog.weights.choose_weights`), say what was chosen,
-    and return the config (``load_format`` = ``dummy`` when random weights were chosen) and the
-    model (pointing at a cache snapshot, or a cached config for a hub id) the run goes on with."""
+    and return the model (pointing at a cache snapshot, or a cached config for a hub id) the run
+    goes on with and the decision (its ``load_format`` is ``dummy`` when random weights were
+    chosen: the run's, :attr:`infer_prof.run.planning.RunPlan.load_format`)."""
     decision = choose_weights(model, cfg.load_format, cfg.require_weights)
     if decision.error:
         raise ConfigError(decision.error)
     if decision.notice:
         say(decision.notice)
-    if decision.load_format != cfg.load_format:
-        cfg = replace(cfg, load_format=decision.load_format)
     if decision.engine_path:
         folder = Path(decision.engine_path)
         spec = model.spec
@@ -63,7 +62,7 @@ def prepare_weights(
             (folder / f).exists() for f in ("tokenizer.json", "tokenizer.model", "vocab.json")
         )
         model = replace(model, path=str(folder), spec=spec, has_tokenizer=has_tok)
-    return cfg, model, decision
+    return model, decision
 
 
 def device_speed(

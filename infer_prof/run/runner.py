@@ -147,7 +147,7 @@ def _run_point(
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
     warm, measured, _ = build_specs(
-        wl, ctx.pool, ctx.text, ctx.dataset, ctx.as_ids, ctx.trace, cfg.api == "chat",
+        wl, ctx.pool, ctx.text, ctx.dataset, ctx.as_ids, ctx.trace, ctx.api == "chat",
         stagger=cfg.warmup_stagger and not ctx.sessions,
     )
     build = request_builder(ctx, run_id)

@@ -18,15 +18,17 @@ from infer_prof.core.workload.workloads import Workload
 from infer_prof.loadgen.datasets import DatasetError
 from infer_prof.loadgen.sessions import SessionPlan, load_sharegpt_sessions
 from infer_prof.loadgen.text_prompts import load_tokenizer, server_token_counter
-from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.config import Api, ConfigError, RunConfig
 
 
 def attach_sessions(
-    cfg: RunConfig, model: ResolvedModel, engine_path: str, points: list[Workload]
+    cfg: RunConfig, model: ResolvedModel, engine_path: str, points: list[Workload],
+    api: Api | None = None,
 ) -> tuple[SessionPlan | None, list[Workload]]:
     """The session plan of ``--turns K`` (None without it) and the points with ``num_requests``
     rounded up to whole sessions (and, from a ShareGPT ``--dataset``, its per-turn lengths).
-    Raises ConfigError on a combination that does not apply or a bad file."""
+    Raises ConfigError on a combination that does not apply or a bad file. ``api``: the run's
+    resolved API (default: the one given, ``cfg.api``)."""
     if cfg.turns is None:  # (--think-time without --turns: refused by validate)
         return None, points
     clash: list[str] = []  # (--suite, --rate, --trace: refused by validate, run/config.py)
@@ -44,7 +46,7 @@ def attach_sessions(
     dataset = None
     as_ids = None
     prompt: str  # token-ids, text, or (chat) messages
-    chat = cfg.api == "chat"  # turns go as chat messages: user, assistant, ..., user
+    chat = (api or cfg.api) == "chat"  # turns go as chat messages: user, assistant, ..., user
     if path:
         try:
             tok = load_tokenizer(engine_path)

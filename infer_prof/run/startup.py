@@ -26,7 +26,7 @@ from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results.store import make_run_name, result_paths, write_new_file
-from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.config import Api, ConfigError, RunConfig
 from infer_prof.run.endpoint_check import list_models
 from infer_prof.run.engine_setup import launch_settings, planned_engine_version
 from infer_prof.run.load_points import dataset_ids, point_label, token_pool
@@ -65,6 +65,8 @@ class RunContext:
     plan: Plan | None
     plan_reason: str | None
     slos: list[Slo]
+    api: Api  # the API the run speaks (the plan's: --api, else its workloads')
+    load_format: str | None  # what vLLM loads (the plan's: dummy when no weights are at hand)
     interrupted: bool = False
     weights: dict[str, Any] | None = None  # the weights decision (model.weights in the result)
     estimate: dict[str, Any] | None = None  # the duration estimate made before starting
@@ -119,6 +121,7 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         plan.plan.settings if plan.plan else None,
         max_seq_len=plan.longest,
         kv_tokens=plan.plan_conc * (plan.mean_in + plan.mean_out),
+        load_format=plan.load_format,
     )
     spec = LaunchSpec(
         model=plan.engine_path,
@@ -199,25 +202,27 @@ def open_context(
     cfg, engine_path, dataset = plan.cfg, plan.engine_path, plan.dataset
     weights, estimate = plan.weights, plan.estimate
     return RunContext(
-        cfg,
-        plan.model,
-        engine_path,
-        endpoint,
-        served,
-        server if server is not None and server.launched else None,
-        server_info,
-        token_pool(plan.model, engine_path),
-        plan.gpu,
-        plan.gpu_count,
-        plan.gpu_how,
-        plan.plan,
-        plan.plan_reason,
-        plan.slos,
+        cfg=cfg,
+        model=plan.model,
+        engine_path=engine_path,
+        endpoint=endpoint,
+        served=served,
+        server=server if server is not None and server.launched else None,
+        server_info=server_info,
+        pool=token_pool(plan.model, engine_path),
+        gpu=plan.gpu,
+        gpu_count=plan.gpu_count,
+        gpu_how=plan.gpu_how,
+        plan=plan.plan,
+        plan_reason=plan.plan_reason,
+        slos=plan.slos,
+        api=plan.api,
+        load_format=plan.load_format,
         weights=weights.to_dict() if weights else None,
         estimate=estimate.to_dict() if estimate else None,
         text=plan.text,
         dataset=dataset,
-        as_ids=dataset_ids(cfg, engine_path, dataset),
+        as_ids=dataset_ids(cfg, engine_path, dataset, plan.api),
         trace=plan.trace,
         sessions=plan.sessions,
     )
