@@ -11,7 +11,7 @@ printed) are declared once in :class:`RunCommandOptions`.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -47,7 +47,7 @@ class RunCommandOptions:
         ("--json",), "Print the summary as JSON on stdout.", OUTPUT)] = False
 
 
-RUN_FIELDS = tuple(declared_fields(RunConfig))
+RUN_FIELDS = tuple(f for kind in RunConfig.sub_configs() for f in declared_fields(kind))
 COMMAND_FIELDS = tuple(declared_fields(RunCommandOptions))
 
 
@@ -136,11 +136,11 @@ def _default_model(cfg: RunConfig) -> RunConfig:
     """No --model: tiny-llama, or on a GPU where it fits llama-2-7b with random weights at 128
     streams (:func:`infer_prof.run.default_model.choose_default`); says which and why. The
     load (unless given) and ``load_format`` (unless given) follow the choice."""
-    if cfg.endpoint:
-        return replace(cfg, model=TINY_LLAMA)  # only names the tokenizer/config
+    if cfg.engine.endpoint:
+        return cfg.with_options(model=TINY_LLAMA)  # only names the tokenizer/config
     choice = choose_default(detect_gpus())
     typer.echo(choice.why, err=True)
-    load_given = cfg.rates or cfg.workload or cfg.suite or cfg.concurrency
-    levels = [choice.concurrency] if choice.concurrency and not load_given else cfg.concurrency
-    return replace(cfg, model=choice.model, concurrency=levels,
-                   load_format=cfg.load_format or choice.load_format)
+    load_given = cfg.load.rates or cfg.load.workload or cfg.load.suite or cfg.load.concurrency
+    levels = [choice.concurrency] if choice.concurrency and not load_given else cfg.load.concurrency
+    return cfg.with_options(model=choice.model, concurrency=levels,
+                   load_format=cfg.engine.load_format or choice.load_format)

@@ -1,309 +1,96 @@
-"""What a run is given (:class:`RunConfig`), each option declared once on its field, and the
-checks made before anything starts (:func:`validate`: the one place the configuration is checked).
+"""What a run is given (:class:`RunConfig`: five typed sub-configs, each option declared once on
+its field in :mod:`infer_prof.run.config_groups`), and the checks made before anything starts
+(:func:`validate`: the one place the configuration is checked).
 
-Each field carries its command-line option as ``Annotated[type, Opt(...)]``
-(:mod:`infer_prof.run.options`): flag(s), help, group, the type the user types and the parse
-function to the field's type, the allowed range or choices. ``infer_prof.cli.run`` builds the
-``run`` command from these declarations and passes the values to the fields by name; the only
-values that combine are the warm-up's (:func:`combine_warmup`) and the per-endpoint lists
-(``Opt.repeat``, paired in ``infer_prof.cli.run_endpoints``).
+``infer_prof.cli.run`` builds the ``run`` command from the sub-configs' declarations and passes
+the values to the fields by name; the only values that combine are the warm-up's
+(:func:`combine_warmup`) and the per-endpoint lists (``Opt.repeat``, paired in
+``infer_prof.cli.run_endpoints``). Code reads an option through its group (``cfg.load.
+concurrency``, ``cfg.engine.model``), and a helper that needs one group takes that sub-config.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Annotated, Literal, cast
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, cast
 
-from infer_prof.core.analysis.sweep import parse_concurrency_list, parse_rate_list
 from infer_prof.core.messages import OneLineError
-from infer_prof.run.options import (
-    COST,
-    LOAD,
-    OUTPUT,
-    POSITIVE_INT,
-    POSITIVE_S,
-    PROMPTS,
-    SERVER,
-    Internal,
-    Opt,
-    Range,
-    check_declared,
-    parse_labels,
-    parse_size,
-    parse_warmup,
-    split_engine_args,
+from infer_prof.run.config_groups import (
+    Api,
+    CostConfig,
+    EngineConfig,
+    LoadConfig,
+    PromptsConfig,
+    ResultsConfig,
 )
+from infer_prof.run.options import check_declared, parse_warmup
 
 
 class ConfigError(OneLineError):
     """Bad input found before anything started; the message is one line naming the fix."""
 
 
-Api = Literal["completions", "chat"]  # /v1/completions or /v1/chat/completions
-PromptKind = Literal["text", "token-ids"]  # words of an exact token count, or token IDs
+SUB_CONFIGS: dict[str, type] = {
+    "engine": EngineConfig, "load": LoadConfig, "prompts": PromptsConfig, "cost": CostConfig,
+    "results": ResultsConfig,
+}
+#: Each option's sub-config, by field name (the names are unique across sub-configs).
+GROUP_OF: dict[str, str] = {
+    f.name: group for group, kind in SUB_CONFIGS.items() for f in fields(kind)
+}
 
 
-@dataclass
+@dataclass(frozen=True, init=False)
 class RunConfig:
-    """Everything a run is given: one field per ``infer-prof run`` option (its flag, help and
-    bounds on the field), in the groups ``run --help`` shows."""
+    """Everything a run is given, in five typed sub-configs (one per group ``run --help``
+    shows), each option declared once on its field. Built from options by name
+    (``RunConfig(model="llama-2-7b", concurrency=[8])``: each goes to its sub-config) or from
+    the sub-configs; never changed once made (:meth:`with_options` makes a new one). What the
+    run decides from it (the API, the weights' load format, the engine plan) is the plan's
+    (:class:`infer_prof.run.planning.RunPlan`), not written back here."""
 
-    # --- server and engine: what is profiled, and how vLLM is started
-    model: Annotated[str, Opt(
-        ("--model", "-m"), "A known alias (`infer-prof models` lists them: tiny-llama, "
-        "llama-2-7b, ...), a local model directory, or a hub id (org/name). Default: tiny-llama "
-        "without a GPU; on a GPU llama-2-7b with random weights at 128 streams when it fits.",
-        SERVER, typed=str, chosen_default=True)] = "tiny-llama"
-    endpoint: Annotated[str | None, Opt(
-        ("--endpoint",), "Profile a server that is already running (http://host:port or "
-        "https://host/v1); nothing is started. --model then names whose tokenizer/config builds "
-        "the prompts. Repeat it to profile several in turn (one table at the end); --gpu, --gpus, "
-        "--price-per-hour and --endpoint-label then pair with each, in order.",
-        SERVER, repeat=True)] = None
-    served_model_name: Annotated[str | None, Opt(
-        ("--served-model-name",), "Model name to send; default: read from /v1/models.",
-        SERVER)] = None
-    api_key: Annotated[str | None, Opt(
-        ("--api-key",), "Bearer token for --endpoint.", SERVER, envvar="OPENAI_API_KEY")] = None
-    # None: the workload's ``api``, else completions (see resolve_api)
-    api: Annotated[Api | None, Opt(
-        ("--api",), "completions (default, or the workload's api): POST /v1/completions; chat: "
-        "POST /v1/chat/completions with the prompt as one user message (text prompts; a "
-        "dataset's messages as they are).", SERVER)] = None
-    ca_bundle: Annotated[str | None, Opt(
-        ("--ca-bundle",), "https --endpoint: PEM file of the CA(s) to trust (private CA).",
-        SERVER)] = None
-    insecure: Annotated[bool, Opt(
-        ("--insecure",), "https --endpoint: do not verify the certificate (recorded).",
-        SERVER)] = False
-    dtype: Annotated[str | None, Opt(
-        ("--dtype",), "vLLM --dtype (auto, bfloat16, float16).", SERVER)] = None
-    max_model_len: Annotated[int | None, Opt(
-        ("--max-model-len",), "vLLM --max-model-len.", SERVER)] = None
-    gpu_memory_utilization: Annotated[float | None, Opt(
-        ("--gpu-memory-utilization",), "vLLM --gpu-memory-utilization (0-1].", SERVER,
-        range=Range("within (0, 1]", low=0, low_open=True, high=1))] = None
-    tensor_parallel_size: Annotated[int | None, Opt(
-        ("--tensor-parallel-size", "--tp"), "vLLM --tensor-parallel-size.", SERVER)] = None
-    enforce_eager: Annotated[bool, Opt(
-        ("--enforce-eager",), "vLLM --enforce-eager (no CUDA graphs).", SERVER)] = False
-    load_format: Annotated[str | None, Opt(
-        ("--load-format",), "vLLM --load-format; 'dummy' profiles an alias's real shapes with "
-        "random weights. Default: real weights when a local folder, the Hugging Face cache or the "
-        "hub has them, else dummy (said on the console and recorded in the result).",
-        SERVER)] = None
-    require_weights: Annotated[bool, Opt(  # fail instead of profiling with random weights
-        ("--require-weights",), "Fail (exit 2) instead of profiling with random weights when "
-        "no real ones are at hand.", SERVER)] = False
-    quantization: Annotated[str, Opt(
-        ("--quantization", "-q"), "auto: the planner picks the best precision that fits the GPU "
-        "memory and the load (bf16 > fp8 > int8 > bitsandbytes 4-bit); or force one (bf16, fp8, "
-        "bitsandbytes, awq, gptq), or any vLLM quantization name verbatim.", SERVER)] = "auto"
-    kv_cache_dtype: Annotated[str | None, Opt(
-        ("--kv-cache-dtype",), "vLLM --kv-cache-dtype: auto, or fp8 (half the KV bytes). Without "
-        "it the planner uses fp8 only when no precision holds one sequence with a 16-bit KV "
-        "cache.", SERVER)] = None
-    memory_budget_bytes: Annotated[int | None, Opt(
-        ("--memory-budget",), "Memory the engine may use (e.g. 512MiB, 24GiB): plans precision "
-        "and KV cache for it, on CPU or GPU.", SERVER, typed=str, parse=parse_size)] = None
-    kv_cache_memory_bytes: Annotated[int | None, Opt(
-        ("--kv-cache-memory",), "KV-cache size for vLLM (e.g. 2GiB). On CPU it defaults to what "
-        "the load needs.", SERVER, typed=str, parse=parse_size)] = None
-    gpu: Annotated[str | None, Opt(
-        ("--gpu",), "GPU to plan and price for (catalog key, e.g. H100-SXM); default: the "
-        "detected one. Give it for --endpoint runs on a remote GPU.", SERVER, repeat=True)] = None
-    gpus: Annotated[int | None, Opt(
-        ("--gpus",), "Number of GPUs (default: detected, or --tp).", SERVER, repeat=True)] = None
-    engine_args: Annotated[list[str], Opt(
-        ("--engine-arg",), "Any other vLLM argument, verbatim; repeat it (e.g. "
-        "--engine-arg=--seed=1).", SERVER, typed=list[str], parse=split_engine_args)] = field(
-        default_factory=list)
-    server: Annotated[str, Opt(
-        ("--server",), "The server to start: vllm, or synthetic (the built-in one: known "
-        "delays, no model; --engine-arg gives its options). Ignored with --endpoint.",
-        SERVER)] = "vllm"
-    server_timeout_s: Annotated[float, Opt(
-        ("--server-timeout",), "Seconds to wait for the server to become healthy.",
-        SERVER)] = 900.0
+    engine: EngineConfig
+    load: LoadConfig
+    prompts: PromptsConfig
+    cost: CostConfig
+    results: ResultsConfig
 
-    # --- load: what is sent, how fast, for how long, and when a run is valid
-    workload: Annotated[str | None, Opt(
-        ("--workload", "-w"), "Workload file or name (see workloads/): length distributions, "
-        "request count, arrival, SLOs. Options given on the command line override its fields.",
-        LOAD)] = None
-    suite: Annotated[str | None, Opt(  # a suite file (workloads/nightly.toml)
-        ("--suite",), "A suite of workloads and load points (e.g. nightly), all in one server "
-        "launch.", LOAD)] = None
-    scale: Annotated[str | None, Opt(  # one of the suite's [scales.*]
-        ("--scale",), "A suite's named scale, e.g. tiny for the CPU model in CI.", LOAD)] = None
-    # None = the workload's value (or the built-in default: 16 streams, 200 requests after a
-    # steady warm-up under the load itself, 128 tokens in and out)
-    concurrency: Annotated[list[int] | None, Opt(
-        ("--concurrency", "-c"), "Closed loop: concurrent streams, or a list to sweep in one "
-        "server launch (1,8,32,128). Default 16 (or the workload's).", LOAD, typed=str,
-        parse=parse_concurrency_list, range=Range("positive integers", low=1))] = None
-    rates: Annotated[list[float] | None, Opt(
-        ("--rate",), "Open loop: requests/s with Poisson arrivals, or a list to sweep "
-        "(1,2,4,inf).", LOAD, typed=str, parse=parse_rate_list,
-        range=Range("positive requests/s (or inf)", low=0, low_open=True))] = None
-    burstiness: Annotated[float | None, Opt(
-        ("--burstiness",), "Open loop: gamma arrivals with this shape (1 = Poisson, < 1 "
-        "burstier).", LOAD)] = None
-    max_concurrency: Annotated[int | None, Opt(
-        ("--max-concurrency",), "Open loop: cap on requests in flight; time waiting for a slot "
-        "is reported.", LOAD, range=POSITIVE_INT)] = None
-    slo: Annotated[str | None, Opt(
-        ("--slo",), "Latency targets in ms, e.g. ttft_p99=2000,tpot_p99=200: reports goodput and "
-        "whether each point meets them.", LOAD)] = None
-    find_max: Annotated[bool, Opt(
-        ("--find-max",), "Search the highest concurrency (or rate) that meets the --slo "
-        "targets.", LOAD)] = False
-    min_requests: Annotated[int | None, Opt(
-        ("--min-requests",), "Fewer completed requests marks the run invalid (10).", LOAD,
-        range=POSITIVE_INT)] = None
-    min_duration_s: Annotated[float | None, Opt(
-        ("--min-duration",), "A shorter measured window marks the run invalid (5 s).",
-        LOAD)] = None
-    num_requests: Annotated[int | None, Opt(
-        ("--num-requests", "-n"), "Measured requests (after warm-up). Default 200, or unbounded "
-        "with --duration.", LOAD, range=POSITIVE_INT)] = None
-    duration_s: Annotated[float | None, Opt(
-        ("--duration",), "Stop sending new requests after this many seconds.", LOAD,
-        range=POSITIVE_S)] = None
-    # "steady" | "requests" | "<N>s" (None: the workload's); the user's text is combined with
-    # --warmup-requests by combine_warmup
-    warmup: Annotated[str | None, Opt(
-        ("--warmup",), "auto (default): the load itself at the measured concurrency until every "
-        "stream has finished one request (steady state), then measure without a pause; N: N "
-        "requests first, all finished before measuring; 30s: the load itself for 30 s; none.",
-        LOAD)] = None
-    warmup_requests: Annotated[int | None, Opt(
-        ("--warmup-requests",), "Same as --warmup N: N requests first, left out.", LOAD,
-        range=Range("0 or more", low=0))] = None
-    warmup_stagger: Annotated[bool, Opt(
-        ("--warmup-stagger/--no-warmup-stagger",), "A warm-up under the load (auto, 30s) gives "
-        "each stream's first request a different output length, so streams of equal-length "
-        "requests run out of phase as independent users do, not in lock-step waves. "
-        "--no-warmup-stagger keeps them in phase (as `vllm bench serve` starts them).",
-        LOAD)] = True
-    timeout_s: Annotated[float, Opt(
-        ("--timeout",), "Per-request timeout in seconds; a stream past it fails.", LOAD,
-        range=POSITIVE_S)] = 300.0
-    # load-generator processes: a positive integer, or "auto" (by the point's expected token
-    # events/s; see infer_prof.run.load_points.client_processes)
-    client_processes: Annotated[str, Opt(
-        ("--client-processes",), "Load-generator processes: a positive integer, or auto (one per "
-        "~80k expected token events/s with the C reader, ~40k with the Python one, assuming 10 ms "
-        "between tokens; at most the CPU cores and the streams).", LOAD)] = "auto"
-    yes: Annotated[bool, Opt(  # go ahead even when the run is estimated above an hour
-        ("--yes",), "Go ahead even when the run is estimated to take more than an hour.",
-        LOAD)] = False
-    # --frontier: double the load until throughput plateaus (infer_prof.run.frontier_run)
-    frontier: Annotated[bool, Opt(
-        ("--frontier",), "Double the load (1, 2, 4, ... streams; a --concurrency or --rate list "
-        "overrides) until throughput plateaus, an --slo breaks or --max-concurrency; each point "
-        "measured until precise (±2 %, 95 %).", LOAD)] = False
-    target_interactivity: Annotated[float | None, Opt(
-        ("--target-interactivity",), "--frontier: tokens/s/user to read throughput per GPU and "
-        "$/1M tokens at (interpolated along the front, never extrapolated).", LOAD,
-        range=Range("positive tokens/s/user", low=0, low_open=True, high=math.inf,
-                    high_open=True))] = None
-    engine_sweep: Annotated[str | None, Opt(  # a TOML file or "setting=v1,v2"
-        ("--engine-sweep",), "--frontier per engine configuration: a TOML file of named "
-        "configurations, or one setting's values (max-num-seqs=64,128,256).", LOAD)] = None
+    def __init__(self, engine: EngineConfig | None = None, load: LoadConfig | None = None,
+                 prompts: PromptsConfig | None = None, cost: CostConfig | None = None,
+                 results: ResultsConfig | None = None, **options: Any) -> None:
+        unknown = sorted(set(options) - set(GROUP_OF))
+        if unknown:
+            raise TypeError(f"RunConfig has no option {unknown[0]!r}")
+        given = {"engine": engine, "load": load, "prompts": prompts, "cost": cost,
+                 "results": results}
+        for group, kind in SUB_CONFIGS.items():
+            mine = {k: v for k, v in options.items() if GROUP_OF[k] == group}
+            part = given[group]
+            part = replace(part, **mine) if part is not None else kind(**mine)
+            object.__setattr__(self, group, part)
 
-    # --- prompts: what each request says
-    input_len: Annotated[int | None, Opt(
-        ("--input-len",), "Prompt length in tokens (exact).", PROMPTS, range=POSITIVE_INT)] = None
-    output_len: Annotated[int | None, Opt(
-        ("--output-len",), "Output length in tokens (exact: EOS is ignored).", PROMPTS,
-        range=POSITIVE_INT)] = None
-    seed: Annotated[int | None, Opt(("--seed",), "Seed for prompt token IDs.", PROMPTS)] = None
-    # prompts: "token-ids" | "text" (None: token IDs, or the dataset's text with --dataset)
-    prompt: Annotated[PromptKind | None, Opt(
-        ("--prompt",), "token-ids (default): random token IDs of the exact length; text: random "
-        "words whose token count under the model's tokenizer (BOS included) is exactly the "
-        "length. With --dataset the default is its text.", PROMPTS)] = None
-    dataset: Annotated[str | None, Opt(  # infer_prof.loadgen.datasets; None: the workload's
-        ("--dataset",), "Prompts from a file: JSONL of {\"prompt\"} or of OpenAI {\"messages\"}, "
-        "or ShareGPT JSON; lengths as tokenized, outputs from the data unless --output-len.",
-        PROMPTS)] = None
-    dataset_sample: Annotated[int | None, Opt(
-        ("--dataset-sample",), "Take N dataset entries at random (with --seed).", PROMPTS,
-        range=POSITIVE_INT)] = None
-    trace: Annotated[str | None, Opt(  # infer_prof.loadgen.traces
-        ("--trace",), "Replay a trace's arrival times and exact lengths (open loop): Azure CSV "
-        "(TIMESTAMP,ContextTokens,GeneratedTokens) or Mooncake JSONL (timestamp ms, "
-        "input_length, output_length).", PROMPTS)] = None
-    time_scale: Annotated[float, Opt(
-        ("--time-scale",), "Trace gaps times this (0.5 replays twice as fast).", PROMPTS)] = 1.0
-    trace_window: Annotated[str | None, Opt(
-        ("--trace-window",), "START:END seconds of the trace to replay (e.g. 60:120).",
-        PROMPTS)] = None
-    turns: Annotated[int | None, Opt(  # infer_prof.loadgen.sessions
-        ("--turns",), "Multi-turn sessions of K turns: each turn resends the conversation so far "
-        "(prefix cache hits); --concurrency is the concurrent sessions, --num-requests counts "
-        "turns (rounded up to whole sessions). Synthetic, or a ShareGPT --dataset's "
-        "conversations.", PROMPTS, range=POSITIVE_INT)] = None
-    think_time_s: Annotated[float, Opt(
-        ("--think-time",), "Seconds a session waits between an answer and its next turn.",
-        PROMPTS, range=Range("0 or more seconds", low=0))] = 0.0
+    def with_options(self, **options: Any) -> RunConfig:
+        """A copy with ``options`` (by field name) changed."""
+        return RunConfig(self.engine, self.load, self.prompts, self.cost, self.results,
+                         **options)
 
-    # --- cost: what the GPU-hours cost
-    price_per_hour: Annotated[float | None, Opt(
-        ("--price-per-hour",), "USD per GPU-hour; overrides the price catalog.", COST,
-        repeat=True)] = None
-    provider: Annotated[str | None, Opt(
-        ("--provider",), "Price from this provider's catalog row.", COST)] = None
-    prices_file: Annotated[str | None, Opt(
-        ("--prices",), "Price catalog CSV to use instead.", COST)] = None
-    spot: Annotated[bool, Opt(("--spot",), "Use spot prices where known.", COST)] = False
-    # instance market (infer_prof.catalog.market; docs/prices.md)
-    instance: Annotated[str | None, Opt(
-        ("--instance",), "Price as this rented instance: CLOUD:TYPE[:REGION], e.g. "
-        "aws:p5.48xlarge:us-east-1 (see infer-prof prices); its GPU if --gpu is not given.",
-        COST)] = None
-    prices_from: Annotated[str | None, Opt(
-        ("--prices-from",), "Folder of SkyPilot catalogs to price from (default: "
-        "~/.sky/catalogs, else the shipped snapshot).", COST)] = None
-    purchase_usd: Annotated[float | None, Opt(
-        ("--purchase-price",), "Owned hardware: USD per GPU; adds amortized cost and break-even "
-        "hours.", COST)] = None
-    amortize_years: Annotated[float, Opt(
-        ("--amortize-years",), "Owned hardware: years to amortize over.", COST)] = 3.0
-    usd_per_kwh: Annotated[float, Opt(
-        ("--usd-per-kwh",), "Owned hardware: electricity price.", COST)] = 0.12
+    def value(self, name: str) -> Any:
+        """The value of the option named ``name`` (a field of one sub-config)."""
+        return getattr(getattr(self, GROUP_OF[name]), name)
 
-    # --- output and history: where the results go
-    history: Annotated[bool, Opt(
-        ("--no-history",), "Do not record the run in the history.", OUTPUT, negate=True)] = True
-    history_db: Annotated[str | None, Opt(
-        ("--history", "--history-db"), "Record the run in this history: sqlite:///PATH (or a "
-        "path) or postgresql://USER@HOST:PORT/DB (password: PGPASSWORD or ~/.pgpass). Default: "
-        "$INFER_PROF_HISTORY, else <results dir>/history.sqlite.", OUTPUT)] = None
-    output: Annotated[str | None, Opt(
-        ("--output", "-o"), "Result file path (default: <results dir>/<run name>.json, a new "
-        "name if taken); one that exists is refused unless --overwrite.", OUTPUT)] = None
-    overwrite: Annotated[bool, Opt(
-        ("--overwrite",), "Replace the --output file if it exists.", OUTPUT)] = False
-    results_dir: Annotated[str, Opt(
-        ("--results-dir",), "Folder for result files.", OUTPUT,
-        envvar="INFER_PROF_RESULTS_DIR")] = "results"
-    labels: Annotated[dict[str, str], Opt(
-        ("--label",), "KEY=VALUE label stored with the result; repeatable.", OUTPUT,
-        typed=list[str], parse=parse_labels)] = field(default_factory=dict)
-    progress: Annotated[bool, Opt(
-        ("--no-progress",), "No live progress display.", OUTPUT, negate=True)] = True
+    def options(self) -> dict[str, Any]:
+        """Every option by field name, one flat mapping (the result's ``config`` section)."""
+        out: dict[str, Any] = {}
+        for group in SUB_CONFIGS:
+            out.update(asdict(getattr(self, group)))
+        return out
 
-    # --- set by the program, not the user
-    # put in the run id and file names before the load label (several endpoints in one
-    # command: the endpoint's label, see infer_prof.run.multi_endpoint)
-    run_tag: Annotated[str | None, Internal("the endpoint's or engine configuration's label, "
-                                            "set by multi_endpoint and engine_sweep")] = None
-    telemetry_interval_s: Annotated[float, Internal("NVML sampling period (s)")] = 0.5
-    metrics_interval_s: Annotated[float, Internal("/metrics scrape period (s)")] = 0.5
+    @staticmethod
+    def sub_configs() -> tuple[type, ...]:
+        """The sub-config classes, in the order ``run --help`` shows their groups."""
+        return tuple(SUB_CONFIGS.values())
+
 
 
 def combine_warmup(text: str | None, count: int | None) -> tuple[str | None, int | None]:
@@ -319,13 +106,13 @@ def combine_warmup(text: str | None, count: int | None) -> tuple[str | None, int
 
 def _first_given(cfg: RunConfig, flags: dict[str, str]) -> str | None:
     """The first of ``flags`` (flag -> field name) whose field is set (truthy), or None."""
-    return next((flag for flag, name in flags.items() if getattr(cfg, name)), None)
+    return next((flag for flag, name in flags.items() if cfg.value(name)), None)
 
 
 def _turns_clash(cfg: RunConfig) -> str | None:
     clash = _first_given(cfg, {"--suite": "suite", "--rate": "rates", "--trace": "trace"})
     return (f"--turns runs closed-loop sessions in one client process; drop {clash}"
-            if cfg.turns is not None and clash else None)
+            if cfg.prompts.turns is not None and clash else None)
 
 
 def _trace_clash(cfg: RunConfig) -> str | None:
@@ -334,7 +121,7 @@ def _trace_clash(cfg: RunConfig) -> str | None:
         "--input-len": "input_len", "--output-len": "output_len", "--duration": "duration_s",
         "--dataset": "dataset"})
     return f"--trace sets the arrivals and lengths itself; drop {clash}" if (
-        cfg.trace and clash) else None
+        cfg.prompts.trace and clash) else None
 
 
 def _rule(broken: Callable[[RunConfig], object], message: str) -> Callable[[RunConfig], str | None]:
@@ -343,38 +130,56 @@ def _rule(broken: Callable[[RunConfig], object], message: str) -> Callable[[RunC
 
 _CHAT_TOKEN_IDS = ("--api chat sends text messages, not token IDs; drop --prompt token-ids "
                    "(chat uses --prompt text)")
-_chat_token_ids = _rule(lambda c: c.api == "chat" and c.prompt == "token-ids", _CHAT_TOKEN_IDS)
+_chat_token_ids = _rule(
+    lambda c: c.engine.api == "chat" and c.prompts.prompt == "token-ids", _CHAT_TOKEN_IDS)
 
 #: The rules between options, in the order they are checked: each returns the one-line message
 #: of the broken rule, or None. (Rules that need the workload file, the model or the machine
 #: are checked where those are read: run/load_points.py, run/session_setup.py,
 #: run/frontier_run.py, run/planning.py.)
 RULES: tuple[Callable[[RunConfig], str | None], ...] = (
-    _rule(lambda c: c.concurrency and c.rates,
-          "give --concurrency (closed loop) or --rate (open loop), not both"),
-    _rule(lambda c: c.suite and (c.workload or c.concurrency or c.rates),
-          "--suite brings its own workloads and load points; drop --workload, --concurrency and "
-          "--rate"),
+    _rule(
+        lambda c: c.load.concurrency and c.load.rates,
+        "give --concurrency (closed loop) or --rate (open loop), not both",
+    ),
+    _rule(
+        lambda c: c.load.suite and (c.load.workload or c.load.concurrency or c.load.rates),
+        "--suite brings its own workloads and load points; drop --workload, --concurrency and "
+        "--rate",
+    ),
     _chat_token_ids,
-    _rule(lambda c: c.think_time_s and c.turns is None,
-          "--think-time applies to multi-turn sessions; give --turns K"),
+    _rule(
+        lambda c: c.prompts.think_time_s and c.prompts.turns is None,
+        "--think-time applies to multi-turn sessions; give --turns K",
+    ),
     _turns_clash,
     _trace_clash,
-    _rule(lambda c: c.find_max and not c.slo and not c.workload,
-          "--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=..."),
-    _rule(lambda c: c.engine_sweep and not c.frontier,
-          "--engine-sweep runs a frontier per configuration: add --frontier"),
-    _rule(lambda c: c.engine_sweep and c.endpoint,
-          "--engine-sweep relaunches vLLM per configuration; it cannot with --endpoint (drop "
-          "one)"),
-    _rule(lambda c: c.frontier and c.find_max,
-          "--frontier and --find-max both choose the load points; give one"),
-    _rule(lambda c: c.frontier and c.trace,
-          "--trace replays its own arrival times; --frontier needs the load to vary: drop one "
-          "of them"),
-    _rule(lambda c: c.target_interactivity is not None and not c.frontier,
-          "--target-interactivity reads a frontier: add --frontier (or use compare "
-          "--target-interactivity on frontier results)"),
+    _rule(
+        lambda c: c.load.find_max and not c.load.slo and not c.load.workload,
+        "--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...",
+    ),
+    _rule(
+        lambda c: c.load.engine_sweep and not c.load.frontier,
+        "--engine-sweep runs a frontier per configuration: add --frontier",
+    ),
+    _rule(
+        lambda c: c.load.engine_sweep and c.engine.endpoint,
+        "--engine-sweep relaunches vLLM per configuration; it cannot with --endpoint (drop one)",
+    ),
+    _rule(
+        lambda c: c.load.frontier and c.load.find_max,
+        "--frontier and --find-max both choose the load points; give one",
+    ),
+    _rule(
+        lambda c: c.load.frontier and c.prompts.trace,
+        "--trace replays its own arrival times; --frontier needs the load to vary: drop one "
+        "of them",
+    ),
+    _rule(
+        lambda c: c.load.target_interactivity is not None and not c.load.frontier,
+        "--target-interactivity reads a frontier: add --frontier (or use compare "
+        "--target-interactivity on frontier results)",
+    ),
 )
 
 
@@ -384,8 +189,9 @@ def validate(cfg: RunConfig) -> None:
     (:data:`RULES`), the ``--endpoint`` URL and the ``--prices`` file. Pure but for reading that
     file; calling it again on the same configuration gives the same answer."""
     try:
-        check_declared(cfg)
-        check_client_processes(cfg.client_processes)
+        for group in SUB_CONFIGS:
+            check_declared(getattr(cfg, group))
+        check_client_processes(cfg.load.client_processes)
     except ValueError as exc:
         raise ConfigError(str(exc)) from None
     for rule in RULES:
@@ -394,21 +200,23 @@ def validate(cfg: RunConfig) -> None:
             raise ConfigError(message)
     from infer_prof.servers.registry import check_server_name  # not at import: --help
 
-    bad_server = check_server_name(cfg.server)
+    bad_server = check_server_name(cfg.engine.server)
     if bad_server:
         raise ConfigError(bad_server)
-    if cfg.endpoint is not None:
+    if cfg.engine.endpoint is not None:
         try:
             from infer_prof.loadgen.endpoint import Endpoint  # not at import: keeps --help fast
 
-            Endpoint.from_url(cfg.endpoint, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure)
+            Endpoint.from_url(
+                cfg.engine.endpoint, ca_bundle=cfg.engine.ca_bundle, insecure=cfg.engine.insecure
+            )
         except ValueError as exc:
             raise ConfigError(str(exc)) from None
-    if cfg.prices_file is not None:  # read now: a bad file is known before any load is sent
+    if cfg.cost.prices_file is not None:  # read now: a bad file is known before any load is sent
         from infer_prof.catalog.prices import PriceFileError, load_prices
 
         try:
-            load_prices(cfg.prices_file)
+            load_prices(cfg.cost.prices_file)
         except PriceFileError as exc:
             raise ConfigError(
                 f"{exc}; fix the file, or leave out --prices to use the shipped catalog"
@@ -418,19 +226,21 @@ def validate(cfg: RunConfig) -> None:
 def check_api(cfg: RunConfig, api: Api) -> None:
     """The chat API takes text: refuse ``--prompt token-ids`` with it (raises ConfigError);
     ``api`` is the one the run resolved from its workloads (:func:`resolve_api`)."""
-    if api == "chat" and cfg.prompt == "token-ids":
+    if api == "chat" and cfg.prompts.prompt == "token-ids":
         raise ConfigError(_CHAT_TOKEN_IDS)
 
 
 def resolve_api(cfg: RunConfig, workload_apis: list[str | None]) -> Api:
     """The API a run speaks: ``--api``, else its workloads' ``api`` (all the same), else
     ``completions``. Raises ConfigError when a suite's workloads ask for different ones."""
-    if cfg.api is not None:
-        return cfg.api
+    if cfg.engine.api is not None:
+        return cfg.engine.api
     asked = {a for a in workload_apis if a is not None}
     if len(asked) > 1:
-        raise ConfigError(f"the workloads ask for different APIs ({', '.join(sorted(asked))}); "
-                          "give --api to run them all with one")
+        raise ConfigError(
+            f"the workloads ask for different APIs ({', '.join(sorted(asked))}); "
+            "give --api to run them all with one"
+        )
     # (a workload file's api is one of these: checked when it is read, core/workload/workloads.py)
     return cast(Api, asked.pop()) if asked else "completions"
 

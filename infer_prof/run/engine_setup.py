@@ -49,7 +49,7 @@ def launch_settings(
     context); on CPU the KV cache is sized for the load, ``kv_tokens`` x the model's KV bytes
     per token (16-bit) x 1.5 headroom, at least :data:`CPU_DEFAULT_KV_CACHE_BYTES`.
     ``load_format``: the one the run decided (:attr:`RunPlan.load_format`; default: the one
-    given, ``cfg.load_format``).
+    given, ``cfg.engine.load_format``).
     """
     base = planned or EngineSettings()
     if base.dtype == "auto":
@@ -57,16 +57,16 @@ def launch_settings(
     if base.tensor_parallel == 1:
         base = replace(base, tensor_parallel=None)
     explicit: dict[str, Any] = {
-        "dtype": cfg.dtype,
-        "tensor_parallel": cfg.tensor_parallel_size,
-        "memory_utilization": cfg.gpu_memory_utilization,
-        "max_model_len": cfg.max_model_len,
-        "load_format": load_format or cfg.load_format,
-        "kv_cache_bytes": cfg.kv_cache_memory_bytes,
-        "kv_cache_dtype": cfg.kv_cache_dtype,
+        "dtype": cfg.engine.dtype,
+        "tensor_parallel": cfg.engine.tensor_parallel_size,
+        "memory_utilization": cfg.engine.gpu_memory_utilization,
+        "max_model_len": cfg.engine.max_model_len,
+        "load_format": load_format or cfg.engine.load_format,
+        "kv_cache_bytes": cfg.engine.kv_cache_memory_bytes,
+        "kv_cache_dtype": cfg.engine.kv_cache_dtype,
     }
-    if cfg.quantization not in ("auto", "", None) and planned is None:
-        explicit["quantization"] = cfg.quantization  # a name the planner does not know
+    if cfg.engine.quantization not in ("auto", "", None) and planned is None:
+        explicit["quantization"] = cfg.engine.quantization  # a name the planner does not know
     settings = replace(base, **{k: v for k, v in explicit.items() if v is not None})
     if settings.max_model_len is None and model.spec is not None:
         longest = min(model.spec.max_position_embeddings, max(2048, max_seq_len))
@@ -94,18 +94,18 @@ def resolve_gpu(cfg: RunConfig) -> tuple[GpuSpec | None, int, str]:
     Returns (catalog entry or None, GPU count, how it was found). The count is ``--gpus``,
     else ``--tensor-parallel-size``, else the number of detected GPUs of the first kind.
     """
-    if cfg.gpu:
+    if cfg.engine.gpu:
         try:
-            spec = find_gpu(cfg.gpu)
+            spec = find_gpu(cfg.engine.gpu)
         except ValueError as exc:
             raise ConfigError(f"--gpu: {exc}") from None
-        return spec, cfg.gpus or cfg.tensor_parallel_size or 1, "--gpu"
+        return spec, cfg.engine.gpus or cfg.engine.tensor_parallel_size or 1, "--gpu"
     found = detect_gpus()
     if not found:
-        return None, cfg.gpus or cfg.tensor_parallel_size or 1, "none detected"
+        return None, cfg.engine.gpus or cfg.engine.tensor_parallel_size or 1, "none detected"
     first = found[0]
     same = sum(1 for d in found if d.nvml_name == first.nvml_name)
-    count = cfg.gpus or cfg.tensor_parallel_size or same
+    count = cfg.engine.gpus or cfg.engine.tensor_parallel_size or same
     return first.spec, count, f"detected ({first.nvml_name})"
 
 
@@ -123,48 +123,57 @@ def make_plan(
     forced precision). Returns (plan, why there is none). Raises ConfigError when the model
     cannot run at all, with the planner's numbers and what would fit. ``load_format``: the
     run's decided one (default: the one given)."""
-    load_format = load_format or cfg.load_format
-    if cfg.endpoint:
+    load_format = load_format or cfg.engine.load_format
+    if cfg.engine.endpoint:
         return None, "--endpoint: the running server's own settings apply"
     try:
-        asked = normalize_precision(cfg.quantization or "auto")
+        asked = normalize_precision(cfg.engine.quantization or "auto")
     except PlanError:
         asked = None
     if asked == "bnb-nf4" and (load_format or "").lower() == "dummy":
-        raise ConfigError(f"--quantization {cfg.quantization} cannot run with --load-format dummy: "
-                          f"{BNB_DUMMY_NOTE}; use --quantization fp8 (GPU, compute capability "
-                          "8.9+) or auto, or a model folder with weight files")
+        raise ConfigError(
+            f"--quantization {cfg.engine.quantization} cannot run with --load-format dummy: "
+            f"{BNB_DUMMY_NOTE}; use --quantization fp8 (GPU, compute capability "
+            "8.9+) or auto, or a model folder with weight files"
+        )
     if model.spec is None:
         return None, "model architecture unknown (hub id without a local config)"
-    if gpu is None and cfg.memory_budget_bytes is None:
+    if gpu is None and cfg.engine.memory_budget_bytes is None:
         return None, (
             "no GPU and no --memory-budget: vLLM-CPU runs at 16-bit with a KV cache "
             "sized for the load"
         )
     try:
-        precision = normalize_precision(cfg.quantization or "auto")
+        precision = normalize_precision(cfg.engine.quantization or "auto")
     except PlanError:
-        return None, f"--quantization {cfg.quantization!r} passed to vLLM verbatim, not planned"
+        return (
+            None,
+            f"--quantization {cfg.engine.quantization!r} passed to vLLM verbatim, not planned",
+        )
     memory, source = device_memory(gpu, detect_gpus() if gpu is not None else [])
     try:
         p = plan(
-            PlanRequest(model.spec,
-            gpu,
-            gpus=gpus,
-            concurrency=concurrency,
-            input_len=input_len,
-            output_len=output_len,
-            gpu_memory_utilization=cfg.gpu_memory_utilization or 0.9,
-            quantization=precision,
-            memory_budget_bytes=cfg.memory_budget_bytes,
-            memory_per_gpu_bytes=memory,
-            memory_source=source,
-            kv_cache_dtype=cfg.kv_cache_dtype or "auto",
-            load_format=load_format,
-            max_num_seqs=_int_engine_arg(cfg.engine_args, "--max-num-seqs"),
-            max_num_batched_tokens=_int_engine_arg(cfg.engine_args, "--max-num-batched-tokens"),
-            caps=engine_capabilities(gpu is not None),
-            catalog=tuple(gpu_catalog().values())),
+            PlanRequest(
+                model.spec,
+                gpu,
+                gpus=gpus,
+                concurrency=concurrency,
+                input_len=input_len,
+                output_len=output_len,
+                gpu_memory_utilization=cfg.engine.gpu_memory_utilization or 0.9,
+                quantization=precision,
+                memory_budget_bytes=cfg.engine.memory_budget_bytes,
+                memory_per_gpu_bytes=memory,
+                memory_source=source,
+                kv_cache_dtype=cfg.engine.kv_cache_dtype or "auto",
+                load_format=load_format,
+                max_num_seqs=_int_engine_arg(cfg.engine.engine_args, "--max-num-seqs"),
+                max_num_batched_tokens=_int_engine_arg(
+                    cfg.engine.engine_args, "--max-num-batched-tokens"
+                ),
+                caps=engine_capabilities(gpu is not None),
+                catalog=tuple(gpu_catalog().values()),
+            ),
         )
     except PlanError as exc:
         raise ConfigError(f"plan: {exc}") from None
@@ -179,8 +188,13 @@ def _int_engine_arg(args: list[str], flag: str) -> int | None:
     """The integer an ``--engine-arg`` gives ``flag`` (``--flag=N`` or ``--flag N``), else
     None: the planner plans with the engine's own limits."""
     for i, a in enumerate(args):
-        value = (a.split("=", 1)[1] if a.startswith(flag + "=")
-                 else args[i + 1] if a == flag and i + 1 < len(args) else None)
+        value = (
+            a.split("=", 1)[1]
+            if a.startswith(flag + "=")
+            else args[i + 1]
+            if a == flag and i + 1 < len(args)
+            else None
+        )
         if value is not None and value.strip().isdigit():
             return int(value)
     return None
@@ -220,8 +234,12 @@ def cuda_total_memory(index: int = 0, timeout_s: float = 60.0) -> int | None:
     total, the figure vLLM multiplies by ``gpu_memory_utilization``. No context is created.
     """
     try:
-        out = subprocess.run([sys.executable, "-c", _CUDA_TOTAL_SCRIPT, str(index)],
-                             capture_output=True, text=True, timeout=timeout_s)
+        out = subprocess.run(
+            [sys.executable, "-c", _CUDA_TOTAL_SCRIPT, str(index)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     text = out.stdout.strip()
@@ -248,9 +266,11 @@ def device_memory(
             total = cuda_total(index)
             if total:
                 return total, f"CUDA total of the detected {found.nvml_name} (cuDeviceTotalMem)"
-            return (found.memory_total_bytes - NVML_CUDA_GAP_BYTES,
-                    f"NVML total of the detected {found.nvml_name} minus 0.47 GiB (the NVML-CUDA "
-                    "gap measured on an H100 80GB HBM3; libcuda not readable)")
+            return (
+                found.memory_total_bytes - NVML_CUDA_GAP_BYTES,
+                f"NVML total of the detected {found.nvml_name} minus 0.47 GiB (the NVML-CUDA "
+                "gap measured on an H100 80GB HBM3; libcuda not readable)",
+            )
     if gpu.cuda_visible_gib is None:
         return gpu.memory_bytes, f"catalog: {gpu.key} memory_gib {gpu.memory_gib:g} (nominal)"
     return gpu.cuda_memory_bytes, f"catalog: {gpu.key} cuda_visible_gib {gpu.cuda_visible_gib:g}"
@@ -326,13 +346,24 @@ def engine_capabilities(
     version = version if version is not None else installed_vllm_version()
     unavailable: list[tuple[str, str]] = []
     if not importable("bitsandbytes"):
-        unavailable.append(("bnb-nf4", f"the bitsandbytes package is not installed "
-                                       f"({BNB_INSTALL_HINT})"))
+        unavailable.append(
+            ("bnb-nf4", f"the bitsandbytes package is not installed ({BNB_INSTALL_HINT})")
+        )
     elif not builtin_bnb() and not importable("vllm_bnb_plugin"):
-        unavailable.append(("bnb-nf4", "this vLLM has no built-in bitsandbytes and "
-                                       f"vllm-bnb-plugin is not installed ({BNB_PLUGIN_HINT})"))
+        unavailable.append(
+            (
+                "bnb-nf4",
+                "this vLLM has no built-in bitsandbytes and "
+                f"vllm-bnb-plugin is not installed ({BNB_PLUGIN_HINT})",
+            )
+        )
     fp8_kv = ""
     if target == "cpu" and not ({"avx512f", "amx_tile"} & cpu_flags()):
         fp8_kv = FP8_KV_CPU_NOTE + " (this CPU has neither)"
-    return EngineCaps(build=target, vllm_version=version, unavailable=tuple(unavailable),
-                      fp8_kv_cache=fp8_kv, checked=True)
+    return EngineCaps(
+        build=target,
+        vllm_version=version,
+        unavailable=tuple(unavailable),
+        fp8_kv_cache=fp8_kv,
+        checked=True,
+    )

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -66,16 +65,16 @@ def configured(cfg: RunConfig, ec: EngineConfig) -> RunConfig:
     ``--engine-arg``), tagged with its name for the file names."""
     fields: dict[str, Any] = {}
     flags = {f"--{k}" for k in ec.settings if k in _ENGINE_ARGS}
-    args = [a for a in cfg.engine_args if a.split("=", 1)[0] not in flags]
+    args = [a for a in cfg.engine.engine_args if a.split("=", 1)[0] not in flags]
     for key, value in ec.settings.items():
         if key in _ENGINE_ARGS:
             args.append(f"--{key}={value}")
         else:
             fields[_FIELDS[key]] = value
     tag = safe_name(ec.name)
-    return replace(cfg, **fields, engine_args=args, engine_sweep=None,
-                   run_tag=f"{cfg.run_tag}-{tag}" if cfg.run_tag else tag,
-                   labels={**cfg.labels, "engine_config": ec.name})
+    return cfg.with_options(**fields, engine_args=args, engine_sweep=None,
+                   run_tag=f"{cfg.results.run_tag}-{tag}" if cfg.results.run_tag else tag,
+                   labels={**cfg.results.labels, "engine_config": ec.name})
 
 
 def check(cfg: RunConfig) -> list[tuple[EngineConfig, RunConfig]]:
@@ -83,7 +82,7 @@ def check(cfg: RunConfig) -> list[tuple[EngineConfig, RunConfig]]:
     configuration on bad input or when the planner says it does not fit)."""
     validate(cfg)  # the options' rules (run/config.py): needs --frontier, not --endpoint
     out = []
-    for ec in engine_configs(cfg.engine_sweep or ""):
+    for ec in engine_configs(cfg.load.engine_sweep or ""):
         one = configured(cfg, ec)
         try:
             ready, _ = prepare(one, base_workload(one).arrival.mode == "open")
@@ -126,6 +125,7 @@ def execute_engine_sweep(
              for c in configs if (c["frontier"] or {}).get("problems")]
     if configs and len(short) == len(configs):  # no configuration gives an answer
         summary["engine_sweep"]["problems"] = short
-    path = Path(cfg.results_dir) / f"{stamp}-{safe_name(cfg.model)}.engine-sweep.json"
+    name = f"{stamp}-{safe_name(cfg.engine.model)}.engine-sweep.json"
+    path = Path(cfg.results.results_dir) / name
     write_result(path, summary)
     return SweepOutcome(outcomes, summary, path)

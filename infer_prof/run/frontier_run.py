@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from infer_prof.core.analysis.frontier import (
@@ -75,18 +75,18 @@ def prepare(cfg: RunConfig, open_loop_workload: bool) -> tuple[RunConfig, Fronti
     configuration's load list to the levels to try (the engine is planned for the highest) and,
     without ``--num-requests``/``--duration``, each point's ceiling in seconds."""
     validate(cfg)  # the options' rules (run/config.py): --find-max, --trace, the target
-    if cfg.suite:  # each member's own points, one frontier per member (suite_frontiers)
+    if cfg.load.suite:  # each member's own points, one frontier per member (suite_frontiers)
         return cfg, FrontierSpec("suite", (), True, "list: every level given was run", None,
-                                 cfg.target_interactivity)
-    open_loop = bool(cfg.rates) or (open_loop_workload and not cfg.concurrency)
-    given = cfg.rates if open_loop else cfg.concurrency
+                                 cfg.load.target_interactivity)
+    open_loop = bool(cfg.load.rates) or (open_loop_workload and not cfg.load.concurrency)
+    given = cfg.load.rates if open_loop else cfg.load.concurrency
     if open_loop:
         ceiling, why = DEFAULT_MAX_RATE, f"max_rate: reached {DEFAULT_MAX_RATE:g} requests/s"
         if given and any(math.isinf(r) for r in given):
             raise ConfigError("--frontier --rate: an infinite rate is no point on a frontier; "
                               "give finite requests/s")
     else:
-        cap = cfg.max_concurrency
+        cap = cfg.load.max_concurrency
         ceiling = float(cap or DEFAULT_MAX_CONCURRENCY)
         why = (f"max_concurrency: reached --max-concurrency {cap}" if cap else
                f"max_concurrency: reached the default ceiling of {DEFAULT_MAX_CONCURRENCY} "
@@ -96,27 +96,36 @@ def prepare(cfg: RunConfig, open_loop_workload: bool) -> tuple[RunConfig, Fronti
         levels = [float(x) for x in given or [] if x <= ceiling]
         if not levels:
             raise ConfigError(f"--frontier: every level of the list is above --max-concurrency "
-                              f"{cfg.max_concurrency}")
+                              f"{cfg.load.max_concurrency}")
         why = "list: every level given was run"
     else:
         start = float((given or [1])[0])
         if start > ceiling:
             raise ConfigError(f"--frontier: the start {start:g} is above --max-concurrency "
-                              f"{cfg.max_concurrency}")
+                              f"{cfg.load.max_concurrency}")
         levels = doubling(start, ceiling)
-    fixed = cfg.num_requests is not None or cfg.duration_s is not None or cfg.turns is not None
+    fixed = (
+        cfg.load.num_requests is not None
+        or cfg.load.duration_s is not None
+        or cfg.prompts.turns is not None
+    )
     # open loop: TPOT p50 must be precise; the throughput follows the offered rate
     rule = None if fixed else PrecisionRule(require_throughput=not open_loop)
-    new = replace(
-        cfg,
+    new = cfg.with_options(
         concurrency=None if open_loop else [int(x) for x in levels],
         rates=levels if open_loop else None,
         # closed loop: --max-concurrency is the frontier's ceiling, not an in-flight cap
-        max_concurrency=cfg.max_concurrency if open_loop else None,
-        duration_s=cfg.duration_s if rule is None else rule.max_seconds + 5.0,
+        max_concurrency=cfg.load.max_concurrency if open_loop else None,
+        duration_s=cfg.load.duration_s if rule is None else rule.max_seconds + 5.0,
     )
-    spec = FrontierSpec("open" if open_loop else "closed", tuple(levels), explicit, why, rule,
-                        cfg.target_interactivity)
+    spec = FrontierSpec(
+        "open" if open_loop else "closed",
+        tuple(levels),
+        explicit,
+        why,
+        rule,
+        cfg.load.target_interactivity,
+    )
     return new, spec
 
 
@@ -165,8 +174,10 @@ def run_frontier(
             reason = f"interrupted: a stop signal came before the point at {level:g}"
             break
         if spec.loop == "closed" and max_sequences and level > max_sequences:
-            reason = (f"max_sequences: {level:g} streams would pass the planner's "
-                      f"{max_sequences} concurrent sequences")
+            reason = (
+                f"max_sequences: {level:g} streams would pass the planner's "
+                f"{max_sequences} concurrent sequences"
+            )
             break
         out = run_point(wl, spec.precision)
         outcomes.append(out)
@@ -179,9 +190,13 @@ def run_frontier(
         fpoints.append(p)
         slo = r.get("slo")
         passes.append(bool(slo["passed"]) if slo else True)
-        extra.append({"requests": r["summary"].get("requests_completed"),
-                      "precision": r.get("precision_stop"),
-                      "slo_passed": passes[-1] if slo else None})
+        extra.append(
+            {
+                "requests": r["summary"].get("requests_completed"),
+                "precision": r.get("precision_stop"),
+                "slo_passed": passes[-1] if slo else None,
+            }
+        )
         say(_line(spec.loop, p, r.get("precision_stop")))
         if slo and not slo["passed"]:
             reason = f"slo: the point at {level:g} breaks {_broken(slo)}"
@@ -191,8 +206,10 @@ def run_frontier(
             if plateaued(prev, p.total_tok_s_per_gpu, MIN_GAIN):
                 gain = (p.total_tok_s_per_gpu / prev - 1) * 100 if prev > 0 else 0.0
                 moved = "rose" if gain >= 0 else "fell"
-                reason = (f"plateaued: total throughput {moved} {abs(gain):.1f} % from "
-                          f"{fpoints[-2].concurrency:g} to {level:g} (a gain < {MIN_GAIN:.0%})")
+                reason = (
+                    f"plateaued: total throughput {moved} {abs(gain):.1f} % from "
+                    f"{fpoints[-2].concurrency:g} to {level:g} (a gain < {MIN_GAIN:.0%})"
+                )
                 break
     marked = mark_pareto(fpoints)
     doc = frontier_dict(marked, reason, None)
@@ -221,8 +238,10 @@ def price_source(result: dict[str, Any]) -> dict[str, Any] | None:
 def answer(doc: dict[str, Any], target: float | None, slo_text: str | None) -> list[str]:
     """Add ``target``, ``at_target`` and ``at_slo`` to the frontier document ``doc``; return
     the plain lines to say when the target or the SLOs are out of the front's reach."""
-    points = [FrontierPoint(**{k: p[k] for k in FrontierPoint.__dataclass_fields__})
-              for p in doc["points"]]
+    points = [
+        FrontierPoint(**{k: p[k] for k in FrontierPoint.__dataclass_fields__})
+        for p in doc["points"]
+    ]
     price = doc.get("usd_per_gpu_hour")
     problems: list[str] = []
     hit: AtTarget | None = None
@@ -232,8 +251,11 @@ def answer(doc: dict[str, Any], target: float | None, slo_text: str | None) -> l
         f = front(points)
         lo = f[0].interactivity if f else None
         hi = f[-1].interactivity if f else None
-        doc["target"] = {"interactivity": target, "reached": hit is not None,
-                         "front_interactivity": [lo, hi]}
+        doc["target"] = {
+            "interactivity": target,
+            "reached": hit is not None,
+            "front_interactivity": [lo, hi],
+        }
         if hit is None:
             problems.append(_out_of_reach(target, f))
     slo_hit = None
@@ -242,10 +264,13 @@ def answer(doc: dict[str, Any], target: float | None, slo_text: str | None) -> l
         slo_hit = at_slo(points, passes, price)
         doc["target"] = {**(doc["target"] or {}), "slo": slo_text}
         if slo_hit is None:
-            problems.append(f"no measured point meets --slo {slo_text}: no answer at the SLO "
-                            "(every point measured is in the result)")
-    doc["at_target"] = hit.to_dict() if hit else (slo_hit.to_dict() if slo_hit and
-                                                  target is None else None)
+            problems.append(
+                f"no measured point meets --slo {slo_text}: no answer at the SLO "
+                "(every point measured is in the result)"
+            )
+    doc["at_target"] = (
+        hit.to_dict() if hit else (slo_hit.to_dict() if slo_hit and target is None else None)
+    )
     doc["at_slo"] = slo_hit.to_dict() if slo_hit else None
     return problems
 
@@ -255,8 +280,7 @@ def member_groups(points: list[Workload]) -> list[list[Workload]]:
     workload and loop (closed or open) form one."""
     groups: list[list[Workload]] = []
     for w in points:
-        if groups and (groups[-1][0].name, groups[-1][0].arrival.mode) == (w.name,
-                                                                           w.arrival.mode):
+        if groups and (groups[-1][0].name, groups[-1][0].arrival.mode) == (w.name, w.arrival.mode):
             groups[-1].append(w)
         else:
             groups.append([w])
@@ -278,15 +302,17 @@ def suite_frontiers(
     docs = []
     for group in member_groups(points):
         mode = group[0].arrival.mode
-        levels = tuple(float(w.arrival.concurrency or 1) if mode == "closed"
-                       else float(w.arrival.rate or 0.0) for w in group)
+        levels = tuple(
+            float(w.arrival.concurrency or 1) if mode == "closed" else float(w.arrival.rate or 0.0)
+            for w in group
+        )
         member = FrontierSpec(mode, levels, True, spec.ceiling_reason, None, spec.target)
         if stop_requested():
             break
-        doc = run_frontier(group, member, run_point, outcomes, say=say,
-                           stop_requested=stop_requested)
-        doc["problems"] = [f"{group[0].name}: {p}"
-                           for p in answer(doc, spec.target, slo_text)]
+        doc = run_frontier(
+            group, member, run_point, outcomes, say=say, stop_requested=stop_requested
+        )
+        doc["problems"] = [f"{group[0].name}: {p}" for p in answer(doc, spec.target, slo_text)]
         docs.append({"workload": group[0].name, **doc})
         if outcomes and not outcomes[-1].result["complete"]:
             break
@@ -295,16 +321,22 @@ def suite_frontiers(
 
 def _out_of_reach(target: float, f: list[FrontierPoint]) -> str:
     if not f:
-        return (f"target {target:g} tokens/s/user: no point has a TPOT (outputs of one token?), "
-                "so there is no front to read it from")
+        return (
+            f"target {target:g} tokens/s/user: no point has a TPOT (outputs of one token?), "
+            "so there is no front to read it from"
+        )
     lo, hi = f[0], f[-1]
     if target > float(hi.interactivity or 0):
-        return (f"target {target:g} tokens/s/user is above the front: even at "
-                f"{hi.concurrency:g} the users see {hi.interactivity:.1f}; not extrapolated "
-                "(every point measured is in the result)")
-    return (f"target {target:g} tokens/s/user is below the front's slowest point "
-            f"({lo.interactivity:.1f} at {lo.concurrency:g}); it stopped before the load got "
-            "that slow; raise --max-concurrency to measure further (not extrapolated)")
+        return (
+            f"target {target:g} tokens/s/user is above the front: even at "
+            f"{hi.concurrency:g} the users see {hi.interactivity:.1f}; not extrapolated "
+            "(every point measured is in the result)"
+        )
+    return (
+        f"target {target:g} tokens/s/user is below the front's slowest point "
+        f"({lo.interactivity:.1f} at {lo.concurrency:g}); it stopped before the load got "
+        "that slow; raise --max-concurrency to measure further (not extrapolated)"
+    )
 
 
 def _broken(slo: dict[str, Any]) -> str:
@@ -314,11 +346,15 @@ def _broken(slo: dict[str, Any]) -> str:
 def _line(loop: str, p: FrontierPoint, precision: dict[str, Any] | None) -> str:
     unit = "streams" if loop == "closed" else "req/s"
     inter = f"{p.interactivity:.1f}" if p.interactivity is not None else "-"
-    text = (f"frontier: {p.concurrency:g} {unit}: {p.total_tok_s_per_gpu:,.0f} total tok/s/GPU, "
-            f"{p.output_tok_s_per_gpu:,.0f} output, {inter} tok/s/user")
+    text = (
+        f"frontier: {p.concurrency:g} {unit}: {p.total_tok_s_per_gpu:,.0f} total tok/s/GPU, "
+        f"{p.output_tok_s_per_gpu:,.0f} output, {inter} tok/s/user"
+    )
     if precision:
         tp = (precision.get("output_throughput") or {}).get("rel_half_width")
         tq = (precision.get("tpot_p50_ms") or {}).get("rel_half_width")
-        text += (f" (±{(tp or 0) * 100:.1f} % / ±{(tq or 0) * 100:.1f} % after "
-                 f"{precision.get('requests')} requests, {precision.get('stopped_by')})")
+        text += (
+            f" (±{(tp or 0) * 100:.1f} % / ±{(tq or 0) * 100:.1f} % after "
+            f"{precision.get('requests')} requests, {precision.get('stopped_by')})"
+        )
     return text

@@ -102,17 +102,17 @@ def drive_point(
     client: dict[str, Any] = {}
     telemetry: dict[str, Any] = {}
     counters = LiveCounters(on_end=spool.ended)
-    sampler = NvmlSampler(interval_s=cfg.telemetry_interval_s)
+    sampler = NvmlSampler(interval_s=cfg.results.telemetry_interval_s)
     scraper = MetricsScraper(
         ctx.endpoint.url,
-        interval_s=cfg.metrics_interval_s,
+        interval_s=cfg.results.metrics_interval_s,
         api_key=ctx.endpoint.api_key,
         context=ctx.endpoint.ssl_context(),
     )
     session_run = ctx.sessions.start(wl, ctx.pool, ctx.text) if ctx.sessions else None
     state["session_run"] = session_run
     processes = 1 if session_run else client_processes(
-        cfg.client_processes, wl, tls=ctx.endpoint.tls is not None
+        cfg.load.client_processes, wl, tls=ctx.endpoint.tls is not None
     )
     stopper = PrecisionStop(precision, spool) if precision and processes == 1 else None
     try:
@@ -149,7 +149,7 @@ def drive_point(
 def spool_folder(cfg: RunConfig) -> Path | None:
     """Where a point's records are spooled while it runs: the folder its result goes to
     (:func:`~infer_prof.results.store.result_paths`), when it exists."""
-    folder = result_paths(cfg.output, Path(cfg.results_dir), "run")[0].parent
+    folder = result_paths(cfg.results.output, Path(cfg.results.results_dir), "run")[0].parent
     return folder if folder.is_dir() else None
 
 
@@ -208,21 +208,21 @@ class _LocalRun:
         measured = self._unless_warmup_failed(p.measured)
         if p.session_run is not None:
             return p.session_run.drive(
-                io, p.warm, ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s)
+                io, p.warm, ClosedLoopPlan(a.concurrency or 1, cfg.load.timeout_s, wl.duration_s)
             )
         if a.mode == "closed":
             return run_closed_loop(
                 io,
                 p.warm,
                 measured,
-                ClosedLoopPlan(a.concurrency or 1, cfg.timeout_s, wl.duration_s, p.stopper),
+                ClosedLoopPlan(a.concurrency or 1, cfg.load.timeout_s, wl.duration_s, p.stopper),
                 self.gate,
             )
         return run_open_loop(
             io,
             list(p.warm),
             _open_arrivals(wl, measured, p.ctx.trace),
-            OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s, stop_when=p.stopper),
+            OpenLoopPlan(cfg.load.timeout_s, a.max_concurrency, wl.duration_s, stop_when=p.stopper),
             self.health,
         )
 
@@ -374,7 +374,7 @@ def _pool_job(
             "closed",
             ctx.endpoint,
             build,
-            cfg.timeout_s,
+            cfg.load.timeout_s,
             warm,
             a.concurrency or 1,
             wl.duration_s,
@@ -388,10 +388,10 @@ def _pool_job(
         "open",
         ctx.endpoint,
         build,
-        cfg.timeout_s,
+        cfg.load.timeout_s,
         warm,
         arrivals=list(arrivals) if counted else arrivals,
-        open_plan=OpenLoopPlan(cfg.timeout_s, a.max_concurrency, wl.duration_s),
+        open_plan=OpenLoopPlan(cfg.load.timeout_s, a.max_concurrency, wl.duration_s),
         precision=precise,
     )
 

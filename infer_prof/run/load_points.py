@@ -44,24 +44,24 @@ from infer_prof.run.warmup import DURATION_DRAWS, continuous_warmup, warmup_pool
 def _shape_overrides(cfg: RunConfig) -> dict[str, Any]:
     """The command-line values that replace a workload's fields (None keeps the field)."""
     return {
-        "input_len": cfg.input_len,
-        "output_len": cfg.output_len,
-        "num_requests": cfg.num_requests,
-        "duration_s": cfg.duration_s,
-        "warmup_requests": cfg.warmup_requests,
-        "warmup": cfg.warmup,
-        "seed": cfg.seed,
-        "min_requests": cfg.min_requests,
-        "min_duration_s": cfg.min_duration_s,
+        "input_len": cfg.prompts.input_len,
+        "output_len": cfg.prompts.output_len,
+        "num_requests": cfg.load.num_requests,
+        "duration_s": cfg.load.duration_s,
+        "warmup_requests": cfg.load.warmup_requests,
+        "warmup": cfg.load.warmup,
+        "seed": cfg.prompts.seed,
+        "min_requests": cfg.load.min_requests,
+        "min_duration_s": cfg.load.min_duration_s,
     }
 
 
 def base_workload(cfg: RunConfig) -> Workload:
     """The workload file (``--workload``) or the built-in default, with the command line's
     values replacing its fields."""
-    if cfg.workload:
+    if cfg.load.workload:
         try:
-            wl = load_workload(cfg.workload)
+            wl = load_workload(cfg.load.workload)
         except (WorkloadError, WorkloadNotFoundError) as exc:
             raise ConfigError(str(exc)) from None
     else:
@@ -83,12 +83,12 @@ def base_workload(cfg: RunConfig) -> Workload:
 def load_points(cfg: RunConfig, wl: Workload) -> list[Workload]:
     """One workload per load point: ``--concurrency a,b,c`` (closed loop), ``--rate x,y``
     (open loop), or the workload's own arrival."""
-    extra = {"burstiness": cfg.burstiness, "max_concurrency": cfg.max_concurrency}
+    extra = {"burstiness": cfg.load.burstiness, "max_concurrency": cfg.load.max_concurrency}
     try:
-        if cfg.rates:
-            return [wl.with_overrides(rate=r, **extra) for r in cfg.rates]
-        if cfg.concurrency:
-            return [wl.with_overrides(concurrency=c) for c in cfg.concurrency]
+        if cfg.load.rates:
+            return [wl.with_overrides(rate=r, **extra) for r in cfg.load.rates]
+        if cfg.load.concurrency:
+            return [wl.with_overrides(concurrency=c) for c in cfg.load.concurrency]
         return [wl.with_overrides(**extra)]
     except WorkloadError as exc:
         raise ConfigError(str(exc)) from None
@@ -99,7 +99,7 @@ def suite_points(cfg: RunConfig) -> list[Workload]:
     line's request-count, seed and validity overrides applied to each (--workload,
     --concurrency and --rate with --suite are refused by validate, run/config.py)."""
     try:
-        runs = expand_suite(cfg.suite or "", cfg.scale)
+        runs = expand_suite(cfg.load.suite or "", cfg.load.scale)
         overrides = _shape_overrides(cfg)
         return [p.with_overrides(**overrides) for r in runs for p in r.points()]
     except (WorkloadError, WorkloadNotFoundError) as exc:
@@ -110,7 +110,8 @@ def check_context(points: list[Workload], cfg: RunConfig, model: ResolvedModel) 
     """The longest sequence the points can ask for (input + output, tokens); raises
     ConfigError when it exceeds the model's context."""
     longest = max(w.input_len.support()[1] + w.output_len.support()[1] for w in points)
-    context = cfg.max_model_len or (model.spec.max_position_embeddings if model.spec else None)
+    context = cfg.engine.max_model_len or (
+        model.spec.max_position_embeddings if model.spec else None)
     if context is not None and longest > context:
         w = points[0]
         raise ConfigError(
@@ -176,9 +177,9 @@ def token_pool(model: ResolvedModel, engine_path: str) -> TokenPool:
 def prompt_mode(cfg: RunConfig, dataset: Dataset | None, api: Api | None = None) -> str:
     """What prompts are sent as: ``--prompt``, else text for the chat API or a dataset, else
     token IDs. ``api``: the run's resolved API (:attr:`infer_prof.run.planning.RunPlan.api`;
-    default: the one given, ``cfg.api``)."""
-    chat = (api or cfg.api) == "chat"
-    return cfg.prompt or ("text" if dataset is not None or chat else "token-ids")
+    default: the one given, ``cfg.engine.api``)."""
+    chat = (api or cfg.engine.api) == "chat"
+    return cfg.prompts.prompt or ("text" if dataset is not None or chat else "token-ids")
 
 
 def text_maker(
@@ -187,15 +188,17 @@ def text_maker(
     """The exact-length text prompt builder for ``--prompt text`` without a dataset (None
     otherwise); raises ConfigError when the model has no ``tokenizer.json``. ``api``: as for
     :func:`prompt_mode`."""
-    api = api or cfg.api
+    api = api or cfg.engine.api
     if prompt_mode(cfg, dataset, api) != "text" or dataset is not None:
         return None
     try:
         return TextPromptMaker.from_tokenizer_dir(engine_path)
     except (OSError, ValueError) as exc:
         if api == "chat":
-            raise ConfigError(f"--api chat needs text prompts: {exc}; give a --model with a "
-                              "tokenizer, or use --api completions") from None
+            raise ConfigError(
+                f"--api chat needs text prompts: {exc}; give a --model with a "
+                "tokenizer, or use --api completions"
+            ) from None
         raise ConfigError(f"--prompt text: {exc}; use --prompt token-ids") from None
 
 
@@ -204,14 +207,16 @@ def check_chat_template(cfg: RunConfig, engine_path: str, api: Api | None = None
     refuses chat requests without one): raises ConfigError when the model folder has none and
     no ``--chat-template`` engine argument gives one. An ``--endpoint`` brings its own.
     ``api``: as for :func:`prompt_mode`."""
-    if (api or cfg.api) != "chat" or cfg.endpoint:
+    if (api or cfg.engine.api) != "chat" or cfg.engine.endpoint:
         return
-    if any(a.startswith("--chat-template") for a in cfg.engine_args):
+    if any(a.startswith("--chat-template") for a in cfg.engine.engine_args):
         return
     if chat_template_renderer(engine_path) is None:
-        raise ConfigError(f"--api chat: the model at {engine_path} has no chat template "
-                          "(tokenizer_config.json chat_template or chat_template.jinja); give "
-                          "--engine-arg=--chat-template=FILE or use --api completions")
+        raise ConfigError(
+            f"--api chat: the model at {engine_path} has no chat template "
+            "(tokenizer_config.json chat_template or chat_template.jinja); give "
+            "--engine-arg=--chat-template=FILE or use --api completions"
+        )
 
 
 def dataset_ids(
@@ -232,32 +237,38 @@ def attach_dataset(
     each point the dataset's length distributions (an empirical histogram of its entries), so
     that planning, the duration estimate and the result see the lengths actually sent.
     Raises ConfigError on a bad file (one line naming file, line and field)."""
-    names = {cfg.dataset or w.dataset for w in points}
+    names = {cfg.prompts.dataset or w.dataset for w in points}
     if names == {None}:
         return None, points
-    if len(names) > 1 or cfg.suite:
-        raise ConfigError("a dataset applies to one workload: give --dataset with --workload or "
-                          "the command line, not with --suite")
+    if len(names) > 1 or cfg.load.suite:
+        raise ConfigError(
+            "a dataset applies to one workload: give --dataset with --workload or "
+            "the command line, not with --suite"
+        )
     path = str(next(iter(names)))
     if any(w.shared_prefix.fraction > 0 for w in points):
-        raise ConfigError("shared_prefix does not apply to a dataset's prompts; remove it from "
-                          "the workload or drop --dataset")
+        raise ConfigError(
+            "shared_prefix does not apply to a dataset's prompts; remove it from "
+            "the workload or drop --dataset"
+        )
     try:
         tok = load_tokenizer(engine_path)
     except OSError as exc:
         raise ConfigError(f"--dataset: {exc}") from None
     wl = points[0]
     out_dist = wl.output_len
-    context = cfg.max_model_len or (model.spec.max_position_embeddings if model.spec else None)
+    context = cfg.engine.max_model_len or (
+        model.spec.max_position_embeddings if model.spec else None
+    )
     try:
         ds = load_dataset(
             Path(path).expanduser(),
             server_token_counter(tok),
             chat=chat_template_renderer(engine_path),
             context=context,
-            output_len=cfg.output_len,
+            output_len=cfg.prompts.output_len,
             default_output=lambda rng: out_dist.sample(rng, 1)[0],
-            sample=cfg.dataset_sample,
+            sample=cfg.prompts.dataset_sample,
             seed=wl.seed,
         )
     except DatasetError as exc:
@@ -278,31 +289,43 @@ def attach_trace(
     request per trace entry (``--num-requests`` keeps the first N), its exact lengths, no
     warm-up unless asked. Raises ConfigError on a bad file or a combination that does not
     apply (another load shape, lengths, a dataset, a suite)."""
-    if not cfg.trace:
+    if not cfg.prompts.trace:
         return None, points
     if points[0].dataset:  # (the options that clash with --trace: refused by validate)
         raise ConfigError("--trace sets the arrivals and lengths itself; drop --dataset")
-    context = cfg.max_model_len or (model.spec.max_position_embeddings if model.spec else None)
+    context = cfg.engine.max_model_len or (
+        model.spec.max_position_embeddings if model.spec else None
+    )
     try:
-        window = parse_window(cfg.trace_window)
-        trace = load_trace(Path(cfg.trace).expanduser(), window=window,
-                           time_scale=cfg.time_scale, context=context)
+        window = parse_window(cfg.prompts.trace_window)
+        trace = load_trace(
+            Path(cfg.prompts.trace).expanduser(),
+            window=window,
+            time_scale=cfg.prompts.time_scale,
+            context=context,
+        )
     except (TraceError, ValueError) as exc:
         raise ConfigError(str(exc)) from None
-    if cfg.num_requests is not None and cfg.num_requests < len(trace.offsets):
-        n = cfg.num_requests
+    if cfg.load.num_requests is not None and cfg.load.num_requests < len(trace.offsets):
+        n = cfg.load.num_requests
         trace.offsets, trace.input_lens = trace.offsets[:n], trace.input_lens[:n]
         trace.output_lens = trace.output_lens[:n]
         if trace.hash_ids is not None:
             trace.hash_ids = trace.hash_ids[:n]
     rate = trace.scheduled_rate() or 1.0
-    warm = 0 if cfg.warmup is None and cfg.warmup_requests is None else None
+    warm = 0 if cfg.load.warmup is None and cfg.load.warmup_requests is None else None
     try:
-        return trace, [w.with_overrides(
-            rate=rate, num_requests=len(trace.offsets), warmup_requests=warm,
-            input_len=_histogram(trace.input_lens), output_len=_histogram(trace.output_lens),
-            prefix_fraction=0.0 if w.shared_prefix.fraction else None,
-        ) for w in points]
+        return trace, [
+            w.with_overrides(
+                rate=rate,
+                num_requests=len(trace.offsets),
+                warmup_requests=warm,
+                input_len=_histogram(trace.input_lens),
+                output_len=_histogram(trace.output_lens),
+                prefix_fraction=0.0 if w.shared_prefix.fraction else None,
+            )
+            for w in points
+        ]
     except WorkloadError as exc:
         raise ConfigError(str(exc)) from None
 
@@ -359,8 +382,9 @@ def build_specs(
             head = ""
             if group is not None and sp.length:
                 if group not in prefixes:
-                    prefixes[group] = text.make(sp.length,
-                                                random.Random(f"{wl.seed}/prefix/{group}"))
+                    prefixes[group] = text.make(
+                        sp.length, random.Random(f"{wl.seed}/prefix/{group}")
+                    )
                 head = prefixes[group]
             return text.make(length, rng, head)
         prefix: list[int] = []
@@ -383,8 +407,11 @@ def build_specs(
     def measured() -> Iterator[RequestSpec]:
         for i, (inp, out, grp) in enumerate(shapes[n_warm:]):
             ids = hashed[i] if hashed is not None else None
-            p = (hashed_prompt(ids, inp, wl.seed, i, pool, text, trace.block_tokens, blocks)
-                 if ids and trace is not None else prompt(i, inp, grp))
+            p = (
+                hashed_prompt(ids, inp, wl.seed, i, pool, text, trace.block_tokens, blocks)
+                if ids and trace is not None
+                else prompt(i, inp, grp)
+            )
             yield RequestSpec(i, p, inp, out)
 
     warm = warm_specs() if continuous_warmup(wl) else list(warm_specs())
@@ -412,8 +439,9 @@ def hashed_prompt(
     def block(h: int) -> Any:
         if h not in cache:
             r = random.Random(f"{seed}/hash/{h}")
-            cache[h] = (make_prompt(pool, block_tokens, r) if text is None
-                        else text.make(block_tokens, r))
+            cache[h] = (
+                make_prompt(pool, block_tokens, r) if text is None else text.make(block_tokens, r)
+            )
         return cache[h]
 
     if text is None:

@@ -14,7 +14,6 @@ back as data (:class:`CellRun`) and the driver writes them home
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import signal
@@ -30,7 +29,7 @@ from typing import Any
 from infer_prof import __version__
 from infer_prof.catalog.gpus import detect_gpus
 from infer_prof.core.planning.matrix import CPU, Cell, cell_run_args
-from infer_prof.run.config import RunConfig
+from infer_prof.run.config import GROUP_OF
 from infer_prof.servers.process import die_with_parent
 
 FRONTIER_FIELD = "frontier"
@@ -39,8 +38,8 @@ is refused where the installed infer-prof lacks it."""
 
 
 def supports_frontier() -> bool:
-    """Whether this infer-prof's ``run`` has ``--frontier`` (its RunConfig has the field)."""
-    return FRONTIER_FIELD in {f.name for f in dataclasses.fields(RunConfig)}
+    """Whether this infer-prof's ``run`` has ``--frontier`` (a RunConfig option of that name)."""
+    return FRONTIER_FIELD in GROUP_OF
 
 
 @dataclass

@@ -223,7 +223,7 @@ def target_config(cfg: RunConfig, t: EndpointTarget) -> RunConfig:
     count, price, model name, API key and label (``labels.endpoint``; the run id carries it
     too). Raises ConfigError when the endpoint's ``api_key_env`` is not set."""
     label = t.label or t.url
-    api_key = cfg.api_key
+    api_key = cfg.engine.api_key
     if t.api_key_env:
         api_key = os.environ.get(t.api_key_env)
         if not api_key:
@@ -231,17 +231,18 @@ def target_config(cfg: RunConfig, t: EndpointTarget) -> RunConfig:
                 f"endpoint {label}: api_key_env names {t.api_key_env}, which is not set; "
                 f"export {t.api_key_env}=<key>"
             )
-    return replace(
-        cfg,
+    return cfg.with_options(
         endpoint=t.url,
         gpu=t.gpu,
         gpus=t.gpu_count,
-        price_per_hour=t.price_per_hour if t.price_per_hour is not None else cfg.price_per_hour,
-        served_model_name=t.served_model_name or cfg.served_model_name,
+        price_per_hour=t.price_per_hour
+        if t.price_per_hour is not None
+        else cfg.cost.price_per_hour,
+        served_model_name=t.served_model_name or cfg.engine.served_model_name,
         api_key=api_key,
-        ca_bundle=t.ca_bundle or cfg.ca_bundle,
-        insecure=cfg.insecure if t.insecure is None else t.insecure,
-        labels={**cfg.labels, "endpoint": label},
+        ca_bundle=t.ca_bundle or cfg.engine.ca_bundle,
+        insecure=cfg.engine.insecure if t.insecure is None else t.insecure,
+        labels={**cfg.results.labels, "endpoint": label},
         run_tag=re.sub(r"[^A-Za-z0-9._-]+", "_", label)[:40],
         output=None,
     )
@@ -252,7 +253,7 @@ def check_targets(cfg: RunConfig, targets: Sequence[EndpointTarget]) -> None:
     from infer_prof.run.config import validate
     from infer_prof.run.engine_setup import resolve_gpu  # not at import: keeps --help fast
 
-    if cfg.output:
+    if cfg.results.output:
         raise ConfigError(
             "--output names one result file; with several endpoints use --results-dir (each "
             "endpoint's files carry its label)"
@@ -343,7 +344,7 @@ def run_endpoints(
     if len(bad_input) == len(runs) and len(set(bad_input)) == 1:
         raise ConfigError(bad_input[0])  # the same bad input for all: nothing to tabulate
     rows = endpoint_rows(runs)
-    json_path, csv_path = write_table(rows, Path(cfg.results_dir), stamp)
+    json_path, csv_path = write_table(rows, Path(cfg.results.results_dir), stamp)
     return MultiOutcome(runs, rows, json_path, csv_path, interrupted, history_errors, sweep_paths)
 
 

@@ -45,7 +45,9 @@ HISTORY_DB = "history.sqlite"
 def history_location(cfg: RunConfig) -> str | Path:
     """Where a run is recorded: ``--history``, else ``$INFER_PROF_HISTORY``, else
     ``<results dir>/history.sqlite``."""
-    return history_database.resolve(cfg.history_db, Path(cfg.results_dir) / HISTORY_DB)
+    return history_database.resolve(
+        cfg.results.history_db, Path(cfg.results.results_dir) / HISTORY_DB
+    )
 
 
 @dataclass
@@ -82,20 +84,20 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     """Validate ``cfg`` and decide what will run (raises ConfigError on bad input, before
     anything starts; refuses a run estimated above an hour unless --yes)."""
     validate(cfg)
-    if cfg.history:
+    if cfg.results.history:
         try:
             history_database.parse_location(history_location(cfg))
         except history_database.HistoryError as exc:
             raise ConfigError(str(exc)) from None
     try:
-        model = resolve_model(cfg.model)
+        model = resolve_model(cfg.engine.model)
     except ModelError as exc:
         raise ConfigError(str(exc)) from None
     weights = None
-    if not cfg.endpoint:  # which weights vLLM loads: real ones if at hand, else random
+    if not cfg.engine.endpoint:  # which weights vLLM loads: real ones if at hand, else random
         model, weights = prepare_weights(cfg, model)
-    load_format = weights.load_format if weights else cfg.load_format
-    if cfg.suite:
+    load_format = weights.load_format if weights else cfg.engine.load_format
+    if cfg.load.suite:
         points = suite_points(cfg)
         wl = points[0]
     else:
@@ -105,38 +107,64 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     check_api(cfg, api)
     engine_path = engine_model_path(load_format, model)
     sessions, points = attach_sessions(cfg, model, engine_path, points, api)
-    dataset, points = (None, points) if sessions else attach_dataset(cfg, model, engine_path,
-                                                                     points)
+    dataset, points = (
+        (None, points) if sessions else attach_dataset(cfg, model, engine_path, points)
+    )
     trace, points = attach_trace(cfg, model, points)
-    longest = (dataset.longest() if dataset else trace.longest() if trace
-               else sessions.longest(points[0].input_len, points[0].output_len) if sessions
-               else check_context(points, cfg, model))
+    longest = (
+        dataset.longest()
+        if dataset
+        else trace.longest()
+        if trace
+        else sessions.longest(points[0].input_len, points[0].output_len)
+        if sessions
+        else check_context(points, cfg, model)
+    )
     text = text_maker(cfg, engine_path, dataset, api)
     check_chat_template(cfg, engine_path, api)
     try:
-        slos = parse_slos(cfg.slo) if cfg.slo else slos_from_mapping(wl.slo)
+        slos = parse_slos(cfg.load.slo) if cfg.load.slo else slos_from_mapping(wl.slo)
         # (a suite's members keep their own SLOs: see build_result)
     except SloError as exc:
         raise ConfigError(str(exc)) from None
-    if cfg.find_max and not slos:
+    if cfg.load.find_max and not slos:
         raise ConfigError("--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...")
     gpu, gpu_count, gpu_how = resolve_gpu(cfg)
     plan_conc = max(point_concurrency(w) for w in points)
     mean_in = math.ceil(max(w.input_len.mean() for w in points))
     mean_out = math.ceil(max(w.output_len.mean() for w in points))
-    the_plan, no_plan_reason = make_plan(cfg, model, gpu, gpu_count, plan_conc, mean_in, mean_out,
-                                         load_format)
+    the_plan, no_plan_reason = make_plan(
+        cfg, model, gpu, gpu_count, plan_conc, mean_in, mean_out, load_format
+    )
     on_gpu = has_nvidia_gpu()
     precision = the_plan.precision if the_plan else None
     estimate = check_duration(  # refuses a run estimated above an hour (unless --yes)
         cfg, model, points, the_plan, device_speed(on_gpu, gpu, gpu_count, precision)
     )
     return RunPlan(
-        cfg=cfg, api=api, load_format=load_format, model=model, weights=weights, points=points,
-        engine_path=engine_path, sessions=sessions, dataset=dataset, trace=trace,
-        longest=longest, text=text, slos=slos, gpu=gpu, gpu_count=gpu_count, gpu_how=gpu_how,
-        plan_conc=plan_conc, mean_in=mean_in, mean_out=mean_out, plan=the_plan,
-        plan_reason=no_plan_reason, on_gpu=on_gpu, estimate=estimate,
+        cfg=cfg,
+        api=api,
+        load_format=load_format,
+        model=model,
+        weights=weights,
+        points=points,
+        engine_path=engine_path,
+        sessions=sessions,
+        dataset=dataset,
+        trace=trace,
+        longest=longest,
+        text=text,
+        slos=slos,
+        gpu=gpu,
+        gpu_count=gpu_count,
+        gpu_how=gpu_how,
+        plan_conc=plan_conc,
+        mean_in=mean_in,
+        mean_out=mean_out,
+        plan=the_plan,
+        plan_reason=no_plan_reason,
+        on_gpu=on_gpu,
+        estimate=estimate,
     )
 
 
@@ -144,8 +172,10 @@ def announce_plan(plan: RunPlan, progress: ProgressLine) -> None:
     """Say the engine plan (precision, device, KV cache, queueing) on the progress line."""
     the_plan = plan.plan
     if the_plan is not None:
-        progress.status(f"plan: {the_plan.precision} on {the_plan.device}, KV cache "
-                        f"{the_plan.memory.kv_tokens if the_plan.memory else 0:,} tokens "
-                        f"({the_plan.memory_source})")
+        progress.status(
+            f"plan: {the_plan.precision} on {the_plan.device}, KV cache "
+            f"{the_plan.memory.kv_tokens if the_plan.memory else 0:,} tokens "
+            f"({the_plan.memory_source})"
+        )
         if the_plan.queue_message():
             progress.status(f"plan: {the_plan.queue_message()}")

@@ -114,7 +114,7 @@ def build_result(point: PointRun) -> Result:
     scraped = _scraped(ctx, point.telemetry, sdict)
     shape = stream_shape(records)
     energy = energy_block(point.telemetry.get("gpu"), sdict)
-    slos = ctx.slos if cfg.slo else (slos_from_mapping(wl.slo) or ctx.slos)
+    slos = ctx.slos if cfg.load.slo else (slos_from_mapping(wl.slo) or ctx.slos)
     result = Result(
         schema_version=SCHEMA_VERSION,
         kind=RESULT_KIND,
@@ -134,9 +134,9 @@ def build_result(point: PointRun) -> Result:
         warmup=msgspec.convert(
             warmup_block(wl.warmup, wl.warmup_requests, records, point.state.get("warmup"),
                          a.concurrency if a.mode == "closed" else None,
-                         staggered=cfg.warmup_stagger),
+                         staggered=cfg.load.warmup_stagger),
             Warmup),
-        labels=dict(cfg.labels),
+        labels=dict(cfg.results.labels),
         model=model_section(ctx),
         server=dict(point.server_info),
         environment=msgspec.convert(fingerprint(), Environment),
@@ -177,7 +177,7 @@ def _precision(ctx: RunContext) -> str | None:
     """The weights' precision: the plan's, else ``--quantization`` unless ``auto``."""
     if ctx.plan:
         return ctx.plan.precision
-    q = ctx.cfg.quantization
+    q = ctx.cfg.engine.quantization
     return None if q in ("auto", None) else q
 
 
@@ -198,18 +198,32 @@ def _add_economics(
     assert result.gpu is not None
     result.gpu.engine_gpus, result.gpu.engine_gpus_how = engine_gpus, engine_gpus_how
     options = CostOptions(
-        cfg.price_per_hour, cfg.provider, cfg.prices_file, cfg.spot, cfg.purchase_usd,
-        cfg.amortize_years, cfg.usd_per_kwh, instance=cfg.instance, prices_from=cfg.prices_from,
+        cfg.cost.price_per_hour,
+        cfg.cost.provider,
+        cfg.cost.prices_file,
+        cfg.cost.spot,
+        cfg.cost.purchase_usd,
+        cfg.cost.amortize_years,
+        cfg.cost.usd_per_kwh,
+        instance=cfg.cost.instance,
+        prices_from=cfg.cost.prices_from,
     )
     result.cost = msgspec.convert(
-        cost_block(sdict, ctx.gpu, engine_gpus, options, energy["energy_j"],
-                   sdict.get("duration_s")),
-        Cost)
+        cost_block(
+            sdict, ctx.gpu, engine_gpus, options, energy["energy_j"], sdict.get("duration_s")
+        ),
+        Cost,
+    )
     metrics_summary = scraped.get("summary") or {}
     batch, batch_source = decode_batch(
-        metrics_summary, busy_concurrency(point.records), point_concurrency(wl))
+        metrics_summary, busy_concurrency(point.records), point_concurrency(wl)
+    )
     result.roofline = roofline_block(
-        ctx.model.spec, ctx.gpu, engine_gpus, _precision(ctx), sdict,
+        ctx.model.spec,
+        ctx.gpu,
+        engine_gpus,
+        _precision(ctx),
+        sdict,
         DecodeLoad(batch, round(wl.input_len.mean()), round(wl.output_len.mean()), batch_source),
     )
     axes = result_axes(document_json(result))
@@ -223,19 +237,22 @@ def config_section(point: PointRun) -> Obj:
     ctx, wl = point.ctx, point.wl
     cfg, a = ctx.cfg, wl.arrival
     return {
-        **asdict(cfg),
+        **cfg.options(),
         "api": ctx.api,  # as the run resolved them, not only as given
         "load_format": ctx.load_format,
-        "api_key": "***" if cfg.api_key else None,
-        "history_db": history_database.describe(history_location(cfg)) if cfg.history else None,
+        "api_key": "***" if cfg.engine.api_key else None,
+        "history_db": history_database.describe(history_location(cfg))
+        if cfg.results.history
+        else None,
         "concurrency": a.concurrency if a.mode == "closed" else None,
         "rate": a.rate if a.mode == "open" else None,
         "input_len": wl.input_len.support()[1] if wl.input_len.kind == "fixed" else None,
         "output_len": wl.output_len.support()[1] if wl.output_len.kind == "fixed" else None,
         "num_requests": wl.num_requests,
         "warmup_requests": wl.warmup_requests,
-        "prompt": (ctx.sessions.settings.prompt if ctx.sessions
-                   else prompt_mode(cfg, ctx.dataset, ctx.api)),
+        "prompt": (
+            ctx.sessions.settings.prompt if ctx.sessions else prompt_mode(cfg, ctx.dataset, ctx.api)
+        ),
         "dataset": ctx.dataset.to_dict() if ctx.dataset else None,
         "trace": ctx.trace.to_dict() if ctx.trace else None,
         "sessions": ctx.sessions.to_dict() if ctx.sessions else None,
@@ -277,7 +294,9 @@ def model_section(ctx: RunContext) -> Model:
 
 
 def validity_section(
-    point: PointRun, summary: RunSummary, shape: Mapping[str, Any] | None,
+    point: PointRun,
+    summary: RunSummary,
+    shape: Mapping[str, Any] | None,
 ) -> Validity:
     """Whether the point's numbers hold (:func:`core.measurement.validity.check_validity`): the
     workload's minimum requests (10) and duration (5 s), the client's health figures, the stream's
@@ -319,8 +338,11 @@ def trace_replay(trace: Trace, records: list[RequestRecord]) -> TraceReplay:
     span_s = (sent[-1] - sent[0]) / 1e9 if len(sent) > 1 else 0.0
     achieved = (len(sent) - 1) / span_s if span_s > 0 else None
     scheduled = trace.scheduled_rate()
-    lags = [r.send_ns - r.scheduled_ns for r in records
-            if not r.warmup and r.send_ns is not None and r.scheduled_ns is not None]
+    lags = [
+        r.send_ns - r.scheduled_ns
+        for r in records
+        if not r.warmup and r.send_ns is not None and r.scheduled_ns is not None
+    ]
     lag = summary_dict(lags, 1e-6)  # ms
     return TraceReplay(
         scheduled_requests=len(trace.offsets),
@@ -328,7 +350,8 @@ def trace_replay(trace: Trace, records: list[RequestRecord]) -> TraceReplay:
         scheduled_rate=round_or_none(scheduled, 4),
         achieved_rate=round_or_none(achieved, 4),
         rate_error_pct=round_or_none(100.0 * (achieved - scheduled) / scheduled, 3)
-        if achieved is not None and scheduled else None,
+        if achieved is not None and scheduled
+        else None,
         send_lag_ms=msgspec.convert(lag, Distribution) if lag else None,
     )
 
@@ -336,4 +359,3 @@ def trace_replay(trace: Trace, records: list[RequestRecord]) -> TraceReplay:
 def round_or_none(x: float | None, digits: int) -> float | None:
     """``round(x, digits)``; None stays None."""
     return None if x is None else round(x, digits)
-

@@ -47,7 +47,7 @@ def prepare_weights(
     and return the model (pointing at a cache snapshot, or a cached config for a hub id) the run
     goes on with and the decision (its ``load_format`` is ``dummy`` when random weights were
     chosen: the run's, :attr:`infer_prof.run.planning.RunPlan.load_format`)."""
-    decision = choose_weights(model, cfg.load_format, cfg.require_weights)
+    decision = choose_weights(model, cfg.engine.load_format, cfg.engine.require_weights)
     if decision.error:
         raise ConfigError(decision.error)
     if decision.notice:
@@ -152,20 +152,21 @@ def check_duration(
     is that duration plus the per-request timeout when that is longer than an hour: the user
     asked for it. ``--find-max`` is estimated on its first point only.
     """
-    if cfg.endpoint or device is None or cfg.server != "vllm":
+    if cfg.engine.endpoint or device is None or cfg.engine.server != "vllm":
         return None  # the estimate models vLLM on this device; other servers set their speed
-    est = estimate(model, points[:1] if cfg.find_max else points, the_plan, device, cfg.timeout_s)
+    est = estimate(model, points[:1] if cfg.load.find_max else points, the_plan, device,
+                   cfg.load.timeout_s)
     if est is None:
         return None
     asked = max((w.duration_s or 0.0 for w in points), default=0.0)
-    limit = max(LIMIT_S, asked * len(points) + cfg.timeout_s if asked else LIMIT_S)
+    limit = max(LIMIT_S, asked * len(points) + cfg.load.timeout_s if asked else LIMIT_S)
     line = (
         f"{model.name}: estimated run time {human_duration(est.total_s)} on {device.name} "
         f"(start-up {human_duration(est.startup_s)}, prefill {human_duration(est.prefill_s)}, "
         f"decode {human_duration(est.decode_s)}; "
         f"~{est.single_stream_tokens_per_s:.3g} tok/s for one stream)"
     )
-    if est.total_s <= limit or cfg.yes or model.source == "tiny":
+    if est.total_s <= limit or cfg.load.yes or model.source == "tiny":
         if est.total_s > 600:
             say(line)
         return est

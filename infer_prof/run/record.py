@@ -76,7 +76,7 @@ class SweepOutcome:
 def check_history(cfg: RunConfig, progress: ProgressLine) -> None:
     """With --history, check now that the history can be written (a warning if not, not
     after an hour of measuring; the run goes on regardless)."""
-    if cfg.history:
+    if cfg.results.history:
         try:
             history_database.check(history_location(cfg))
         except history_database.HistoryError as exc:
@@ -90,14 +90,14 @@ def point_files(ctx: RunContext, wl: Workload, many: bool) -> tuple[str, str, st
     appended)."""
     cfg = ctx.cfg
     label = point_label(wl) if wl.name == "custom" else f"{wl.name}-{point_label(wl)}"
-    if cfg.run_tag:  # several endpoints in one command: the endpoint's label
-        label = f"{cfg.run_tag}-{label}"
+    if cfg.results.run_tag:  # several endpoints in one command: the endpoint's label
+        label = f"{cfg.results.run_tag}-{label}"
     run_name = make_run_name(now().strftime("%Y%m%d-%H%M%S"), ctx.model.name, label)
-    output = cfg.output
+    output = cfg.results.output
     if output and many:
         out = Path(output)
         output = str(out.with_name(f"{out.stem}-{label}{out.suffix or '.json'}"))
-    result_path, _ = result_paths(output, Path(cfg.results_dir), run_name)
+    result_path, _ = result_paths(output, Path(cfg.results.results_dir), run_name)
     return label, new_run_id(), run_name, result_path
 
 
@@ -127,7 +127,7 @@ def save_point(
     if written.error:
         warn(progress, f"warning: {written.error}")
     history_error = None
-    if cfg.history:
+    if cfg.results.history:
         db = history_location(cfg)
         try:
             record_result(db, result, written.result_path)
@@ -234,14 +234,14 @@ def record_sweep(
     """The execution's outcome; with several points, --find-max or --frontier, the sweep
     summary (with ``frontier``: :mod:`infer_prof.run.frontier_run`) written to
     ``<results dir>/<stamp>-<model>[-<tag>].sweep.json``."""
-    results_dir = Path(cfg.results_dir)
+    results_dir = Path(cfg.results.results_dir)
     sweep, sweep_path = None, None
-    if len(outcomes) > 1 or cfg.find_max or frontier is not None or frontiers:
+    if len(outcomes) > 1 or cfg.load.find_max or frontier is not None or frontiers:
         sweep = sweep_summary(outcomes, search)
         sweep["frontier"] = frontier
         if frontiers is not None:  # --frontier --suite: one per member
             sweep["frontiers"] = frontiers
-        tag = f"-{cfg.run_tag}" if cfg.run_tag else ""
+        tag = f"-{cfg.results.run_tag}" if cfg.results.run_tag else ""
         sweep_path = write_new_file(
             results_dir / f"{stamp}-{safe_name(model_name)}{tag}.sweep.json",
             json.dumps(sweep, indent=2, default=str) + "\n",

@@ -34,15 +34,15 @@ def check_result_location(cfg: RunConfig) -> None:
     """Before anything starts: ``--output`` must not exist (unless ``--overwrite``), and the
     folder the result goes to must be a writable folder with free space (a file is created
     there and removed). Raises ConfigError, one line naming the path and the fix."""
-    if cfg.output:
-        out, _ = result_paths(cfg.output, Path(cfg.results_dir), "run")
-        if out.exists() and not cfg.overwrite:
+    if cfg.results.output:
+        out, _ = result_paths(cfg.results.output, Path(cfg.results.results_dir), "run")
+        if out.exists() and not cfg.results.overwrite:
             raise ConfigError(
                 f"--output {out} exists; give another path, or --overwrite to replace it"
             )
         folder = out.parent
     else:
-        folder = Path(cfg.results_dir)
+        folder = Path(cfg.results.results_dir)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".infer-prof-probe.", dir=folder)
@@ -69,7 +69,7 @@ def write_point(
     ``--output`` with ``--overwrite``, atomic). When that fails (a full disk, a folder made
     read-only meanwhile), the files go to a new temporary folder instead, and ``error`` says
     why and where (or, when that fails too, that the result is lost)."""
-    overwrite = bool(cfg.output and cfg.overwrite)
+    overwrite = bool(cfg.results.output and cfg.results.overwrite)
     try:
         res, req = save_run_files(result_path, result, records, overwrite=overwrite)
         return WrittenFiles(res, req)

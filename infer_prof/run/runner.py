@@ -60,10 +60,10 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     every other event (server death, hung streams, Ctrl-C, SIGTERM, SIGHUP) is recorded in the
     point's result, marked incomplete, and ends the sweep (:mod:`infer_prof.run.stopping`).
     """
-    if cfg.engine_sweep:  # one frontier per engine configuration, each on its own launch
+    if cfg.load.engine_sweep:  # one frontier per engine configuration, each on its own launch
         return execute_engine_sweep(cfg, execute)
     fspec: FrontierSpec | None = None
-    if cfg.frontier:  # the levels to try, checked before anything starts
+    if cfg.load.frontier:  # the levels to try, checked before anything starts
         cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     cfg, points = plan.cfg, plan.points
@@ -73,7 +73,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     stamp = now().strftime("%Y%m%d-%H%M%S")
     server: Server | None = None
     outcomes: list[RunOutcome] = []
-    progress = ProgressLine(total=None, enabled=cfg.progress)
+    progress = ProgressLine(total=None, enabled=cfg.results.progress)
     announce_plan(plan, progress)
     check_history(cfg, progress)
     search: dict[str, Any] | None = None
@@ -92,11 +92,11 @@ def execute(cfg: RunConfig) -> SweepOutcome:
 
             slo_text = format_slos(plan.slos) if plan.slos else None
             with stopper.shielded(), stopper.kill_on_second(server.kill):
-                if cfg.find_max:
+                if cfg.load.find_max:
                     search = _find_max(ctx, points[0], outcomes, stopper)
                 elif fspec is not None and fspec.loop == "suite":
                     frontiers = suite_frontiers(
-                        points, fspec, run_at, outcomes, slo_text if cfg.slo else None,
+                        points, fspec, run_at, outcomes, slo_text if cfg.load.slo else None,
                         progress.status, stop_requested,
                     )
                 elif fspec is not None:
@@ -129,7 +129,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             swept = record_sweep(cfg, plan.model.name, stamp, outcomes, search, frontier,
                                  frontiers)
         # a signal that cut the sweep short (an interrupted point says so itself)
-        cut = cfg.find_max or len(outcomes) < len(points)
+        cut = cfg.load.find_max or len(outcomes) < len(points)
         swept.stopped_by = stopper.signal_name if cut or not swept.complete else None
         return swept
 
@@ -142,23 +142,42 @@ def _run_point(
     cfg = ctx.cfg
     label, run_id, run_name, result_path = point_files(ctx, wl, many)
     started = now()
-    progress = ProgressLine(total=wl.num_requests, duration_s=wl.duration_s, enabled=cfg.progress)
+    progress = ProgressLine(total=wl.num_requests, duration_s=wl.duration_s,
+                            enabled=cfg.results.progress)
     progress.status(
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
     warm, measured, _ = build_specs(
-        wl, ctx.pool, ctx.text, ctx.dataset, ctx.as_ids, ctx.trace, ctx.api == "chat",
-        stagger=cfg.warmup_stagger and not ctx.sessions,
+        wl,
+        ctx.pool,
+        ctx.text,
+        ctx.dataset,
+        ctx.as_ids,
+        ctx.trace,
+        ctx.api == "chat",
+        stagger=cfg.load.warmup_stagger and not ctx.sessions,
     )
     build = request_builder(ctx, run_id)
-    records, state, client, telemetry = drive_point(ctx, wl, build, warm, measured, progress,
-                                                    precision)
+    records, state, client, telemetry = drive_point(
+        ctx, wl, build, warm, measured, progress, precision
+    )
     if state["incomplete_reason"] == "interrupted":
         ctx.interrupted = True
     server_info = server_section(ctx, state)
-    result = build_result(PointRun(
-        ctx, wl, run_id, run_name, started, records, state, client, telemetry, server_info,
-    ))
+    result = build_result(
+        PointRun(
+            ctx,
+            wl,
+            run_id,
+            run_name,
+            started,
+            records,
+            state,
+            client,
+            telemetry,
+            server_info,
+        )
+    )
     if "precision" in state:
         result.precision_stop = state["precision"]  # ("precision" is the weights')
     return save_point(cfg, document_json(result), records, result_path, progress)

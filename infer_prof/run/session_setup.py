@@ -28,25 +28,29 @@ def attach_sessions(
     """The session plan of ``--turns K`` (None without it) and the points with ``num_requests``
     rounded up to whole sessions (and, from a ShareGPT ``--dataset``, its per-turn lengths).
     Raises ConfigError on a combination that does not apply or a bad file. ``api``: the run's
-    resolved API (default: the one given, ``cfg.api``)."""
-    if cfg.turns is None:  # (--think-time without --turns: refused by validate)
+    resolved API (default: the one given, ``cfg.engine.api``)."""
+    if cfg.prompts.turns is None:  # (--think-time without --turns: refused by validate)
         return None, points
     clash: list[str] = []  # (--suite, --rate, --trace: refused by validate, run/config.py)
     if any(w.arrival.mode != "closed" for w in points):
         clash.append("an open-loop workload")
-    if str(cfg.client_processes).strip().lower() not in ("auto", "1"):
+    if str(cfg.load.client_processes).strip().lower() not in ("auto", "1"):
         clash.append("--client-processes above 1")
     if any(w.shared_prefix.fraction > 0 for w in points):
         clash.append("the workload's shared_prefix")
     if clash:
         raise ConfigError(f"--turns runs closed-loop sessions in one client process; drop "
                           f"{clash[0]}")
-    context = cfg.max_model_len or (model.spec.max_position_embeddings if model.spec else None)
-    path = cfg.dataset or points[0].dataset
+    context = cfg.engine.max_model_len or (
+        model.spec.max_position_embeddings if model.spec else None
+    )
+    path = cfg.prompts.dataset or points[0].dataset
     dataset = None
     as_ids = None
     prompt: str  # token-ids, text, or (chat) messages
-    chat = (api or cfg.api) == "chat"  # turns go as chat messages: user, assistant, ..., user
+    chat = (
+        api or cfg.engine.api
+    ) == "chat"  # turns go as chat messages: user, assistant, ..., user
     if path:
         try:
             tok = load_tokenizer(engine_path)
@@ -54,29 +58,42 @@ def attach_sessions(
             raise ConfigError(f"--dataset: {exc}") from None
         try:
             dataset = load_sharegpt_sessions(
-                Path(str(path)).expanduser(), server_token_counter(tok), turns=cfg.turns,
-                context=context, output_len=cfg.output_len, sample=cfg.dataset_sample,
-                seed=points[0].seed, chat=chat)
+                Path(str(path)).expanduser(),
+                server_token_counter(tok),
+                turns=cfg.prompts.turns,
+                context=context,
+                output_len=cfg.prompts.output_len,
+                sample=cfg.prompts.dataset_sample,
+                seed=points[0].seed,
+                chat=chat,
+            )
         except DatasetError as exc:
             raise ConfigError(str(exc)) from None
         dataset.path = str(path)
-        prompt = cfg.prompt or "text"
+        prompt = cfg.prompts.prompt or "text"
         if prompt == "token-ids":
             as_ids = lambda text: list(tok.encode(text, add_special_tokens=True).ids)  # noqa: E731
     else:
-        prompt = cfg.prompt or "token-ids"
+        prompt = cfg.prompts.prompt or "token-ids"
     if chat:
         prompt = "messages"  # --prompt token-ids with --api chat was refused (check_api)
-    settings = SessionSettings(cfg.turns, cfg.think_time_s, "sharegpt" if dataset else
-                               "synthetic", None, prompt)
+    settings = SessionSettings(
+        cfg.prompts.turns,
+        cfg.prompts.think_time_s,
+        "sharegpt" if dataset else "synthetic",
+        None,
+        prompt,
+    )
     plan = SessionPlan(settings, dataset, as_ids)
     out = []
     try:
         for w in points:
             if dataset is not None:
                 turns = [t for c in dataset.conversations for t in c]
-                w = w.with_overrides(input_len=_histogram([t[1] for t in turns]),
-                                     output_len=_histogram([t[2] for t in turns]))
+                w = w.with_overrides(
+                    input_len=_histogram([t[1] for t in turns]),
+                    output_len=_histogram([t[2] for t in turns]),
+                )
             n = plan.sessions_for(w.num_requests)
             out.append(w.with_overrides(num_requests=plan.turns_for(n)) if n else w)
     except WorkloadError as exc:
@@ -86,12 +103,18 @@ def attach_sessions(
         longest = plan.longest(w.input_len, w.output_len)
         if context is not None and longest > context:
             raise ConfigError(
-                f"{cfg.turns} turns of up to {w.input_len.support()[1]} input and "
+                f"{cfg.prompts.turns} turns of up to {w.input_len.support()[1]} input and "
                 f"{w.output_len.support()[1]} output tokens reach {longest} tokens, more than "
                 f"the model's context of {context}; use fewer --turns, shorter lengths or a "
-                "larger --max-model-len")
-    plan.settings = SessionSettings(cfg.turns, cfg.think_time_s, settings.source,
-                                    plan.sessions_for(out[0].num_requests), prompt)
+                "larger --max-model-len"
+            )
+    plan.settings = SessionSettings(
+        cfg.prompts.turns,
+        cfg.prompts.think_time_s,
+        settings.source,
+        plan.sessions_for(out[0].num_requests),
+        prompt,
+    )
     return plan, out
 
 

@@ -83,13 +83,16 @@ def attach_endpoint(
 ) -> tuple[Endpoint, str, dict[str, Any]]:
     """Attach to ``--endpoint``: check its TLS, list the models it serves. Returns the
     endpoint, the model name to ask for, and the result's ``server`` section."""
-    assert cfg.endpoint is not None
+    assert cfg.engine.endpoint is not None
     endpoint = Endpoint.from_url(
-        cfg.endpoint, cfg.api_key, ca_bundle=cfg.ca_bundle, insecure=cfg.insecure
+        cfg.engine.endpoint,
+        cfg.engine.api_key,
+        ca_bundle=cfg.engine.ca_bundle,
+        insecure=cfg.engine.insecure,
     )
     tls_info = check_tls(endpoint, progress)  # exit 2 on a certificate error, before load
-    names = list_models(endpoint, cfg.api_key)  # one line and exit 1 or 4 when it cannot
-    served = cfg.served_model_name or (names[0] if names else model.name)
+    names = list_models(endpoint, cfg.engine.api_key)  # one line and exit 1 or 4 when it cannot
+    served = cfg.engine.served_model_name or (names[0] if names else model.name)
     server_info: dict[str, Any] = {
         "kind": "endpoint",
         "url": endpoint.url,
@@ -105,11 +108,11 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
     one ``--server`` names (:mod:`infer_prof.servers.registry`) with the engine settings of the
     plan and the options given, its log beside the first point's result file."""
     cfg, model, points = plan.cfg, plan.model, plan.points
-    if cfg.endpoint:
-        return attach(cfg.endpoint, cfg.api_key)
-    served = cfg.served_model_name or model.name
+    if cfg.engine.endpoint:
+        return attach(cfg.engine.endpoint, cfg.engine.api_key)
+    served = cfg.engine.served_model_name or model.name
     first_name = make_run_name(stamp, model.name, point_label(points[0]))
-    first_path, _ = result_paths(cfg.output, Path(cfg.results_dir), first_name)
+    first_path, _ = result_paths(cfg.results.output, Path(cfg.results.results_dir), first_name)
     # created now, exclusively: runs started together never share (append to) one log
     log_path = write_new_file(
         first_path.with_name(first_path.name[: -len(".json")] + ".server.log"), b""
@@ -128,13 +131,13 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         served_model_name=served,
         log_path=log_path,
         settings=settings,
-        extra_args=tuple(cfg.engine_args),
+        extra_args=tuple(cfg.engine.engine_args),
         on_gpu=plan.on_gpu,
         tokenizer=model.has_tokenizer,
-        enforce_eager=cfg.enforce_eager,
+        enforce_eager=cfg.engine.enforce_eager,
         engine_version=planned_engine_version(plan.plan),
     )
-    return make_server(cfg.server, spec)
+    return make_server(cfg.engine.server, spec)
 
 
 def start_server(
@@ -147,7 +150,7 @@ def start_server(
     cfg, model, on_gpu = plan.cfg, plan.model, plan.on_gpu
     if not server.launched:
         return attach_endpoint(cfg, model, progress)
-    served = cfg.served_model_name or model.name
+    served = cfg.engine.served_model_name or model.name
     split, no_split = (None, "GPU") if on_gpu else plan_cpu_split(allowed_cpus(), os.environ)
     if split is not None:
         server.use_cpus(split)
@@ -160,11 +163,11 @@ def start_server(
         f"starting {server.label} ({'GPU' if on_gpu else 'CPU'}) for {model.name}; "
         f"log: {described.get('log_file')}"
     )
-    shown = StartupLine(live=cfg.progress, name=server.label)
+    shown = StartupLine(live=cfg.results.progress, name=server.label)
     shown.phase("starting", 0.0)
     try:
         startup_s = server.wait_healthy(
-            cfg.server_timeout_s,
+            cfg.engine.server_timeout_s,
             on_wait=shown.tick,
             on_phase=lambda c: shown.phase(c.phase, c.at_s),
         )
@@ -237,8 +240,11 @@ def check_tls(endpoint: Endpoint, progress: ProgressLine) -> dict[str, Any] | No
     from infer_prof.loadgen.tls import TlsError, preflight
 
     if endpoint.tls.insecure:
-        warn(progress, f"warning: --insecure: the TLS certificate of {endpoint.host} is not "
-                       "verified (recorded in the result)")
+        warn(
+            progress,
+            f"warning: --insecure: the TLS certificate of {endpoint.host} is not "
+            "verified (recorded in the result)",
+        )
     try:
         return preflight(endpoint.host, endpoint.port, endpoint.tls)
     except TlsError as exc:
@@ -253,4 +259,3 @@ def healthy(endpoint: Endpoint) -> bool:
         return http_get(f"{endpoint.url}/health", 2.0, None, endpoint.ssl_context())[0] == 200
     except OSError:
         return False
-

@@ -60,11 +60,15 @@ def test_cli_without_model_says_which_and_why(monkeypatch, gpus, model, concurre
     lines = r.stderr.splitlines()
     assert lines[0].startswith(f"no --model: profiling {model}")
     cfg = seen["cfg"]
-    assert (cfg.model, cfg.concurrency, cfg.load_format) == (model, concurrency, load_format)
+    assert (cfg.engine.model, cfg.load.concurrency, cfg.engine.load_format) == (
+        model,
+        concurrency,
+        load_format,
+    )
     # what the user gives wins
     r = CliRunner().invoke(app, ["run", "--no-progress", "-c", "4", "--load-format", "auto"])
     cfg = seen["cfg"]
-    assert (cfg.model, cfg.concurrency, cfg.load_format) == (model, [4], "auto")
+    assert (cfg.engine.model, cfg.load.concurrency, cfg.engine.load_format) == (model, [4], "auto")
 
 
 @pytest.mark.skipif(has_nvidia_gpu(), reason="a GPU is here: the run fits an hour and would start")
@@ -72,8 +76,16 @@ def test_missions_command_on_this_cpu_is_refused_in_seconds():
     t0 = time.monotonic()
     r = CliRunner().invoke(
         app,
-        ["run", "--no-progress", "--model", "llama-2-7b", "--load-format", "dummy",
-         "--concurrency", "128"],
+        [
+            "run",
+            "--no-progress",
+            "--model",
+            "llama-2-7b",
+            "--load-format",
+            "dummy",
+            "--concurrency",
+            "128",
+        ],
     )
     took = time.monotonic() - t0
     assert r.exit_code == 2, r.stderr

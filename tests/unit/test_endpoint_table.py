@@ -208,19 +208,20 @@ def test_tls_settings_per_endpoint_or_shared():
         '[[endpoint]]\nurl = "https://c/v1"\n')
     cfg = RunConfig(ca_bundle="shared.pem")
     a, b, c = (target_config(cfg, t) for t in targets)
-    assert (a.ca_bundle, a.insecure) == ("a-ca.pem", False)
-    assert (b.ca_bundle, b.insecure) == ("shared.pem", True)
-    assert (c.ca_bundle, c.insecure) == ("shared.pem", False)
-    assert target_config(RunConfig(insecure=True), targets[2]).insecure is True
+    assert (a.engine.ca_bundle, a.engine.insecure) == ("a-ca.pem", False)
+    assert (b.engine.ca_bundle, b.engine.insecure) == ("shared.pem", True)
+    assert (c.engine.ca_bundle, c.engine.insecure) == ("shared.pem", False)
+    assert target_config(RunConfig(insecure=True), targets[2]).engine.insecure is True
 
 
 def test_target_config_puts_the_label_in_the_run():
     cfg = RunConfig(labels={"team": "x"}, price_per_hour=9.0, output="r.json")
     one = target_config(cfg, EndpointTarget("http://a", "H100-SXM", 2, None, "my a100/spot"))
-    assert one.endpoint == "http://a" and one.gpu == "H100-SXM" and one.gpus == 2
-    assert one.price_per_hour == 9.0  # the shared price where the endpoint has none
-    assert one.labels == {"team": "x", "endpoint": "my a100/spot"}
-    assert one.run_tag == "my_a100_spot" and one.output is None
+    engine = one.engine
+    assert engine.endpoint == "http://a" and engine.gpu == "H100-SXM" and engine.gpus == 2
+    assert one.cost.price_per_hour == 9.0  # the shared price where the endpoint has none
+    assert one.results.labels == {"team": "x", "endpoint": "my a100/spot"}
+    assert one.results.run_tag == "my_a100_spot" and one.results.output is None
 
 
 cli = CliRunner()
@@ -290,9 +291,9 @@ def test_price_source():
 def test_api_key_from_the_endpoints_own_variable(monkeypatch):
     t = parse_endpoints_toml('[[endpoint]]\nurl = "http://a"\napi_key_env = "PROV_KEY"\n')[0]
     monkeypatch.setenv("PROV_KEY", "sk-1")
-    assert target_config(RunConfig(api_key="shared"), t).api_key == "sk-1"
-    assert target_config(RunConfig(api_key="shared"), EndpointTarget("http://b")).api_key == (
-        "shared")
+    assert target_config(RunConfig(api_key="shared"), t).engine.api_key == "sk-1"
+    shared = target_config(RunConfig(api_key="shared"), EndpointTarget("http://b"))
+    assert shared.engine.api_key == "shared"
     monkeypatch.delenv("PROV_KEY")
     with pytest.raises(ConfigError, match="PROV_KEY, which is not set"):
         target_config(RunConfig(), t)

@@ -46,9 +46,13 @@ def test_file_and_configured_run(tmp_path):
     f.write_text('[[config]]\nname = "a"\nmax-num-seqs = 8\ntensor-parallel-size = 2\n')
     (ec,) = engine_configs(str(f))
     cfg = configured(RunConfig(frontier=True, engine_args=["--max-num-seqs=99", "--seed=1"]), ec)
-    assert cfg.engine_args == ["--seed=1", "--max-num-seqs=8"]
-    assert cfg.tensor_parallel_size == 2 and cfg.run_tag == "a" and cfg.engine_sweep is None
-    assert cfg.labels["engine_config"] == "a"
+    assert cfg.engine.engine_args == ["--seed=1", "--max-num-seqs=8"]
+    assert (
+        cfg.engine.tensor_parallel_size == 2
+        and cfg.results.run_tag == "a"
+        and cfg.load.engine_sweep is None
+    )
+    assert cfg.results.labels["engine_config"] == "a"
     (tmp_path / "bad.toml").write_text("[[config]\n")
     with pytest.raises(ConfigError, match="bad.toml"):
         engine_configs(str(tmp_path / "bad.toml"))
@@ -58,15 +62,20 @@ def test_check_needs_frontier_and_no_endpoint():
     with pytest.raises(ConfigError, match="add --frontier"):
         check(RunConfig(engine_sweep="max-num-seqs=4"))
     with pytest.raises(ConfigError, match="--endpoint"):
-        check(RunConfig(frontier=True, engine_sweep="max-num-seqs=4",
-                        endpoint="http://127.0.0.1:9"))
+        check(
+            RunConfig(frontier=True, engine_sweep="max-num-seqs=4", endpoint="http://127.0.0.1:9")
+        )
 
 
 def _brute(rows):
     def beaten(i):
         xi, yi = rows[i]
-        return any(xj >= xi and yj >= yi and (xj > xi or yj > yi)
-                   for j, (xj, yj) in enumerate(rows) if j != i)
+        return any(
+            xj >= xi and yj >= yi and (xj > xi or yj > yi)
+            for j, (xj, yj) in enumerate(rows)
+            if j != i
+        )
+
     return {i for i in range(len(rows)) if not beaten(i)}
 
 
@@ -75,10 +84,14 @@ def test_envelope_matches_brute_force_on_random_sets():
     for _ in range(200):
         frontiers = []
         for name in ("a", "b", "c")[: rng.randint(1, 3)]:
-            pts = [{"concurrency": float(2 ** k),
+            pts = [
+                {
+                    "concurrency": float(2**k),
                     "interactivity": rng.choice([None, *range(1, 9)]),
-                    "total_tok_s_per_gpu": float(rng.randint(1, 9))}
-                   for k in range(rng.randint(0, 5))]
+                    "total_tok_s_per_gpu": float(rng.randint(1, 9)),
+                }
+                for k in range(rng.randint(0, 5))
+            ]
             frontiers.append((name, pts))
         env = envelope(frontiers)
         flat = [(n, p) for n, pts in frontiers for p in pts]

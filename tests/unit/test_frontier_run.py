@@ -29,23 +29,23 @@ def test_doubling_levels():
 def test_prepare_default_closed_loop_with_precision():
     cfg, spec = prepare(RunConfig(frontier=True, max_concurrency=16), False)
     assert spec.loop == "closed" and spec.levels == (1, 2, 4, 8, 16)
-    assert cfg.concurrency == [1, 2, 4, 8, 16]
-    assert cfg.max_concurrency is None  # the ceiling, not an in-flight cap
+    assert cfg.load.concurrency == [1, 2, 4, 8, 16]
+    assert cfg.load.max_concurrency is None  # the ceiling, not an in-flight cap
     assert spec.precision == PrecisionRule()
-    assert cfg.duration_s == PrecisionRule().max_seconds + 5.0  # the driver's backstop
+    assert cfg.load.duration_s == PrecisionRule().max_seconds + 5.0  # the driver's backstop
     assert spec.ceiling_reason.startswith("max_concurrency")
 
 
 def test_prepare_lists_and_fixed_counts():
     cfg, spec = prepare(RunConfig(frontier=True, concurrency=[2, 8, 32], num_requests=50), False)
     assert spec.explicit and spec.levels == (2, 8, 32) and spec.precision is None
-    assert cfg.duration_s is None and cfg.num_requests == 50
+    assert cfg.load.duration_s is None and cfg.load.num_requests == 50
     cfg, spec = prepare(RunConfig(frontier=True, concurrency=[4], max_concurrency=40), False)
     assert spec.levels == (4, 8, 16, 32) and not spec.explicit  # one value: the start
     cfg, spec = prepare(RunConfig(frontier=True, rates=[0.5]), False)
     assert spec.loop == "open" and spec.levels[:3] == (0.5, 1.0, 2.0)
     assert spec.precision is not None and not spec.precision.require_throughput
-    assert cfg.rates == list(spec.levels) and cfg.concurrency is None
+    assert cfg.load.rates == list(spec.levels) and cfg.load.concurrency is None
     _, spec = prepare(RunConfig(frontier=True), True)  # an open-loop workload file
     assert spec.loop == "open"
 
@@ -160,7 +160,7 @@ def test_answer_at_an_slo_none_met():
 
 def test_suite_runs_one_frontier_per_member():
     cfg, spec = prepare(RunConfig(frontier=True, suite="nightly", scale="tiny"), False)
-    assert spec.loop == "suite" and cfg.concurrency is None  # the suite's own points
+    assert spec.loop == "suite" and cfg.load.concurrency is None  # the suite's own points
     a = _points([1, 2])
     b = [w.with_overrides(name="other") for w in _points([1, 2])]
     assert [len(g) for g in member_groups([*a, *b])] == [2, 2]

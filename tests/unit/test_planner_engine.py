@@ -42,8 +42,8 @@ def engine_arguments(cfg, model, on_gpu, planned, max_seq_len=2048, kv_tokens=0,
     spec = LaunchSpec(model="m", served_model_name="m", log_path=Path("unused.log"),
                       settings=launch_settings(cfg, model, on_gpu, planned, max_seq_len,
                                                kv_tokens),
-                      extra_args=tuple(cfg.engine_args), on_gpu=on_gpu,
-                      tokenizer=model.has_tokenizer, enforce_eager=cfg.enforce_eager,
+                      extra_args=tuple(cfg.engine.engine_args), on_gpu=on_gpu,
+                      tokenizer=model.has_tokenizer, enforce_eager=cfg.engine.enforce_eager,
                       engine_version=planned_engine_version(p))
     return list(VllmServer.from_launch(spec).engine_args)
 

@@ -61,7 +61,8 @@ def test_hints_say_none_where_the_value_can_be_none():
         if p.default is None:
             hint = typing.get_args(p.annotation)[0]
             assert isinstance(hint, types.UnionType) and type(None) in hint.__args__, p.name
-    hints = typing.get_type_hints(RunConfig)
+    hints = {name: hint for kind in RunConfig.sub_configs()
+             for name, hint in typing.get_type_hints(kind).items()}
     assert hints["concurrency"] == list[int] | None and hints["served_model_name"] == str | None
 
 
@@ -105,49 +106,90 @@ def test_values_go_to_the_fields_by_name():
     cfg = RunConfig(**_values(duration=5.0, no_history=True, label=["team=a"],
                               kv_cache_memory="2GiB", concurrency="8,1", warmup_requests=3,
                               engine_arg=["--seed 1"], purchase_price=1000.0, tp=2))
-    assert cfg.duration_s == 5.0 and cfg.purchase_usd == 1000.0 and cfg.tensor_parallel_size == 2
-    assert cfg.history is False and cfg.progress is True and cfg.labels == {"team": "a"}
-    assert cfg.kv_cache_memory_bytes == 2 * 2**30 and cfg.concurrency == [1, 8]
-    assert (cfg.warmup, cfg.warmup_requests) == ("requests", 3)
-    assert cfg.engine_args == ["--seed", "1"]
+    assert (
+        cfg.load.duration_s == 5.0
+        and cfg.cost.purchase_usd == 1000.0
+        and cfg.engine.tensor_parallel_size == 2
+    )
+    assert (
+        cfg.results.history is False
+        and cfg.results.progress is True
+        and cfg.results.labels == {"team": "a"}
+    )
+    assert cfg.engine.kv_cache_memory_bytes == 2 * 2**30 and cfg.load.concurrency == [1, 8]
+    assert (cfg.load.warmup, cfg.load.warmup_requests) == ("requests", 3)
+    assert cfg.engine.engine_args == ["--seed", "1"]
     warm = _values(warmup="30s")
     assert (warm["warmup"], warm["warmup_requests"]) == ("30s", None)
     assert RunConfig(**_values()) == RunConfig()  # nothing given: every field's default
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--warmup", "8", "--warmup-requests", "3"], "give --warmup or --warmup-requests, not both"),
-    (["--think-time", "2"], "--think-time applies to multi-turn sessions; give --turns K"),
-    (["--turns", "2", "--rate", "1"], "--turns runs closed-loop sessions in one client process; "
-     "drop --rate"),
-    (["--trace", "t.csv", "--input-len", "9"], "--trace sets the arrivals and lengths itself; "
-     "drop --input-len"),
-    (["--suite", "nightly", "--concurrency", "4"], "--suite brings its own workloads and load "
-     "points; drop --workload, --concurrency and --rate"),
-    (["--target-interactivity", "5"], "--target-interactivity reads a frontier: add --frontier "
-     "(or use compare --target-interactivity on frontier results)"),
-    (["--target-interactivity", "-1", "--frontier"], "--target-interactivity must be positive "
-     "tokens/s/user, got -1.0"),
-    (["--gpu-memory-utilization", "1.5"], "--gpu-memory-utilization must be within (0, 1], got "
-     "1.5"),
-    (["--prompt", "ids"], "--prompt must be text or token-ids, got 'ids'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (
+            ["--warmup", "8", "--warmup-requests", "3"],
+            "give --warmup or --warmup-requests, not both",
+        ),
+        (["--think-time", "2"], "--think-time applies to multi-turn sessions; give --turns K"),
+        (
+            ["--turns", "2", "--rate", "1"],
+            "--turns runs closed-loop sessions in one client process; drop --rate",
+        ),
+        (
+            ["--trace", "t.csv", "--input-len", "9"],
+            "--trace sets the arrivals and lengths itself; drop --input-len",
+        ),
+        (
+            ["--suite", "nightly", "--concurrency", "4"],
+            "--suite brings its own workloads and load "
+            "points; drop --workload, --concurrency and --rate",
+        ),
+        (
+            ["--target-interactivity", "5"],
+            "--target-interactivity reads a frontier: add --frontier "
+            "(or use compare --target-interactivity on frontier results)",
+        ),
+        (
+            ["--target-interactivity", "-1", "--frontier"],
+            "--target-interactivity must be positive tokens/s/user, got -1.0",
+        ),
+        (
+            ["--gpu-memory-utilization", "1.5"],
+            "--gpu-memory-utilization must be within (0, 1], got 1.5",
+        ),
+        (["--prompt", "ids"], "--prompt must be text or token-ids, got 'ids'"),
+    ],
+)
 def test_bad_combinations_one_line_exit_2_before_anything(args, message):
-    r = CliRunner().invoke(app, ["run", "--no-progress", "--model", "tiny-llama", "--endpoint",
-                                 "http://127.0.0.1:9", *args])
+    r = CliRunner().invoke(
+        app,
+        [
+            "run",
+            "--no-progress",
+            "--model",
+            "tiny-llama",
+            "--endpoint",
+            "http://127.0.0.1:9",
+            *args,
+        ],
+    )
     assert r.exit_code == 2, r.output
     assert r.stderr.strip() == f"error: {message}"
 
 
-@pytest.mark.parametrize("cfg", [
-    RunConfig(think_time_s=1.0),
-    RunConfig(turns=2, suite="nightly"),
-    RunConfig(trace="t.csv", duration_s=5.0),
-    RunConfig(suite="nightly", workload="chat"),
-    RunConfig(target_interactivity=5.0),
-    RunConfig(frontier=True, find_max=True, slo="ttft_p99=1"),
-    RunConfig(engine_sweep="max-num-seqs=4"),
-])
+@pytest.mark.parametrize(
+    "cfg",
+    [
+        RunConfig(think_time_s=1.0),
+        RunConfig(turns=2, suite="nightly"),
+        RunConfig(trace="t.csv", duration_s=5.0),
+        RunConfig(suite="nightly", workload="chat"),
+        RunConfig(target_interactivity=5.0),
+        RunConfig(frontier=True, find_max=True, slo="ttft_p99=1"),
+        RunConfig(engine_sweep="max-num-seqs=4"),
+    ],
+)
 def test_validate_holds_every_rule_between_options(cfg):
     # these were checked in the phases (session_setup, load_points, runner, frontier_run,
     # engine_sweep); validate alone now refuses each, before anything starts

@@ -34,7 +34,7 @@ def test_the_workloads_api_is_the_plans_not_the_configs(tmp_path: Path) -> None:
     cfg = RunConfig(model="tiny-llama", server="synthetic", workload=str(workload), yes=True)
     given = copy.deepcopy(cfg)
     plan = plan_run(cfg)
-    assert plan.api == "chat" and plan.cfg is cfg and cfg == given and cfg.api is None
+    assert plan.api == "chat" and plan.cfg is cfg and cfg == given and cfg.engine.api is None
     assert plan.text is not None  # the chat API sends text: the plan made its prompt builder
 
 
@@ -47,5 +47,5 @@ def test_random_weights_are_the_plans_load_format(monkeypatch: pytest.MonkeyPatc
                     num_requests=4, concurrency=[1], yes=True)
     given = copy.deepcopy(cfg)
     plan = plan_run(cfg)
-    assert plan.load_format == "dummy" and cfg == given and cfg.load_format is None
+    assert plan.load_format == "dummy" and cfg == given and cfg.engine.load_format is None
     assert plan.engine_path.endswith("llama-2-7b")  # the alias's config folder, for dummy
