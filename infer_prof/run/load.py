@@ -39,7 +39,7 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerJob
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results.store import result_paths
-from infer_prof.run.config import RunConfig
+from infer_prof.run.config_groups import ResultsConfig
 from infer_prof.run.load_points import client_processes
 from infer_prof.run.load_pool import PooledPoint, drive_pool
 from infer_prof.run.point_precision import PrecisionStop
@@ -97,7 +97,7 @@ def drive_point(
     stays flat however long the point runs; they are read back, all of them, when it ends."""
     cfg = ctx.cfg
     pooled: list[RequestRecord] = []
-    spool = RecordSpool(spool_folder(cfg))
+    spool = RecordSpool(spool_folder(cfg.results))
     state: dict[str, Any] = {"incomplete_reason": None}
     client: dict[str, Any] = {}
     telemetry: dict[str, Any] = {}
@@ -146,10 +146,10 @@ def drive_point(
     return records, state, client, telemetry
 
 
-def spool_folder(cfg: RunConfig) -> Path | None:
+def spool_folder(results: ResultsConfig) -> Path | None:
     """Where a point's records are spooled while it runs: the folder its result goes to
     (:func:`~infer_prof.results.store.result_paths`), when it exists."""
-    folder = result_paths(cfg.results.output, Path(cfg.results.results_dir), "run")[0].parent
+    folder = result_paths(results.output, Path(results.results_dir), "run")[0].parent
     return folder if folder.is_dir() else None
 
 

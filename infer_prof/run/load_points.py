@@ -38,6 +38,7 @@ from infer_prof.loadgen.workers import (
     expected_events_per_s,
 )
 from infer_prof.run.config import Api, ConfigError, RunConfig
+from infer_prof.run.config_groups import EngineConfig, LoadConfig
 from infer_prof.run.warmup import DURATION_DRAWS, continuous_warmup, warmup_pool_size
 
 
@@ -80,15 +81,15 @@ def base_workload(cfg: RunConfig) -> Workload:
         raise ConfigError(str(exc)) from None
 
 
-def load_points(cfg: RunConfig, wl: Workload) -> list[Workload]:
+def load_points(load: LoadConfig, wl: Workload) -> list[Workload]:
     """One workload per load point: ``--concurrency a,b,c`` (closed loop), ``--rate x,y``
     (open loop), or the workload's own arrival."""
-    extra = {"burstiness": cfg.load.burstiness, "max_concurrency": cfg.load.max_concurrency}
+    extra = {"burstiness": load.burstiness, "max_concurrency": load.max_concurrency}
     try:
-        if cfg.load.rates:
-            return [wl.with_overrides(rate=r, **extra) for r in cfg.load.rates]
-        if cfg.load.concurrency:
-            return [wl.with_overrides(concurrency=c) for c in cfg.load.concurrency]
+        if load.rates:
+            return [wl.with_overrides(rate=r, **extra) for r in load.rates]
+        if load.concurrency:
+            return [wl.with_overrides(concurrency=c) for c in load.concurrency]
         return [wl.with_overrides(**extra)]
     except WorkloadError as exc:
         raise ConfigError(str(exc)) from None
@@ -106,11 +107,11 @@ def suite_points(cfg: RunConfig) -> list[Workload]:
         raise ConfigError(str(exc)) from None
 
 
-def check_context(points: list[Workload], cfg: RunConfig, model: ResolvedModel) -> int:
+def check_context(points: list[Workload], engine: EngineConfig, model: ResolvedModel) -> int:
     """The longest sequence the points can ask for (input + output, tokens); raises
     ConfigError when it exceeds the model's context."""
     longest = max(w.input_len.support()[1] + w.output_len.support()[1] for w in points)
-    context = cfg.engine.max_model_len or (
+    context = engine.max_model_len or (
         model.spec.max_position_embeddings if model.spec else None)
     if context is not None and longest > context:
         w = points[0]
@@ -202,14 +203,14 @@ def text_maker(
         raise ConfigError(f"--prompt text: {exc}; use --prompt token-ids") from None
 
 
-def check_chat_template(cfg: RunConfig, engine_path: str, api: Api | None = None) -> None:
+def check_chat_template(engine: EngineConfig, engine_path: str, api: Api | None = None) -> None:
     """``--api chat`` on a server infer-prof starts needs a model with a chat template (vLLM
     refuses chat requests without one): raises ConfigError when the model folder has none and
     no ``--chat-template`` engine argument gives one. An ``--endpoint`` brings its own.
     ``api``: as for :func:`prompt_mode`."""
-    if (api or cfg.engine.api) != "chat" or cfg.engine.endpoint:
+    if (api or engine.api) != "chat" or engine.endpoint:
         return
-    if any(a.startswith("--chat-template") for a in cfg.engine.engine_args):
+    if any(a.startswith("--chat-template") for a in engine.engine_args):
         return
     if chat_template_renderer(engine_path) is None:
         raise ConfigError(

@@ -263,7 +263,7 @@ def check_targets(cfg: RunConfig, targets: Sequence[EndpointTarget]) -> None:
             one = target_config(cfg, t)
             validate(one)
             if t.gpu:
-                resolve_gpu(one)
+                resolve_gpu(one.engine)
         except ConfigError as exc:
             text = str(exc)
             raise ConfigError(

@@ -23,6 +23,7 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
 from infer_prof.run.config import Api, ConfigError, RunConfig, check_api, resolve_api, validate
+from infer_prof.run.config_groups import ResultsConfig
 from infer_prof.run.engine_setup import engine_model_path, make_plan, resolve_gpu
 from infer_prof.run.environment import has_nvidia_gpu
 from infer_prof.run.load_points import (
@@ -42,11 +43,11 @@ from infer_prof.run.session_setup import attach_sessions
 HISTORY_DB = "history.sqlite"
 
 
-def history_location(cfg: RunConfig) -> str | Path:
+def history_location(results: ResultsConfig) -> str | Path:
     """Where a run is recorded: ``--history``, else ``$INFER_PROF_HISTORY``, else
     ``<results dir>/history.sqlite``."""
     return history_database.resolve(
-        cfg.results.history_db, Path(cfg.results.results_dir) / HISTORY_DB
+        results.history_db, Path(results.results_dir) / HISTORY_DB
     )
 
 
@@ -86,7 +87,7 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     validate(cfg)
     if cfg.results.history:
         try:
-            history_database.parse_location(history_location(cfg))
+            history_database.parse_location(history_location(cfg.results))
         except history_database.HistoryError as exc:
             raise ConfigError(str(exc)) from None
     try:
@@ -95,16 +96,16 @@ def plan_run(cfg: RunConfig) -> RunPlan:
         raise ConfigError(str(exc)) from None
     weights = None
     if not cfg.engine.endpoint:  # which weights vLLM loads: real ones if at hand, else random
-        model, weights = prepare_weights(cfg, model)
+        model, weights = prepare_weights(cfg.engine, model)
     load_format = weights.load_format if weights else cfg.engine.load_format
     if cfg.load.suite:
         points = suite_points(cfg)
         wl = points[0]
     else:
         wl = base_workload(cfg)
-        points = load_points(cfg, wl)
-    api = resolve_api(cfg, [w.api for w in points])
-    check_api(cfg, api)
+        points = load_points(cfg.load, wl)
+    api = resolve_api(cfg.engine, [w.api for w in points])
+    check_api(cfg.prompts, api)
     engine_path = engine_model_path(load_format, model)
     sessions, points = attach_sessions(cfg, model, engine_path, points, api)
     dataset, points = (
@@ -118,10 +119,10 @@ def plan_run(cfg: RunConfig) -> RunPlan:
         if trace
         else sessions.longest(points[0].input_len, points[0].output_len)
         if sessions
-        else check_context(points, cfg, model)
+        else check_context(points, cfg.engine, model)
     )
     text = text_maker(cfg, engine_path, dataset, api)
-    check_chat_template(cfg, engine_path, api)
+    check_chat_template(cfg.engine, engine_path, api)
     try:
         slos = parse_slos(cfg.load.slo) if cfg.load.slo else slos_from_mapping(wl.slo)
         # (a suite's members keep their own SLOs: see build_result)
@@ -129,12 +130,12 @@ def plan_run(cfg: RunConfig) -> RunPlan:
         raise ConfigError(str(exc)) from None
     if cfg.load.find_max and not slos:
         raise ConfigError("--find-max needs SLOs to meet: give --slo ttft_p99=...,tpot_p99=...")
-    gpu, gpu_count, gpu_how = resolve_gpu(cfg)
+    gpu, gpu_count, gpu_how = resolve_gpu(cfg.engine)
     plan_conc = max(point_concurrency(w) for w in points)
     mean_in = math.ceil(max(w.input_len.mean() for w in points))
     mean_out = math.ceil(max(w.output_len.mean() for w in points))
     the_plan, no_plan_reason = make_plan(
-        cfg, model, gpu, gpu_count, plan_conc, mean_in, mean_out, load_format
+        cfg.engine, model, gpu, gpu_count, plan_conc, mean_in, mean_out, load_format
     )
     on_gpu = has_nvidia_gpu()
     precision = the_plan.precision if the_plan else None

@@ -241,7 +241,7 @@ def config_section(point: PointRun) -> Obj:
         "api": ctx.api,  # as the run resolved them, not only as given
         "load_format": ctx.load_format,
         "api_key": "***" if cfg.engine.api_key else None,
-        "history_db": history_database.describe(history_location(cfg))
+        "history_db": history_database.describe(history_location(cfg.results))
         if cfg.results.history
         else None,
         "concurrency": a.concurrency if a.mode == "closed" else None,

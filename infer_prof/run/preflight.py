@@ -31,6 +31,7 @@ from infer_prof.core.planning.plan_result import Plan
 from infer_prof.core.planning.weights import WeightDecision
 from infer_prof.core.workload.workloads import Workload, warmup_seconds
 from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.config_groups import EngineConfig
 from infer_prof.run.warmup import OPEN_LOOP_STEADY_WARMUP
 from infer_prof.servers.cpu_split import allowed_cpus, plan_cpu_split
 
@@ -41,13 +42,13 @@ def say(line: str) -> None:
 
 
 def prepare_weights(
-    cfg: RunConfig, model: ResolvedModel
+    engine: EngineConfig, model: ResolvedModel
 ) -> tuple[ResolvedModel, WeightDecision]:
     """Decide the weights (:func:`infer_prof.catalog.weights.choose_weights`), say what was chosen,
     and return the model (pointing at a cache snapshot, or a cached config for a hub id) the run
     goes on with and the decision (its ``load_format`` is ``dummy`` when random weights were
     chosen: the run's, :attr:`infer_prof.run.planning.RunPlan.load_format`)."""
-    decision = choose_weights(model, cfg.engine.load_format, cfg.engine.require_weights)
+    decision = choose_weights(model, engine.load_format, engine.require_weights)
     if decision.error:
         raise ConfigError(decision.error)
     if decision.notice:

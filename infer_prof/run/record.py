@@ -78,7 +78,7 @@ def check_history(cfg: RunConfig, progress: ProgressLine) -> None:
     after an hour of measuring; the run goes on regardless)."""
     if cfg.results.history:
         try:
-            history_database.check(history_location(cfg))
+            history_database.check(history_location(cfg.results))
         except history_database.HistoryError as exc:
             warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
 
@@ -123,12 +123,12 @@ def save_point(
     exclusively, atomically, in a temporary folder when the results folder fails) and, with
     --history, record it there. The outcome says where the files are, and why the run is not
     in the history or not where asked."""
-    written = result_files.write_point(cfg, result, records, result_path)
+    written = result_files.write_point(cfg.results, result, records, result_path)
     if written.error:
         warn(progress, f"warning: {written.error}")
     history_error = None
     if cfg.results.history:
-        db = history_location(cfg)
+        db = history_location(cfg.results)
         try:
             record_result(db, result, written.result_path)
         # the result file is written; say so

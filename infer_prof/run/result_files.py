@@ -14,7 +14,8 @@ from typing import Any
 
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results.store import result_paths, save_run_files
-from infer_prof.run.config import ConfigError, RunConfig
+from infer_prof.run.config import ConfigError
+from infer_prof.run.config_groups import ResultsConfig
 
 MIN_FREE_BYTES = 1 << 20
 """A results folder with less free space than this (1 MiB) is refused before a run starts:
@@ -30,19 +31,19 @@ class WrittenFiles:
     error: str | None = None
 
 
-def check_result_location(cfg: RunConfig) -> None:
+def check_result_location(results: ResultsConfig) -> None:
     """Before anything starts: ``--output`` must not exist (unless ``--overwrite``), and the
     folder the result goes to must be a writable folder with free space (a file is created
     there and removed). Raises ConfigError, one line naming the path and the fix."""
-    if cfg.results.output:
-        out, _ = result_paths(cfg.results.output, Path(cfg.results.results_dir), "run")
-        if out.exists() and not cfg.results.overwrite:
+    if results.output:
+        out, _ = result_paths(results.output, Path(results.results_dir), "run")
+        if out.exists() and not results.overwrite:
             raise ConfigError(
                 f"--output {out} exists; give another path, or --overwrite to replace it"
             )
         folder = out.parent
     else:
-        folder = Path(cfg.results.results_dir)
+        folder = Path(results.results_dir)
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd, probe = tempfile.mkstemp(prefix=".infer-prof-probe.", dir=folder)
@@ -63,13 +64,13 @@ def check_result_location(cfg: RunConfig) -> None:
 
 
 def write_point(
-    cfg: RunConfig, result: dict[str, Any], records: list[RequestRecord], result_path: Path
+    results: ResultsConfig, result: dict[str, Any], records: list[RequestRecord], result_path: Path
 ) -> WrittenFiles:
     """Write a point's result and requests files (:func:`save_run_files`: exclusive unless
     ``--output`` with ``--overwrite``, atomic). When that fails (a full disk, a folder made
     read-only meanwhile), the files go to a new temporary folder instead, and ``error`` says
     why and where (or, when that fails too, that the result is lost)."""
-    overwrite = bool(cfg.results.output and cfg.results.overwrite)
+    overwrite = bool(results.output and results.overwrite)
     try:
         res, req = save_run_files(result_path, result, records, overwrite=overwrite)
         return WrittenFiles(res, req)

@@ -67,7 +67,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     cfg, points = plan.cfg, plan.points
-    check_result_location(cfg)
+    check_result_location(cfg.results)
     frontier: dict[str, Any] | None = None
     frontiers: list[dict[str, Any]] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")

@@ -27,6 +27,7 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results.store import make_run_name, result_paths, write_new_file
 from infer_prof.run.config import Api, ConfigError, RunConfig
+from infer_prof.run.config_groups import EngineConfig
 from infer_prof.run.endpoint_check import list_models
 from infer_prof.run.engine_setup import launch_settings, planned_engine_version
 from infer_prof.run.load_points import dataset_ids, point_label, token_pool
@@ -79,20 +80,20 @@ class RunContext:
 
 
 def attach_endpoint(
-    cfg: RunConfig, model: ResolvedModel, progress: ProgressLine
+    engine: EngineConfig, model: ResolvedModel, progress: ProgressLine
 ) -> tuple[Endpoint, str, dict[str, Any]]:
     """Attach to ``--endpoint``: check its TLS, list the models it serves. Returns the
     endpoint, the model name to ask for, and the result's ``server`` section."""
-    assert cfg.engine.endpoint is not None
+    assert engine.endpoint is not None
     endpoint = Endpoint.from_url(
-        cfg.engine.endpoint,
-        cfg.engine.api_key,
-        ca_bundle=cfg.engine.ca_bundle,
-        insecure=cfg.engine.insecure,
+        engine.endpoint,
+        engine.api_key,
+        ca_bundle=engine.ca_bundle,
+        insecure=engine.insecure,
     )
     tls_info = check_tls(endpoint, progress)  # exit 2 on a certificate error, before load
-    names = list_models(endpoint, cfg.engine.api_key)  # one line and exit 1 or 4 when it cannot
-    served = cfg.engine.served_model_name or (names[0] if names else model.name)
+    names = list_models(endpoint, engine.api_key)  # one line and exit 1 or 4 when it cannot
+    served = engine.served_model_name or (names[0] if names else model.name)
     server_info: dict[str, Any] = {
         "kind": "endpoint",
         "url": endpoint.url,
@@ -118,7 +119,7 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         first_path.with_name(first_path.name[: -len(".json")] + ".server.log"), b""
     )
     settings = launch_settings(
-        cfg,
+        cfg.engine,
         model,
         plan.on_gpu,
         plan.plan.settings if plan.plan else None,
@@ -149,7 +150,7 @@ def start_server(
     result's ``server`` section."""
     cfg, model, on_gpu = plan.cfg, plan.model, plan.on_gpu
     if not server.launched:
-        return attach_endpoint(cfg, model, progress)
+        return attach_endpoint(cfg.engine, model, progress)
     served = cfg.engine.served_model_name or model.name
     split, no_split = (None, "GPU") if on_gpu else plan_cpu_split(allowed_cpus(), os.environ)
     if split is not None:

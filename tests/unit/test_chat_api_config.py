@@ -94,11 +94,11 @@ def test_workload_api_field_and_resolution():
     assert Workload.from_dict(base, "w.toml", "w").api is None
     with pytest.raises(WorkloadError, match="api"):
         Workload.from_dict({**base, "api": "responses"}, "w.toml", "w")
-    assert resolve_api(RunConfig(), [None]) == "completions"
-    assert resolve_api(RunConfig(), ["chat", None]) == "chat"
-    assert resolve_api(RunConfig(api="completions"), ["chat"]) == "completions"
+    assert resolve_api(RunConfig().engine, [None]) == "completions"
+    assert resolve_api(RunConfig().engine, ["chat", None]) == "chat"
+    assert resolve_api(RunConfig(api="completions").engine, ["chat"]) == "completions"
     with pytest.raises(ConfigError, match="--api"):
-        resolve_api(RunConfig(), ["chat", "completions"])
+        resolve_api(RunConfig().engine, ["chat", "completions"])
 
 
 def test_chat_prompts_are_text_by_default():
@@ -172,9 +172,9 @@ def test_chat_on_a_started_server_needs_a_chat_template(tmp_path):
     out = (r.stderr or r.output).strip()
     assert "no chat template" in out and "--chat-template" in out
     assert len(out.splitlines()) == 1
-    check_chat_template(RunConfig(api="chat", engine_args=["--chat-template=t.jinja"]), tiny)
-    check_chat_template(RunConfig(api="chat", endpoint="http://h:1"), tiny)
-    check_chat_template(RunConfig(api="completions"), tiny)
-    check_chat_template(RunConfig(api="chat"), str(ensure_tiny_llama()))  # it has one
+    check_chat_template(RunConfig(api="chat", engine_args=["--chat-template=t.jinja"]).engine, tiny)
+    check_chat_template(RunConfig(api="chat", endpoint="http://h:1").engine, tiny)
+    check_chat_template(RunConfig(api="completions").engine, tiny)
+    check_chat_template(RunConfig(api="chat").engine, str(ensure_tiny_llama()))  # it has one
     with pytest.raises(ConfigError, match="no chat template"):
-        check_chat_template(RunConfig(api="chat"), tiny)
+        check_chat_template(RunConfig(api="chat").engine, tiny)

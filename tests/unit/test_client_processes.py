@@ -22,7 +22,7 @@ from tests.unit.typed_results import result_of
 def _point(**cfg):
     """The single load point the command line describes (default: 128 tokens out)."""
     c = RunConfig(**cfg)
-    return load_points(c, base_workload(c))[0]
+    return load_points(c.load, base_workload(c))[0]
 
 
 def test_expected_events_closed_loop_assumes_10_ms_between_tokens():

@@ -119,7 +119,7 @@ def test_human_duration():
 
 
 def _points(cfg: RunConfig):
-    return load_points(cfg, base_workload(cfg))
+    return load_points(cfg.load, base_workload(cfg))
 
 
 def test_mission_command_on_a_2_core_cpu_is_refused_with_the_ways_out():

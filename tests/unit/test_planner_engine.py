@@ -40,7 +40,7 @@ def engine_args(p: Plan) -> dict:
 def engine_arguments(cfg, model, on_gpu, planned, max_seq_len=2048, kv_tokens=0, p=None):
     """The vLLM flags a run starts with: its launch settings, spelled by the vLLM server."""
     spec = LaunchSpec(model="m", served_model_name="m", log_path=Path("unused.log"),
-                      settings=launch_settings(cfg, model, on_gpu, planned, max_seq_len,
+                      settings=launch_settings(cfg.engine, model, on_gpu, planned, max_seq_len,
                                                kv_tokens),
                       extra_args=tuple(cfg.engine.engine_args), on_gpu=on_gpu,
                       tokenizer=model.has_tokenizer, enforce_eager=cfg.engine.enforce_eager,
@@ -201,7 +201,8 @@ def test_run_plans_with_the_same_memory(monkeypatch):
     monkeypatch.setattr(engine_setup, "detect_gpus", lambda: found)
     monkeypatch.setattr(engine_setup, "cuda_total_memory", lambda i: 85_017_755_648)
     cfg = RunConfig(model="llama-2-70b", load_format="dummy")
-    p, why = engine_setup.make_plan(cfg, resolve_model("llama-2-70b"), H100, 1, 128, 512, 128)
+    p, why = engine_setup.make_plan(cfg.engine, resolve_model("llama-2-70b"), H100, 1, 128, 512,
+                                    128)
     assert p is not None and why is None
     assert p.memory_per_gpu_bytes == 85_017_755_648
     assert p.budget_per_gpu_bytes == round(0.9 * 85_017_755_648)
@@ -355,9 +356,10 @@ def test_run_refuses_bitsandbytes_with_dummy_weights_before_starting_vllm():
 
     cfg = RunConfig(model="tiny-llama", load_format="dummy", quantization="bitsandbytes")
     with pytest.raises(ConfigError, match="cannot run with --load-format dummy"):
-        make_plan(cfg, resolve_model("tiny-llama"), None, 1, 1, 64, 16)  # CPU, no budget
+        make_plan(cfg.engine, resolve_model("tiny-llama"), None, 1, 1, 64, 16)  # CPU, no budget
     cfg = RunConfig(model="tiny-llama", quantization="bitsandbytes")  # real weights: no plan,
-    assert make_plan(cfg, resolve_model("tiny-llama"), None, 1, 1, 64, 16)[0] is None  # no error
+    # no error:
+    assert make_plan(cfg.engine, resolve_model("tiny-llama"), None, 1, 1, 64, 16)[0] is None
 
 
 def test_run_console_says_requests_queue():

@@ -83,7 +83,7 @@ def test_a_full_disk_at_the_end_keeps_old_files_and_says_where_the_result_went(
     prev.write_text('{"previous": true}\n')
     _full_disk(monkeypatch, results)
     cfg = RunConfig(results_dir=str(results))
-    written = result_files.write_point(cfg, _result("measured"), _records(), prev)
+    written = result_files.write_point(cfg.results, _result("measured"), _records(), prev)
     assert prev.read_text() == '{"previous": true}\n'  # untouched, not half-written
     assert sorted(p.name for p in results.iterdir()) == ["run.json"]
     assert written.result_path.parent != results
@@ -97,15 +97,16 @@ def test_output_that_exists_is_refused_before_the_run_unless_overwrite(tmp_path)
     out = tmp_path / "r.json"
     out.write_text("{}")
     with pytest.raises(ConfigError, match="exists.*--overwrite"):
-        result_files.check_result_location(RunConfig(output=str(out)))
-    result_files.check_result_location(RunConfig(output=str(out), overwrite=True))
-    result_files.check_result_location(RunConfig(output=str(tmp_path / "new.json")))
+        result_files.check_result_location(RunConfig(output=str(out)).results)
+    result_files.check_result_location(RunConfig(output=str(out), overwrite=True).results)
+    result_files.check_result_location(RunConfig(output=str(tmp_path / "new.json")).results)
 
 
 def test_a_results_folder_under_a_file_is_refused_before_the_run(tmp_path):
     (tmp_path / "file").write_text("")
     with pytest.raises(ConfigError, match="cannot write result files in .*--results-dir"):
-        result_files.check_result_location(RunConfig(results_dir=str(tmp_path / "file" / "r")))
+        bad = RunConfig(results_dir=str(tmp_path / "file" / "r"))
+        result_files.check_result_location(bad.results)
 
 
 def test_a_results_folder_without_space_is_refused_before_the_run(tmp_path, monkeypatch):
@@ -114,7 +115,7 @@ def test_a_results_folder_without_space_is_refused_before_the_run(tmp_path, monk
 
     monkeypatch.setattr(result_files.os, "statvfs", lambda _p: Full())
     with pytest.raises(ConfigError, match="40 KiB free"):
-        result_files.check_result_location(RunConfig(results_dir=str(tmp_path)))
+        result_files.check_result_location(RunConfig(results_dir=str(tmp_path)).results)
 
 
 def test_nowhere_to_write_is_said_not_raised(tmp_path, monkeypatch):
@@ -123,7 +124,7 @@ def test_nowhere_to_write_is_said_not_raised(tmp_path, monkeypatch):
 
     monkeypatch.setattr(store, "_temp_copy", full)
     written = result_files.write_point(
-        RunConfig(results_dir=str(tmp_path)), _result("m"), _records(), tmp_path / "r.json"
+        RunConfig(results_dir=str(tmp_path)).results, _result("m"), _records(), tmp_path / "r.json"
     )
     assert written.error and written.error.endswith("the result is lost")
     assert not list(tmp_path.iterdir())
