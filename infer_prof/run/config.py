@@ -92,7 +92,6 @@ class RunConfig:
         return tuple(SUB_CONFIGS.values())
 
 
-
 def combine_warmup(text: str | None, count: int | None) -> tuple[str | None, int | None]:
     """The command line's ``--warmup TEXT`` and ``--warmup-requests N`` as the fields
     ``(warmup, warmup_requests)``: the mode and the count
