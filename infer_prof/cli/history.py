@@ -298,19 +298,25 @@ def _history(db: str | Path, o: HistoryOptions) -> None:
         console.print(f"no change point in {len(series)} runs", highlight=False)
 
 
-@history_app.command("import")
-def import_command(
-    ctx: typer.Context,
-    paths: list[str] = typer.Argument(
-        ..., help="Result JSON files, folders of them, or glob patterns (quote them)."
-    ),
-    db_option: str = typer.Option(None, "--history", help=HISTORY_HELP),
-) -> None:
+@dataclass(frozen=True)
+class ImportOptions:
+    """The options of ``infer-prof history import``, each declared once
+    (:mod:`infer_prof.cli.declared`)."""
+
+    paths: Annotated[list[str], Opt(
+        (),
+        "Result JSON files, folders of them, or glob patterns (quote them).", positional=True)]
+    db_option: Annotated[str | None, Opt(
+        ("--history",),
+        HISTORY_HELP)] = None
+
+
+def import_(ctx: typer.Context, o: ImportOptions) -> None:
     """Record existing result files (with their per-request records) in the history. A run
     already recorded is replaced by the same run: importing twice stores it once."""
-    db = _location(db_option, ctx)
+    db = _location(o.db_option, ctx)
     try:
-        files = expand_paths(paths)
+        files = expand_paths(o.paths)
         loaded = [(p, load_result(p)) for p in files]
     except ResultFileError as exc:
         fail(str(exc))
@@ -326,38 +332,56 @@ def import_command(
     typer.echo(f"imported {len(loaded)} run(s) into {history_database.describe(db)}{again}")
 
 
-@history_app.command("export")
-def export_command(
-    ctx: typer.Context,
-    output: Path = typer.Option(
-        ..., "--output", "-o", help="The folder to write <run name>.json and its requests file to."
-    ),
-    db_option: str = typer.Option(None, "--history", help=HISTORY_HELP),
-    model: str = typer.Option(None, "--model", "-m", help="Only runs of this model."),
-    label: str = typer.Option(None, "--label", help="Only runs with this label (KEY=VALUE)."),
-    fingerprint: str = typer.Option(None, "--fingerprint", help="Only runs of this configuration."),
-    run_id: list[str] = typer.Option(
-        None, "--run-id", help="Only this run: its ID or its readable name (repeatable)."
-    ),
-    limit: int = typer.Option(0, "--limit", help="At most this many runs, newest first (0: all)."),
-) -> None:
+import_command = history_app.command("import")(declared_callback(ImportOptions, import_))
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """The options of ``infer-prof history export``, each declared once
+    (:mod:`infer_prof.cli.declared`)."""
+
+    output: Annotated[Path, Opt(
+        ("--output", "-o"),
+        "The folder to write <run name>.json and its requests file to.")]
+    db_option: Annotated[str | None, Opt(
+        ("--history",),
+        HISTORY_HELP)] = None
+    model: Annotated[str | None, Opt(
+        ("--model", "-m"),
+        "Only runs of this model.")] = None
+    label: Annotated[str | None, Opt(
+        ("--label",),
+        "Only runs with this label (KEY=VALUE).")] = None
+    fingerprint: Annotated[str | None, Opt(
+        ("--fingerprint",),
+        "Only runs of this configuration.")] = None
+    run_id: Annotated[list[str] | None, Opt(
+        ("--run-id",),
+        "Only this run: its ID or its readable name (repeatable).")] = None
+    limit: Annotated[int, Opt(
+        ("--limit",),
+        "At most this many runs, newest first (0: all).")] = 0
+
+
+def export(ctx: typer.Context, o: ExportOptions) -> None:
     """Write recorded runs back out as result files (the result JSON as it was written, and its
     per-request records), e.g. to feed `infer-prof report` or `compare` on another machine."""
-    db = _location(db_option, ctx)
-    if output.exists() and not output.is_dir():
-        fail(f"--output {output} is a file; name a folder")
-    if label is not None and not label.strip():
+    db = _location(o.db_option, ctx)
+    if o.output.exists() and not o.output.is_dir():
+        fail(f"--output {o.output} is a file; name a folder")
+    if o.label is not None and not o.label.strip():
         fail("--label needs KEY=VALUE or KEY")
     try:
         runs = history.list_runs(
-            db, model=model, label=label, fingerprint=fingerprint, limit=0 if run_id else limit
+            db, model=o.model, label=o.label, fingerprint=o.fingerprint,
+            limit=0 if o.run_id else o.limit,
         )
-        if run_id:
+        if o.run_id:
             # a run's ID, or its readable name (every run of that name)
-            missing = sorted(set(run_id) - {r.run_id for r in runs} - {r.run_name for r in runs})
+            missing = sorted(set(o.run_id) - {r.run_id for r in runs} - {r.run_name for r in runs})
             if missing:
                 fail(f"not recorded in {history_database.describe(db)}: {', '.join(missing)}")
-            runs = [r for r in runs if r.run_id in set(run_id) or r.run_name in set(run_id)]
+            runs = [r for r in runs if r.run_id in set(o.run_id) or r.run_name in set(o.run_id)]
         written, with_records, without = 0, 0, []
         names: set[str] = set()
         for r in runs:
@@ -371,14 +395,14 @@ def export_command(
             if name in names:
                 name = f"{name}-{r.run_id[-8:]}"
             names.add(name)
-            _, req = export_run(files, output, name)
+            _, req = export_run(files, o.output, name)
             written += 1
             with_records += req is not None
     except history_database.HistoryError as exc:
         fail(str(exc))
     except OSError as exc:
-        fail(f"cannot write to {output}: {exc.strerror}")
-    typer.echo(f"exported {written} run(s) to {output} ({with_records} with per-request records)")
+        fail(f"cannot write to {o.output}: {exc.strerror}")
+    typer.echo(f"exported {written} run(s) to {o.output} ({with_records} with per-request records)")
     if without:
         shown = ", ".join(without[:5]) + (", ..." if len(without) > 5 else "")
         typer.echo(
@@ -386,3 +410,6 @@ def export_command(
             f"(only their summaries are stored): {shown}",
             err=True,
         )
+
+
+export_command = history_app.command("export")(declared_callback(ExportOptions, export))

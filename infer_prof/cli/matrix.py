@@ -6,19 +6,22 @@ from __future__ import annotations
 import signal
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.compare import _table
+from infer_prof.cli.declared import declared_command
 from infer_prof.core.planning.matrix import cell_run_args
 from infer_prof.core.planning.multinode import placement_bundles
 from infer_prof.results.comparison_rows import comparison_table
 from infer_prof.results.document import decode_result
 from infer_prof.run.config import ConfigError
+from infer_prof.run.options import Opt
 
 
 def _where_here(cells: Any) -> dict[int, str]:
@@ -52,33 +55,48 @@ def _sigterm_as_interrupt(signum: int, frame: Any) -> None:
     raise KeyboardInterrupt
 
 
-def matrix_command(
-    file: str = typer.Argument(..., help="The matrix file (TOML): models, gpus, concurrency, "
-                               "input_len, output_len, num_requests; [[engines]], [[workloads]]."),
-    ray_address: str = typer.Option(
-        None, "--ray", help="Run the cells on this Ray cluster (ADDRESS, e.g. 10.0.0.1:6379, or "
-        "auto), each on a node of its GPU type. Needs pip install 'infer-prof[ray]'."),
-    dry_run: bool = typer.Option(
-        False, "--dry-run", help="Print the cells, where each would run and the planner's "
-        "verdict; start nothing."),
-    results_dir: str = typer.Option("results", "--results-dir", help="Folder for result files."),
-    history_db: str = typer.Option(
-        None, "--history", "--history-db", help="History to record each cell's results in "
-        "(sqlite:///PATH, a path, or postgresql://...); default $INFER_PROF_HISTORY, else "
-        "<results dir>/history.sqlite."),
-    no_history: bool = typer.Option(False, "--no-history", help="Do not record in a history."),
-) -> None:
+@dataclass(frozen=True)
+class MatrixOptions:
+    """The options of ``infer-prof matrix``, each declared once
+    (:mod:`infer_prof.cli.declared`)."""
+
+    file: Annotated[str, Opt(
+        (),
+        ("The matrix file (TOML): models, gpus, concurrency, input_len, output_len, "
+        "num_requests; [[engines]], [[workloads]]."), positional=True)]
+    ray_address: Annotated[str | None, Opt(
+        ("--ray",),
+        ("Run the cells on this Ray cluster (ADDRESS, e.g. 10.0.0.1:6379, or auto), each "
+        "on a node of its GPU type. Needs pip install 'infer-prof[ray]'."))] = None
+    dry_run: Annotated[bool, Opt(
+        ("--dry-run",),
+        ("Print the cells, where each would run and the planner's verdict; start "
+        "nothing."))] = False
+    results_dir: Annotated[str, Opt(
+        ("--results-dir",),
+        "Folder for result files.")] = "results"
+    history_db: Annotated[str | None, Opt(
+        ("--history", "--history-db"),
+        ("History to record each cell's results in (sqlite:///PATH, a path, or "
+        "postgresql://...); default $INFER_PROF_HISTORY, else <results "
+        "dir>/history.sqlite."))] = None
+    no_history: Annotated[bool, Opt(
+        ("--no-history",),
+        "Do not record in a history.")] = False
+
+
+def matrix(o: MatrixOptions) -> None:
     """Run a comparison matrix: each cell an ordinary `infer-prof run`, here or on Ray."""
     from infer_prof.results import history_database
     from infer_prof.run.matrix_file import read_matrix
     from infer_prof.run.matrix_plan import plan_cell
 
     try:
-        matrix = read_matrix(file)
+        matrix = read_matrix(o.file)
         plans = {c.index: plan_cell(c, matrix) for c in matrix.cells}
     except ConfigError as exc:
         fail(str(exc))
-    if matrix.frontier and not ray_address:
+    if matrix.frontier and not o.ray_address:
         from infer_prof import __version__
         from infer_prof.run.matrix_cell import supports_frontier
 
@@ -86,15 +104,15 @@ def matrix_command(
             fail(f"{matrix.source}: frontier: frontier = true needs infer-prof run --frontier, "
                  f"which this infer-prof ({__version__}) does not have")
     history: str | Path | None = None
-    if not no_history:
-        history = history_database.resolve(history_db, Path(results_dir) / "history.sqlite")
+    if not o.no_history:
+        history = history_database.resolve(o.history_db, Path(o.results_dir) / "history.sqlite")
         try:
             history_database.parse_location(history)
         except history_database.HistoryError as exc:
             fail(str(exc))
     ray: Any = None
     types: dict[str, str] = {}
-    if ray_address:
+    if o.ray_address:
         from infer_prof.run.matrix_ray import check_cluster, check_reachable, import_ray
 
         if (Path.cwd() / "infer_prof" / "__init__.py").is_file():
@@ -104,21 +122,24 @@ def matrix_command(
                              "their own install; run matrix --ray from another folder\n")
         try:
             ray = import_ray()
-            check_reachable(ray_address)
-            ray.init(address=ray_address, log_to_driver=False, logging_level="ERROR")
+            check_reachable(o.ray_address)
+            ray.init(address=o.ray_address, log_to_driver=False, logging_level="ERROR")
             types = check_cluster(ray, matrix, plans)
         except ConfigError as exc:
             fail(str(exc))
         except ConnectionError as exc:
-            fail(f"--ray {ray_address}: cannot connect to the Ray cluster: {exc}")
+            fail(f"--ray {o.ray_address}: cannot connect to the Ray cluster: {exc}")
         where = {c.index: f"Ray: {plans[c.index].gpus} GPU x accelerator_type:{types[c.gpu]}"
                  for c in matrix.cells}
     else:
         where = _where_here(matrix.cells)
-    if dry_run:
+    if o.dry_run:
         _dry_run(matrix, plans, where, types)
         return
-    _run(matrix, plans, ray, types, Path(results_dir), history)
+    _run(matrix, plans, ray, types, Path(o.results_dir), history)
+
+
+matrix_command = declared_command(MatrixOptions, matrix)
 
 
 def _run(matrix: Any, plans: Any, ray: Any, types: dict[str, str], results_dir: Path,
