@@ -28,7 +28,7 @@ def infer_prof(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess
 def nightly(results: Path, db: Path, *extra: str) -> subprocess.CompletedProcess:
     return infer_prof("run", "--model", "tiny-llama", "--suite", "nightly", "--scale", "tiny",
                       "--results-dir", str(results), "--history-db", str(db), "--no-progress",
-                      *extra)
+                      "--enforce-eager", *extra)
 
 
 def test_nightly_suite_history_and_gate(tmp_path):

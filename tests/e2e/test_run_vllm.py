@@ -142,6 +142,7 @@ def test_mfu_metrics_flag_makes_the_read_bytes_counter_count(tmp_path):
         str(out),
         "--no-progress",
         "--engine-arg=--enable-mfu-metrics",
+        "--enforce-eager",  # compiling is vLLM's, not what this test is about: 20 s saved
     )
     _, stderr = proc.communicate(timeout=900)
     assert proc.returncode == 0, stderr[-3000:]
@@ -188,6 +189,7 @@ def test_faults_mid_run_keep_results_and_leave_no_server(tmp_path, event):
         "1",
         "--results-dir",
         str(tmp_path),
+        "--enforce-eager",
     )
     # wait until requests have been flowing for a while
     deadline = time.monotonic() + 600
@@ -244,7 +246,8 @@ def test_memory_budget_makes_the_planner_quantize_and_vllm_runs_it(tmp_path):
     out = tmp_path / "bnb.json"
     proc = infer_prof("run", "--model", "tiny-llama", "--memory-budget", "16MiB", "-c", "4",
                       "-n", "8", "--input-len", "256", "--output-len", "64",
-                      "--warmup-requests", "1", "--output", str(out), "--no-history")
+                      "--warmup-requests", "1", "--output", str(out), "--no-history",
+                      "--enforce-eager")
     _, stderr = proc.communicate(timeout=900)
     assert proc.returncode == 0, stderr[-3000:]
     result = load_result(out)

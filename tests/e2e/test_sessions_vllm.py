@@ -23,7 +23,8 @@ def test_sessions_hit_the_prefix_cache_on_vllm(tmp_path):
     p = subprocess.run(
         [sys.executable, "-m", "infer_prof", "run", "--no-progress", "--no-history",
          "--model", "tiny-llama", "--turns", "3", "-c", "4", "-n", "24", "--input-len", "128",
-         "--output-len", "32", "--think-time", "0.1", "--output", str(out)],
+         "--output-len", "32", "--think-time", "0.1", "--output", str(out),
+         "--enforce-eager"],
         cwd=REPO, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     result = load_result(out)

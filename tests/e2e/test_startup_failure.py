@@ -30,6 +30,7 @@ def test_kv_cache_too_small_prints_the_engine_error_first(tmp_path):
             "--model",
             "tiny-llama",
             "--engine-arg=--kv-cache-memory-bytes=4096",
+            "--enforce-eager",
         ],
         cwd=tmp_path,  # its results/ and server log stay in the test's folder
         env={**os.environ, "PYTHONPATH": str(REPO)},
