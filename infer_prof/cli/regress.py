@@ -25,7 +25,6 @@ from infer_prof.core.analysis.regression import (
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
 from infer_prof.results import history, history_database
-from infer_prof.results.document import decode_result
 from infer_prof.results.gate import (
     DEFAULT_MAX_SAMPLES,
     RunData,
@@ -126,12 +125,12 @@ def _load_side(specs: list[str], side: str) -> list[RunData]:
 
 def _config_label(run: RunData) -> str:
     """A short name for a run's configuration: workload and load point."""
-    r = run.result or {}
-    load = r.get("load") or {}
-    wl = (r.get("workload") or {}).get("name") or "custom"
-    if load.get("mode") == "open":
-        return f"{wl} rate {load.get('rate')}"
-    conc = load.get("concurrency") or (r.get("config") or {}).get("concurrency")
+    r = run.result
+    load = r.load if r else None
+    wl = ((r.workload or {}).get("name") if r else None) or "custom"
+    if load and load.mode == "open":
+        return f"{wl} rate {load.rate}"
+    conc = (load.concurrency if load else None) or (r.config.get("concurrency") if r else None)
     return f"{wl} c{conc}"
 
 
@@ -206,7 +205,7 @@ def _pair_groups(
             fail("no configuration of the current runs appears in the baseline")
         return groups
     results = [r.result for r in (*base, *cur) if r.result is not None]
-    diff = differing_fields([decode_result(r) for r in results], ignore=("labels", "host"))
+    diff = differing_fields(results, ignore=("labels", "host"))
     if diff:
         listing = "\n".join(f"  {k}: {json.dumps(v, default=str)}" for k, v in diff.items())
         if not force:

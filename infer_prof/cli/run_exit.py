@@ -28,14 +28,12 @@ import json
 import sys
 from typing import Any
 
-import msgspec
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from infer_prof.report.console import print_summary, print_sweep
 from infer_prof.report.frontier_table import frontier_problems, print_frontiers
-from infer_prof.results.document import decode_result
 from infer_prof.results.failed_run import every_request_failed, warmup_failed
 from infer_prof.results.schema import public_result
 from infer_prof.run.record import SweepOutcome
@@ -53,7 +51,7 @@ def print_outcome(outcome: SweepOutcome, json_output: bool, out: Console) -> Non
     A terminal that is gone (SIGHUP) changes nothing: the files are written."""
     try:
         if json_output:
-            summaries = [public_result(p.result) for p in outcome.points]
+            summaries = [public_result(p.document) for p in outcome.points]
             doc: Any = (
                 summaries[0]
                 if len(summaries) == 1 and not outcome.sweep
@@ -62,12 +60,7 @@ def print_outcome(outcome: SweepOutcome, json_output: bool, out: Console) -> Non
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:
             for p in outcome.points:
-                try:
-                    typed = decode_result(p.result)
-                except msgspec.ValidationError as exc:  # written already (store warned)
-                    out.print(f"warning: no summary table: {exc}", markup=False)
-                    continue
-                print_summary(typed, out)
+                print_summary(p.document, out)
             if outcome.sweep:
                 print_sweep(outcome.sweep, out)
                 print_frontiers(outcome.sweep, out)
@@ -105,14 +98,14 @@ def finish_run(outcome: SweepOutcome, err: Console) -> None:
         )
     warmup_failures: dict[int, str] = {}
     for i, p in enumerate(outcome.points):
-        warm = warmup_failed(p.result, p.requests_path)
+        warm = warmup_failed(p.document, p.requests_path)
         if warm:
             warmup_failures[i] = warm
             line(f"{warm} (result written: {p.result_path})", EXIT_ALL_FAILED)
     reasons = [
-        str(p.result["incomplete_reason"])
+        str(p.document.incomplete_reason)
         for i, p in enumerate(outcome.points)
-        if not p.result["complete"] and i not in warmup_failures
+        if not p.document.complete and i not in warmup_failures
     ]
     if reasons or outcome.stopped_by:
         reason = reasons[0] if reasons else "interrupted before the next load point"
@@ -122,7 +115,7 @@ def finish_run(outcome: SweepOutcome, err: Console) -> None:
     for i, p in enumerate(outcome.points):
         if i in warmup_failures:
             continue
-        failed = every_request_failed(p.result, p.requests_path)
+        failed = every_request_failed(p.document, p.requests_path)
         if failed:
             line(f"{failed} (result written: {p.result_path})", EXIT_ALL_FAILED)
     problems = frontier_problems(outcome.sweep)

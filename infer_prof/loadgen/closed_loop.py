@@ -189,6 +189,14 @@ def account(rec: RequestRecord, counters: LiveCounters) -> None:
     counters.ended(rec)
 
 
+async def cancel_all(tasks: list[asyncio.Task[None]]) -> None:
+    """Cancel the tasks still running and wait until each has ended (what they raise is
+    dropped: the loop that made them is ending, by its own end or by an error of its own)."""
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+
+
 async def open_quietly(conn: StreamConnection) -> None:
     """Connect ahead of time; a failure is left for the request that uses the connection."""
     with contextlib.suppress(Exception):
@@ -252,9 +260,7 @@ class _GatedLoop:
             await asyncio.gather(*tasks)
             counters.phase = "done"
         finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_all(tasks)
 
     def _measuring(self) -> None:
         """The gate opened: the measured phase (and its duration) starts now."""
@@ -438,8 +444,6 @@ async def run_closed_loop(
         await asyncio.gather(*tasks)
         counters.phase = "done"
     finally:
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await cancel_all(tasks)
         for c in conns:
             c.close()

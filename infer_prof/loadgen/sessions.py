@@ -53,6 +53,7 @@ from infer_prof.loadgen.closed_loop import (
     DriverIO,
     Prompt,
     RequestSpec,
+    cancel_all,
     open_quietly,
     stream_one,
 )
@@ -444,9 +445,7 @@ class SessionRun:
             await asyncio.gather(*tasks)
             counters.phase = "done"
         finally:
-            for t in tasks:
-                t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            await cancel_all(tasks)
             for c in conns:
                 c.close()
 

@@ -11,9 +11,9 @@ import contextlib
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any
 
 from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.results.document import Result
 from infer_prof.results.store import read_requests
 
 #: What to check when every request failed with this kind.
@@ -80,12 +80,12 @@ def failure_hint(kind: str | None, detail: str | None, prompt: str | None = None
     return _FAILURE_HINTS.get(kind or "")
 
 
-def _config(result: dict[str, Any]) -> tuple[str | None, str | None]:
-    cfg = result.get("config") or {}
-    return cfg.get("prompt"), (result.get("model") or {}).get("name") or cfg.get("model")
+def _config(result: Result) -> tuple[str | None, str | None]:
+    cfg = result.config
+    return cfg.get("prompt"), (result.model.name if result.model else None) or cfg.get("model")
 
 
-def _line(what: str, kinds: dict[str, int], detail: str | None, result: dict[str, Any]) -> str:
+def _line(what: str, kinds: dict[str, int], detail: str | None, result: Result) -> str:
     top = max(kinds, key=lambda k: kinds[k]) if kinds else None
     text = ", ".join(f"{k}: {v}" for k, v in kinds.items())
     line = f"{what} ({text})"
@@ -95,14 +95,14 @@ def _line(what: str, kinds: dict[str, int], detail: str | None, result: dict[str
     return f"{line}; {hint}" if hint else line
 
 
-def every_request_failed(result: dict[str, Any], requests_path: Path) -> str | None:
+def every_request_failed(result: Result, requests_path: Path) -> str | None:
     """One line when not one measured request of a point completed and some failed (None
     otherwise): the failure kinds, the first failure's detail from the per-request file, and
     what to check. Such a run is no measurement, so ``run`` exits 4 after writing it."""
-    summary = result.get("summary") or {}
-    if summary.get("requests_completed") or not summary.get("requests_failed"):
+    summary = result.summary
+    if summary.requests_completed or not summary.requests_failed:
         return None
-    kinds = summary.get("failure_kinds") or {}
+    kinds: dict[str, int] = dict(summary.failure_kinds)
     detail = None
     with contextlib.suppress(OSError, ValueError, TypeError):  # no file: the kinds still tell
         detail = next((r.error_detail for r in read_requests(requests_path)
@@ -110,10 +110,10 @@ def every_request_failed(result: dict[str, Any], requests_path: Path) -> str | N
     return _line("every measured request failed", kinds, detail, result)
 
 
-def warmup_failed(result: dict[str, Any], requests_path: Path) -> str | None:
+def warmup_failed(result: Result, requests_path: Path) -> str | None:
     """One line for a point stopped after its warm-up because every warm-up request failed
     (``incomplete_reason`` ``warmup_failed``; None otherwise): kinds, first detail, fix."""
-    if result.get("incomplete_reason") != "warmup_failed":
+    if result.incomplete_reason != "warmup_failed":
         return None
     recs: list[RequestRecord] = []
     with contextlib.suppress(OSError, ValueError, TypeError):

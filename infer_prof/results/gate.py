@@ -55,6 +55,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof.core.analysis.regression import (
     DEFAULT_THRESHOLD_PCT,
     MetricComparison,
@@ -67,7 +69,7 @@ from infer_prof.core.measurement.metric_table import columns_at, latencies, metr
 from infer_prof.core.measurement.metrics import NS_PER_MS, RequestRecord
 from infer_prof.core.measurement.stats import percentile
 from infer_prof.results import history, history_database
-from infer_prof.results.document import decode_result
+from infer_prof.results.document import Result, decode_result
 from infer_prof.results.history import flatten_summary
 from infer_prof.results.identity import config_fingerprint
 from infer_prof.results.loading import (
@@ -75,7 +77,7 @@ from infer_prof.results.loading import (
     history_summary,
     load_request_records,
 )
-from infer_prof.results.schema import ResultFileError, load_result
+from infer_prof.results.schema import ResultFileError, load_result, typed_document
 
 #: The gate's metrics (the metric table's ``gate`` place), named as the history names them.
 #: Judged one value per run: the rates first, then (after the latencies) cost and energy.
@@ -103,7 +105,7 @@ class RunData:
     samples: dict[str, list[float]] | None = None
     complete: bool = True
     fingerprint: str | None = None
-    result: dict[str, Any] | None = field(default=None, repr=False)
+    result: Result | None = field(default=None, repr=False)
 
 
 def samples_from_records(records: Sequence[RequestRecord]) -> dict[str, list[float]]:
@@ -131,7 +133,7 @@ def run_from_result(path: str | Path, result: dict[str, Any], with_samples: bool
         samples=samples,
         complete=typed.complete,
         fingerprint=config_fingerprint(typed),
-        result=result,
+        result=typed,
     )
 
 
@@ -154,6 +156,10 @@ def run_from_history(
             kept = None
         if kept is not None:
             result, records = kept
+            try:
+                typed: Result | None = typed_document(result)
+            except msgspec.ValidationError:  # kept as written by another version: figures only
+                typed = None
             return RunData(
                 run_id=record.run_id,
                 source=f"history:{record.run_id}",
@@ -161,7 +167,7 @@ def run_from_history(
                 samples=samples_from_records(records) if records is not None else None,
                 complete=record.complete,
                 fingerprint=record.config_fingerprint,
-                result=result,
+                result=typed,
             )
     return RunData(
         run_id=record.run_id,

@@ -45,11 +45,13 @@ import json
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
 from msgspec import ValidationError
 
 from infer_prof.core.analysis.frontier_axes import AXIS_KEYS, summary_with_axes
 from infer_prof.core.measurement.metric_table import latencies
-from infer_prof.results.document import Result, decode_result
+from infer_prof.results.document import Result, Summary, decode_result
+from infer_prof.results.document_base import Distribution
 
 SCHEMA_VERSION = 1
 RESULT_KIND: Final = "infer-prof.run"
@@ -104,49 +106,48 @@ def load_typed_result(path: str | Path) -> Result:
     return decode_result(load_result(path))
 
 
-def public_summary(summary: dict[str, Any]) -> dict[str, Any]:
+def public_summary(summary: Summary) -> dict[str, Any]:
     """The ``--json`` view of a summary: counts, throughputs, and the latency percentiles in ms."""
     keys = ("mean", "p50", "p90", "p99", "max")
 
-    def dist(d: dict[str, Any] | None) -> dict[str, Any] | None:
-        return None if d is None else {k: d.get(k) for k in keys}
+    def dist(d: Distribution | None) -> dict[str, Any] | None:
+        return None if d is None else {k: getattr(d, k) for k in keys}
 
     out: dict[str, Any] = {
-        "requests_completed": summary["requests_completed"],
-        "requests_failed": summary["requests_failed"],
-        "failure_kinds": summary.get("failure_kinds", {}),
-        "duration_s": summary.get("duration_s"),
-        "rate_window_s": summary.get("rate_window_s"),
-        "rate_basis": summary.get("rate_basis"),
-        "request_throughput": summary["request_throughput"],
-        "output_throughput": summary["output_throughput"],
-        "total_throughput": summary["total_throughput"],
+        "requests_completed": summary.requests_completed,
+        "requests_failed": summary.requests_failed,
+        "failure_kinds": dict(summary.failure_kinds),
+        "duration_s": summary.duration_s,
+        "rate_window_s": summary.rate_window_s,
+        "rate_basis": summary.rate_basis,
+        "request_throughput": summary.request_throughput,
+        "output_throughput": summary.output_throughput,
+        "total_throughput": summary.total_throughput,
     }
     for m in latencies():  # every latency distribution of the metric table
-        out[m.key] = dist(summary.get(m.key))
+        out[m.key] = dist(getattr(summary, m.key))
     for name in AXIS_KEYS:  # the frontier's axes (null where not measured)
-        out[name] = summary.get(name)
+        out[name] = getattr(summary, name)
     return out
 
 
-def public_result(result: dict[str, Any]) -> dict[str, Any]:
+def public_result(result: Result) -> dict[str, Any]:
     """The ``--json`` view of a run: :func:`public_summary` plus cost, energy and efficiency
     next to the speeds (each null, with its reason, when it could not be known)."""
-    out = public_summary(result["summary"])
-    cost = result.get("cost") or {}
-    energy = result.get("energy") or {}
-    roof = result.get("roofline") or {}
+    out = public_summary(result.summary)
+    cost, energy = result.cost, result.energy
+    roof = msgspec.to_builtins(result.roofline) or {}
     out["cost"] = {
-        "usd_per_hour": cost.get("usd_per_hour"),
-        "usd_per_million_output_tokens": cost.get("usd_per_million_output_tokens"),
-        "usd_per_million_total_tokens": cost.get("usd_per_million_total_tokens"),
-        "output_tokens_per_usd": cost.get("output_tokens_per_usd"),
-        "reason": None if cost.get("available") else cost.get("reason"),
+        "usd_per_hour": cost.usd_per_hour if cost else None,
+        "usd_per_million_output_tokens": cost.usd_per_million_output_tokens if cost else None,
+        "usd_per_million_total_tokens": cost.usd_per_million_total_tokens if cost else None,
+        "output_tokens_per_usd": cost.output_tokens_per_usd if cost else None,
+        "reason": None if cost is None or cost.available else cost.reason,
     }
     out["energy"] = {
-        "energy_j": energy.get("energy_j"),
-        "joules_per_output_token": energy.get("joules_per_output_token"),
-        "reason": energy.get("reason"),
+        "energy_j": energy.energy_j if energy else None,
+        "joules_per_output_token": energy.joules_per_output_token if energy else None,
+        "reason": energy.reason if energy else None,
     }
     out["efficiency"] = {
         "mbu_pct": roof.get("mbu_pct"),  # window MBU
@@ -155,9 +156,9 @@ def public_result(result: dict[str, Any]) -> dict[str, Any]:
         "above_ceiling": roof.get("above_ceiling"),
         "reason": None if roof.get("available") else roof.get("reason"),
     }
-    out["warmup"] = result.get("warmup")
-    if result.get("sessions"):  # multi-turn runs: per-turn figures and the prefix-cache hit rate
-        out["sessions"] = result["sessions"]
-    out["valid"] = (result.get("validity") or {}).get("valid")
-    out["complete"] = result.get("complete")
+    out["warmup"] = msgspec.to_builtins(result.warmup)
+    if result.sessions:  # multi-turn runs: per-turn figures and the prefix-cache hit rate
+        out["sessions"] = msgspec.to_builtins(result.sessions)
+    out["valid"] = result.validity.valid if result.validity else None
+    out["complete"] = result.complete
     return out

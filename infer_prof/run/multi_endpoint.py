@@ -337,7 +337,7 @@ def run_endpoints(
             history_errors += outcome.history_errors
             if outcome.sweep_path:
                 sweep_paths.append(outcome.sweep_path)
-            if any(p.result.get("incomplete_reason") == "interrupted" for p in outcome.points):
+            if any(p.document.incomplete_reason == "interrupted" for p in outcome.points):
                 interrupted = True
             if not outcome.points and stopper.requested:
                 run.error = "interrupted before any load was sent"

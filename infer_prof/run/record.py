@@ -12,12 +12,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof.core.analysis.sweep import find_knee
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.core.measurement.stats import summary_dict
 from infer_prof.core.workload.workloads import Workload
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
+from infer_prof.results.document import Result
+from infer_prof.results.document_base import Distribution
 from infer_prof.results.loading import record_result
 from infer_prof.results.run_ids import new_run_id
 from infer_prof.results.schema import SCHEMA_VERSION
@@ -31,20 +35,25 @@ from infer_prof.run import result_files
 from infer_prof.run.config import RunConfig
 from infer_prof.run.load_points import point_label
 from infer_prof.run.planning import history_location
-from infer_prof.run.point_document import now
+from infer_prof.run.point_document import document_json, now
 from infer_prof.run.startup import RunContext, warn
 
 
 @dataclass
 class RunOutcome:
-    """One load point's outcome (:func:`infer_prof.run.runner.execute`): the result dict and
-    where it was written."""
+    """One load point's outcome (:func:`infer_prof.run.runner.execute`): its typed result
+    document and where it was written."""
 
-    result: dict[str, Any]
+    document: Result
     result_path: Path
     requests_path: Path
     history_error: str | None = None  # why the run is not in the history (result still written)
     write_error: str | None = None  # why the files are not where asked (and where they are)
+
+    @property
+    def result(self) -> dict[str, Any]:
+        """The document as the JSON its result file holds (:func:`document_json`)."""
+        return document_json(self.document)
 
 
 @dataclass
@@ -60,7 +69,7 @@ class SweepOutcome:
 
     @property
     def complete(self) -> bool:
-        return all(p.result["complete"] for p in self.points)
+        return all(p.document.complete for p in self.points)
 
     @property
     def write_errors(self) -> list[str]:
@@ -114,7 +123,7 @@ def server_section(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
 
 def save_point(
     cfg: RunConfig,
-    result: dict[str, Any],
+    result: Result,
     records: list[RequestRecord],
     result_path: Path,
     progress: ProgressLine,
@@ -123,18 +132,20 @@ def save_point(
     exclusively, atomically, in a temporary folder when the results folder fails) and, with
     --history, record it there. The outcome says where the files are, and why the run is not
     in the history or not where asked."""
-    written = result_files.write_point(cfg.results, result, records, result_path)
+    doc = document_json(result)
+    written = result_files.write_point(cfg.results, doc, records, result_path)
     if written.error:
         warn(progress, f"warning: {written.error}")
     history_error = None
     if cfg.results.history:
         db = history_location(cfg.results)
         try:
-            record_result(db, result, written.result_path)
+            record_result(db, doc, written.result_path)
         # the result file is written; say so
         except (OSError, history_database.HistoryError) as exc:
             history_error = str(exc)
             warn(progress, f"warning: not recorded in the history: {exc}")
+    result = msgspec.structs.replace(result, requests_file=doc.get("requests_file"))
     return RunOutcome(
         result, written.result_path, written.requests_path, history_error, written.error
     )
@@ -170,34 +181,40 @@ def record_health(records: list[RequestRecord]) -> dict[str, Any]:
     }
 
 
+def _stat(d: Distribution | None, stat: str) -> float | None:
+    """``d.<stat>`` (``"p50"``), None where the distribution was not recorded."""
+    return None if d is None else getattr(d, stat)
+
+
 def sweep_summary(outcomes: list[RunOutcome], search: dict[str, Any] | None) -> dict[str, Any]:
     """The curve over load points: one row per point, the knee (TPOT p50 past 1.5x its
     lowest-load value) and the find-max answer when one was searched."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     for o in outcomes:
-        r = o.result
-        s = r["summary"]
-        load = r["load"]
+        r = o.document
+        s = r.summary
+        load = r.load
         rows.append(
             {
                 "result_file": o.result_path.name,
-                "workload": (r.get("workload") or {}).get("name"),
-                "mode": load["mode"],
-                "load": load["concurrency"] if load["mode"] == "closed" else load["rate"],
-                "request_throughput": s["request_throughput"],
-                "output_throughput": s["output_throughput"],
-                "ttft_p50_ms": (s["ttft_ms"] or {}).get("p50"),
-                "ttft_p99_ms": (s["ttft_ms"] or {}).get("p99"),
-                "tpot_p50_ms": (s["tpot_ms"] or {}).get("p50"),
-                "tpot_p99_ms": (s["tpot_ms"] or {}).get("p99"),
-                "interactivity_tok_s_user": s.get("interactivity_tok_s_user"),
-                "total_tok_s_per_gpu": s.get("total_tok_s_per_gpu"),
-                "usd_per_million_output_tokens": s.get("usd_per_million_output_tokens"),
-                "e2e_p50_ms": (s["e2e_ms"] or {}).get("p50"),
-                "goodput": (r.get("slo") or {}).get("goodput"),
-                "slo_passed": (r.get("slo") or {}).get("passed"),
-                "valid": (r.get("validity") or {}).get("valid"),
-                "complete": r["complete"],
+                "workload": (r.workload or {}).get("name"),
+                "mode": load.mode if load else None,
+                "load": None if load is None else (
+                    load.concurrency if load.mode == "closed" else load.rate),
+                "request_throughput": s.request_throughput,
+                "output_throughput": s.output_throughput,
+                "ttft_p50_ms": _stat(s.ttft_ms, "p50"),
+                "ttft_p99_ms": _stat(s.ttft_ms, "p99"),
+                "tpot_p50_ms": _stat(s.tpot_ms, "p50"),
+                "tpot_p99_ms": _stat(s.tpot_ms, "p99"),
+                "interactivity_tok_s_user": s.interactivity_tok_s_user,
+                "total_tok_s_per_gpu": s.total_tok_s_per_gpu,
+                "usd_per_million_output_tokens": s.usd_per_million_output_tokens,
+                "e2e_p50_ms": _stat(s.e2e_ms, "p50"),
+                "goodput": r.slo.goodput if r.slo else None,
+                "slo_passed": r.slo.passed if r.slo else None,
+                "valid": r.validity.valid if r.validity else None,
+                "complete": r.complete,
             }
         )
     # one curve per workload and loop mode (a suite holds several); rate inf is no point on it

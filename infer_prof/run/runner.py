@@ -29,7 +29,7 @@ from infer_prof.run.frontier_run import (
 from infer_prof.run.load import drive_point, request_builder
 from infer_prof.run.load_points import base_workload, build_specs
 from infer_prof.run.planning import announce_plan, plan_run
-from infer_prof.run.point_document import PointRun, build_result, document_json
+from infer_prof.run.point_document import PointRun, build_result, with_section
 from infer_prof.run.record import (
     RunOutcome,
     SweepOutcome,
@@ -108,15 +108,16 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                     )
                     frontier["problems"] = answer(frontier, fspec.target, slo_text)
                     if outcomes:  # the frontier run's result: its last point's file carries it
-                        outcomes[-1].result["frontier"] = frontier
-                        write_result(outcomes[-1].result_path, outcomes[-1].result)
+                        last = outcomes[-1]
+                        last.document = with_section(last.document, "frontier", frontier)
+                        write_result(last.result_path, last.result)
                 else:
                     for w in points:
                         if stopper.requested:  # between points: end the sweep here
                             break
                         out = _run_point(ctx, w, len(points) > 1)
                         outcomes.append(out)
-                        if not out.result["complete"]:
+                        if not out.document.complete:
                             break
         except KeyboardInterrupt:  # during server start-up: nothing measured yet
             progress.status("interrupted before any load was sent")
@@ -180,7 +181,7 @@ def _run_point(
     )
     if "precision" in state:
         result.precision_stop = state["precision"]  # ("precision" is the weights')
-    return save_point(cfg, document_json(result), records, result_path, progress)
+    return save_point(cfg, result, records, result_path, progress)
 
 
 def _find_max(
@@ -190,12 +191,12 @@ def _find_max(
 
     def at(**override: Any) -> bool:
         stopped = ctx.interrupted or stopper.requested
-        if stopped or (outcomes and not outcomes[-1].result["complete"]):
+        if stopped or (outcomes and not outcomes[-1].document.complete):
             raise _Stop
         out = _run_point(ctx, base.with_overrides(**override), True)
         outcomes.append(out)
-        slo = out.result.get("slo") or {}
-        return bool(slo.get("passed")) and bool(out.result["complete"])
+        slo = out.document.slo
+        return slo is not None and slo.passed and out.document.complete
 
     try:
         if base.arrival.mode == "closed":

@@ -37,7 +37,8 @@ def https_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[VllmS
         model=str(ensure_tiny_llama()),
         served_model_name="tiny-llama",
         log_path=folder / "vllm.log",
-        engine_args=["--enforce-eager", "--max-model-len", "1024", "--kv-cache-memory-bytes", str(64 << 20),
+        engine_args=["--enforce-eager", "--max-model-len", "1024",
+                     "--kv-cache-memory-bytes", str(64 << 20),
                      "--ssl-certfile", str(certs.cert), "--ssl-keyfile", str(certs.key)],
     )
     server.start()

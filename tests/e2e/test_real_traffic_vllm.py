@@ -37,8 +37,8 @@ def _bos_model(tmp_path: Path) -> Path:
 
 def _run(*args: str) -> None:
     p = subprocess.run([sys.executable, "-m", "infer_prof", "run", "--no-progress",
-                        "--no-history", "--enforce-eager", *args], cwd=REPO, capture_output=True, text=True,
-                       timeout=900)
+                        "--no-history", "--enforce-eager", *args], cwd=REPO,
+                       capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
 
 

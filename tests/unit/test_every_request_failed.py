@@ -5,13 +5,15 @@ from __future__ import annotations
 from pathlib import Path
 
 from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.results.document import Result
 from infer_prof.results.failed_run import every_request_failed
 from infer_prof.results.store import write_requests
+from tests.unit.typed_results import result_of
 
 
-def _summary(done: int, failed: int, kinds: dict[str, int]) -> dict:
-    return {"summary": {"requests_completed": done, "requests_failed": failed,
-                        "failure_kinds": kinds}}
+def _summary(done: int, failed: int, kinds: dict[str, int]) -> Result:
+    return result_of(summary={"requests_completed": done, "requests_failed": failed,
+                              "failure_kinds": kinds})
 
 
 def test_a_point_with_any_completed_request_or_no_failure_is_a_measurement(tmp_path: Path):
@@ -36,8 +38,8 @@ def test_the_line_names_the_kinds_the_first_measured_detail_and_what_to_check(tm
 
 
 def test_without_the_request_file_the_kinds_still_tell(tmp_path: Path):
-    line = every_request_failed(_summary(0, 5, {"weird": 5}), tmp_path / "missing.jsonl")
-    assert line == "every measured request failed (weird: 5)"
+    line = every_request_failed(_summary(0, 5, {"bad_chunk": 5}), tmp_path / "missing.jsonl")
+    assert line == "every measured request failed (bad_chunk: 5)"
 
 
 def test_a_long_prompt_array_is_elided_in_the_middle_not_cut():
@@ -72,9 +74,9 @@ def test_a_warm_up_that_failed_whole_is_one_line(tmp_path: Path):
     write_requests(path, [RequestRecord(index=-i, input_len=8, max_tokens=4, warmup=True,
                                         error="http_500", error_detail=f"prompt=[{ids}] refused")
                           for i in range(1, 5)])
-    result = {"incomplete_reason": "warmup_failed", "config": {"prompt": "token-ids"},
-              "model": {"name": "llama-2-7b"}}
+    result = result_of(incomplete_reason="warmup_failed", config={"prompt": "token-ids"},
+                       model={"name": "llama-2-7b"})
     line = warmup_failed(result, path)
     assert line.startswith("every warm-up request failed, so the load was not sent (http_500: 4)")
     assert "... 295 more ..." in line and "--prompt text" in line
-    assert warmup_failed({"incomplete_reason": None}, path) is None
+    assert warmup_failed(result_of(incomplete_reason=None), path) is None

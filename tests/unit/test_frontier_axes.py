@@ -138,7 +138,7 @@ def test_older_result_file_loads_with_derived_axes(tmp_path: Path) -> None:
     path.write_text(json.dumps(bare))
     s2 = load_result(path)["summary"]
     assert s2["interactivity_tok_s_user"] is None and s2["usd_per_million_total_tokens"] is None
-    assert public_summary(s2)["total_tok_s_per_gpu"] == 4000.0 / 2
+    assert public_summary(typed(load_result(path)).summary)["total_tok_s_per_gpu"] == 4000.0 / 2
 
 
 def test_recorded_axes_are_kept_not_rederived() -> None:

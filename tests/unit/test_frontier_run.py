@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from infer_prof.core.analysis.frontier_axes import summary_with_axes
 from infer_prof.core.measurement.precision import PrecisionRule
 from infer_prof.core.workload.distributions import Fixed
 from infer_prof.core.workload.workloads import Arrival, Workload
@@ -18,6 +19,7 @@ from infer_prof.run.frontier_run import (
     suite_frontiers,
 )
 from infer_prof.run.record import RunOutcome
+from tests.unit.typed_results import result_of
 
 
 def test_doubling_levels():
@@ -86,7 +88,9 @@ def _driver(table):
     def run_point(wl, rule):
         level = wl.arrival.concurrency
         asked.append((level, rule))
-        return RunOutcome(table[level], Path(f"c{level}.json"), Path(f"c{level}.jsonl"))
+        # typed as a written result file holds it: the frontier axes derived from the summary
+        written = result_of(**{**table[level], "summary": summary_with_axes(table[level])})
+        return RunOutcome(written, Path(f"c{level}.json"), Path(f"c{level}.jsonl"))
 
     return run_point, asked
 

@@ -195,6 +195,6 @@ def test_report_shows_every_report_and_sweep_latency() -> None:
 
 
 def test_json_summary_holds_every_latency() -> None:
-    out = public_summary(_result()["summary"])
+    out = public_summary(typed(_result()).summary)
     for m in mt.latencies():
         assert out[m.key] is not None and out[m.key]["p99"] is not None, m.key

@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from infer_prof.run.record import RunOutcome, sweep_summary
+from tests.unit.typed_results import result_of
 
 
 def outcome(workload, mode, load, tpot_p50):
@@ -15,7 +16,7 @@ def outcome(workload, mode, load, tpot_p50):
                     "e2e_ms": {"p50": 3.0}},
         "slo": None, "validity": {"valid": True}, "complete": True,
     }
-    return RunOutcome(result, Path(f"{workload}-{mode}-{load}.json"), Path("x.jsonl"))
+    return RunOutcome(result_of(**result), Path(f"{workload}-{mode}-{load}.json"), Path("x.jsonl"))
 
 
 def test_knee_per_workload_and_mode_with_row_indices():
