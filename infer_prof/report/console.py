@@ -160,7 +160,7 @@ def _api_rows(result: Result) -> list[tuple[str, str]]:
     if api.name == "chat":
         ct = api.chat_template_tokens
         rows.append(("chat template prompt tokens (mean, min-max)",
-                     f"{fmt_value(ct['mean'], 1)}, {ct['min']}-{ct['max']}" if ct
+                     f"{fmt_value(ct.mean, 1)}, {ct.min}-{ct.max}" if ct
                      else f"- ({api.chat_template_tokens_reason})"))
     return rows
 
@@ -329,7 +329,7 @@ def _cost_rows(cost: Cost) -> list[tuple[str, str]]:
         text = f"${cost.usd_per_hour:.2f}/h for {cost.gpus} GPU(s) ({said})"
         if price is not None and price.low is not None and price.high != price.low:
             text += f"; ${price.low:.2f}-${price.high:.2f} per GPU-hour across instances"
-        age = ((price.catalog if price else None) or {}).get("age_days")
+        age = price.catalog.age_days if price and price.catalog else None
         if age is not None and age > 90:
             text += f"; prices {age} days old"
         rows.append(("price", text))
@@ -346,11 +346,11 @@ def _cost_rows(cost: Cost) -> list[tuple[str, str]]:
     else:
         rows.append(("cost", f"n/a ({cost.reason})"))
     owned = cost.owned
-    if owned and owned.get("usd_per_hour") is not None:
-        rows.append(("owned: $ per hour", fmt_value(owned["usd_per_hour"], 3)))
+    if owned and owned.usd_per_hour is not None:
+        rows.append(("owned: $ per hour", fmt_value(owned.usd_per_hour, 3)))
         rows.append(("owned: $ per 1M output tokens",
-                     fmt_value(owned.get("usd_per_million_output_tokens"), 4)))
-        rows.append(("break-even vs renting (h)", fmt_value(owned.get("break_even_hours"), 0)))
+                     fmt_value(owned.usd_per_million_output_tokens, 4)))
+        rows.append(("break-even vs renting (h)", fmt_value(owned.break_even_hours, 0)))
     return rows
 
 

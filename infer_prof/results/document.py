@@ -36,6 +36,13 @@ import msgspec
 
 from infer_prof.results.document_base import Distribution, Obj, Section
 from infer_prof.results.load_sections import Client, Load, Stream, TraceReplay, Warmup
+from infer_prof.results.model_cost_sections import (
+    ChatTemplateTokens,
+    ModelArchitecture,
+    OwnedCost,
+    PriceCatalog,
+    WeightsUsed,
+)
 
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
@@ -163,7 +170,7 @@ class Price(Section):
     cloud: str | None = None
     tier: str | None = None
     spot: bool | None = None
-    catalog: Obj | None = None
+    catalog: PriceCatalog | None = None
 
 
 class Filled(Section):
@@ -193,7 +200,7 @@ class Cost(Section):
     price: Price | None = None
     run_gpus: int | None = None
     filled: Filled | None = None
-    owned: Obj | None = None
+    owned: OwnedCost | None = None
 
 
 class Energy(Section):
@@ -228,7 +235,7 @@ class Api(Section):
     path: str
     token_count_source: str | None = None
     token_count_sources: dict[str, int] | None = None
-    chat_template_tokens: Obj | None = None
+    chat_template_tokens: ChatTemplateTokens | None = None
     chat_template_tokens_reason: str | None = None
 
 
@@ -261,9 +268,9 @@ class Model(Section):
     hub_id: str | None = None
     source: str | None = None
     has_tokenizer: bool | None = None
-    spec: Obj | None = None
+    spec: ModelArchitecture | None = None
     param_count: int | None = None
-    weights: Obj | None = None
+    weights: WeightsUsed | None = None
 
 
 class Result(Section):

@@ -130,7 +130,7 @@ def cost_block(
         except ValueError as exc:
             out["owned"] = {"available": False, "reason": str(exc)}
         else:
-            owned_d = owned.to_dict()
+            owned_d = {"available": True, **owned.to_dict()}
             owned_d["usd_per_million_output_tokens"] = cost_per_million_output_tokens(
                 owned.usd_per_hour, summary.get("output_throughput"), 1
             )

@@ -56,6 +56,7 @@ from infer_prof.results.load_sections import (
     TraceReplay,
     Warmup,
 )
+from infer_prof.results.model_cost_sections import ModelArchitecture, WeightsUsed
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.run.economics import (
     CostOptions,
@@ -294,9 +295,9 @@ def model_section(ctx: RunContext) -> Model:
         hub_id=model.hub_id,
         source=model.source,
         has_tokenizer=model.has_tokenizer,
-        spec=asdict(model.spec) if model.spec else None,
+        spec=msgspec.convert(asdict(model.spec), ModelArchitecture) if model.spec else None,
         param_count=model.spec.param_count() if model.spec else None,
-        weights=ctx.weights,
+        weights=msgspec.convert(ctx.weights, WeightsUsed) if ctx.weights else None,
     )
 
 
