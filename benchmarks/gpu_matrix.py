@@ -15,8 +15,8 @@ $ per 1M output and total tokens at 20 and 50 tokens/s/user (interpolated along 
 :func:`infer_prof.core.analysis.frontier.at_target`; "-" where the front does not reach).
 
 ``--cpu-smoke``: the same pipeline with tiny-llama on vLLM-CPU, one shape (32/8), concurrency
-1 and 2, 8 requests each, priced at $1/h, read at the midpoint of its own front: proves the
-command, the parsing and the table, not GPU numbers.
+1 and 2, 8 requests each, priced at $1/h, vLLM uncompiled (--enforce-eager), read at the midpoint
+of its own front: proves the command, the parsing and the table, not GPU numbers.
 """
 
 from __future__ import annotations
@@ -117,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     cases = [("tiny-llama", "auto")] if a.cpu_smoke else CASES
     shapes = [(32, 8)] if a.cpu_smoke else SHAPES
     extra = (["--concurrency", "1,2", "-n", "8", "--warmup-requests", "1",
-              "--price-per-hour", "1.0"] if a.cpu_smoke else
+              "--price-per-hour", "1.0", "--enforce-eager"] if a.cpu_smoke else
              ["--target-interactivity", "20"] + (["--gpu", a.gpu] if a.gpu else []))
     root = a.keep or Path(tempfile.mkdtemp(prefix="infer-prof-gpu-matrix-"))
     rows = []
