@@ -43,6 +43,7 @@ from infer_prof.run.config_groups import ResultsConfig
 from infer_prof.run.load_points import client_processes
 from infer_prof.run.load_pool import PooledPoint, drive_pool
 from infer_prof.run.point_precision import PrecisionStop
+from infer_prof.run.point_state import DrivenPoint, PointState
 from infer_prof.run.record import dist_ms, record_health, relabel_server_died
 from infer_prof.run.record_spool import RecordSpool
 from infer_prof.run.startup import RunContext, healthy
@@ -83,7 +84,7 @@ def drive_point(
     measured: Iterator[RequestSpec],
     progress: ProgressLine,
     precision: PrecisionRule | None = None,
-) -> tuple[list[RequestRecord], dict[str, Any], dict[str, Any], dict[str, Any]]:
+) -> DrivenPoint:
     """Drive one point's load with telemetry. Returns its records, its state (the
     ``incomplete_reason``, the sessions' run, the warm-up, ``precision``), the ``client``
     section and the ``telemetry`` section (``gpu``, ``server_metrics``).
@@ -98,7 +99,7 @@ def drive_point(
     cfg = ctx.cfg
     pooled: list[RequestRecord] = []
     spool = RecordSpool(spool_folder(cfg.results))
-    state: dict[str, Any] = {"incomplete_reason": None}
+    state = PointState()
     client: dict[str, Any] = {}
     telemetry: dict[str, Any] = {}
     counters = LiveCounters(on_end=spool.ended)
@@ -110,7 +111,7 @@ def drive_point(
         context=ctx.endpoint.ssl_context(),
     )
     session_run = ctx.sessions.start(wl, ctx.pool, ctx.text) if ctx.sessions else None
-    state["session_run"] = session_run
+    state.session_run = session_run
     processes = 1 if session_run else client_processes(
         cfg.load.client_processes, wl, tls=ctx.endpoint.tls is not None
     )
@@ -131,19 +132,19 @@ def drive_point(
                                counters, spool, progress, state, client, sampler, scraper))
     finally:
         if stopper is not None:
-            state["precision"] = stopper.to_dict()
+            state.precision = stopper.to_dict()
         telemetry["gpu"] = sampler.stop()
         telemetry["server_metrics"] = scraper.stop()
         progress.finish()
         records = pooled or spool.read_back()
         spool.discard()
     if processes == 1:
-        if state["incomplete_reason"] == "server_died":
+        if state.incomplete_reason == "server_died":
             relabel_server_died(records)
         client.update(record_health(records))
         if spool.error:
             client["spool_error"] = spool.error
-    return records, state, client, telemetry
+    return DrivenPoint(records, state, client, telemetry)
 
 
 def spool_folder(results: ResultsConfig) -> Path | None:
@@ -171,7 +172,7 @@ class _LocalPoint:
     counters: LiveCounters
     records: RecordSpool
     progress: ProgressLine
-    state: dict[str, Any]
+    state: PointState
     client: dict[str, Any]
     sampler: NvmlSampler
     scraper: MetricsScraper
@@ -195,7 +196,7 @@ class _LocalRun:
         only repeat the failure (the run stops, ``warmup_failed``)."""
         for i, spec in enumerate(specs):
             if i == 0 and self.p.records.warmup_all_failed():
-                self.p.state["incomplete_reason"] = "warmup_failed"
+                self.p.state.incomplete_reason = "warmup_failed"
                 self.stop.set()
                 return
             yield spec
@@ -233,7 +234,7 @@ class _LocalRun:
         driver = asyncio.create_task(self._driver())
 
         def interrupt() -> None:
-            p.state["incomplete_reason"] = p.state["incomplete_reason"] or "interrupted"
+            p.state.incomplete_reason = p.state.incomplete_reason or "interrupted"
             self.stop.set()
             driver.cancel()
 
@@ -273,7 +274,7 @@ class _LocalRun:
                 # an endpoint we do not own refuses connections: is it gone?
                 died = not await loop.run_in_executor(None, healthy, endpoint)
             if died:
-                p.state["incomplete_reason"] = "server_died"
+                p.state.incomplete_reason = "server_died"
                 self.stop.set()
                 # give in-flight streams a moment to see the connection drop
                 await asyncio.sleep(2.0)
@@ -293,9 +294,9 @@ def _drive(p: _LocalPoint) -> None:
         measuring.measure(run.main())
     wakeups = measuring.reader_wakeups
     if gate is not None:
-        state["warmup"] = gate.to_dict()
-        if state["incomplete_reason"] == "warmup_failed":
-            state["warmup"]["ended_by"] = "every_request_failed"
+        state.warmup = gate.to_dict()
+        if state.incomplete_reason == "warmup_failed":
+            state.warmup["ended_by"] = "every_request_failed"
     client.update(
         {
             "event_loop_lag_ms": lag.summary_dict(),

@@ -16,6 +16,7 @@ from infer_prof.loadgen.closed_loop import LiveCounters
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.workers import WorkerHealth, WorkerJob, WorkerPool, merge_health
 from infer_prof.report.progress import ProgressLine
+from infer_prof.run.point_state import PointState
 from infer_prof.run.pool_precision import PoolPrecision
 from infer_prof.run.record import record_health, relabel_server_died
 from infer_prof.run.startup import RunContext, healthy
@@ -32,7 +33,7 @@ class PooledPoint:
     wl: Workload
     processes: int
     progress: ProgressLine
-    state: dict[str, Any]
+    state: PointState
     sampler: NvmlSampler
     scraper: MetricsScraper
     # measured until precise (the job's ``precision`` set): run.pool_precision
@@ -51,7 +52,7 @@ def drive_pool(
     worker's streams; every record measured so far is kept). Forks before starting the
     telemetry threads; fills ``records`` and ``client`` (the merged health, plus each
     worker's under ``workers``). With ``point.precision``: measured until precise
-    (:class:`PoolPrecision`), its block in ``point.state["precision"]``."""
+    (:class:`PoolPrecision`), its block in ``point.state.precision``."""
     pool = WorkerPool(point.processes, job)
     prec = PoolPrecision(point.precision, pool) if point.precision and job.precision else None
     watch = _PoolWatch(point, pool, prec)
@@ -62,7 +63,7 @@ def drive_pool(
             point.scraper.start()
             recs, health = pool.join(watch.poll)
             if pool.job.continuous_warmup:
-                point.state["warmup"] = pool.warmup()
+                point.state.warmup = pool.warmup()
     except BaseException:
         pool.abort()
         raise
@@ -70,13 +71,13 @@ def drive_pool(
         point.sampler.mark_window_end()
         point.scraper.mark_window_end()
         if prec is not None:
-            point.state["precision"] = prec.finish()
+            point.state.precision = prec.finish()
     records.extend(recs)
     state = point.state
-    if state["incomplete_reason"] == "server_died":
+    if state.incomplete_reason == "server_died":
         relabel_server_died(records)
-    if any(h.error for h in health) and state["incomplete_reason"] is None:
-        state["incomplete_reason"] = "client_worker_failed"
+    if any(h.error for h in health) and state.incomplete_reason is None:
+        state.incomplete_reason = "client_worker_failed"
     client.update(_pooled_client(records, health, point.wl.arrival.mode))
 
 
@@ -126,7 +127,7 @@ class _PoolWatch:
         """Ctrl-C, SIGTERM or SIGHUP: the point is interrupted; the next :meth:`poll` cancels the
         workers (a signal handler touches no lock the main thread may hold)."""
         state = self.point.state
-        state["incomplete_reason"] = state["incomplete_reason"] or "interrupted"
+        state.incomplete_reason = state.incomplete_reason or "interrupted"
         self.signalled = True
 
     def poll(self, c: LiveCounters) -> None:
@@ -161,6 +162,6 @@ class _PoolWatch:
             # an endpoint we do not own refuses connections: is it gone?
             died = not healthy(endpoint)
         if died:
-            self.point.state["incomplete_reason"] = "server_died"
+            self.point.state.incomplete_reason = "server_died"
             self.pool.request_stop()
             self.died_at = time.monotonic()

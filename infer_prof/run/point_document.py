@@ -69,6 +69,7 @@ from infer_prof.run.economics import (
 from infer_prof.run.environment import fingerprint
 from infer_prof.run.load_points import point_concurrency, prompt_mode
 from infer_prof.run.planning import history_location
+from infer_prof.run.point_state import DrivenPoint
 from infer_prof.run.startup import RunContext
 from infer_prof.telemetry.prometheus import mark_not_counted
 
@@ -76,19 +77,16 @@ from infer_prof.telemetry.prometheus import mark_not_counted
 @dataclass
 class PointRun:
     """What one load point's run produced, from which its result is built: the session's
-    context, the point's workload, its run ID and readable name, when it started, its request
-    records, and the driver's ``state`` (``incomplete_reason``, ``warmup``, ``session_run``),
-    ``client`` health, ``telemetry`` (``gpu``, ``server_metrics``) and ``server_info``."""
+    context, the point's workload, its run ID and readable name, when it started, what the
+    driving gave (``driven``: records, state, ``client`` health, ``telemetry``; its
+    server_metrics summary is marked in place, :func:`_scraped`) and ``server_info``."""
 
     ctx: RunContext
     wl: Workload
     run_id: str
     run_name: str
     started: dt.datetime
-    records: list[RequestRecord]
-    state: Mapping[str, Any]
-    client: Mapping[str, Any]
-    telemetry: dict[str, Any]  # (its server_metrics summary is marked in place: _scraped)
+    driven: DrivenPoint
     server_info: Mapping[str, Any]
 
 
@@ -113,15 +111,16 @@ def with_section(result: Result, name: str, value: Any) -> Result:
 
 def build_result(point: PointRun) -> Result:
     """The result document of one load point (see :mod:`infer_prof.results.schema`)."""
-    ctx, wl, records = point.ctx, point.wl, point.records
+    ctx, wl, driven = point.ctx, point.wl, point.driven
+    records, state = driven.records, driven.state
     cfg, a = ctx.cfg, wl.arrival
     # a closed loop's rates are over its streams' mean span (stream_span_s), not the wall window
     rate_window_s = stream_span_s(records) if a.mode == "closed" else None
     summary = summarize_run(records, rate_window_s=rate_window_s)
     sdict = summary.to_dict()
-    scraped = _scraped(ctx, point.telemetry, sdict)
+    scraped = _scraped(ctx, driven.telemetry, sdict)
     shape = stream_shape(records)
-    energy = energy_block(point.telemetry.get("gpu"), sdict)
+    energy = energy_block(driven.telemetry.get("gpu"), sdict)
     slos = ctx.slos if cfg.load.slo else (slos_from_mapping(wl.slo) or ctx.slos)
     result = Result(
         schema_version=SCHEMA_VERSION,
@@ -130,17 +129,16 @@ def build_result(point: PointRun) -> Result:
         run_name=point.run_name,  # readable, not unique: <time>-<model>-<load>
         started_at=point.started.isoformat(),
         finished_at=now().isoformat(),
-        complete=point.state["incomplete_reason"] is None,
-        incomplete_reason=point.state["incomplete_reason"],
+        complete=state.incomplete_reason is None,
+        incomplete_reason=state.incomplete_reason,
         config=config_section(point),
-        sessions=point.state["session_run"].result(records, scraped)
-        if point.state.get("session_run") else None,
+        sessions=state.session_run.result(records, scraped) if state.session_run else None,
         trace_replay=trace_replay(ctx.trace, records) if ctx.trace else None,
         api=msgspec.convert(api_block(ctx.api, records), Api),
         workload=wl.to_dict(),
         load=load_section(wl, records),
         warmup=msgspec.convert(
-            warmup_block(wl.warmup, wl.warmup_requests, records, point.state.get("warmup"),
+            warmup_block(wl.warmup, wl.warmup_requests, records, state.warmup,
                          a.concurrency if a.mode == "closed" else None,
                          staggered=cfg.load.warmup_stagger),
             Warmup),
@@ -154,14 +152,14 @@ def build_result(point: PointRun) -> Result:
             evaluate_slos(records, slos, rate_window_s=rate_window_s).to_dict(), SloOutcome)
         if slos else None,
         validity=validity_section(point, summary, shape),
-        client=msgspec.convert(point.client, Client),
+        client=msgspec.convert(driven.client, Client),
         gpu=GpuUsed(key=ctx.gpu.key if ctx.gpu else None, count=ctx.gpu_count, how=ctx.gpu_how),
         plan=plan_section(ctx),
         plan_reason=ctx.plan_reason,
         duration_estimate=ctx.estimate,
         precision=_precision(ctx) or "bf16",
         energy=msgspec.convert(energy, Energy),
-        telemetry=point.telemetry or None,
+        telemetry=driven.telemetry or None,
         requests_file=None,  # set when written (save_point)
     )
     _add_economics(result, point, sdict, scraped, energy)
@@ -224,7 +222,7 @@ def _add_economics(
     )
     metrics_summary = scraped.get("summary") or {}
     batch, batch_source = decode_batch(
-        metrics_summary, busy_concurrency(point.records), point_concurrency(wl)
+        metrics_summary, busy_concurrency(point.driven.records), point_concurrency(wl)
     )
     result.roofline = roofline_block(
         ctx.model.spec,
@@ -310,7 +308,7 @@ def validity_section(
     workload's minimum requests (10) and duration (5 s), the client's health figures, the stream's
     shape."""
     wl = point.wl
-    figures = client_figures(point.client)
+    figures = client_figures(point.driven.client)
     validity = check_validity(
         summary.requests_completed,
         summary.duration_s,

@@ -36,6 +36,7 @@ from infer_prof.run.config import RunConfig
 from infer_prof.run.load_points import point_label
 from infer_prof.run.planning import history_location
 from infer_prof.run.point_document import document_json, now
+from infer_prof.run.point_state import PointState
 from infer_prof.run.startup import RunContext, warn
 
 
@@ -110,13 +111,13 @@ def point_files(ctx: RunContext, wl: Workload, many: bool) -> tuple[str, str, st
     return label, new_run_id(), run_name, result_path
 
 
-def server_section(ctx: RunContext, state: dict[str, Any]) -> dict[str, Any]:
+def server_section(ctx: RunContext, state: PointState) -> dict[str, Any]:
     """The point's ``server`` section: the session's, plus the exit code, log tail and root
     cause when the server died (which marks the point incomplete in ``state``)."""
     server = ctx.server
     server_info = dict(ctx.server_info)
     if server is not None and server.poll() is not None:
-        state["incomplete_reason"] = state["incomplete_reason"] or "server_died"
+        state.incomplete_reason = state.incomplete_reason or "server_died"
         server_info.update(server.diagnosis())  # exit_code, log_tail, root_cause
     return server_info
 

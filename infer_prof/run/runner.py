@@ -159,29 +159,14 @@ def _run_point(
         stagger=cfg.load.warmup_stagger and not ctx.sessions,
     )
     build = request_builder(ctx, run_id)
-    records, state, client, telemetry = drive_point(
-        ctx, wl, build, warm, measured, progress, precision
-    )
-    if state["incomplete_reason"] == "interrupted":
+    driven = drive_point(ctx, wl, build, warm, measured, progress, precision)
+    if driven.state.incomplete_reason == "interrupted":
         ctx.interrupted = True
-    server_info = server_section(ctx, state)
-    result = build_result(
-        PointRun(
-            ctx,
-            wl,
-            run_id,
-            run_name,
-            started,
-            records,
-            state,
-            client,
-            telemetry,
-            server_info,
-        )
-    )
-    if "precision" in state:
-        result.precision_stop = state["precision"]  # ("precision" is the weights')
-    return save_point(cfg, result, records, result_path, progress)
+    server_info = server_section(ctx, driven.state)
+    result = build_result(PointRun(ctx, wl, run_id, run_name, started, driven, server_info))
+    if driven.state.precision is not None:
+        result.precision_stop = driven.state.precision  # ("precision" is the weights')
+    return save_point(cfg, result, driven.records, result_path, progress)
 
 
 def _find_max(
