@@ -7,7 +7,7 @@ import contextlib
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen.client import stream_request
@@ -17,6 +17,10 @@ from infer_prof.loadgen.pacing import SendPacer, per_turn_for
 
 #: A request's prompt: token IDs, text, or chat messages (a dataset's, for the chat API).
 Prompt = list[int] | str | list[dict[str, str]]
+
+#: Where a load is: connecting, warming up, waiting at the start gate (a client process
+#: waiting for the others), measuring, done. A client process's shared slot holds the index.
+LoadPhase = Literal["starting", "warm-up", "waiting", "measuring", "done"]
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,7 @@ class LiveCounters:
     failed: int = 0
     output_tokens: int = 0
     warmup_done: int = 0
-    phase: str = "starting"
+    phase: LoadPhase = "starting"
     failures: dict[str, int] = field(default_factory=dict)
     reads: ReadStats = field(default_factory=ReadStats)
     on_end: Callable[[RequestRecord], None] | None = None

@@ -8,16 +8,16 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from infer_prof.core.measurement.bounded_samples import BoundedSamples
 from infer_prof.core.measurement.stats import summary_dict
 from infer_prof.loadgen.client_health import loop_lag_samples
-from infer_prof.loadgen.closed_loop import RequestBuilder, RequestSpec, WarmupGate
+from infer_prof.loadgen.closed_loop import LoadPhase, RequestBuilder, RequestSpec, WarmupGate
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopPlan
 
-PHASES = ("starting", "warm-up", "waiting", "measuring", "done")
+PHASES: tuple[LoadPhase, ...] = get_args(LoadPhase)
 """A worker's phases, in order; its shared ``phase`` slot holds the index."""
 
 # shared counters per worker: sent, completed, failed, output_tokens, phase, connect_failed,
