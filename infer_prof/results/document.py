@@ -15,12 +15,14 @@ Types are `msgspec <https://jcristharif.com/msgspec/>`_ Structs: decoding and va
 result is a C loop (``benchmarks/result_types.py`` prints it beside pydantic and plain
 ``json``), the package is about 0.5 MB with no dependencies of its own, and vLLM already
 depends on it. Sections whose shape belongs to another module and changes with it
-(``config``: the run's options; ``plan``; ``roofline``; ``telemetry``; ``workload``) are typed
-as JSON objects here and documented where they are built.
+(``config``: the run's options; ``telemetry``; ``workload``) are typed as JSON objects here and
+documented where they are built.
 
 The sections that say how the load ran (``load``, ``warmup``, ``stream``, ``trace_replay``,
-``client``) are declared in :mod:`infer_prof.results.load_sections`, the section base and
-:class:`Distribution` in :mod:`infer_prof.results.document_base`.
+``client``, ``sessions``) are declared in :mod:`infer_prof.results.load_sections`; the engine's
+plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, ``roofline``) in
+:mod:`infer_prof.results.engine_sections`; the section base and :class:`Distribution` in
+:mod:`infer_prof.results.document_base`.
 
 Units are in the names: ``_ms`` milliseconds, ``_s`` seconds, ``_usd`` US dollars,
 ``_j`` joules, ``_w`` watts, ``throughput`` tokens (or requests) per second.
@@ -35,7 +37,15 @@ from typing import Annotated, Any, Literal, get_args
 import msgspec
 
 from infer_prof.results.document_base import Distribution, Obj, Section
-from infer_prof.results.load_sections import Client, Load, Stream, TraceReplay, Warmup
+from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
+from infer_prof.results.load_sections import (
+    Client,
+    Load,
+    Sessions,
+    Stream,
+    TraceReplay,
+    Warmup,
+)
 
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
@@ -285,7 +295,7 @@ class Result(Section):
     finished_at: str | None = None
     complete: bool = True
     incomplete_reason: str | None = None
-    sessions: Obj | None = None
+    sessions: Sessions | None = None
     trace_replay: TraceReplay | None = None
     api: Api | None = None
     workload: Obj | None = None
@@ -300,15 +310,15 @@ class Result(Section):
     validity: Validity | None = None
     client: Client | None = None
     gpu: GpuUsed | None = None
-    plan: Obj | None = None
+    plan: Plan | None = None
     plan_reason: str | None = None
-    duration_estimate: Obj | None = None
+    duration_estimate: DurationEstimate | None = None
     precision: str | None = None
     energy: Energy | None = None
     telemetry: Obj | None = None
     requests_file: str | None = None
     cost: Cost | None = None
-    roofline: Obj | None = None
+    roofline: Roofline | None = None
     frontier: Obj | None = None
     precision_stop: Obj | None = None
     matrix: Obj | None = None
@@ -337,14 +347,22 @@ def undeclared_keys(data: Any, kind: type = Result, path: str = "$") -> list[str
             continue
         for struct in _structs(fields[key]):
             found += undeclared_keys(value, struct, f"{path}.{key}")
+        if isinstance(value, list):
+            for struct in _structs(fields[key], in_list=True):
+                for i, item in enumerate(value):
+                    found += undeclared_keys(item, struct, f"{path}.{key}[{i}]")
     return found
 
 
-def _structs(t: msgspec.inspect.Type) -> list[type]:
+def _structs(t: msgspec.inspect.Type, in_list: bool = False) -> list[type]:
+    """The Structs type ``t`` may hold (through optionals); with ``in_list``, those its list
+    items may be."""
+    if isinstance(t, msgspec.inspect.UnionType):
+        return [s for member in t.types for s in _structs(member, in_list)]
+    if in_list:
+        return _structs(t.item_type) if isinstance(t, msgspec.inspect.ListType) else []
     if isinstance(t, msgspec.inspect.StructType):
         return [t.cls]
-    if isinstance(t, msgspec.inspect.UnionType):
-        return [s for member in t.types for s in _structs(member)]
     return []
 
 

@@ -7,7 +7,7 @@ two runs "the same configuration" and their stable hash, and which settings diff
   ``compare`` and ``regress`` refuse to mix without ``--force``).
 
 Every function reads a :class:`infer_prof.results.document.Result` (attributes: a misspelt field
-is a type error); ``config``, ``plan``, ``server`` and ``workload`` are the open sections
+is a type error); ``config``, ``server`` and ``workload`` are the open sections
 documented where they are built, read as JSON objects.
 """
 
@@ -101,7 +101,7 @@ def precision_of(result: Result) -> str:
     ``config.dtype``, else ``"auto"``."""
     cfg = result.config
     value = (
-        _as_dict(result.plan).get("precision")
+        (result.plan.precision if result.plan else None)
         or result.precision
         or cfg.get("quantization")
         or cfg.get("dtype")

@@ -47,10 +47,12 @@ from infer_prof.results.document import (
     Validity,
 )
 from infer_prof.results.document_base import Distribution
+from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
 from infer_prof.results.load_sections import (
     Client,
     Load,
     SendBunching,
+    Sessions,
     Stream,
     TraceReplay,
     Warmup,
@@ -125,7 +127,7 @@ def build_result(point: PointRun) -> Result:
         complete=point.state["incomplete_reason"] is None,
         incomplete_reason=point.state["incomplete_reason"],
         config=config_section(point),
-        sessions=point.state["session_run"].result(records, scraped)
+        sessions=msgspec.convert(point.state["session_run"].result(records, scraped), Sessions)
         if point.state.get("session_run") else None,
         trace_replay=trace_replay(ctx.trace, records) if ctx.trace else None,
         api=msgspec.convert(api_block(ctx.api, records), Api),
@@ -150,7 +152,8 @@ def build_result(point: PointRun) -> Result:
         gpu=GpuUsed(key=ctx.gpu.key if ctx.gpu else None, count=ctx.gpu_count, how=ctx.gpu_how),
         plan=plan_section(ctx),
         plan_reason=ctx.plan_reason,
-        duration_estimate=ctx.estimate,
+        duration_estimate=msgspec.convert(ctx.estimate, DurationEstimate)
+        if ctx.estimate else None,
         precision=_precision(ctx) or "bf16",
         energy=msgspec.convert(energy, Energy),
         telemetry=point.telemetry or None,
@@ -194,7 +197,8 @@ def _add_economics(
     ``core.analysis.frontier_axes``)."""
     ctx, wl, cfg = point.ctx, point.wl, point.ctx.cfg
     engine_gpus, engine_gpus_how = gpus_used(
-        {"config": result.config, "server": result.server, "plan": result.plan})
+        {"config": result.config, "server": result.server,
+         "plan": msgspec.to_builtins(result.plan)})
     assert result.gpu is not None
     result.gpu.engine_gpus, result.gpu.engine_gpus_how = engine_gpus, engine_gpus_how
     options = CostOptions(
@@ -218,14 +222,14 @@ def _add_economics(
     batch, batch_source = decode_batch(
         metrics_summary, busy_concurrency(point.records), point_concurrency(wl)
     )
-    result.roofline = roofline_block(
+    result.roofline = msgspec.convert(roofline_block(
         ctx.model.spec,
         ctx.gpu,
         engine_gpus,
         _precision(ctx),
         sdict,
         DecodeLoad(batch, round(wl.input_len.mean()), round(wl.output_len.mean()), batch_source),
-    )
+    ), Roofline)
     axes = result_axes(document_json(result))
     result.summary = msgspec.structs.replace(result.summary, **axes)
 
@@ -319,14 +323,14 @@ def validity_section(
     return msgspec.convert(validity.to_dict(), Validity)
 
 
-def plan_section(ctx: RunContext) -> Obj | None:
+def plan_section(ctx: RunContext) -> Plan | None:
     """The result's ``plan``: the engine plan, its settings as the server's own options
     (``engine_args``); None without a plan."""
     if ctx.plan is None:
         return None
     settings, server = ctx.plan.settings, ctx.server
     spelled = server.plan_arguments(settings) if server and settings else {}
-    return ctx.plan.to_dict(spelled)
+    return msgspec.convert(ctx.plan.to_dict(spelled), Plan)
 
 
 def trace_replay(trace: Trace, records: list[RequestRecord]) -> TraceReplay:
