@@ -21,7 +21,9 @@ documented where they are built.
 The sections that say how the load ran (``load``, ``warmup``, ``stream``, ``trace_replay``,
 ``client``, ``sessions``) are declared in :mod:`infer_prof.results.load_sections`; the engine's
 plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, ``roofline``) in
-:mod:`infer_prof.results.engine_sections`; the section base and :class:`Distribution` in
+:mod:`infer_prof.results.engine_sections`; ``cost`` and ``energy`` in
+:mod:`infer_prof.results.cost_sections`; ``frontier`` and ``precision_stop`` in
+:mod:`infer_prof.results.frontier_sections`; the section base and :class:`Distribution` in
 :mod:`infer_prof.results.document_base`.
 
 Units are in the names: ``_ms`` milliseconds, ``_s`` seconds, ``_usd`` US dollars,
@@ -36,8 +38,10 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
+from infer_prof.results.cost_sections import Cost, Energy
 from infer_prof.results.document_base import Distribution, Obj, Section
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
+from infer_prof.results.frontier_sections import Frontier, PrecisionStop
 from infer_prof.results.load_sections import (
     Client,
     Load,
@@ -152,73 +156,6 @@ class SloOutcome(Section):
     definition: str | None = None
 
 
-class Price(Section):
-    """The price a run was costed at (``catalog.prices.PriceQuote`` or
-    ``core.catalog.market.InstanceQuote``): per GPU-hour, and where it came from."""
-
-    usd_per_hour: float
-    gpu: str | None = None
-    provider: str | None = None
-    instance_type: str | None = None
-    region: str | None = None
-    instance_gpus: int | None = None
-    instance_usd_per_hour: float | None = None
-    kind: str | None = None
-    source: str | None = None
-    date: str | None = None
-    reason: str | None = None
-    low: float | None = None
-    high: float | None = None
-    candidates: int | None = None
-    cloud: str | None = None
-    tier: str | None = None
-    spot: bool | None = None
-    catalog: Obj | None = None
-
-
-class Filled(Section):
-    """An instance's cost if each of its GPUs served a copy of the measured engine
-    (``run.economics.filled_instance``)."""
-
-    replicas: int
-    idle_gpus: int
-    usd_per_million_output_tokens: float | None = None
-    usd_per_million_total_tokens: float | None = None
-
-
-class Cost(Section):
-    """Rental cost of the run for the GPUs its engine used (``run.economics.cost_block``);
-    ``available`` False with a ``reason`` when no price applies."""
-
-    available: bool
-    reason: str | None = None
-    usd_per_gpu_hour: float | None = None
-    gpus: int | None = None
-    usd_per_hour: float | None = None
-    usd_per_million_output_tokens: float | None = None
-    usd_per_million_total_tokens: float | None = None
-    output_tokens_per_usd: float | None = None
-    total_tokens_per_usd: float | None = None
-    usd_per_1m_output_tokens: float | None = None  # an older spelling of the $/1M output field
-    price: Price | None = None
-    run_gpus: int | None = None
-    filled: Filled | None = None
-    owned: Obj | None = None
-
-
-class Energy(Section):
-    """Energy over the measured window (NVML), None with a ``reason`` without it."""
-
-    energy_j: float | None = None
-    source: str | None = None
-    joules_per_output_token: float | None = None
-    mean_power_w: float | None = None
-    power_capped: bool | None = None
-    throttled: bool | None = None
-    throttle_reasons: list[str] | None = None
-    reason: str | None = None
-
-
 class GpuUsed(Section):
     """The GPU the run was planned and costed for: its catalog ``key``, the GPUs available
     (``count``, found ``how``) and those the engine used (``engine_gpus``, known
@@ -319,8 +256,8 @@ class Result(Section):
     requests_file: str | None = None
     cost: Cost | None = None
     roofline: Roofline | None = None
-    frontier: Obj | None = None
-    precision_stop: Obj | None = None
+    frontier: Frontier | None = None
+    precision_stop: PrecisionStop | None = None
     matrix: Obj | None = None
 
 

@@ -48,6 +48,7 @@ from infer_prof.results.document import (
 )
 from infer_prof.results.document_base import Distribution
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
+from infer_prof.results.frontier_sections import PrecisionStop
 from infer_prof.results.load_sections import (
     Client,
     Load,
@@ -77,7 +78,8 @@ from infer_prof.telemetry.prometheus import mark_not_counted
 class PointRun:
     """What one load point's run produced, from which its result is built: the session's
     context, the point's workload, its run ID and readable name, when it started, its request
-    records, and the driver's ``state`` (``incomplete_reason``, ``warmup``, ``session_run``),
+    records, and the driver's ``state`` (``incomplete_reason``, ``warmup``, ``session_run``,
+    ``precision``: a precision stop's block),
     ``client`` health, ``telemetry`` (``gpu``, ``server_metrics``) and ``server_info``."""
 
     ctx: RunContext
@@ -158,6 +160,8 @@ def build_result(point: PointRun) -> Result:
         energy=msgspec.convert(energy, Energy),
         telemetry=point.telemetry or None,
         requests_file=None,  # set when written (save_point)
+        precision_stop=msgspec.convert(point.state["precision"], PrecisionStop)
+        if point.state.get("precision") else None,  # ("precision" is the weights')
     )
     _add_economics(result, point, sdict, scraped, energy)
     return result

@@ -1,5 +1,6 @@
-"""The result's ``plan``, ``duration_estimate``, ``roofline`` and ``sessions`` sections are
-declared Structs (results/engine_sections.py, results/load_sections.py): each key their
+"""The result's ``plan``, ``duration_estimate``, ``roofline``, ``sessions``, ``frontier`` and
+``precision_stop`` sections are declared Structs (results/engine_sections.py,
+results/load_sections.py, results/frontier_sections.py): each key their
 writers write is declared, a misspelt key is refused before writing, and the console reads
 them as attributes."""
 
@@ -12,14 +13,17 @@ from infer_prof.catalog.gpus import catalog, find_gpu
 from infer_prof.catalog.models import registry, resolve_model
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.measurement.metrics import RequestRecord
+from infer_prof.core.measurement.precision import PrecisionRule, PrecisionTracker
 from infer_prof.core.planning.duration import DeviceSpeed, PointLoad, estimate_run
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.core.workload.sessions import SessionSettings, by_turn, prefix_cache
 from infer_prof.report.console import _derived_rows, _session_rows
 from infer_prof.results.document import check_document, decode_result, undeclared_keys
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
+from infer_prof.results.frontier_sections import Frontier, PrecisionStop
 from infer_prof.results.load_sections import Sessions
 from infer_prof.run.economics import DecodeLoad, roofline_block
+from infer_prof.run.frontier_run import answer, run_frontier
 from infer_prof.run.point_document import document_json
 
 
@@ -124,3 +128,45 @@ def test_the_sessions_section_is_declared_and_the_console_reads_it() -> None:
     assert rows[-1] == ("prefix-cache hit rate (server)", "30.0% (300 of 1,000 tokens)")
     bad = {**section, "by_turn": [{**section["by_turn"][0], "ttft": 1.0}]}
     assert check_document(_doc(sessions=bad)) == ["undeclared key $.sessions.by_turn[0].ttft"]
+
+
+def test_the_frontier_a_frontier_run_writes_is_declared_and_typed() -> None:
+    from tests.unit.test_frontier_run import _driver, _points, _result, _spec
+
+    tracker = PrecisionTracker(PrecisionRule(min_requests=1, min_seconds=1.0))
+    tracker.start(0)
+    tracker.check(2_000_000_000)
+    table = {c: {**_result(c, 10 * c, 100 * c, 0, slo_passed=True, price=2.0),
+                 "precision_stop": tracker.to_dict()} for c in (1, 2, 4)}
+    doc = run_frontier(_points([1, 2, 4]), _spec([1, 2, 4]), _driver(table)[0], [])
+    doc["problems"] = answer(doc, 75.0, "tpot_p99<=50ms")
+    written = json.loads(json.dumps(doc))  # as the file holds it (tuples as lists)
+    assert check_document(_doc(frontier=written)) == []
+    fr = decode_result(_doc(frontier=written)).frontier
+    assert isinstance(fr, Frontier)
+    assert [p.concurrency for p in fr.points] == [1.0, 2.0, 4.0]
+    assert fr.points[0].precision is not None and fr.points[0].precision.floor is not None
+    assert fr.points[0].precision.floor.seconds == 1.0 and fr.points[0].slo_passed is True
+    assert fr.target is not None and (fr.target.interactivity, fr.target.slo) == (
+        75.0, "tpot_p99<=50ms")
+    assert fr.at_target is not None and sorted(fr.at_target.between or []) == [1.0, 2.0]
+    assert fr.usd_per_gpu_hour == 2.0 and fr.gpus == 2
+    bad = {**written, "points": [{**written["points"][0], "pareto_front": True}]}
+    assert check_document(_doc(frontier=bad)) == [
+        "undeclared key $.frontier.points[0].pareto_front"]
+
+
+def test_a_precision_stop_is_declared_and_typed() -> None:
+    tracker = PrecisionTracker(PrecisionRule(min_requests=1, min_seconds=1.0, max_seconds=2.0))
+    tracker.start(0)
+    tracker.check(3_000_000_000)  # past the 2 s ceiling
+    block = tracker.to_dict()
+    assert check_document(_doc(precision_stop=block)) == []
+    stop = decode_result(_doc(precision_stop=block)).precision_stop
+    assert isinstance(stop, PrecisionStop)
+    assert stop.stopped_by == "max_seconds" and stop.reached is False
+    assert stop.ceiling is not None and stop.ceiling.seconds == 2.0
+    assert stop.output_throughput is not None and stop.output_throughput.estimate == (
+        block["output_throughput"]["estimate"])
+    assert check_document(_doc(precision_stop={**block, "stoped_by": "x"})) == [
+        "undeclared key $.precision_stop.stoped_by"]
