@@ -23,7 +23,8 @@ The sections that say how the load ran (``load``, ``warmup``, ``stream``, ``trac
 plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, ``roofline``) in
 :mod:`infer_prof.results.engine_sections`; ``cost`` and ``energy`` in
 :mod:`infer_prof.results.cost_sections`; ``frontier`` and ``precision_stop`` in
-:mod:`infer_prof.results.frontier_sections`; the section base and :class:`Distribution` in
+:mod:`infer_prof.results.frontier_sections`; ``server`` in
+:mod:`infer_prof.results.server_sections`; the section base and :class:`Distribution` in
 :mod:`infer_prof.results.document_base`.
 
 Units are in the names: ``_ms`` milliseconds, ``_s`` seconds, ``_usd`` US dollars,
@@ -50,6 +51,7 @@ from infer_prof.results.load_sections import (
     TraceReplay,
     Warmup,
 )
+from infer_prof.results.server_sections import Server
 
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
@@ -240,7 +242,7 @@ class Result(Section):
     warmup: Warmup | None = None
     labels: dict[str, str] = {}
     model: Model | None = None
-    server: Obj | None = None
+    server: Server | None = None
     environment: Environment | None = None
     stream: Stream | None = None
     slo: SloOutcome | None = None

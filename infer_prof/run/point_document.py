@@ -59,6 +59,7 @@ from infer_prof.results.load_sections import (
     Warmup,
 )
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
+from infer_prof.results.server_sections import Server
 from infer_prof.run.economics import (
     CostOptions,
     DecodeLoad,
@@ -142,7 +143,7 @@ def build_result(point: PointRun) -> Result:
             Warmup),
         labels=dict(cfg.results.labels),
         model=model_section(ctx),
-        server=dict(point.server_info),
+        server=msgspec.convert(point.server_info, Server),
         environment=msgspec.convert(fingerprint(), Environment),
         summary=msgspec.convert(sdict, Summary),
         stream=msgspec.convert(shape, Stream) if shape else None,  # how tokens arrived
@@ -201,7 +202,7 @@ def _add_economics(
     ``core.analysis.frontier_axes``)."""
     ctx, wl, cfg = point.ctx, point.wl, point.ctx.cfg
     engine_gpus, engine_gpus_how = gpus_used(
-        {"config": result.config, "server": result.server,
+        {"config": result.config, "server": msgspec.to_builtins(result.server),
          "plan": msgspec.to_builtins(result.plan)})
     assert result.gpu is not None
     result.gpu.engine_gpus, result.gpu.engine_gpus_how = engine_gpus, engine_gpus_how

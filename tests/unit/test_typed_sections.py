@@ -1,12 +1,13 @@
 """The result's ``plan``, ``duration_estimate``, ``roofline``, ``sessions``, ``frontier`` and
-``precision_stop`` sections are declared Structs (results/engine_sections.py,
-results/load_sections.py, results/frontier_sections.py): each key their
+``precision_stop`` and ``server`` sections are declared Structs (results/engine_sections.py,
+results/load_sections.py, results/frontier_sections.py, results/server_sections.py): each key their
 writers write is declared, a misspelt key is refused before writing, and the console reads
 them as attributes."""
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from infer_prof.catalog.gpus import catalog, find_gpu
@@ -17,14 +18,21 @@ from infer_prof.core.measurement.precision import PrecisionRule, PrecisionTracke
 from infer_prof.core.planning.duration import DeviceSpeed, PointLoad, estimate_run
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.core.workload.sessions import SessionSettings, by_turn, prefix_cache
+from infer_prof.loadgen.tls import TlsSettings
 from infer_prof.report.console import _derived_rows, _session_rows
+from infer_prof.report.run_data import gpu_label
 from infer_prof.results.document import check_document, decode_result, undeclared_keys
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
 from infer_prof.results.frontier_sections import Frontier, PrecisionStop
 from infer_prof.results.load_sections import Sessions
+from infer_prof.results.server_sections import Server
 from infer_prof.run.economics import DecodeLoad, roofline_block
 from infer_prof.run.frontier_run import answer, run_frontier
 from infer_prof.run.point_document import document_json
+from infer_prof.servers.base import PhaseChange
+from infer_prof.servers.cpu_split import CpuSplit
+from infer_prof.servers.synthetic_process import SyntheticProcessServer
+from infer_prof.servers.vllm_startup import startup_dict
 
 
 def _doc(**sections: Any) -> dict[str, Any]:
@@ -170,3 +178,26 @@ def test_a_precision_stop_is_declared_and_typed() -> None:
         block["output_throughput"]["estimate"])
     assert check_document(_doc(precision_stop={**block, "stoped_by": "x"})) == [
         "undeclared key $.precision_stop.stoped_by"]
+
+
+def test_the_server_section_is_declared_launched_or_attached(tmp_path: Path) -> None:
+    server = SyntheticProcessServer(log_path=tmp_path / "s.log", options=["--ttft-ms", "5"])
+    launched = {"kind": server.kind, "url": "http://127.0.0.1:9", "served_model_name": "m",
+                **server.describe(1.234),
+                "cpu_split": CpuSplit((0,), (1,)).to_dict(), "cpu_split_reason": None,
+                **server.diagnosis()}  # after it died: exit code, log tail, root cause
+    launched["startup"] = startup_dict([PhaseChange("starting", 0.0), PhaseChange("ready", 1.2)],
+                                       1.234)
+    assert check_document(_doc(server=launched)) == []
+    typed = decode_result(_doc(server=launched)).server
+    assert isinstance(typed, Server) and typed.kind == "synthetic"
+    assert typed.command == server.command() and typed.cpu_split is not None
+    assert typed.startup is not None and typed.startup.phases[0].duration_s == 1.23
+    attached = {"kind": "endpoint", "url": "https://gw.example", "served_model_name": "m",
+                "models_listed": ["m"], "tls": {"version": "TLSv1.3", "cipher": "X", "alpn": None,
+                                                "verified": True, **TlsSettings().to_dict()}}
+    assert check_document(_doc(server=attached)) == []
+    result = decode_result(_doc(server=attached))
+    assert gpu_label(result) == "hardware unknown (endpoint; no --gpu)"
+    assert check_document(_doc(server={**attached, "served_model": "m"})) == [
+        "undeclared key $.server.served_model"]
