@@ -15,15 +15,15 @@ Types are `msgspec <https://jcristharif.com/msgspec/>`_ Structs: decoding and va
 result is a C loop (``benchmarks/result_types.py`` prints it beside pydantic and plain
 ``json``), the package is about 0.5 MB with no dependencies of its own, and vLLM already
 depends on it. Sections whose shape belongs to another module and changes with it
-(``config``: the run's options; ``telemetry``; ``workload``) are typed as JSON objects here and
-documented where they are built.
+(``config``: the run's options; ``workload``) are typed as JSON objects here and documented
+where they are built.
 
 The sections that say how the load ran (``load``, ``warmup``, ``stream``, ``trace_replay``,
 ``client``, ``sessions``) are declared in :mod:`infer_prof.results.load_sections`; the engine's
 plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, ``roofline``) in
 :mod:`infer_prof.results.engine_sections`; ``cost`` and ``energy`` in
 :mod:`infer_prof.results.cost_sections`; ``frontier`` and ``precision_stop`` in
-:mod:`infer_prof.results.frontier_sections`; ``server`` in
+:mod:`infer_prof.results.frontier_sections`; ``server`` and ``telemetry`` in
 :mod:`infer_prof.results.server_sections`; the section base and :class:`Distribution` in
 :mod:`infer_prof.results.document_base`.
 
@@ -51,7 +51,7 @@ from infer_prof.results.load_sections import (
     TraceReplay,
     Warmup,
 )
-from infer_prof.results.server_sections import Server
+from infer_prof.results.server_sections import Server, Telemetry
 
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
@@ -254,7 +254,7 @@ class Result(Section):
     duration_estimate: DurationEstimate | None = None
     precision: str | None = None
     energy: Energy | None = None
-    telemetry: Obj | None = None
+    telemetry: Telemetry | None = None
     requests_file: str | None = None
     cost: Cost | None = None
     roofline: Roofline | None = None

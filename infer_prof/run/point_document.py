@@ -59,7 +59,7 @@ from infer_prof.results.load_sections import (
     Warmup,
 )
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
-from infer_prof.results.server_sections import Server
+from infer_prof.results.server_sections import Server, Telemetry
 from infer_prof.run.economics import (
     CostOptions,
     DecodeLoad,
@@ -159,7 +159,7 @@ def build_result(point: PointRun) -> Result:
         if ctx.estimate else None,
         precision=_precision(ctx) or "bf16",
         energy=msgspec.convert(energy, Energy),
-        telemetry=point.telemetry or None,
+        telemetry=msgspec.convert(point.telemetry, Telemetry) if point.telemetry else None,
         requests_file=None,  # set when written (save_point)
         precision_stop=msgspec.convert(point.state["precision"], PrecisionStop)
         if point.state.get("precision") else None,  # ("precision" is the weights')

@@ -1,6 +1,7 @@
 """The result's ``plan``, ``duration_estimate``, ``roofline``, ``sessions``, ``frontier`` and
-``precision_stop`` and ``server`` sections are declared Structs (results/engine_sections.py,
-results/load_sections.py, results/frontier_sections.py, results/server_sections.py): each key their
+``precision_stop``, ``server`` and ``telemetry`` sections are declared Structs
+(results/engine_sections.py, results/load_sections.py, results/frontier_sections.py,
+results/server_sections.py): each key their
 writers write is declared, a misspelt key is refused before writing, and the console reads
 them as attributes."""
 
@@ -25,7 +26,7 @@ from infer_prof.results.document import check_document, decode_result, undeclare
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
 from infer_prof.results.frontier_sections import Frontier, PrecisionStop
 from infer_prof.results.load_sections import Sessions
-from infer_prof.results.server_sections import Server
+from infer_prof.results.server_sections import Server, ServerMetricsSummary, Telemetry
 from infer_prof.run.economics import DecodeLoad, roofline_block
 from infer_prof.run.frontier_run import answer, run_frontier
 from infer_prof.run.point_document import document_json
@@ -33,6 +34,9 @@ from infer_prof.servers.base import PhaseChange
 from infer_prof.servers.cpu_split import CpuSplit
 from infer_prof.servers.synthetic_process import SyntheticProcessServer
 from infer_prof.servers.vllm_startup import startup_dict
+from infer_prof.telemetry.prometheus import FLAG_GATED, NOT_EXPOSED, mark_not_counted
+from tests.unit.test_nvml_sampler import run_scripted
+from tests.unit.test_prometheus import scripted  # noqa: F401 (a fixture)
 
 
 def _doc(**sections: Any) -> dict[str, Any]:
@@ -201,3 +205,35 @@ def test_the_server_section_is_declared_launched_or_attached(tmp_path: Path) -> 
     assert gpu_label(result) == "hardware unknown (endpoint; no --gpu)"
     assert check_document(_doc(server={**attached, "served_model": "m"})) == [
         "undeclared key $.server.served_model"]
+
+
+def test_the_telemetry_section_is_declared_as_nvml_and_the_scraper_write_it(
+    scripted: tuple[dict, Any],  # noqa: F811 (the fixture imported above)
+) -> None:
+    gpu, _ = run_scripted()  # two fake GPUs, five samples, the window marked
+    scraped, _ = scripted  # a real HTTP /metrics page scraped six times, one failing
+    scraped["summary"] = mark_not_counted(scraped["summary"], ["vllm", "serve"], 100)
+    telemetry = json.loads(json.dumps({"gpu": gpu, "server_metrics": scraped}))
+    assert check_document(_doc(telemetry=telemetry)) == []
+    typed = decode_result(_doc(telemetry=telemetry)).telemetry
+    assert isinstance(typed, Telemetry) and typed.gpu is not None and typed.server_metrics
+    g0 = typed.gpu.gpus[0]
+    assert g0.summary is not None and g0.summary.energy_j == gpu["gpus"][0]["summary"]["energy_j"]
+    assert g0.series["t_s"] == gpu["gpus"][0]["series"]["t_s"]
+    sm = typed.server_metrics
+    assert sm.summary is not None and sm.summary.running_max == scraped["summary"]["running_max"]
+    assert sm.window is not None and sm.window.marked is True
+    written = document_json(decode_result(_doc(telemetry=telemetry)))["telemetry"]
+    assert written["gpu"] == telemetry["gpu"]  # every key NVML writes, as it wrote it
+    assert {k: written["server_metrics"]["summary"][k] for k in scraped["summary"]} == (
+        telemetry["server_metrics"]["summary"])
+    bad = json.loads(json.dumps(telemetry))
+    bad["gpu"]["gpus"][1]["summary"]["energy"] = 1.0
+    assert check_document(_doc(telemetry=bad)) == [
+        "undeclared key $.telemetry.gpu.gpus[1].summary.energy"]
+
+
+def test_every_reason_the_scraper_may_add_is_declared() -> None:
+    fields = ServerMetricsSummary.__struct_fields__
+    keys = [k for kind in NOT_EXPOSED.values() for k in kind] + list(FLAG_GATED)
+    assert [k for k in keys if k not in fields or f"{k}_reason" not in fields] == []
