@@ -1,7 +1,5 @@
 """The summary table printed at the end of a run, read from its typed result (attributes:
-a misspelt field is a type error). The open sections (``plan``, ``slo``, ``client``,
-``sessions``, ``roofline``, ``trace_replay``: JSON objects documented where they are built)
-are read by key."""
+a misspelt field is a type error), every section included."""
 
 from __future__ import annotations
 
@@ -14,6 +12,7 @@ from rich.table import Table
 from infer_prof.core.measurement.metric_table import SUMMARY_STATS, metrics_at
 from infer_prof.results.comparison_rows import value_at
 from infer_prof.results.document import Api, Client, Cost, Energy, Result, Validity, Warmup
+from infer_prof.results.load_sections import PrefixCache
 
 
 def fmt_value(v: Any, digits: int = 2) -> str:
@@ -197,23 +196,23 @@ def _warmup_rows(result: Result) -> list[tuple[str, str]]:
 def _session_rows(result: Result) -> list[tuple[str, str]]:
     """Multi-turn sessions: sessions run, TTFT p50/p99 and mean input by turn, and the
     server's prefix-cache hit rate over the measured window (or why it is unknown)."""
-    ses = result.sessions or {}
-    if not ses:
+    ses = result.sessions
+    if ses is None:
         return []
-    rows = [("sessions", f"{ses.get('sessions_completed')} of {ses.get('sessions_started')} "
-                         f"completed, {ses.get('turns')} turns, think time "
-                         f"{ses.get('think_time_s')} s ({ses.get('source')})")]
-    for t in ses.get("by_turn") or []:
-        ttft = t.get("ttft_ms") or {}
-        inp = t.get("input_tokens") or {}
-        rows.append((f"turn {t['turn']}: TTFT p50 / p99 (ms)",
-                     f"{fmt_value(ttft.get('p50'), 1)} / {fmt_value(ttft.get('p99'), 1)}, "
-                     f"input {fmt_value(inp.get('mean'), 0)} tokens, {t.get('requests')} req"))
-    pc = ses.get("prefix_cache") or {}
-    rate = pc.get("hit_rate")
+    rows = [("sessions", f"{ses.sessions_completed} of {ses.sessions_started} "
+                         f"completed, {ses.turns} turns, think time "
+                         f"{ses.think_time_s} s ({ses.source})")]
+    for t in ses.by_turn:
+        ttft, inp = t.ttft_ms, t.input_tokens
+        rows.append((f"turn {t.turn}: TTFT p50 / p99 (ms)",
+                     f"{fmt_value(ttft.p50 if ttft else None, 1)} / "
+                     f"{fmt_value(ttft.p99 if ttft else None, 1)}, "
+                     f"input {fmt_value(inp.mean if inp else None, 0)} tokens, {t.requests} req"))
+    pc = ses.prefix_cache or PrefixCache()
+    rate = pc.hit_rate
     rows.append(("prefix-cache hit rate (server)",
-                 f"{rate:.1%} ({pc.get('hits'):,.0f} of {pc.get('queries'):,.0f} tokens)"
-                 if rate is not None else f"n/a ({pc.get('reason')})"))
+                 f"{rate:.1%} ({pc.hits:,.0f} of {pc.queries:,.0f} tokens)"
+                 if rate is not None else f"n/a ({pc.reason})"))
     return rows
 
 
@@ -291,19 +290,19 @@ def _derived_rows(result: Result) -> list[tuple[str, str]]:
     """Precision, cost, energy and roofline rows (each says why when it is not available)."""
     rows: list[tuple[str, str]] = []
     plan = result.plan
-    if plan:
-        rows.append(("precision (planned)", f"{plan.get('precision_label') or plan['precision']}"))
-        if plan.get("queue_message"):
-            rows.append(("KV cache (planned)", str(plan["queue_message"])))
+    if plan is not None:
+        rows.append(("precision (planned)", f"{plan.precision_label or plan.precision}"))
+        if plan.queue_message:
+            rows.append(("KV cache (planned)", plan.queue_message))
     if result.cost is not None:
         rows += _cost_rows(result.cost)
     if result.energy is not None:
         rows += _energy_rows(result.energy)
-    roof = result.roofline or {}
-    if roof.get("available"):
-        step = roof.get("decode_step_time_source")
-        window_mbu = fmt_value(roof.get("mbu_pct"), 1)
-        step_mbu = fmt_value(roof.get("decode_step_mbu_pct"), 1)
+    roof = result.roofline
+    if roof is not None and roof.available:
+        step = roof.decode_step_time_source
+        window_mbu = fmt_value(roof.mbu_pct, 1)
+        step_mbu = fmt_value(roof.decode_step_mbu_pct, 1)
         rows.append(
             (
                 "MBU window / decode step (%)",
@@ -311,8 +310,8 @@ def _derived_rows(result: Result) -> list[tuple[str, str]]:
                 + (f" (step = {step.replace('_', ' ')})" if step else ""),
             )
         )
-        rows.append(("prefill MFU (%)", fmt_value(roof.get("mfu_pct"), 1)))
-        if roof.get("above_ceiling"):
+        rows.append(("prefill MFU (%)", fmt_value(roof.mfu_pct, 1)))
+        if roof.above_ceiling:
             rows.append(("ABOVE HARDWARE CEILING", "measurement error: check the setup"))
     return rows
 

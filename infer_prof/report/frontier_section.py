@@ -22,7 +22,7 @@ from infer_prof.core.analysis.frontier import (
 from infer_prof.core.analysis.frontier_compare import Curve, rows_at_target
 from infer_prof.report.html_fragments import cell, esc, figure, not_measured
 from infer_prof.report.plots import line_chart
-from infer_prof.report.run_data import RunData, as_dict, num
+from infer_prof.report.run_data import RunData, num
 from infer_prof.report.svg import PALETTE, Axis, Marks, Plot, Series
 from infer_prof.results.frontier_curves import curves_from_results
 
@@ -65,9 +65,9 @@ def _target(runs: Sequence[RunData], given: float | None) -> float | None:
     if given is not None:
         return given
     for r in runs:
-        t = as_dict(as_dict(r.result.frontier).get("target")).get("interactivity")
-        if num(t) is not None:
-            return num(t)
+        target = r.result.frontier.target if r.result.frontier else None
+        if target is not None and num(target.interactivity) is not None:
+            return num(target.interactivity)
     return None
 
 

@@ -66,7 +66,7 @@ def gpu_label(result: Result, short: bool = False) -> str:
     ``short``); ``" x N"`` for several GPUs."""
     gpu = result.gpu or GpuUsed()
     env = result.environment or Environment()
-    if as_dict(result.server).get("kind") == "endpoint" and not gpu.key:
+    if result.server is not None and result.server.kind == "endpoint" and not gpu.key:
         # the machine measured is the server's, which no one named: never the client's own
         return "hardware unknown" if short else "hardware unknown (endpoint; no --gpu)"
     name = gpu.key or env.gpu_name

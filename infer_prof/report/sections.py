@@ -19,7 +19,7 @@ The chart sections append their plots to the ``plots`` list they are given.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from infer_prof import __version__
@@ -30,7 +30,6 @@ from infer_prof.report.run_data import (
     NOT_MEASURED,
     SAMPLES,
     RunData,
-    as_dict,
     cost_per_million,
     dist,
     gpu_label,
@@ -45,6 +44,12 @@ from infer_prof.report.run_data import (
 from infer_prof.report.svg import PALETTE, Axis, Marks, Plot, Series, fmt_number, safe_name
 from infer_prof.results.document import Result
 from infer_prof.results.identity import readable_name
+from infer_prof.results.server_sections import (
+    GpuTelemetry,
+    ServerMetrics,
+    Telemetry,
+    TelemetryWindow,
+)
 
 GIB = 2**30
 
@@ -321,10 +326,13 @@ def _scaled(values: Sequence[Any], factor: float) -> list[float | None]:
     return [None if (v := num(x)) is None else v * factor for x in values]
 
 
-def _time_axis(block: Mapping[str, Any]) -> tuple[float, str, tuple[float, float, str] | None]:
-    """(origin in the block's t_s, x label, measured-window band) for a telemetry block."""
-    win = as_dict(block.get("window"))
-    start, end = num(win.get("start_s")), num(win.get("end_s"))
+def _time_axis(
+    window: TelemetryWindow | None,
+) -> tuple[float, str, tuple[float, float, str] | None]:
+    """(origin in the block's t_s, x label, measured-window band) for a telemetry block's
+    measured window."""
+    win = window or TelemetryWindow()
+    start, end = num(win.start_s), num(win.end_s)
     if start is None:
         return 0.0, "time since telemetry start (s)", None
     band = (0.0, end - start, "measured window") if end is not None else None
@@ -340,15 +348,16 @@ def telemetry_section(runs: Sequence[RunData], names: Sequence[str], plots: list
     ]
     stems: set[str] = set()
     for ri, (run, name) in enumerate(zip(runs, names, strict=True)):
-        tel = as_dict(run.result.telemetry)
+        tel = run.result.telemetry or Telemetry()
         stem = safe_name(readable_name(run.result) or f"run{ri}")
         stem = stem if stem not in stems else f"{stem}_{ri}"  # plot names stay unique
         stems.add(stem)
         parts.append(
             f'<h3>{esc(name)} <span class="labels">{esc(readable_name(run.result))}</span></h3>'
         )
-        gpu_plots, gpu_notes = _gpu_plots(as_dict(tel.get("gpu")), stem, name)
-        server_plots, server_notes = _server_plots(as_dict(tel.get("server_metrics")), stem, name)
+        gpu_plots, gpu_notes = _gpu_plots(tel.gpu or GpuTelemetry(), stem, name)
+        server_plots, server_notes = _server_plots(tel.server_metrics or ServerMetrics(), stem,
+                                                   name)
         run_plots = gpu_plots + server_plots
         plots.extend(run_plots)
         parts.extend(gpu_notes + server_notes)
@@ -357,29 +366,30 @@ def telemetry_section(runs: Sequence[RunData], names: Sequence[str], plots: list
     return "".join(parts) + "</section>"
 
 
-def _gpu_plots(gpu: dict[str, Any], stem: str, name: str) -> tuple[list[Plot], list[str]]:
+def _gpu_plots(gpu: GpuTelemetry, stem: str, name: str) -> tuple[list[Plot], list[str]]:
     """One run's NVML charts (one series per GPU; power with its limit when all GPUs share one),
     and the not-measured notes for the rest."""
-    gpus = [g for g in gpu.get("gpus") or [] if isinstance(g, dict)]
-    if not gpu.get("available") or not gpus:
-        return [], [not_measured("GPU telemetry", gpu.get("reason") or "no NVML samples")]
-    origin, xlabel, band = _time_axis(gpu)
+    gpus = gpu.gpus
+    if not gpu.available or not gpus:
+        return [], [not_measured("GPU telemetry", gpu.reason or "no NVML samples")]
+    origin, xlabel, band = _time_axis(gpu.window)
     plots: list[Plot] = []
     absent = []
     for key, title, ylabel, factor, yaxis in _GPU_CHARTS:
         series = []
         for g in gpus:
-            ser = as_dict(g.get("series"))
+            ser = g.series
             t = [None if (v := num(x)) is None else v - origin for x in ser.get("t_s", [])]
             ys = _scaled(ser.get(key) or [None] * len(t), factor)
             if len(ys) != len(t):
                 ys = [None] * len(t)
-            series.append(Series(f"GPU {g.get('index', '?')}: {g.get('name', '')}", t, ys))
+            index = "?" if g.index is None else g.index
+            series.append(Series(f"GPU {index}: {g.name or ''}", t, ys))
         if not any(v is not None for s in series for v in s.y):
             absent.append(title)
             continue
         hl: list[tuple[float, str]] = []
-        limits = {num(g.get("power_limit_w")) for g in gpus}
+        limits = {num(g.power_limit_w) for g in gpus}
         if key == "power_w" and len(limits) == 1 and None not in limits:
             (lim,) = limits
             assert lim is not None
@@ -397,13 +407,13 @@ def _gpu_plots(gpu: dict[str, Any], stem: str, name: str) -> tuple[list[Plot], l
     return plots, notes
 
 
-def _server_plots(sm: dict[str, Any], stem: str, name: str) -> tuple[list[Plot], list[str]]:
+def _server_plots(sm: ServerMetrics, stem: str, name: str) -> tuple[list[Plot], list[str]]:
     """One run's server /metrics charts (KV cache usage; running and waiting requests), and the
     not-measured notes for the rest."""
-    ser = as_dict(sm.get("series"))
-    if not sm.get("available") or not ser.get("t_s"):
-        return [], [not_measured("server metrics", sm.get("reason") or "no /metrics scrape")]
-    origin, xlabel, band = _time_axis(sm)
+    ser = sm.series
+    if not sm.available or not ser.get("t_s"):
+        return [], [not_measured("server metrics", sm.reason or "no /metrics scrape")]
+    origin, xlabel, band = _time_axis(sm.window)
     t = [None if (v := num(x)) is None else v - origin for x in ser["t_s"]]
     kv = _scaled(ser.get("kv_cache_usage_perc") or [None] * len(t), 100.0)
     charts = [

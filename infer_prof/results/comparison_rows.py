@@ -32,7 +32,7 @@ def value_at(result: Result, path: str) -> Any:
     """The value at a dotted ``path`` (``summary.ttft_ms.p99``) of ``result``, or None when a
     section on the way is missing (not recorded). ``path`` may list alternatives separated by
     ``|`` (older spellings): the first that is not None wins. Below a declared field, a
-    JSON-object section (``config``, ``plan``) is read by key.
+    JSON-object section (``config``, ``workload``) is read by key.
 
     Raises :class:`UndeclaredPath` when a step names a field its section's type does not declare.
     """

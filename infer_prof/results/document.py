@@ -15,12 +15,17 @@ Types are `msgspec <https://jcristharif.com/msgspec/>`_ Structs: decoding and va
 result is a C loop (``benchmarks/result_types.py`` prints it beside pydantic and plain
 ``json``), the package is about 0.5 MB with no dependencies of its own, and vLLM already
 depends on it. Sections whose shape belongs to another module and changes with it
-(``config``: the run's options; ``plan``; ``roofline``; ``telemetry``; ``workload``) are typed
-as JSON objects here and documented where they are built.
+(``config``: the run's options; ``workload``) are typed as JSON objects here and documented
+where they are built.
 
 The sections that say how the load ran (``load``, ``warmup``, ``stream``, ``trace_replay``,
-``client``) are declared in :mod:`infer_prof.results.load_sections`, the section base and
-:class:`Distribution` in :mod:`infer_prof.results.document_base`.
+``client``, ``sessions``) are declared in :mod:`infer_prof.results.load_sections`; the engine's
+plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, ``roofline``) in
+:mod:`infer_prof.results.engine_sections`; ``cost`` and ``energy`` in
+:mod:`infer_prof.results.cost_sections`; ``frontier`` and ``precision_stop`` in
+:mod:`infer_prof.results.frontier_sections`; ``server`` and ``telemetry`` in
+:mod:`infer_prof.results.server_sections`; the section base and :class:`Distribution` in
+:mod:`infer_prof.results.document_base`.
 
 Units are in the names: ``_ms`` milliseconds, ``_s`` seconds, ``_usd`` US dollars,
 ``_j`` joules, ``_w`` watts, ``throughput`` tokens (or requests) per second.
@@ -34,15 +39,20 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
+from infer_prof.results.cost_sections import Cost, Energy
 from infer_prof.results.document_base import Distribution, Obj, Section
-from infer_prof.results.load_sections import Client, Load, Stream, TraceReplay, Warmup
-from infer_prof.results.model_cost_sections import (
-    ChatTemplateTokens,
-    ModelArchitecture,
-    OwnedCost,
-    PriceCatalog,
-    WeightsUsed,
+from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
+from infer_prof.results.frontier_sections import Frontier, PrecisionStop
+from infer_prof.results.load_sections import (
+    Client,
+    Load,
+    Sessions,
+    Stream,
+    TraceReplay,
+    Warmup,
 )
+from infer_prof.results.model_sections import ChatTemplateTokens, ModelArchitecture, WeightsUsed
+from infer_prof.results.server_sections import Server, Telemetry
 
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
@@ -149,73 +159,6 @@ class SloOutcome(Section):
     definition: str | None = None
 
 
-class Price(Section):
-    """The price a run was costed at (``catalog.prices.PriceQuote`` or
-    ``core.catalog.market.InstanceQuote``): per GPU-hour, and where it came from."""
-
-    usd_per_hour: float
-    gpu: str | None = None
-    provider: str | None = None
-    instance_type: str | None = None
-    region: str | None = None
-    instance_gpus: int | None = None
-    instance_usd_per_hour: float | None = None
-    kind: str | None = None
-    source: str | None = None
-    date: str | None = None
-    reason: str | None = None
-    low: float | None = None
-    high: float | None = None
-    candidates: int | None = None
-    cloud: str | None = None
-    tier: str | None = None
-    spot: bool | None = None
-    catalog: PriceCatalog | None = None
-
-
-class Filled(Section):
-    """An instance's cost if each of its GPUs served a copy of the measured engine
-    (``run.economics.filled_instance``)."""
-
-    replicas: int
-    idle_gpus: int
-    usd_per_million_output_tokens: float | None = None
-    usd_per_million_total_tokens: float | None = None
-
-
-class Cost(Section):
-    """Rental cost of the run for the GPUs its engine used (``run.economics.cost_block``);
-    ``available`` False with a ``reason`` when no price applies."""
-
-    available: bool
-    reason: str | None = None
-    usd_per_gpu_hour: float | None = None
-    gpus: int | None = None
-    usd_per_hour: float | None = None
-    usd_per_million_output_tokens: float | None = None
-    usd_per_million_total_tokens: float | None = None
-    output_tokens_per_usd: float | None = None
-    total_tokens_per_usd: float | None = None
-    usd_per_1m_output_tokens: float | None = None  # an older spelling of the $/1M output field
-    price: Price | None = None
-    run_gpus: int | None = None
-    filled: Filled | None = None
-    owned: OwnedCost | None = None
-
-
-class Energy(Section):
-    """Energy over the measured window (NVML), None with a ``reason`` without it."""
-
-    energy_j: float | None = None
-    source: str | None = None
-    joules_per_output_token: float | None = None
-    mean_power_w: float | None = None
-    power_capped: bool | None = None
-    throttled: bool | None = None
-    throttle_reasons: list[str] | None = None
-    reason: str | None = None
-
-
 class GpuUsed(Section):
     """The GPU the run was planned and costed for: its catalog ``key``, the GPUs available
     (``count``, found ``how``) and those the engine used (``engine_gpus``, known
@@ -292,7 +235,7 @@ class Result(Section):
     finished_at: str | None = None
     complete: bool = True
     incomplete_reason: str | None = None
-    sessions: Obj | None = None
+    sessions: Sessions | None = None
     trace_replay: TraceReplay | None = None
     api: Api | None = None
     workload: Obj | None = None
@@ -300,24 +243,24 @@ class Result(Section):
     warmup: Warmup | None = None
     labels: dict[str, str] = {}
     model: Model | None = None
-    server: Obj | None = None
+    server: Server | None = None
     environment: Environment | None = None
     stream: Stream | None = None
     slo: SloOutcome | None = None
     validity: Validity | None = None
     client: Client | None = None
     gpu: GpuUsed | None = None
-    plan: Obj | None = None
+    plan: Plan | None = None
     plan_reason: str | None = None
-    duration_estimate: Obj | None = None
+    duration_estimate: DurationEstimate | None = None
     precision: str | None = None
     energy: Energy | None = None
-    telemetry: Obj | None = None
+    telemetry: Telemetry | None = None
     requests_file: str | None = None
     cost: Cost | None = None
-    roofline: Obj | None = None
-    frontier: Obj | None = None
-    precision_stop: Obj | None = None
+    roofline: Roofline | None = None
+    frontier: Frontier | None = None
+    precision_stop: PrecisionStop | None = None
     matrix: Obj | None = None
 
 
@@ -344,14 +287,22 @@ def undeclared_keys(data: Any, kind: type = Result, path: str = "$") -> list[str
             continue
         for struct in _structs(fields[key]):
             found += undeclared_keys(value, struct, f"{path}.{key}")
+        if isinstance(value, list):
+            for struct in _structs(fields[key], in_list=True):
+                for i, item in enumerate(value):
+                    found += undeclared_keys(item, struct, f"{path}.{key}[{i}]")
     return found
 
 
-def _structs(t: msgspec.inspect.Type) -> list[type]:
+def _structs(t: msgspec.inspect.Type, in_list: bool = False) -> list[type]:
+    """The Structs type ``t`` may hold (through optionals); with ``in_list``, those its list
+    items may be."""
+    if isinstance(t, msgspec.inspect.UnionType):
+        return [s for member in t.types for s in _structs(member, in_list)]
+    if in_list:
+        return _structs(t.item_type) if isinstance(t, msgspec.inspect.ListType) else []
     if isinstance(t, msgspec.inspect.StructType):
         return [t.cls]
-    if isinstance(t, msgspec.inspect.UnionType):
-        return [s for member in t.types for s in _structs(member)]
     return []
 
 

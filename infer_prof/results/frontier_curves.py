@@ -30,6 +30,7 @@ from infer_prof.core.workload.slo import Slo, check_summary
 from infer_prof.results import history, history_database
 from infer_prof.results.comparison_rows import run_status
 from infer_prof.results.document import Result
+from infer_prof.results.frontier_sections import FrontierRow
 from infer_prof.results.identity import device_name, gpu_count, settings_fields
 from infer_prof.results.loading import history_result
 
@@ -98,29 +99,23 @@ def point_of(result: Result, concurrency: float) -> FrontierPoint | None:
     )
 
 
-def _point_from_dict(d: Mapping[str, Any]) -> FrontierPoint | None:
+def _point_of_row(row: FrontierRow) -> FrontierPoint | None:
     """A point of a ``frontier.points[]`` entry (None when a throughput is missing)."""
-    def num(key: str) -> float | None:
-        v = d.get(key)
-        return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-    need = [num(k) for k in ("concurrency", "output_tok_s_per_gpu", "total_tok_s_per_gpu")]
-    if any(v is None for v in need):
+    total, out = row.total_tok_s_per_gpu, row.output_tok_s_per_gpu
+    if row.concurrency is None or total is None or out is None:
         return None
-    total = num("total_tok_s_per_gpu") or 0.0
-    out = num("output_tok_s_per_gpu") or 0.0
-    inp = num("input_tok_s_per_gpu")
+    inp = row.input_tok_s_per_gpu
     return FrontierPoint(
-        concurrency=num("concurrency") or 0.0,
-        interactivity=num("interactivity"),
-        interactivity_p90=num("interactivity_p90"),
+        concurrency=row.concurrency,
+        interactivity=row.interactivity,
+        interactivity_p90=row.interactivity_p90,
         output_tok_s_per_gpu=out,
         input_tok_s_per_gpu=inp if inp is not None else total - out,
         total_tok_s_per_gpu=total,
-        usd_per_million_output_tokens=num("usd_per_million_output_tokens"),
-        usd_per_million_input_tokens=num("usd_per_million_input_tokens"),
-        usd_per_million_total_tokens=num("usd_per_million_total_tokens"),
-        pareto=bool(d.get("pareto")),
+        usd_per_million_output_tokens=row.usd_per_million_output_tokens,
+        usd_per_million_input_tokens=row.usd_per_million_input_tokens,
+        usd_per_million_total_tokens=row.usd_per_million_total_tokens,
+        pareto=bool(row.pareto),
     )
 
 
@@ -150,17 +145,13 @@ def _curve(
         c = load_of(r)
         if c is not None:
             by_load[c] = (name, r)  # the newest run of a load wins
-    framed = [r for _, r in group if _map(r.frontier).get("points")]
+    framed = [(r, r.frontier) for _, r in group if r.frontier is not None and r.frontier.points]
     price = run_price(newest)
     if framed:
-        run = max(framed, key=_when)
-        fr = _map(run.frontier)
-        pts = [p for d in fr.get("points") or [] if (p := _point_from_dict(_map(d))) is not None]
+        run, fr = max(framed, key=lambda rf: _when(rf[0]))
+        pts = [p for row in fr.points if (p := _point_of_row(row)) is not None]
         source = "frontier"
-        if isinstance(fr.get("usd_per_gpu_hour"), (int, float)):
-            price = float(fr["usd_per_gpu_hour"])
-        else:
-            price = run_price(run)
+        price = fr.usd_per_gpu_hour if fr.usd_per_gpu_hour is not None else run_price(run)
     else:
         pts = [p for c, (_, r) in sorted(by_load.items())
                if (p := point_of(r, c)) is not None]

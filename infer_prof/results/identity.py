@@ -7,7 +7,7 @@ two runs "the same configuration" and their stable hash, and which settings diff
   ``compare`` and ``regress`` refuse to mix without ``--force``).
 
 Every function reads a :class:`infer_prof.results.document.Result` (attributes: a misspelt field
-is a type error); ``config``, ``plan``, ``server`` and ``workload`` are the open sections
+is a type error); ``config`` and ``workload`` are the open sections
 documented where they are built, read as JSON objects.
 """
 
@@ -101,7 +101,7 @@ def precision_of(result: Result) -> str:
     ``config.dtype``, else ``"auto"``."""
     cfg = result.config
     value = (
-        _as_dict(result.plan).get("precision")
+        (result.plan.precision if result.plan else None)
         or result.precision
         or cfg.get("quantization")
         or cfg.get("dtype")
@@ -130,7 +130,7 @@ def config_fields(result: Result) -> dict[str, Any]:
     """
     cfg = result.config
     model, load = result.model, result.load
-    server = _as_dict(result.server)
+    served = result.server.served_model_name if result.server else None
     workload = _as_dict(result.workload).get("name") or cfg.get("workload")
     if isinstance(workload, dict):
         workload = workload.get("name")
@@ -150,7 +150,7 @@ def config_fields(result: Result) -> dict[str, Any]:
         "load_format": cfg.get("load_format"),
         "gpu": device_name(result),
         "gpu_count": gpu_count(result),
-        "served_model": server.get("served_model_name") or cfg.get("served_model_name"),
+        "served_model": served or cfg.get("served_model_name"),
     }
     dataset = _as_dict(cfg.get("dataset"))
     if dataset:  # only results with a dataset carry the field: older fingerprints stay the same

@@ -144,3 +144,58 @@ class Warmup(Section):
     first_wave: FirstWave | None = None
     phase_stagger: PhaseStagger | None = None
     cooldown_requests: int | None = None
+
+
+class TurnTtft(Section):
+    """TTFT of one turn's completed requests, milliseconds."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+
+
+class TurnInput(Section):
+    """Input tokens of one turn's requests (the server's count, else the planned length)."""
+
+    mean: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+
+class TurnFigures(Section):
+    """One turn of a multi-turn run (``core.workload.sessions.by_turn``): its measured
+    requests, those completed, their TTFT and input tokens (None without a value)."""
+
+    turn: int
+    requests: int | None = None
+    completed: int | None = None
+    ttft_ms: TurnTtft | None = None
+    input_tokens: TurnInput | None = None
+
+
+class PrefixCache(Section):
+    """The server's prefix-cache figures over the measured window
+    (``core.workload.sessions.prefix_cache``): ``hits`` and ``queries`` in tokens, ``hit_rate``
+    = hits / queries, and ``reason`` when the rate is null."""
+
+    hits: float | None = None
+    queries: float | None = None
+    hit_rate: float | None = None
+    reason: str | None = None
+
+
+class Sessions(Section):
+    """A multi-turn run (``loadgen.sessions.SessionRun.result``): its settings (turns per
+    session, think time between turns in seconds, where conversations came from, sessions asked
+    and how the conversation was sent), sessions started and completed (every turn answered),
+    per-turn figures and the server's prefix-cache hit rate."""
+
+    turns: int | None = None
+    think_time_s: float | None = None
+    source: str | None = None
+    sessions: int | None = None
+    prompt: str | None = None
+    sessions_started: int | None = None
+    sessions_completed: int | None = None
+    by_turn: list[TurnFigures] = []
+    prefix_cache: PrefixCache | None = None

@@ -228,9 +228,9 @@ def price_source(result: dict[str, Any]) -> dict[str, Any] | None:
     type, region, tier, source, date, or the seed row / ``--price-per-hour``), None unpriced.
     Every point of one frontier runs with the same price options, so one source holds for all."""
     cost = result.get("cost") or {}
-    if not cost.get("available"):
+    if not cost.get("available") or not cost.get("price"):
         return None
-    price = dict(cost.get("price") or {})
+    price = dict(cost["price"])
     price.pop("catalog", None)  # the market's listing: in each point's result, not repeated
     return price
 

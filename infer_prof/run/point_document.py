@@ -48,16 +48,20 @@ from infer_prof.results.document import (
     decode_result,
 )
 from infer_prof.results.document_base import Distribution
+from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
+from infer_prof.results.frontier_sections import PrecisionStop
 from infer_prof.results.load_sections import (
     Client,
     Load,
     SendBunching,
+    Sessions,
     Stream,
     TraceReplay,
     Warmup,
 )
-from infer_prof.results.model_cost_sections import ModelArchitecture, WeightsUsed
+from infer_prof.results.model_sections import ModelArchitecture, WeightsUsed
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
+from infer_prof.results.server_sections import Server, Telemetry
 from infer_prof.run.economics import (
     CostOptions,
     DecodeLoad,
@@ -78,8 +82,9 @@ from infer_prof.telemetry.prometheus import mark_not_counted
 class PointRun:
     """What one load point's run produced, from which its result is built: the session's
     context, the point's workload, its run ID and readable name, when it started, what the
-    driving gave (``driven``: records, state, ``client`` health, ``telemetry``; its
-    server_metrics summary is marked in place, :func:`_scraped`) and ``server_info``."""
+    driving gave (``driven``: records, state with its precision stop's block, ``client``
+    health, ``telemetry``; its server_metrics summary is marked in place, :func:`_scraped`)
+    and ``server_info``."""
 
     ctx: RunContext
     wl: Workload
@@ -132,7 +137,8 @@ def build_result(point: PointRun) -> Result:
         complete=state.incomplete_reason is None,
         incomplete_reason=state.incomplete_reason,
         config=config_section(point),
-        sessions=state.session_run.result(records, scraped) if state.session_run else None,
+        sessions=msgspec.convert(state.session_run.result(records, scraped), Sessions)
+        if state.session_run else None,
         trace_replay=trace_replay(ctx.trace, records) if ctx.trace else None,
         api=msgspec.convert(api_block(ctx.api, records), Api),
         workload=wl.to_dict(),
@@ -144,7 +150,7 @@ def build_result(point: PointRun) -> Result:
             Warmup),
         labels=dict(cfg.results.labels),
         model=model_section(ctx),
-        server=dict(point.server_info),
+        server=msgspec.convert(point.server_info, Server),
         environment=msgspec.convert(fingerprint(), Environment),
         summary=msgspec.convert(sdict, Summary),
         stream=msgspec.convert(shape, Stream) if shape else None,  # how tokens arrived
@@ -156,11 +162,14 @@ def build_result(point: PointRun) -> Result:
         gpu=GpuUsed(key=ctx.gpu.key if ctx.gpu else None, count=ctx.gpu_count, how=ctx.gpu_how),
         plan=plan_section(ctx),
         plan_reason=ctx.plan_reason,
-        duration_estimate=ctx.estimate,
+        duration_estimate=msgspec.convert(ctx.estimate, DurationEstimate)
+        if ctx.estimate else None,
         precision=_precision(ctx) or "bf16",
         energy=msgspec.convert(energy, Energy),
-        telemetry=driven.telemetry or None,
+        telemetry=msgspec.convert(driven.telemetry, Telemetry) if driven.telemetry else None,
         requests_file=None,  # set when written (save_point)
+        precision_stop=msgspec.convert(state.precision, PrecisionStop)
+        if state.precision else None,  # ("precision" is the weights')
     )
     _add_economics(result, point, sdict, scraped, energy)
     return result
@@ -200,7 +209,8 @@ def _add_economics(
     ``core.analysis.frontier_axes``)."""
     ctx, wl, cfg = point.ctx, point.wl, point.ctx.cfg
     engine_gpus, engine_gpus_how = gpus_used(
-        {"config": result.config, "server": result.server, "plan": result.plan})
+        {"config": result.config, "server": msgspec.to_builtins(result.server),
+         "plan": msgspec.to_builtins(result.plan)})
     assert result.gpu is not None
     result.gpu.engine_gpus, result.gpu.engine_gpus_how = engine_gpus, engine_gpus_how
     options = CostOptions(
@@ -224,14 +234,14 @@ def _add_economics(
     batch, batch_source = decode_batch(
         metrics_summary, busy_concurrency(point.driven.records), point_concurrency(wl)
     )
-    result.roofline = roofline_block(
+    result.roofline = msgspec.convert(roofline_block(
         ctx.model.spec,
         ctx.gpu,
         engine_gpus,
         _precision(ctx),
         sdict,
         DecodeLoad(batch, round(wl.input_len.mean()), round(wl.output_len.mean()), batch_source),
-    )
+    ), Roofline)
     axes = result_axes(document_json(result))
     result.summary = msgspec.structs.replace(result.summary, **axes)
 
@@ -325,14 +335,14 @@ def validity_section(
     return msgspec.convert(validity.to_dict(), Validity)
 
 
-def plan_section(ctx: RunContext) -> Obj | None:
+def plan_section(ctx: RunContext) -> Plan | None:
     """The result's ``plan``: the engine plan, its settings as the server's own options
     (``engine_args``); None without a plan."""
     if ctx.plan is None:
         return None
     settings, server = ctx.plan.settings, ctx.server
     spelled = server.plan_arguments(settings) if server and settings else {}
-    return ctx.plan.to_dict(spelled)
+    return msgspec.convert(ctx.plan.to_dict(spelled), Plan)
 
 
 def trace_replay(trace: Trace, records: list[RequestRecord]) -> TraceReplay:

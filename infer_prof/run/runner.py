@@ -164,8 +164,6 @@ def _run_point(
         ctx.interrupted = True
     server_info = server_section(ctx, driven.state)
     result = build_result(PointRun(ctx, wl, run_id, run_name, started, driven, server_info))
-    if driven.state.precision is not None:
-        result.precision_stop = driven.state.precision  # ("precision" is the weights')
     return save_point(cfg, result, driven.records, result_path, progress)
 
 

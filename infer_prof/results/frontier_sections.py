@@ -1,0 +1,119 @@
+"""The result's sections of a frontier run and of a precision stop, as types (part of
+:class:`infer_prof.results.document.Result`): ``frontier`` (``run.frontier_run``: carried by the
+last point's file of a ``--frontier`` run) and ``precision_stop``
+(``core.measurement.precision.PrecisionTracker.to_dict``: a point measured until its
+intervals are narrow enough).
+
+Every field has a default, so a result of an older version that lacks one still loads (None:
+not recorded). Throughputs are tokens/s per GPU; interactivity tokens/s one user sees;
+costs $ per 1M tokens.
+"""
+
+from __future__ import annotations
+
+from infer_prof.results.cost_sections import Price
+from infer_prof.results.document_base import Section
+
+
+class Interval(Section):
+    """An estimate and its 95 % interval (``core.measurement.precision.Interval``), and the
+    larger half-width relative to the estimate."""
+
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    rel_half_width: float | None = None
+
+
+class PrecisionBound(Section):
+    """A floor or ceiling of a precision stop: requests and seconds."""
+
+    requests: int | None = None
+    seconds: float | None = None
+
+
+class PrecisionStop(Section):
+    """A point measured until precise: the rule (the target relative half-width at
+    ``confidence``, its floor and ceiling, the batches), why it stopped (``precision``,
+    ``max_requests``, ``max_seconds``; None while running), the requests and seconds it took,
+    and both intervals (output tokens/s, TPOT p50 in ms) when it stopped."""
+
+    method: str | None = None
+    target_rel_half_width: float | None = None
+    confidence: float | None = None
+    floor: PrecisionBound | None = None
+    ceiling: PrecisionBound | None = None
+    batches: int | None = None
+    throughput_required: bool | None = None
+    stopped_by: str | None = None
+    reached: bool | None = None
+    requests: int | None = None
+    seconds: float | None = None
+    output_throughput: Interval | None = None
+    tpot_p50_ms: Interval | None = None
+
+
+class FrontierRow(Section):
+    """One measured point of the frontier (``core.analysis.frontier.FrontierPoint``, and the
+    run's additions): its load (``concurrency``: streams of a closed loop, requests/s offered
+    of an open one), interactivity from TPOT p50 / p90, throughputs and costs per GPU, whether
+    it is on the Pareto front, the requests it measured, its precision stop and whether it met
+    the SLOs (None without SLOs)."""
+
+    concurrency: float | None = None
+    interactivity: float | None = None
+    interactivity_p90: float | None = None
+    output_tok_s_per_gpu: float | None = None
+    input_tok_s_per_gpu: float | None = None
+    total_tok_s_per_gpu: float | None = None
+    usd_per_million_output_tokens: float | None = None
+    usd_per_million_input_tokens: float | None = None
+    usd_per_million_total_tokens: float | None = None
+    pareto: bool | None = None
+    requests: int | None = None
+    precision: PrecisionStop | None = None
+    slo_passed: bool | None = None
+
+
+class AtTarget(Section):
+    """The front read at an interactivity (``core.analysis.frontier.AtTarget``): interpolated
+    between two measured loads (``between``), or a measured point (``interpolated`` False)."""
+
+    interactivity: float | None = None
+    output_tok_s_per_gpu: float | None = None
+    input_tok_s_per_gpu: float | None = None
+    total_tok_s_per_gpu: float | None = None
+    usd_per_million_output_tokens: float | None = None
+    usd_per_million_input_tokens: float | None = None
+    usd_per_million_total_tokens: float | None = None
+    interpolated: bool | None = None
+    between: list[float] | None = None
+
+
+class FrontierTarget(Section):
+    """What the frontier was asked: an interactivity (``--target-interactivity``), whether the
+    front reaches it and the front's interactivity range, and the SLOs (``--slo``) in words."""
+
+    interactivity: float | None = None
+    reached: bool | None = None
+    front_interactivity: list[float | None] | None = None
+    slo: str | None = None
+
+
+class Frontier(Section):
+    """A ``--frontier`` run (``run.frontier_run.run_frontier`` and ``answer``): the points
+    measured, why it stopped, the loop and its variable, the GPUs each point used and the price
+    per GPU-hour (and where it came from), the target and the answers at it and at the SLOs,
+    and what could not be answered."""
+
+    points: list[FrontierRow] = []
+    stopped_because: str | None = None
+    at_target: AtTarget | None = None
+    loop: str | None = None
+    variable: str | None = None
+    gpus: int | None = None
+    usd_per_gpu_hour: float | None = None
+    price: Price | None = None
+    target: FrontierTarget | None = None
+    at_slo: AtTarget | None = None
+    problems: list[str] = []
