@@ -45,7 +45,6 @@ from infer_prof.results.document import (
     SloOutcome,
     Summary,
     Validity,
-    decode_result,
 )
 from infer_prof.results.document_base import Distribution
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
@@ -106,12 +105,6 @@ def document_json(result: Result) -> Obj:
     (``inf`` stays ``inf``)."""
     out: Obj = msgspec.to_builtins(result)
     return out
-
-
-def with_section(result: Result, name: str, value: Any) -> Result:
-    """``result`` with its section ``name`` set to ``value`` (JSON values, decoded to the
-    section's type as a result file's would be)."""
-    return decode_result({**document_json(result), name: value})
 
 
 def build_result(point: PointRun) -> Result:

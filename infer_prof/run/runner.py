@@ -16,6 +16,7 @@ from infer_prof.core.measurement.precision import PrecisionRule
 from infer_prof.core.workload.slo import format_slos
 from infer_prof.core.workload.workloads import Workload
 from infer_prof.report.progress import ProgressLine
+from infer_prof.results.document import decode_result
 from infer_prof.results.store import write_result
 from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
@@ -29,7 +30,7 @@ from infer_prof.run.frontier_run import (
 from infer_prof.run.load import drive_point, request_builder
 from infer_prof.run.load_points import base_workload, build_specs
 from infer_prof.run.planning import announce_plan, plan_run
-from infer_prof.run.point_document import PointRun, build_result, with_section
+from infer_prof.run.point_document import PointRun, build_result
 from infer_prof.run.record import (
     RunOutcome,
     SweepOutcome,
@@ -109,8 +110,9 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                     frontier["problems"] = answer(frontier, fspec.target, slo_text)
                     if outcomes:  # the frontier run's result: its last point's file carries it
                         last = outcomes[-1]
-                        last.document = with_section(last.document, "frontier", frontier)
-                        write_result(last.result_path, last.result)
+                        doc = {**last.result, "frontier": frontier}
+                        write_result(last.result_path, doc)  # held to the declared type
+                        last.document = decode_result(doc)
                 else:
                     for w in points:
                         if stopper.requested:  # between points: end the sweep here
