@@ -28,6 +28,7 @@ import json
 import sys
 from typing import Any
 
+import msgspec
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -55,7 +56,7 @@ def print_outcome(outcome: SweepOutcome, json_output: bool, out: Console) -> Non
             doc: Any = (
                 summaries[0]
                 if len(summaries) == 1 and not outcome.sweep
-                else {"points": summaries, "sweep": outcome.sweep}
+                else {"points": summaries, "sweep": msgspec.to_builtins(outcome.sweep)}
             )
             sys.stdout.write(json.dumps(doc, indent=2) + "\n")
         else:

@@ -13,6 +13,7 @@ from infer_prof.core.measurement.metric_table import SUMMARY_STATS, metrics_at
 from infer_prof.results.comparison_rows import value_at
 from infer_prof.results.document import Api, Client, Cost, Energy, Result, Validity, Warmup
 from infer_prof.results.load_sections import PrefixCache
+from infer_prof.results.sweep_document import Sweep
 
 
 def fmt_value(v: Any, digits: int = 2) -> str:
@@ -371,7 +372,7 @@ def print_summary(result: Result, console: Console | None = None) -> None:
     console.print(totals_table(result))
 
 
-def print_sweep(sweep: dict[str, Any], console: Console | None = None) -> None:
+def print_sweep(sweep: Sweep, console: Console | None = None) -> None:
     """The curve of a sweep: one row per load point, the knee marked."""
     console = console or Console(stderr=True)
     t = Table(title="sweep", title_justify="left")
@@ -390,29 +391,29 @@ def print_sweep(sweep: dict[str, Any], console: Console | None = None) -> None:
         "valid",
     ):
         t.add_column(col, justify="right")
-    knee_rows = {k["row"] for k in sweep.get("knees") or []}
-    for i, row in enumerate(sweep["points"]):
-        prefix = "c" if row["mode"] == "closed" else "r"
+    knee_rows = {k.row for k in sweep.knees}
+    for i, row in enumerate(sweep.points):
+        prefix = "c" if row.mode == "closed" else "r"
         mark = " <- knee" if i in knee_rows else ""
-        slo = {True: "pass", False: "FAIL", None: "-"}[row.get("slo_passed")]
+        slo = {True: "pass", False: "FAIL", None: "-"}[row.slo_passed]
         t.add_row(
-            f"{prefix}{row['load']}{mark}",
-            fmt_value(row["request_throughput"], 2),
-            fmt_value(row["output_throughput"], 1),
-            fmt_value(row["ttft_p50_ms"]),
-            fmt_value(row["ttft_p99_ms"]),
-            fmt_value(row["tpot_p50_ms"]),
-            fmt_value(row["tpot_p99_ms"]),
-            fmt_value(row.get("interactivity_tok_s_user"), 1),
-            fmt_value(row.get("total_tok_s_per_gpu"), 1),
-            fmt_value(row["goodput"], 2),
+            f"{prefix}{row.load}{mark}",
+            fmt_value(row.request_throughput, 2),
+            fmt_value(row.output_throughput, 1),
+            fmt_value(row.ttft_p50_ms),
+            fmt_value(row.ttft_p99_ms),
+            fmt_value(row.tpot_p50_ms),
+            fmt_value(row.tpot_p99_ms),
+            fmt_value(row.interactivity_tok_s_user, 1),
+            fmt_value(row.total_tok_s_per_gpu, 1),
+            fmt_value(row.goodput, 2),
             slo,
-            "yes" if row.get("valid") else "NO",
+            "yes" if row.valid else "NO",
         )
     console.print(t)
-    fm = sweep.get("find_max")
-    if fm and fm.get("result"):
+    fm = sweep.find_max
+    if fm and fm.result:
         console.print(
-            f"highest {fm['load']} meeting the SLOs: {fm['result'].get('best')}"
-            f" (first failing: {fm['result'].get('first_fail')})"
+            f"highest {fm.load} meeting the SLOs: {fm.result.best}"
+            f" (first failing: {fm.result.first_fail})"
         )

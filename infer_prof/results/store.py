@@ -22,6 +22,7 @@ from typing import Any
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results.document import check_document
 from infer_prof.results.schema import RESULT_KIND
+from infer_prof.results.sweep_document import SWEEP_KINDS, check_sweep
 
 #: The environment variable that names the default results folder (``--results-dir``), and with
 #: it the default history ``<results folder>/history.sqlite``.
@@ -190,13 +191,17 @@ class ResultTypeError(ValueError):
 
 
 def check_result_type(result: dict[str, Any]) -> None:
-    """Hold a run's result document (``kind`` ``infer-prof.run``) to its declared type before
-    it is written. A mismatch is a bug in infer-prof: with ``INFER_PROF_STRICT_SCHEMA=1`` (the
-    test suite) it raises :class:`ResultTypeError`; otherwise one warning line goes to stderr
-    and the result is written as it is (what was measured is never lost to it)."""
-    if result.get("kind") != RESULT_KIND:
+    """Hold a run's result document (``kind`` ``infer-prof.run``) or sweep summary
+    (``infer-prof.sweep``, ``infer-prof.engine-sweep``) to its declared type before it is
+    written. A mismatch is a bug in infer-prof: with ``INFER_PROF_STRICT_SCHEMA=1`` (the test
+    suite) it raises :class:`ResultTypeError`; otherwise one warning line goes to stderr and the
+    document is written as it is (what was measured is never lost to it)."""
+    if result.get("kind") == RESULT_KIND:
+        problems = check_document(result)
+    elif result.get("kind") in SWEEP_KINDS:
+        problems = check_sweep(result)
+    else:
         return
-    problems = check_document(result)
     if not problems:
         return
     line = "result document does not match its declared type: " + "; ".join(problems[:5])

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof.core.analysis.engine_sweep import (
     EngineConfig,
     EngineSweepError,
@@ -22,6 +24,7 @@ from infer_prof.core.analysis.engine_sweep import (
 )
 from infer_prof.results.schema import SCHEMA_VERSION
 from infer_prof.results.store import safe_name, write_result
+from infer_prof.results.sweep_document import decode_sweep
 from infer_prof.run.config import ConfigError, RunConfig, validate
 from infer_prof.run.frontier_run import prepare
 from infer_prof.run.load_points import base_workload
@@ -107,7 +110,7 @@ def execute_engine_sweep(
     for ec, one in checked:
         done = execute(one)
         outcomes.extend(done.points)
-        frontier = (done.sweep or {}).get("frontier")
+        frontier = msgspec.to_builtins(done.sweep.frontier) if done.sweep else None
         configs.append({**ec.to_dict(), "frontier": frontier,
                         "sweep_file": done.sweep_path.name if done.sweep_path else None})
         if not done.complete:
@@ -127,5 +130,5 @@ def execute_engine_sweep(
         summary["engine_sweep"]["problems"] = short
     name = f"{stamp}-{safe_name(cfg.engine.model)}.engine-sweep.json"
     path = Path(cfg.results.results_dir) / name
-    write_result(path, summary)
-    return SweepOutcome(outcomes, summary, path)
+    write_result(path, summary)  # held to its declared type (Sweep) first
+    return SweepOutcome(outcomes, decode_sweep(summary), path)

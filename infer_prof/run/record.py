@@ -26,11 +26,13 @@ from infer_prof.results.loading import record_result
 from infer_prof.results.run_ids import new_run_id
 from infer_prof.results.schema import SCHEMA_VERSION
 from infer_prof.results.store import (
+    check_result_type,
     make_run_name,
     result_paths,
     safe_name,
     write_new_file,
 )
+from infer_prof.results.sweep_document import Sweep, decode_sweep
 from infer_prof.run import result_files
 from infer_prof.run.config import RunConfig
 from infer_prof.run.load_points import point_label
@@ -64,7 +66,7 @@ class SweepOutcome:
     point."""
 
     points: list[RunOutcome]
-    sweep: dict[str, Any] | None = None
+    sweep: Sweep | None = None
     sweep_path: Path | None = None
     stopped_by: str | None = None  # the stop signal that ended the run (SIGTERM, ...), if any
 
@@ -253,18 +255,19 @@ def record_sweep(
     summary (with ``frontier``: :mod:`infer_prof.run.frontier_run`) written to
     ``<results dir>/<stamp>-<model>[-<tag>].sweep.json``."""
     results_dir = Path(cfg.results.results_dir)
-    sweep, sweep_path = None, None
-    if len(outcomes) > 1 or cfg.load.find_max or frontier is not None or frontiers:
-        sweep = sweep_summary(outcomes, search)
-        sweep["frontier"] = frontier
-        if frontiers is not None:  # --frontier --suite: one per member
-            sweep["frontiers"] = frontiers
-        tag = f"-{cfg.results.run_tag}" if cfg.results.run_tag else ""
-        sweep_path = write_new_file(
-            results_dir / f"{stamp}-{safe_name(model_name)}{tag}.sweep.json",
-            json.dumps(sweep, indent=2, default=str) + "\n",
-        )
-    return SweepOutcome(outcomes, sweep, sweep_path)
+    if not (len(outcomes) > 1 or cfg.load.find_max or frontier is not None or frontiers):
+        return SweepOutcome(outcomes)
+    sweep = sweep_summary(outcomes, search)
+    sweep["frontier"] = frontier
+    if frontiers is not None:  # --frontier --suite: one per member
+        sweep["frontiers"] = frontiers
+    check_result_type(sweep)  # held to its declared type (Sweep) before it is written
+    tag = f"-{cfg.results.run_tag}" if cfg.results.run_tag else ""
+    sweep_path = write_new_file(
+        results_dir / f"{stamp}-{safe_name(model_name)}{tag}.sweep.json",
+        json.dumps(sweep, indent=2, default=str) + "\n",
+    )
+    return SweepOutcome(outcomes, decode_sweep(sweep), sweep_path)
 
 
 def dist_ms(values_ns: Sequence[int | float]) -> dict[str, Any] | None:

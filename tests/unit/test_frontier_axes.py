@@ -27,6 +27,7 @@ from infer_prof.results.document import decode_result as typed
 from infer_prof.results.gate import AGGREGATE_METRICS, RunData, evaluate
 from infer_prof.results.loading import history_summary
 from infer_prof.results.schema import load_result, public_summary
+from infer_prof.results.sweep_document import decode_sweep
 
 
 def _summary(**kw: Any) -> dict[str, Any]:
@@ -184,12 +185,14 @@ def test_axes_reach_compare_gate_history_and_console() -> None:
 def test_sweep_table_shows_interactivity_and_per_gpu(capsys: pytest.CaptureFixture[str]) -> None:
     from rich.console import Console
 
-    row = {"mode": "closed", "load": 4, "request_throughput": 1.0, "output_throughput": 2.0,
+    row = {"result_file": "r.json", "mode": "closed", "load": 4, "request_throughput": 1.0,
+           "output_throughput": 2.0,
            "ttft_p50_ms": 1.0, "ttft_p99_ms": 1.0, "tpot_p50_ms": 8.0, "tpot_p99_ms": 9.0,
            "interactivity_tok_s_user": 125.0, "total_tok_s_per_gpu": 4321.0, "goodput": None,
            "slo_passed": None, "valid": True}
     console = Console(width=300, file=None, force_terminal=False)
     with console.capture() as cap:
-        print_sweep({"points": [row], "knees": []}, console)
+        print_sweep(decode_sweep({"schema_version": 1, "kind": "infer-prof.sweep",
+                                  "points": [row], "knees": []}), console)
     out = cap.get()
     assert "tok/s/user" in out and "125.0" in out and "4,321.0" in out
