@@ -31,6 +31,9 @@ HISTORY_HELP = (
     "The history: sqlite:///PATH (or a path) or postgresql://USER@HOST:PORT/DB (password: "
     f"PGPASSWORD or ~/.pgpass). Default: $INFER_PROF_HISTORY, else {DEFAULT_DB}."
 )
+#: The filters ``history`` and ``history export`` share.
+ModelFilter = Annotated[str | None, Opt(("--model", "-m"), "Only runs of this model.")]
+LabelFilter = Annotated[str | None, Opt(("--label",), "Only runs with this label (KEY=VALUE).")]
 
 history_app = typer.Typer(
     help="List recorded runs, or show one metric's trend for one configuration; import and "
@@ -165,12 +168,8 @@ class HistoryOptions:
     db_option: Annotated[str | None, Opt(
         ("--history", "--db"),
         HISTORY_HELP)] = None
-    model: Annotated[str | None, Opt(
-        ("--model", "-m"),
-        "Only runs of this model.")] = None
-    label: Annotated[str | None, Opt(
-        ("--label",),
-        "Only runs with this label (KEY=VALUE).")] = None
+    model: ModelFilter = None
+    label: LabelFilter = None
     limit: Annotated[int, Opt(
         ("--limit",),
         "List at most this many runs (0: all).")] = 50
@@ -346,12 +345,8 @@ class ExportOptions:
     db_option: Annotated[str | None, Opt(
         ("--history",),
         HISTORY_HELP)] = None
-    model: Annotated[str | None, Opt(
-        ("--model", "-m"),
-        "Only runs of this model.")] = None
-    label: Annotated[str | None, Opt(
-        ("--label",),
-        "Only runs with this label (KEY=VALUE).")] = None
+    model: ModelFilter = None
+    label: LabelFilter = None
     fingerprint: Annotated[str | None, Opt(
         ("--fingerprint",),
         "Only runs of this configuration.")] = None
