@@ -12,8 +12,8 @@ from rich.table import Table
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.declared import declared_command
+from infer_prof.config.options import Opt
 from infer_prof.core.measurement.accuracy import TARGETS_BY_MODE, calibration_mode, trusted_up_to
-from infer_prof.run.options import Opt
 
 
 def _parse_levels(text: str) -> list[int]:

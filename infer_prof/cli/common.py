@@ -1,5 +1,5 @@
 """Helpers shared by the subcommands: one-line errors (the parse functions of ``run``'s options
-are declared with them in :mod:`infer_prof.run.options`)."""
+are declared with them in :mod:`infer_prof.config.options`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import NoReturn
 
 import typer
 
-from infer_prof.run import options
+from infer_prof.config import options
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -17,7 +17,7 @@ def fail(message: str, code: int = 2) -> NoReturn:
 
 
 def parse_warmup(text: str) -> tuple[str, int | None]:
-    """``--warmup`` as (mode, count) (:func:`infer_prof.run.options.parse_warmup`); bad text:
+    """``--warmup`` as (mode, count) (:func:`infer_prof.config.options.parse_warmup`); bad text:
     one-line error, exit 2."""
     try:
         return options.parse_warmup(text)

@@ -19,6 +19,7 @@ from rich.table import Table
 from infer_prof.cli.common import fail
 from infer_prof.cli.compare_frontiers import compare_frontiers
 from infer_prof.cli.declared import declared_command
+from infer_prof.config.options import Opt
 from infer_prof.core.analysis.comparison import COLUMNS, format_value
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.comparison_rows import comparison_table
@@ -26,7 +27,6 @@ from infer_prof.results.document import Result
 from infer_prof.results.identity import PLACEMENT_FIELDS, differing_fields, readable_name
 from infer_prof.results.loading import load_typed_results
 from infer_prof.results.schema import ResultFileError
-from infer_prof.run.options import Opt
 
 FORMATS = ("table", "markdown", "csv", "json")
 

@@ -1,5 +1,5 @@
 """Typer commands built from declared options: each option is declared once, on a field of an
-options dataclass (``Annotated[type, Opt(...)]``, :mod:`infer_prof.run.options`), and the
+options dataclass (``Annotated[type, Opt(...)]``, :mod:`infer_prof.config.options`), and the
 command's parameters, their parsing and their checks follow from the declarations by name.
 
 ``run`` is built from :class:`~infer_prof.run.config.RunConfig` this way (its fields are the
@@ -18,7 +18,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 
 from infer_prof.cli.common import fail
-from infer_prof.run.options import Field, check_declared, declared_fields, literal_choices
+from infer_prof.config.options import Field, check_declared, declared_fields, literal_choices
 
 T = TypeVar("T")
 

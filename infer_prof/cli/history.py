@@ -16,6 +16,7 @@ from rich.table import Table
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.declared import declared_callback
+from infer_prof.config.options import Opt
 from infer_prof.core.analysis.changepoint import ChangePoint, detect_changepoints
 from infer_prof.core.analysis.regression import direction_for
 from infer_prof.core.measurement.metric_table import columns_at
@@ -24,7 +25,6 @@ from infer_prof.results import history, history_database
 from infer_prof.results.identity import config_fingerprint
 from infer_prof.results.loading import expand_paths, export_run, record_result
 from infer_prof.results.schema import ResultFileError, load_result, load_typed_result
-from infer_prof.run.options import Opt
 
 DEFAULT_DB = history_database.DEFAULT_HELP
 HISTORY_HELP = (

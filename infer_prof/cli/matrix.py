@@ -16,12 +16,12 @@ from rich.console import Console
 from infer_prof.cli.common import fail
 from infer_prof.cli.compare import _table
 from infer_prof.cli.declared import declared_command
+from infer_prof.config.options import Opt
 from infer_prof.core.planning.matrix import cell_run_args
 from infer_prof.core.planning.multinode import placement_bundles
 from infer_prof.results.comparison_rows import comparison_table
 from infer_prof.results.document import decode_result
 from infer_prof.run.config import ConfigError
-from infer_prof.run.options import Opt
 
 
 def _where_here(cells: Any) -> dict[int, str]:

@@ -20,12 +20,12 @@ from rich.table import Table
 
 from infer_prof.catalog.gpus import DetectedGpu, catalog, detect_gpus, find_gpu
 from infer_prof.cli.declared import declared_command
+from infer_prof.config.options import Opt
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.plan_result import Plan
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.core.planning.precisions import PRECISION_LABELS, PlanError
-from infer_prof.run.options import Opt
 
 _UNITS = {
     "": 1, "b": 1,

@@ -23,7 +23,7 @@ from infer_prof.catalog.prices import (
     load_prices,
 )
 from infer_prof.cli.declared import declared_command
-from infer_prof.run.options import Opt
+from infer_prof.config.options import Opt
 
 _LEFT = ("", "provider", "gpu", "date", "src")
 

@@ -17,6 +17,7 @@ from rich.table import Table
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.declared import declared_command
+from infer_prof.config.options import Opt
 from infer_prof.core.analysis.regression import (
     DEFAULT_THRESHOLD_PCT,
     MetricComparison,
@@ -36,7 +37,6 @@ from infer_prof.results.gate import (
 from infer_prof.results.identity import differing_fields
 from infer_prof.results.loading import load_results
 from infer_prof.results.schema import ResultFileError
-from infer_prof.run.options import Opt
 
 DEFAULT_HISTORY = history_database.DEFAULT_HELP
 RULES = ("ci", "mwu", "both", "either")
@@ -130,7 +130,7 @@ def _config_label(run: RunData) -> str:
     wl = ((r.workload or {}).get("name") if r else None) or "custom"
     if load and load.mode == "open":
         return f"{wl} rate {load.rate}"
-    conc = (load.concurrency if load else None) or (r.config.get("concurrency") if r else None)
+    conc = (load.concurrency if load else None) or (r.config.concurrency if r else None)
     return f"{wl} c{conc}"
 
 

@@ -11,10 +11,10 @@ import typer
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.declared import declared_command
+from infer_prof.config.options import Opt
 from infer_prof.results import history, history_database
 from infer_prof.results.loading import expand_paths, history_result
 from infer_prof.results.schema import ResultFileError
-from infer_prof.run.options import Opt
 
 if TYPE_CHECKING:  # the report modules are imported by the command: --help stays fast
     from infer_prof.report.run_data import RunData

@@ -23,9 +23,9 @@ from infer_prof.cli.common import fail
 from infer_prof.cli.declared import command_parameter
 from infer_prof.cli.run_exit import finish_run, print_outcome
 from infer_prof.cli.run_prices import check_instance
+from infer_prof.config.options import OUTPUT, SERVER, Opt, declared_fields
 from infer_prof.run.config import ConfigError, RunConfig, combine_warmup
 from infer_prof.run.default_model import choose_default
-from infer_prof.run.options import OUTPUT, SERVER, Opt, declared_fields
 
 if TYPE_CHECKING:  # (not at import: `infer-prof --help` stays light)
     from infer_prof.run.multi_endpoint import EndpointTarget

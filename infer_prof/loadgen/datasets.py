@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.core.messages import OneLineError
+from infer_prof.results.config_record import DatasetUsed
 
 FORMATS = ("prompt", "messages", "sharegpt")
 
@@ -72,12 +73,12 @@ class Dataset:
     rendering: str | None = None  # messages format: "chat_template" or "role: content"
     output_from: str = "data"
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> DatasetUsed:
         """For ``config.dataset`` in a result."""
-        return {"path": self.path, "sha256": self.sha256, "format": self.format,
-                "sample": self.sample, "seed": self.seed, "entries": len(self.entries),
-                "skipped": dict(self.skipped), "rendering": self.rendering,
-                "output_len_from": self.output_from}
+        return DatasetUsed(path=self.path, sha256=self.sha256, format=self.format,
+                           sample=self.sample, seed=self.seed, entries=len(self.entries),
+                           skipped=dict(self.skipped), rendering=self.rendering,
+                           output_len_from=self.output_from)
 
     def longest(self) -> int:
         """The longest input + output of any entry (tokens)."""

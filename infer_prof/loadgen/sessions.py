@@ -67,6 +67,7 @@ from infer_prof.loadgen.endpoint import StreamConnection, resolve
 from infer_prof.loadgen.pacing import SendPacer
 from infer_prof.loadgen.prompts import TokenPool, make_prompt
 from infer_prof.loadgen.text_prompts import TextPromptMaker
+from infer_prof.results.config_record import SessionDatasetUsed, SessionsUsed
 
 #: A turn before it gets its request index: (prompt, input tokens, output tokens).
 Turn = tuple[Prompt, int, int]
@@ -197,12 +198,12 @@ class ShareGptSessions:
     sample: int | None
     skipped: dict[str, int] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> SessionDatasetUsed:
         """For ``config.sessions.dataset``: path, sha256, sample, conversations, turns, skipped."""
-        return {"path": self.path, "sha256": self.sha256, "format": "sharegpt",
-                "sample": self.sample, "conversations": len(self.conversations),
-                "turns": sum(len(c) for c in self.conversations),
-                "skipped": dict(self.skipped)}
+        return SessionDatasetUsed(path=self.path, sha256=self.sha256, format="sharegpt",
+                                  sample=self.sample, conversations=len(self.conversations),
+                                  turns=sum(len(c) for c in self.conversations),
+                                  skipped=dict(self.skipped))
 
 
 def load_sharegpt_sessions(
@@ -298,10 +299,12 @@ class SessionPlan:
         return SessionRun(self.settings, self.conversations(
             n, wl.input_len, wl.output_len, wl.seed, pool, text, self.as_ids))
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> SessionsUsed:
         """For ``config.sessions`` in a result: the settings and the dataset (path, sha256)."""
-        return {**self.settings.to_dict(),
-                "dataset": self.dataset.to_dict() if self.dataset else None}
+        s = self.settings
+        return SessionsUsed(turns=s.turns, think_time_s=s.think_time_s, source=s.source,
+                            sessions=s.sessions, prompt=s.prompt,
+                            dataset=self.dataset.record() if self.dataset else None)
 
     def sessions_for(self, num_requests: int | None) -> int | None:
         """Whole sessions whose turns reach ``num_requests`` (None: bound by duration)."""

@@ -35,7 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof.core.messages import OneLineError
+from infer_prof.results.config_record import TraceUsed
 
 AZURE_COLUMNS = ("TIMESTAMP", "ContextTokens", "GeneratedTokens")
 #: Tokens per ``hash_ids`` block (the Mooncake trace's convention).
@@ -74,15 +77,19 @@ class Trace:
         """The longest input + output of any request (tokens)."""
         return max(i + o for i, o in zip(self.input_lens, self.output_lens, strict=True))
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> TraceUsed:
         """For ``config.trace`` in a result."""
         start, end = self.window
-        return {"path": self.path, "sha256": self.sha256, "format": self.format,
-                "window_s": [start, end], "time_scale": self.time_scale,
-                "requests": len(self.offsets), "skipped": dict(self.skipped),
-                "scheduled_rate": self.scheduled_rate(),
-                "hash_ids": self.hash_ids is not None,
-                "block_tokens": self.block_tokens if self.hash_ids is not None else None}
+        return TraceUsed(path=self.path, sha256=self.sha256, format=self.format,
+                         window_s=[start, end], time_scale=self.time_scale,
+                         requests=len(self.offsets), skipped=dict(self.skipped),
+                         scheduled_rate=self.scheduled_rate(),
+                         hash_ids=self.hash_ids is not None,
+                         block_tokens=self.block_tokens if self.hash_ids is not None else None)
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`record` as JSON types."""
+        return dict(msgspec.to_builtins(self.record()))
 
 
 def parse_window(text: str | None) -> tuple[float | None, float | None]:

@@ -29,9 +29,9 @@ def summary_table(result: Result) -> Table:
     """A rich table of one result: latencies (ms) by percentile, then throughputs and counts."""
     cfg = result.config
     title = (
-        f"{result.model.name if result.model else cfg.get('model')}  "
-        f"concurrency {cfg.get('concurrency')}  "
-        f"in {cfg.get('input_len')} / out {cfg.get('output_len')} tokens"
+        f"{result.model.name if result.model else cfg.model}  "
+        f"concurrency {cfg.concurrency}  "
+        f"in {cfg.input_len} / out {cfg.output_len} tokens"
     )
     t = Table(title=title, title_justify="left")
     t.add_column("latency (ms)")

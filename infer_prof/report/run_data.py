@@ -78,16 +78,16 @@ def gpu_label(result: Result, short: bool = False) -> str:
 
 
 def model_label(result: Result) -> str:
-    return str((result.model.name if result.model else None) or result.config.get("model") or "?")
+    return str((result.model.name if result.model else None) or result.config.model or "?")
 
 
 def load_of(result: Result) -> tuple[str, float | None]:
     """("rate", requests/s offered) for an open-loop run, else ("concurrency", streams)."""
     cfg = result.config
-    rate = num(cfg.get("request_rate") if "request_rate" in cfg else cfg.get("rate"))
+    rate = num(cfg.rate)
     if rate is not None:
         return "rate", rate
-    return "concurrency", num(cfg.get("concurrency"))
+    return "concurrency", num(cfg.concurrency)
 
 
 def load_text(result: Result) -> str:
@@ -189,7 +189,7 @@ def sweep_groups(runs: Sequence[RunData]) -> list[tuple[str, str, list[RunData]]
             (
                 model_label(r0),
                 gpu_label(r0, short=True),
-                f"in {cfg.get('input_len')}/out {cfg.get('output_len')}",
+                f"in {cfg.input_len}/out {cfg.output_len}",
                 str(config_fields(r0).get("precision") or ""),
             )
         )

@@ -83,13 +83,13 @@ def row_for(result: Result) -> dict[str, Any]:
     """One table row (keys of :data:`infer_prof.core.analysis.comparison.COLUMNS`) for one
     result."""
     cfg = result.config
-    labels = result.labels or cfg.get("labels") or {}
+    labels = result.labels or cfg.labels
     row: dict[str, Any] = {
         "gpu": gpu_text(result),
         "label": labels_text(labels if isinstance(labels, Mapping) else {}),
         "model": model_name(result),
         "precision": precision_of(result),
-        "concurrency": cfg.get("concurrency"),
+        "concurrency": cfg.concurrency,
         "status": run_status(result),
     }
     for col in METRIC_COLUMNS:

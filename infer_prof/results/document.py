@@ -39,6 +39,7 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
+from infer_prof.results.config_record import ConfigRecord
 from infer_prof.results.cost_sections import Cost, Energy
 from infer_prof.results.document_base import Distribution, Obj, Section
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
@@ -229,7 +230,7 @@ class Result(Section):
     kind: Literal["infer-prof.run"]
     run_id: str
     summary: Summary
-    config: Obj
+    config: ConfigRecord
     run_name: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
@@ -268,6 +269,10 @@ def decode_result(data: Any) -> Result:
     """A result document (parsed JSON) as :class:`Result`; keys it does not declare are
     ignored, keys it lacks take their defaults. Raises ``msgspec.ValidationError`` naming the
     first value of a wrong type by its path (e.g. ``$.summary.ttft_ms.p50``)."""
+    config = data.get("config") if isinstance(data, dict) else None
+    if isinstance(config, dict) and "request_rate" in config:  # older files' name of ``rate``
+        renamed = {k: v for k, v in config.items() if k != "request_rate"}
+        data = {**data, "config": {**renamed, "rate": config["request_rate"]}}
     return msgspec.convert(data, Result, strict=False)
 
 

@@ -82,7 +82,7 @@ def failure_hint(kind: str | None, detail: str | None, prompt: str | None = None
 
 def _config(result: Result) -> tuple[str | None, str | None]:
     cfg = result.config
-    return cfg.get("prompt"), (result.model.name if result.model else None) or cfg.get("model")
+    return cfg.prompt, (result.model.name if result.model else None) or cfg.model
 
 
 def _line(what: str, kinds: dict[str, int], detail: str | None, result: Result) -> str:

@@ -60,7 +60,7 @@ def load_of(result: Result) -> float | None:
     if load is not None:
         value = load.rate if load.mode == "open" else load.concurrency
     if value is None:
-        value = result.config.get("concurrency")
+        value = result.config.concurrency
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) \
         else None
 
@@ -170,7 +170,7 @@ def _curve(
     used = [by_load[p.concurrency] for p in pts if p.concurrency in by_load]
     problems = tuple(f"{name}: {status}" for name, r in used
                      if (status := run_status(r)) != "ok")
-    labels = newest.labels or _map(newest.config.get("labels"))
+    labels = newest.labels or newest.config.labels
     return Curve(
         gpu=_gpu_text(newest),
         instance=labels_text(labels),

@@ -18,6 +18,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from infer_prof.results.config_record import DatasetUsed, TraceUsed, option_value
 from infer_prof.results.document import Result
 
 FINGERPRINT_VERSION = 2
@@ -103,8 +104,8 @@ def precision_of(result: Result) -> str:
     value = (
         (result.plan.precision if result.plan else None)
         or result.precision
-        or cfg.get("quantization")
-        or cfg.get("dtype")
+        or cfg.quantization
+        or cfg.dtype
         or "auto"
     )
     return str(value)
@@ -112,7 +113,7 @@ def precision_of(result: Result) -> str:
 
 def model_name(result: Result) -> str | None:
     """``model.name``, else ``config.model``."""
-    name = (result.model.name if result.model else None) or result.config.get("model")
+    name = (result.model.name if result.model else None) or result.config.model
     return str(name) if name else None
 
 
@@ -131,43 +132,43 @@ def config_fields(result: Result) -> dict[str, Any]:
     cfg = result.config
     model, load = result.model, result.load
     served = result.server.served_model_name if result.server else None
-    workload = _as_dict(result.workload).get("name") or cfg.get("workload")
+    workload = _as_dict(result.workload).get("name") or cfg.workload
     if isinstance(workload, dict):
         workload = workload.get("name")
     fields = {
         "model": model_name(result),
         "engine_path": (model.engine_path or model.hub_id or model.path) if model else None,
         "precision": precision_of(result),
-        "quantization": cfg.get("quantization"),
-        "dtype": cfg.get("dtype"),
-        "concurrency": cfg.get("concurrency"),
-        "request_rate": cfg.get("request_rate") or cfg.get("rate") or (load.rate if load else None),
+        "quantization": cfg.quantization,
+        "dtype": cfg.dtype,
+        "concurrency": cfg.concurrency,
+        "request_rate": cfg.rate or (load.rate if load else None),
         "burstiness": load.burstiness if load else None,
         "max_concurrency": load.max_concurrency if load else None,
-        "input_len": cfg.get("input_len"),
-        "output_len": cfg.get("output_len"),
+        "input_len": cfg.input_len,
+        "output_len": cfg.output_len,
         "workload": workload,
-        "load_format": cfg.get("load_format"),
+        "load_format": cfg.load_format,
         "gpu": device_name(result),
         "gpu_count": gpu_count(result),
-        "served_model": served or cfg.get("served_model_name"),
+        "served_model": served or cfg.served_model_name,
     }
-    dataset = _as_dict(cfg.get("dataset"))
-    if dataset:  # only results with a dataset carry the field: older fingerprints stay the same
-        fields["dataset_sha256"] = dataset.get("sha256")
-    if cfg.get("api") == "chat":  # likewise: completions results keep their fingerprints
+    dataset = cfg.dataset
+    if isinstance(dataset, DatasetUsed):  # only results with a dataset carry the field: older
+        fields["dataset_sha256"] = dataset.sha256  # fingerprints stay the same
+    if cfg.api == "chat":  # likewise: completions results keep their fingerprints
         fields["api"] = "chat"
-    trace = _as_dict(cfg.get("trace"))
-    if trace:  # likewise: a replayed trace, its window and time scale
-        fields["trace_sha256"] = trace.get("sha256")
-        fields["trace_window"] = trace.get("window_s")
-        fields["trace_time_scale"] = trace.get("time_scale")
-    sessions = _as_dict(cfg.get("sessions"))
-    if sessions:  # likewise: multi-turn sessions (turns, think time, source, prompt, dataset)
-        ds = _as_dict(sessions.get("dataset"))
-        kept = {k: sessions.get(k) for k in ("turns", "think_time_s", "source", "prompt")}
-        kept["dataset_sha256"] = ds.get("sha256") if ds else None
-        fields["sessions"] = kept
+    trace = cfg.trace
+    if isinstance(trace, TraceUsed):  # likewise: a replayed trace, its window and time scale
+        fields["trace_sha256"] = trace.sha256
+        fields["trace_window"] = trace.window_s
+        fields["trace_time_scale"] = trace.time_scale
+    sessions = cfg.sessions
+    if sessions is not None:  # likewise: multi-turn sessions (turns, think time, source,
+        ds = sessions.dataset  # prompt, dataset)
+        fields["sessions"] = {"turns": sessions.turns, "think_time_s": sessions.think_time_s,
+                              "source": sessions.source, "prompt": sessions.prompt,
+                              "dataset_sha256": ds.sha256 if ds else None}
     return fields
 
 
@@ -186,9 +187,9 @@ def settings_fields(result: Result) -> dict[str, Any]:
     cfg = result.config
     out = config_fields(result)
     for key in ENGINE_SETTINGS:
-        value = cfg.get(key)
+        value = option_value(cfg, key)
         out[key] = list(value) if isinstance(value, (list, tuple)) else value
-    out["labels"] = dict(result.labels or _as_dict(cfg.get("labels")))
+    out["labels"] = dict(result.labels or cfg.labels)
     out["host"] = result.environment.host if result.environment else None
     return out
 

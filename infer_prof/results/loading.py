@@ -194,8 +194,8 @@ def record_result(
     """
     typed = decode_result(result)  # the document as written; its summary and text kept as is
     fp = config_fingerprint(typed)
-    labels = typed.labels or _as_dict(typed.config.get("labels"))
-    concurrency = typed.config.get("concurrency")
+    labels = typed.labels or typed.config.labels
+    concurrency = typed.config.concurrency
     history.record_run(db_path, history.RunEntry(
         run_id=typed.run_id,
         started_at=str(typed.started_at),

@@ -12,7 +12,9 @@ section); the JSON Schema of each version is shipped beside it
   (ISO 8601 UTC wall clock: labels only, never used for timing)
 - ``complete`` (bool) and ``incomplete_reason`` (why a run stopped early: interrupted,
   server_died, ...). An incomplete result still holds everything measured until then.
-- ``config``: every option the run was given; ``model``: what was profiled, its architecture
+- ``config``: every option the run was given, and what the run resolved for the point (its
+  API, load format, load, lengths, dataset, trace, sessions:
+  :mod:`infer_prof.results.config_record`); ``model``: what was profiled, its architecture
   and ``weights`` (real or random, ``origin``: local/hf-cache/hub/random/as-given, ``reason``);
   ``server``: how it was started or attached, its log file and exit code; for a server infer-prof
   started, ``startup_s`` (seconds from launch to a healthy ``/health``) and ``startup``

@@ -1,5 +1,5 @@
 """What a run is given (:class:`RunConfig`: five typed sub-configs, each option declared once on
-its field in :mod:`infer_prof.run.config_groups`), and the checks made before anything starts
+its field in :mod:`infer_prof.config.run_groups`), and the checks made before anything starts
 (:func:`validate`: the one place the configuration is checked).
 
 ``infer_prof.cli.run`` builds the ``run`` command from the sub-configs' declarations and passes
@@ -15,8 +15,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, cast
 
-from infer_prof.core.messages import OneLineError
-from infer_prof.run.config_groups import (
+from infer_prof.config.options import check_declared, parse_warmup
+from infer_prof.config.run_groups import (
+    SUB_CONFIGS,
     Api,
     CostConfig,
     EngineConfig,
@@ -24,17 +25,13 @@ from infer_prof.run.config_groups import (
     PromptsConfig,
     ResultsConfig,
 )
-from infer_prof.run.options import check_declared, parse_warmup
+from infer_prof.core.messages import OneLineError
 
 
 class ConfigError(OneLineError):
     """Bad input found before anything started; the message is one line naming the fix."""
 
 
-SUB_CONFIGS: dict[str, type] = {
-    "engine": EngineConfig, "load": LoadConfig, "prompts": PromptsConfig, "cost": CostConfig,
-    "results": ResultsConfig,
-}
 #: Each option's sub-config, by field name (the names are unique across sub-configs).
 GROUP_OF: dict[str, str] = {
     f.name: group for group, kind in SUB_CONFIGS.items() for f in fields(kind)
@@ -95,7 +92,7 @@ class RunConfig:
 def combine_warmup(text: str | None, count: int | None) -> tuple[str | None, int | None]:
     """The command line's ``--warmup TEXT`` and ``--warmup-requests N`` as the fields
     ``(warmup, warmup_requests)``: the mode and the count
-    (:func:`infer_prof.run.options.parse_warmup`). Raises ValueError when both are given."""
+    (:func:`infer_prof.config.options.parse_warmup`). Raises ValueError when both are given."""
     if text is not None and count is not None:
         raise ValueError("give --warmup or --warmup-requests, not both")
     if text is not None:

@@ -15,6 +15,7 @@ from typing import Any
 from infer_prof.catalog.gpus import DetectedGpu, detect_gpus, find_gpu
 from infer_prof.catalog.gpus import catalog as gpu_catalog
 from infer_prof.catalog.models import ResolvedModel, alias_config_dir
+from infer_prof.config.run_groups import EngineConfig
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
 from infer_prof.core.planning.plan_result import EngineSettings, Plan
 from infer_prof.core.planning.planner import PlanRequest, plan
@@ -26,7 +27,6 @@ from infer_prof.core.planning.precisions import (
     normalize_precision,
 )
 from infer_prof.run.config import ConfigError
-from infer_prof.run.config_groups import EngineConfig
 from infer_prof.run.environment import installed_vllm_version
 
 CPU_DEFAULT_KV_CACHE_BYTES = 512 * 1024 * 1024

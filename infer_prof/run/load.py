@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infer_prof.config.run_groups import ResultsConfig
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.core.measurement.precision import PrecisionRule
 from infer_prof.core.workload.workload_sampling import send_offsets
@@ -39,7 +40,6 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.loadgen.workers import WorkerJob
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results.store import result_paths
-from infer_prof.run.config_groups import ResultsConfig
 from infer_prof.run.load_points import client_processes
 from infer_prof.run.load_pool import PooledPoint, drive_pool
 from infer_prof.run.point_precision import PrecisionStop

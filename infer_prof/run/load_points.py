@@ -11,6 +11,7 @@ from typing import Any
 
 from infer_prof.catalog.models import ResolvedModel
 from infer_prof.catalog.workloads import WorkloadNotFoundError, expand_suite, load_workload
+from infer_prof.config.run_groups import EngineConfig, LoadConfig
 from infer_prof.core.measurement.warmup import staggered_output_len
 from infer_prof.core.workload.distributions import Empirical, Fixed
 from infer_prof.core.workload.workload_fields import WorkloadError
@@ -38,7 +39,6 @@ from infer_prof.loadgen.workers import (
     expected_events_per_s,
 )
 from infer_prof.run.config import Api, ConfigError, RunConfig
-from infer_prof.run.config_groups import EngineConfig, LoadConfig
 from infer_prof.run.warmup import DURATION_DRAWS, continuous_warmup, warmup_pool_size
 
 

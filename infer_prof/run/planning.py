@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from infer_prof.catalog.models import ModelError, ResolvedModel, resolve_model
+from infer_prof.config.run_groups import ResultsConfig
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.planning.duration import Estimate
 from infer_prof.core.planning.planner import Plan
@@ -23,7 +24,6 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
 from infer_prof.run.config import Api, ConfigError, RunConfig, check_api, resolve_api, validate
-from infer_prof.run.config_groups import ResultsConfig
 from infer_prof.run.engine_setup import engine_model_path, make_plan, resolve_gpu
 from infer_prof.run.environment import has_nvidia_gpu
 from infer_prof.run.load_points import (

@@ -33,6 +33,7 @@ from infer_prof.core.workload.slo import evaluate_slos, slos_from_mapping
 from infer_prof.core.workload.workloads import Workload
 from infer_prof.loadgen.traces import Trace
 from infer_prof.results import history_database
+from infer_prof.results.config_record import ResolvedConfig, config_record
 from infer_prof.results.document import (
     Api,
     Cost,
@@ -202,7 +203,7 @@ def _add_economics(
     ``core.analysis.frontier_axes``)."""
     ctx, wl, cfg = point.ctx, point.wl, point.ctx.cfg
     engine_gpus, engine_gpus_how = gpus_used(
-        {"config": result.config, "server": msgspec.to_builtins(result.server),
+        {"config": msgspec.to_builtins(result.config), "server": msgspec.to_builtins(result.server),
          "plan": msgspec.to_builtins(result.plan)})
     assert result.gpu is not None
     result.gpu.engine_gpus, result.gpu.engine_gpus_how = engine_gpus, engine_gpus_how
@@ -239,13 +240,13 @@ def _add_economics(
     result.summary = msgspec.structs.replace(result.summary, **axes)
 
 
-def config_section(point: PointRun) -> Obj:
-    """The result's ``config``: every option of the run (the API key hidden), where it was
-    recorded (never with a password), and the values this point ran with (the workload's,
-    after command-line overrides)."""
+def config_section(point: PointRun) -> ResolvedConfig:
+    """The result's ``config`` (:data:`~infer_prof.results.config_record.ConfigRecord`): every
+    option of the run (the API key hidden), where it was recorded (never with a password), and
+    the values this point ran with (the workload's, after command-line overrides)."""
     ctx, wl = point.ctx, point.wl
     cfg, a = ctx.cfg, wl.arrival
-    return {
+    return config_record({
         **cfg.options(),
         "api": ctx.api,  # as the run resolved them, not only as given
         "load_format": ctx.load_format,
@@ -262,10 +263,10 @@ def config_section(point: PointRun) -> Obj:
         "prompt": (
             ctx.sessions.settings.prompt if ctx.sessions else prompt_mode(cfg, ctx.dataset, ctx.api)
         ),
-        "dataset": ctx.dataset.to_dict() if ctx.dataset else None,
-        "trace": ctx.trace.to_dict() if ctx.trace else None,
-        "sessions": ctx.sessions.to_dict() if ctx.sessions else None,
-    }
+        "dataset": ctx.dataset.record() if ctx.dataset else None,
+        "trace": ctx.trace.record() if ctx.trace else None,
+        "sessions": ctx.sessions.record() if ctx.sessions else None,
+    })
 
 
 def load_section(wl: Workload, records: list[RequestRecord]) -> Load:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from infer_prof.catalog.models import ResolvedModel
 from infer_prof.catalog.weights import choose_weights
+from infer_prof.config.run_groups import EngineConfig
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.duration import (
@@ -31,7 +32,6 @@ from infer_prof.core.planning.plan_result import Plan
 from infer_prof.core.planning.weights import WeightDecision
 from infer_prof.core.workload.workloads import Workload, warmup_seconds
 from infer_prof.run.config import ConfigError, RunConfig
-from infer_prof.run.config_groups import EngineConfig
 from infer_prof.run.warmup import OPEN_LOOP_STEADY_WARMUP
 from infer_prof.servers.cpu_split import allowed_cpus, plan_cpu_split
 

@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infer_prof.config.run_groups import ResultsConfig
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results.store import result_paths, save_run_files
 from infer_prof.run.config import ConfigError
-from infer_prof.run.config_groups import ResultsConfig
 
 MIN_FREE_BYTES = 1 << 20
 """A results folder with less free space than this (1 MiB) is refused before a run starts:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.catalog.models import ResolvedModel
+from infer_prof.config.run_groups import EngineConfig
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.planning.planner import Plan
 from infer_prof.core.workload.slo import Slo
@@ -27,7 +28,6 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine, StartupLine
 from infer_prof.results.store import make_run_name, result_paths, write_new_file
 from infer_prof.run.config import Api, ConfigError, RunConfig
-from infer_prof.run.config_groups import EngineConfig
 from infer_prof.run.endpoint_check import list_models
 from infer_prof.run.engine_setup import launch_settings, planned_engine_version
 from infer_prof.run.load_points import dataset_ids, point_label, token_pool

@@ -31,7 +31,7 @@ from infer_prof.cli.plan import PlanOptions, plan_command
 from infer_prof.cli.prices import PricesOptions, prices_command
 from infer_prof.cli.regress import RegressOptions, regress_command
 from infer_prof.cli.report import ReportOptions, report_command
-from infer_prof.run.options import POSITIVE_INT, Opt, declared_fields
+from infer_prof.config.options import POSITIVE_INT, Opt, declared_fields
 
 COMMANDS = [
     ("plan", PlanOptions, plan_command),

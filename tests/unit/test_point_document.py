@@ -8,6 +8,7 @@ from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.core.workload.distributions import Fixed
 from infer_prof.core.workload.workloads import Arrival, Workload
 from infer_prof.loadgen.traces import Trace
+from infer_prof.results.config_record import ConfigRecord
 from infer_prof.results.document import (
     Client,
     Load,
@@ -65,7 +66,7 @@ def test_the_client_section_is_declared_and_a_misspelt_key_is_refused() -> None:
 
 def test_the_written_document_holds_every_declared_key_and_checks() -> None:
     result = Result(schema_version=1, kind="infer-prof.run", run_id="r", summary=Summary(),
-                    config={}, client=Client(processes=1))
+                    config=ConfigRecord(), client=Client(processes=1))
     doc = document_json(result)
     assert set(doc) == set(Result.__struct_fields__)
     assert doc["client"]["processes"] == 1 and doc["client"]["workers"] is None

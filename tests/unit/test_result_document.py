@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import jsonschema
+import msgspec
 import pytest
 
 from infer_prof.results.document import (
@@ -210,3 +211,45 @@ def test_the_slo_section_is_typed_as_core_slo_writes_it():
     assert "FAIL: ttft_p99 120 > 100 ms" in text and "1.500" in text
     bad = _doc(slo={**block, "passed": "no"})
     assert any("$.slo.passed" in p for p in check_document(bad))
+
+
+def test_the_config_section_has_every_run_option_typed_as_declared():
+    """The result's config is made from the option declarations: each option of `infer-prof
+    run` is a field, typed as its declaration (or None for files that predate it), so an
+    option added to its group is recorded and in the schema with nothing else changed."""
+    import typing
+    from dataclasses import fields as dc_fields
+
+    from infer_prof.config.run_groups import SUB_CONFIGS
+    from infer_prof.results.config_record import ConfigRecord, ResolvedConfig
+
+    declared = {f.name for f in msgspec.structs.fields(ConfigRecord)}
+    for kind in SUB_CONFIGS.values():
+        hints = typing.get_type_hints(kind)
+        for f in dc_fields(kind):
+            assert f.name in declared, f.name
+            if f.name not in ResolvedConfig.__struct_fields__:
+                field = next(x for x in msgspec.structs.fields(ConfigRecord) if x.name == f.name)
+                assert field.type == (hints[f.name] | None), f.name
+    props = json_schema()["$defs"]["ConfigRecord"]["properties"]
+    assert props["think_time_s"]["anyOf"][0]["type"] == "number"
+    assert props["engine_args"]["anyOf"][0]["type"] == "array"
+
+
+def test_a_misspelt_or_mistyped_config_key_is_caught_before_writing():
+    from infer_prof.results.config_record import config_record
+
+    with pytest.raises(TypeError, match="'modle'"):
+        config_record({"modle": "tiny-llama"})
+    with pytest.raises(msgspec.ValidationError, match=r"\$\.think_time_s"):
+        config_record({"think_time_s": "soon"})
+    doc = {"kind": "infer-prof.run", "schema_version": 1, "run_id": "r", "summary": {},
+           "config": {"concurency": 4}}
+    assert check_document(doc) == ["undeclared key $.config.concurency"]
+
+
+def test_an_older_file_naming_the_rate_request_rate_reads_it_as_the_rate():
+    doc = {"kind": "infer-prof.run", "schema_version": 1, "run_id": "r", "summary": {},
+           "config": {"request_rate": 2.5, "model": "tiny-llama"}}
+    config = decode_result(doc).config
+    assert config.rate == 2.5 and config.model == "tiny-llama"

@@ -1,4 +1,4 @@
-"""`infer-prof run`'s options are declared once, on RunConfig's fields (run/options.py Opt), the
+"""`infer-prof run`'s options are declared once, on RunConfig's fields (config/options.py Opt), the
 command is built from them by name, and the rules between options are checked in one place
 (run/config.py validate)."""
 
@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 from infer_prof.cli import app
 from infer_prof.cli import declared as cli_declared
 from infer_prof.cli import run as cli_run
+from infer_prof.config.options import GROUPS, Internal, Opt, declared_fields
 from infer_prof.run.config import ConfigError, RunConfig, validate
-from infer_prof.run.options import GROUPS, Internal, Opt, declared_fields
 
 ALL_FIELDS = cli_run.RUN_FIELDS + cli_run.COMMAND_FIELDS
 

@@ -1,7 +1,7 @@
 """The options of a run in five groups, one typed sub-config each (the groups ``run --help``
 shows): :class:`EngineConfig`, :class:`LoadConfig`, :class:`PromptsConfig`,
 :class:`CostConfig`, :class:`ResultsConfig`. Each option is declared once, on its field
-(``Annotated[type, Opt(...)]``, :mod:`infer_prof.run.options`): flag(s), help, the type the user
+(``Annotated[type, Opt(...)]``, :mod:`infer_prof.config.options`): flag(s), help, the type the user
 types and the parse function to the field's type, the allowed range or choices.
 :class:`infer_prof.run.config.RunConfig` holds one of each.
 
@@ -15,8 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
-from infer_prof.core.analysis.sweep import parse_concurrency_list, parse_rate_list
-from infer_prof.run.options import (
+from infer_prof.config.options import (
     COST,
     LOAD,
     OUTPUT,
@@ -31,6 +30,7 @@ from infer_prof.run.options import (
     parse_size,
     split_engine_args,
 )
+from infer_prof.core.analysis.sweep import parse_concurrency_list, parse_rate_list
 
 Api = Literal["completions", "chat"]  # /v1/completions or /v1/chat/completions
 PromptKind = Literal["text", "token-ids"]  # words of an exact token count, or token IDs
@@ -314,3 +314,10 @@ class ResultsConfig:
     metrics_interval_s: Annotated[float, Internal("/metrics scrape period (s)")] = 0.5
 
 
+#: The sub-configs by group name, in the order ``run --help`` shows them (a
+#: :class:`~infer_prof.run.config.RunConfig` holds one of each; the result's ``config`` records
+#: their fields, :mod:`infer_prof.results.config_record`).
+SUB_CONFIGS: dict[str, type] = {
+    "engine": EngineConfig, "load": LoadConfig, "prompts": PromptsConfig, "cost": CostConfig,
+    "results": ResultsConfig,
+}
