@@ -134,7 +134,7 @@ def build_result(point: PointRun) -> Result:
         if state.session_run else None,
         trace_replay=trace_replay(ctx.trace, records) if ctx.trace else None,
         api=msgspec.convert(api_block(ctx.api, records), Api),
-        workload=wl.to_dict(),
+        workload=wl.record(),
         load=load_section(wl, records),
         warmup=msgspec.convert(
             warmup_block(wl.warmup, wl.warmup_requests, records, state.warmup,
