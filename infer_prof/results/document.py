@@ -23,7 +23,8 @@ plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, `
 :mod:`infer_prof.results.engine_sections`; ``cost`` and ``energy`` in
 :mod:`infer_prof.results.cost_sections`; ``frontier`` and ``precision_stop`` in
 :mod:`infer_prof.results.frontier_sections`; ``server`` and ``telemetry`` in
-:mod:`infer_prof.results.server_sections`; the section base and :class:`Distribution` in
+:mod:`infer_prof.results.server_sections`; ``matrix`` in
+:mod:`infer_prof.results.matrix_sections`; the section base and :class:`Distribution` in
 :mod:`infer_prof.results.document_base`. ``workload`` is the workload file mapping, declared
 once in :mod:`infer_prof.core.workload.workload_record` (what ``Workload.to_dict`` writes).
 
@@ -52,6 +53,7 @@ from infer_prof.results.load_sections import (
     TraceReplay,
     Warmup,
 )
+from infer_prof.results.matrix_sections import MatrixSection
 from infer_prof.results.model_sections import ChatTemplateTokens, ModelArchitecture, WeightsUsed
 from infer_prof.results.server_sections import Server, Telemetry
 
@@ -262,7 +264,7 @@ class Result(Section):
     roofline: Roofline | None = None
     frontier: Frontier | None = None
     precision_stop: PrecisionStop | None = None
-    matrix: Obj | None = None
+    matrix: MatrixSection | None = None
 
 
 def decode_result(data: Any) -> Result:
