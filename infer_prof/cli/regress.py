@@ -127,7 +127,7 @@ def _config_label(run: RunData) -> str:
     """A short name for a run's configuration: workload and load point."""
     r = run.result
     load = r.load if r else None
-    wl = ((r.workload or {}).get("name") if r else None) or "custom"
+    wl = (r.workload.name if r and r.workload else None) or "custom"
     if load and load.mode == "open":
         return f"{wl} rate {load.rate}"
     conc = (load.concurrency if load else None) or (r.config.concurrency if r else None)

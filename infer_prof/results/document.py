@@ -14,9 +14,8 @@ One declaration serves three purposes:
 Types are `msgspec <https://jcristharif.com/msgspec/>`_ Structs: decoding and validating a
 result is a C loop (``benchmarks/result_types.py`` prints it beside pydantic and plain
 ``json``), the package is about 0.5 MB with no dependencies of its own, and vLLM already
-depends on it. Sections whose shape belongs to another module and changes with it
-(``config``: the run's options; ``workload``) are typed as JSON objects here and documented
-where they are built.
+depends on it. ``config`` (the run's options) is typed as a JSON object here and documented
+where it is built.
 
 The sections that say how the load ran (``load``, ``warmup``, ``stream``, ``trace_replay``,
 ``client``, ``sessions``) are declared in :mod:`infer_prof.results.load_sections`; the engine's
@@ -24,8 +23,10 @@ plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, `
 :mod:`infer_prof.results.engine_sections`; ``cost`` and ``energy`` in
 :mod:`infer_prof.results.cost_sections`; ``frontier`` and ``precision_stop`` in
 :mod:`infer_prof.results.frontier_sections`; ``server`` and ``telemetry`` in
-:mod:`infer_prof.results.server_sections`; the section base and :class:`Distribution` in
-:mod:`infer_prof.results.document_base`.
+:mod:`infer_prof.results.server_sections`; ``matrix`` in
+:mod:`infer_prof.results.matrix_sections`; the section base and :class:`Distribution` in
+:mod:`infer_prof.results.document_base`. ``workload`` is the workload file mapping, declared
+once in :mod:`infer_prof.core.workload.workload_record` (what ``Workload.to_dict`` writes).
 
 Units are in the names: ``_ms`` milliseconds, ``_s`` seconds, ``_usd`` US dollars,
 ``_j`` joules, ``_w`` watts, ``throughput`` tokens (or requests) per second.
@@ -39,9 +40,10 @@ from typing import Annotated, Any, Literal, get_args
 
 import msgspec
 
+from infer_prof.core.workload.workload_record import WorkloadRecord
 from infer_prof.results.config_record import ConfigRecord
 from infer_prof.results.cost_sections import Cost, Energy
-from infer_prof.results.document_base import Distribution, Obj, Section
+from infer_prof.results.document_base import Distribution, Section
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
 from infer_prof.results.frontier_sections import Frontier, PrecisionStop
 from infer_prof.results.load_sections import (
@@ -52,6 +54,7 @@ from infer_prof.results.load_sections import (
     TraceReplay,
     Warmup,
 )
+from infer_prof.results.matrix_sections import MatrixSection
 from infer_prof.results.model_sections import ChatTemplateTokens, ModelArchitecture, WeightsUsed
 from infer_prof.results.server_sections import Server, Telemetry
 
@@ -239,7 +242,7 @@ class Result(Section):
     sessions: Sessions | None = None
     trace_replay: TraceReplay | None = None
     api: Api | None = None
-    workload: Obj | None = None
+    workload: WorkloadRecord | None = None
     load: Load | None = None
     warmup: Warmup | None = None
     labels: dict[str, str] = {}
@@ -262,7 +265,7 @@ class Result(Section):
     roofline: Roofline | None = None
     frontier: Frontier | None = None
     precision_stop: PrecisionStop | None = None
-    matrix: Obj | None = None
+    matrix: MatrixSection | None = None
 
 
 def decode_result(data: Any) -> Result:
@@ -278,25 +281,40 @@ def decode_result(data: Any) -> Result:
 
 def undeclared_keys(data: Any, kind: type = Result, path: str = "$") -> list[str]:
     """Paths of keys in ``data`` that ``kind`` (a Struct) does not declare, recursively through
-    nested Structs (and lists / optionals of them); JSON-object sections are open."""
+    nested Structs (and lists / optionals of them; of a tagged union, the member its tag names);
+    JSON-object sections are open."""
     if not isinstance(data, dict):
         return []
     info = msgspec.inspect.type_info(kind)
     if not isinstance(info, msgspec.inspect.StructType):
         return []
-    fields = {f.encode_name: f.type for f in info.fields}
+    fields: dict[str, msgspec.inspect.Type] = {f.encode_name: f.type for f in info.fields}
+    if info.tag_field is not None:
+        fields[info.tag_field] = msgspec.inspect.AnyType()
     found: list[str] = []
     for key, value in data.items():
         if key not in fields:
             found.append(f"{path}.{key}")
             continue
-        for struct in _structs(fields[key]):
+        for struct in _tagged(_structs(fields[key]), value):
             found += undeclared_keys(value, struct, f"{path}.{key}")
         if isinstance(value, list):
             for struct in _structs(fields[key], in_list=True):
                 for i, item in enumerate(value):
                     found += undeclared_keys(item, struct, f"{path}.{key}[{i}]")
     return found
+
+
+def _tagged(structs: list[type], value: Any) -> list[type]:
+    """Of ``structs`` (the members of one type), those ``value`` may be: a tagged union's member
+    whose tag ``value`` holds (none when it holds no member's tag: a type error, reported
+    as such), else all of them."""
+    infos = [msgspec.inspect.type_info(s) for s in structs]
+    tags = [(i.tag_field, i.tag) for i in infos
+            if isinstance(i, msgspec.inspect.StructType) and i.tag_field is not None]
+    if len(tags) < 2 or len(tags) != len(structs) or not isinstance(value, dict):
+        return structs
+    return [s for s, (field, tag) in zip(structs, tags, strict=True) if value.get(field) == tag]
 
 
 def _structs(t: msgspec.inspect.Type, in_list: bool = False) -> list[type]:

@@ -7,8 +7,8 @@ two runs "the same configuration" and their stable hash, and which settings diff
   ``compare`` and ``regress`` refuse to mix without ``--force``).
 
 Every function reads a :class:`infer_prof.results.document.Result` (attributes: a misspelt field
-is a type error); ``config`` and ``workload`` are the open sections
-documented where they are built, read as JSON objects.
+is a type error); ``config`` is the open section documented where it is built, read as a JSON
+object.
 """
 
 from __future__ import annotations
@@ -56,10 +56,6 @@ ENGINE_SETTINGS = (
 
 # Fields that describe where a run ran rather than what it ran: compare ignores them.
 PLACEMENT_FIELDS = ("gpu", "gpu_count", "labels", "host", "environment")
-
-
-def _as_dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def readable_name(result: Result) -> str:
@@ -132,7 +128,7 @@ def config_fields(result: Result) -> dict[str, Any]:
     cfg = result.config
     model, load = result.model, result.load
     served = result.server.served_model_name if result.server else None
-    workload = _as_dict(result.workload).get("name") or cfg.workload
+    workload = (result.workload.name if result.workload else None) or cfg.workload
     if isinstance(workload, dict):
         workload = workload.get("name")
     fields = {

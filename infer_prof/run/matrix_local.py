@@ -8,7 +8,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import msgspec
+
 from infer_prof.core.planning.matrix import Matrix
+from infer_prof.results.matrix_sections import Placement
 from infer_prof.run.matrix_cell import run_cell_here
 from infer_prof.run.matrix_plan import CellPlan
 from infer_prof.run.matrix_record import CellOutcome, LostAttempt, save_cell, save_lost_cell
@@ -24,7 +27,7 @@ def run_here(matrix: Matrix, plans: dict[int, CellPlan], results_dir: Path,
     re-raise KeyboardInterrupt."""
     outcomes: list[CellOutcome] = []
     n = len(matrix.cells)
-    placement = {"where": "here"}
+    placement = Placement(where="here")
     for cell in matrix.cells:
         pp = plans[cell.index].pipeline
         if pp > 1:
@@ -35,7 +38,8 @@ def run_here(matrix: Matrix, plans: dict[int, CellPlan], results_dir: Path,
         say(f"[{cell.index}/{n}] {cell.cell_id}: starting here" if cell.gpu == "cpu" else
             f"[{cell.index}/{n}] {cell.cell_id}: checking this machine's GPU, then starting")
         submitted = time.time()
-        run = run_cell_here(cell, capture=not live, require_gpu=True, node=placement)
+        run = run_cell_here(cell, capture=not live, require_gpu=True,
+                            node=msgspec.to_builtins(placement))
         outcome = save_cell(run, matrix, results_dir, history, 1, placement, submitted)
         if run.interrupted and outcome.status != "incomplete":
             outcome = save_lost_cell(cell, matrix, results_dir, history, LostAttempt(

@@ -28,9 +28,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof import __version__
 from infer_prof.catalog.ray_accelerators import RESOURCE_PREFIX, choose_ray_type, ray_types
 from infer_prof.core.planning.matrix import CPU, Cell, Matrix
+from infer_prof.results.matrix_sections import Placement
 from infer_prof.run.config import ConfigError
 from infer_prof.run.matrix_cell import CellRun, node_facts, run_cell_here, supports_frontier
 from infer_prof.run.matrix_plan import CellPlan
@@ -241,7 +244,7 @@ def run_on_ray(ray: Any, matrix: Matrix, plans: dict[int, CellPlan], types: dict
                     + (f": {outcome.reason}" if outcome.reason else ""))
                 if outcome.status == "incomplete" and outcome.reason and "lost" in outcome.reason:
                     others = [x for x in _alive_nodes(ray, RESOURCE_PREFIX + p.accelerator_type)
-                              if x["NodeID"] != outcome.placement.get("node_id")]
+                              if x["NodeID"] != outcome.placement.node_id]
                     if p.attempt == 1 and others:
                         submit(p.cell, 2)
                     else:
@@ -266,10 +269,11 @@ def run_on_ray(ray: Any, matrix: Matrix, plans: dict[int, CellPlan], types: dict
     return outcomes
 
 
-def _placement(p: _Pending) -> dict[str, Any]:
+def _placement(p: _Pending) -> Placement:
+    """Where the driver saw the cell start (None before it did)."""
     s = p.started or {}
-    return {"ray_node_id": s.get("node_id"), "node_id": s.get("node_id"), "ip": s.get("ip"),
-            "accelerator_type": p.accelerator_type}
+    return Placement(ray_node_id=s.get("node_id"), node_id=s.get("node_id"), ip=s.get("ip"),
+                     accelerator_type=p.accelerator_type)
 
 
 def _lost(p: _Pending, matrix: Matrix, results_dir: Path, history: str | Path | None,
@@ -296,6 +300,7 @@ def _finish(ray: Any, ref: Any, p: _Pending, matrix: Matrix, results_dir: Path,
         reason = (f"{where} lost mid-cell ({type(exc).__name__}): "
                   f"{str(exc).strip().splitlines()[0][:200]}")
         return _lost(p, matrix, results_dir, history, reason, "incomplete")
-    placement = {**_placement(p), "node_id": run.node.get("node_id"),
-                 "ip": run.node.get("ip"), "ray_node_id": run.node.get("node_id")}
+    placement = msgspec.structs.replace(  # where the cell itself says it ran
+        _placement(p), node_id=run.node.get("node_id"), ip=run.node.get("ip"),
+        ray_node_id=run.node.get("node_id"))
     return save_cell(run, matrix, results_dir, history, p.attempt, placement, p.submitted_at)

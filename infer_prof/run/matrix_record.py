@@ -13,10 +13,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof import __version__
 from infer_prof.core.planning.matrix import Cell, Matrix
 from infer_prof.results import history_database
+from infer_prof.results.document_base import Obj
 from infer_prof.results.loading import record_result
+from infer_prof.results.matrix_sections import MatrixSection, NodeFacts, Placement
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.results.store import safe_name, write_file, write_result
 from infer_prof.run.matrix_cell import CellRun
@@ -30,7 +34,7 @@ class CellOutcome:
     status: str  # "done" | "incomplete" | "failed" | "skipped" | "cancelled"
     reason: str | None = None
     attempt: int = 1
-    placement: dict[str, Any] = field(default_factory=dict)  # node, IP, accelerator type
+    placement: Placement = field(default_factory=Placement)  # node, IP, accelerator type
     result_paths: list[Path] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)
     submitted_at: float | None = None  # driver's wall clock (s)
@@ -45,16 +49,18 @@ class CellOutcome:
         duration = (None if self.started_at is None or self.finished_at is None
                     else round(self.finished_at - self.started_at, 3))
         return {"cell": self.cell.to_dict(), "status": self.status, "reason": self.reason,
-                "attempt": self.attempt, "placement": self.placement,
+                "attempt": self.attempt, "placement": msgspec.to_builtins(self.placement),
                 "results": [str(p) for p in self.result_paths],
                 "submit_to_start_s": start_delay, "duration_s": duration,
                 "history_errors": self.history_errors}
 
 
-def _section(matrix: Matrix, cell: Cell, attempt: int, placement: dict[str, Any]
-             ) -> dict[str, Any]:
-    return {"name": matrix.name, "file": matrix.source, "cell": cell.to_dict(),
-            "attempt": attempt, "placement": placement}
+def _section(matrix: Matrix, cell: Cell, attempt: int, placement: Placement) -> Obj:
+    """The result's ``matrix`` section (:class:`MatrixSection`) as JSON values."""
+    section = MatrixSection(name=matrix.name, file=matrix.source, cell=cell.record(),
+                            attempt=attempt, placement=placement)
+    out: Obj = msgspec.to_builtins(section)
+    return out
 
 
 def _tag(cell: Cell, attempt: int) -> str:
@@ -85,11 +91,11 @@ def _record(doc: dict[str, Any], path: Path, history: str | Path | None,
 
 
 def save_cell(run: CellRun, matrix: Matrix, results_dir: Path, history: str | Path | None,
-              attempt: int, placement: dict[str, Any], submitted_at: float | None
+              attempt: int, placement: Placement, submitted_at: float | None
               ) -> CellOutcome:
     """Write a finished cell's result files (run ids made unique per cell: the GPU, engine and
     workload appended) and record each in ``history`` (None: not recorded)."""
-    placement = {**placement, "node": run.node}
+    placement = msgspec.structs.replace(placement, node=msgspec.convert(run.node, NodeFacts))
     outcome = CellOutcome(run.cell, "done", attempt=attempt, placement=placement,
                           submitted_at=submitted_at, started_at=run.started_at,
                           finished_at=run.finished_at)
@@ -124,7 +130,7 @@ class LostAttempt:
     started (Unix seconds; None when it never was)."""
 
     attempt: int
-    placement: dict[str, Any]
+    placement: Placement
     reason: str
     status: str
     submitted_at: float | None

@@ -41,13 +41,12 @@ from infer_prof.results.document import (
     Environment,
     GpuUsed,
     Model,
-    Obj,
     Result,
     SloOutcome,
     Summary,
     Validity,
 )
-from infer_prof.results.document_base import Distribution
+from infer_prof.results.document_base import Distribution, Obj
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
 from infer_prof.results.frontier_sections import PrecisionStop
 from infer_prof.results.load_sections import (
@@ -135,7 +134,7 @@ def build_result(point: PointRun) -> Result:
         if state.session_run else None,
         trace_replay=trace_replay(ctx.trace, records) if ctx.trace else None,
         api=msgspec.convert(api_block(ctx.api, records), Api),
-        workload=wl.to_dict(),
+        workload=wl.record(),
         load=load_section(wl, records),
         warmup=msgspec.convert(
             warmup_block(wl.warmup, wl.warmup_requests, records, state.warmup,

@@ -200,7 +200,7 @@ def sweep_summary(outcomes: list[RunOutcome], search: dict[str, Any] | None) -> 
         rows.append(
             {
                 "result_file": o.result_path.name,
-                "workload": (r.workload or {}).get("name"),
+                "workload": r.workload.name if r.workload else None,
                 "mode": load.mode if load else None,
                 "load": None if load is None else (
                     load.concurrency if load.mode == "closed" else load.rate),

@@ -20,6 +20,7 @@ CORE_MAY_IMPORT = frozenset({
     "__future__", "abc", "array", "bisect", "collections", "collections.abc", "dataclasses", "enum",
     "fnmatch", "functools", "heapq", "itertools", "math", "numbers", "operator", "random", "re",
     "statistics", "typing",
+    "msgspec",  # declared types (Structs) and their JSON values: no I/O of its own
 })
 #: Builtins that do I/O; ``core`` calls none of them.
 IO_BUILTINS = frozenset({"open", "print", "input", "exec", "eval", "__import__"})

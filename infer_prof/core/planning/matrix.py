@@ -26,6 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 CPU = "cpu"
 """The GPU entry meaning *this machine as it is* (no GPU type named; vLLM-CPU without a GPU)."""
 
@@ -77,6 +79,23 @@ class MatrixWorkload:
     num_requests: int | None = None
 
 
+class MatrixCellRecord(msgspec.Struct, kw_only=True):
+    """A cell as its results record it (``matrix.cell``): ``index`` (from 1), ``id``
+    (model/GPU/engine/workload), the model, the GPU key (or ``cpu``), the engine's and the
+    workload's names, the load points' concurrencies, the endpoint (None: vLLM started here)
+    and whether the cell runs ``--frontier``."""
+
+    index: int
+    id: str
+    model: str
+    gpu: str
+    engine: str
+    workload: str
+    concurrency: list[int] = []
+    endpoint: str | None = None
+    frontier: bool = False
+
+
 @dataclass(frozen=True)
 class Cell:
     """One cell of the matrix: one ``infer-prof run`` (one engine launch) on one GPU type.
@@ -98,14 +117,18 @@ class Cell:
         """``tiny-llama/H100-SXM/default/default``: model / GPU / engine / workload."""
         return f"{self.model}/{self.gpu}/{self.engine.name}/{self.workload.name}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> MatrixCellRecord:
         """The cell as recorded in each of its results' ``matrix`` section."""
-        return {
-            "index": self.index, "id": self.cell_id, "model": self.model, "gpu": self.gpu,
-            "engine": self.engine.name, "workload": self.workload.name,
-            "concurrency": list(self.workload.concurrency), "endpoint": self.endpoint,
-            "frontier": self.frontier,
-        }
+        return MatrixCellRecord(
+            index=self.index, id=self.cell_id, model=self.model, gpu=self.gpu,
+            engine=self.engine.name, workload=self.workload.name,
+            concurrency=list(self.workload.concurrency), endpoint=self.endpoint,
+            frontier=self.frontier)
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`record` as JSON values (the matrix summary file's ``cell``)."""
+        out: dict[str, Any] = msgspec.to_builtins(self.record())
+        return out
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,8 @@
 
 Pure: stdlib ``random.Random`` only; the caller passes the generator, so a seed reproduces every
 draw exactly. Five kinds, each a frozen dataclass with ``sample(rng, n)``, ``mean()``,
-``support()``, ``scaled(factor)`` and ``to_dict()``:
+``support()``, ``scaled(factor)``, ``record()`` (the typed table a workload file writes,
+:mod:`infer_prof.core.workload.workload_record`) and ``to_dict()`` (that record as JSON values):
 
 - ``fixed``: every draw is ``value``.
 - ``uniform``: integers ``min..max`` inclusive, each equally likely.
@@ -29,6 +30,17 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import msgspec
+
+from infer_prof.core.workload.workload_record import (
+    EmpiricalLength,
+    FixedLength,
+    LengthRecord,
+    LogNormalLength,
+    NormalLength,
+    UniformLength,
+)
 
 KINDS = ("fixed", "uniform", "normal", "lognormal", "empirical")
 
@@ -97,8 +109,14 @@ class LengthDistribution(ABC):
         """The same shape with every length parameter multiplied by ``factor`` (min 1 token)."""
 
     @abstractmethod
+    def record(self) -> LengthRecord:
+        """The distribution as a workload file writes it (a typed ``input_len`` table)."""
+
     def to_dict(self) -> dict[str, Any]:
-        """The mapping :func:`distribution_from_dict` turns back into this distribution."""
+        """The mapping :func:`distribution_from_dict` turns back into this distribution: the
+        :meth:`record` as JSON values."""
+        out: dict[str, Any] = msgspec.to_builtins(self.record())
+        return out
 
 
 @dataclass(frozen=True)
@@ -127,8 +145,8 @@ class Fixed(LengthDistribution):
         _check_factor(factor)
         return Fixed(_scale_len(self.value, factor))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "value": self.value}
+    def record(self) -> FixedLength:
+        return FixedLength(value=self.value)
 
 
 @dataclass(frozen=True)
@@ -160,8 +178,8 @@ class Uniform(LengthDistribution):
         lo = _scale_len(self.min, factor)
         return Uniform(lo, max(lo, _scale_len(self.max, factor)))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "min": self.min, "max": self.max}
+    def record(self) -> UniformLength:
+        return UniformLength(min=self.min, max=self.max)
 
 
 @dataclass(frozen=True)
@@ -211,9 +229,8 @@ class Normal(LengthDistribution):
         return Normal(self.mean_ * factor, self.std * factor, lo,
                       max(lo, _scale_len(self.max, factor)))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "mean": self.mean_, "std": self.std, "min": self.min,
-                "max": self.max}
+    def record(self) -> NormalLength:
+        return NormalLength(mean=self.mean_, std=self.std, min=self.min, max=self.max)
 
 
 @dataclass(frozen=True)
@@ -265,9 +282,8 @@ class LogNormal(LengthDistribution):
         return LogNormal(self.median * factor, self.sigma, lo,
                          max(lo, _scale_len(self.max, factor)))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "median": self.median, "sigma": self.sigma, "min": self.min,
-                "max": self.max}
+    def record(self) -> LogNormalLength:
+        return LogNormalLength(median=self.median, sigma=self.sigma, min=self.min, max=self.max)
 
 
 @dataclass(frozen=True)
@@ -319,8 +335,8 @@ class Empirical(LengthDistribution):
             out.append((slo, max(slo, _scale_len(hi, factor)), w))
         return Empirical(tuple(out))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "bins": [[lo, hi, w] for lo, hi, w in self.bins]}
+    def record(self) -> EmpiricalLength:
+        return EmpiricalLength(bins=[[lo, hi, w] for lo, hi, w in self.bins])
 
 
 # ---------------------------------------------------------------------------- validation

@@ -41,12 +41,23 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar, cast
+
+import msgspec
+from msgspec import UNSET, UnsetType
 
 from infer_prof.core.workload.arrivals import ARRIVAL_KINDS, ArrivalProcess
 from infer_prof.core.workload.distributions import LengthDistribution
 from infer_prof.core.workload.slo import SLO_KEY_RE, SLO_METRICS
 from infer_prof.core.workload.workload_fields import FieldReader, WorkloadError, type_name
+from infer_prof.core.workload.workload_record import (
+    ApiKind,
+    ArrivalRecord,
+    ClosedArrivalRecord,
+    OpenArrivalRecord,
+    SharedPrefixRecord,
+    WorkloadRecord,
+)
 
 WORKLOAD_FIELDS = ("kind", "name", "description", "input_len", "output_len", "num_requests",
                    "duration_s", "warmup", "warmup_requests", "arrival", "shared_prefix", "seed",
@@ -108,14 +119,18 @@ class Arrival:
             raise ValueError("a closed loop has no arrival process")
         return ArrivalProcess(self.rate, self.process, self.burstiness)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The ``[arrival]`` table this was read from (defaults included)."""
+    def record(self) -> ArrivalRecord:
+        """The ``[arrival]`` table this was read from (defaults included; an open loop's
+        ``max_concurrency`` left out when there is no cap)."""
         if self.mode == "closed":
-            return {"mode": "closed", "concurrency": self.concurrency}
-        out: dict[str, Any] = {"mode": "open", "rate": self.rate, "burstiness": self.burstiness,
-                               "process": self.process}
-        if self.max_concurrency is not None:
-            out["max_concurrency"] = self.max_concurrency
+            return ClosedArrivalRecord(concurrency=self.concurrency)
+        return OpenArrivalRecord(
+            rate=self.rate, burstiness=self.burstiness, process=self.process,
+            max_concurrency=UNSET if self.max_concurrency is None else self.max_concurrency)
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`record` as JSON values."""
+        out: dict[str, Any] = msgspec.to_builtins(self.record())
         return out
 
 
@@ -129,8 +144,14 @@ class SharedPrefix:
     length: int = 0
     groups: int = 1
 
+    def record(self) -> SharedPrefixRecord:
+        """The ``[shared_prefix]`` table (every field written)."""
+        return SharedPrefixRecord(fraction=self.fraction, length=self.length, groups=self.groups)
+
     def to_dict(self) -> dict[str, Any]:
-        return {"fraction": self.fraction, "length": self.length, "groups": self.groups}
+        """:meth:`record` as JSON values."""
+        out: dict[str, Any] = msgspec.to_builtins(self.record())
+        return out
 
 
 @dataclass(frozen=True)
@@ -177,32 +198,24 @@ class Workload:
         """
         return cls(**_parse_workload(d, source, default_name))
 
+    def record(self) -> WorkloadRecord:
+        """The workload as a typed file mapping (a result's ``workload`` section); unset
+        optional fields (None, an empty ``slo``) are left out."""
+        return WorkloadRecord(
+            name=self.name, description=self.description,
+            input_len=self.input_len.record(), output_len=self.output_len.record(),
+            num_requests=_or_unset(self.num_requests), duration_s=_or_unset(self.duration_s),
+            warmup=self.warmup, warmup_requests=self.warmup_requests,
+            arrival=self.arrival.record(), shared_prefix=self.shared_prefix.record(),
+            seed=self.seed, slo=dict(self.slo) if self.slo else UNSET,
+            min_requests=_or_unset(self.min_requests),
+            min_duration_s=_or_unset(self.min_duration_s), dataset=_or_unset(self.dataset),
+            api=UNSET if self.api is None else cast(ApiKind, self.api))
+
     def to_dict(self) -> dict[str, Any]:
-        """The workload as a file mapping (``from_dict(w.to_dict())`` gives ``w`` back); unset
-        optional fields are left out. Suitable for result files."""
-        out: dict[str, Any] = {"kind": "workload", "name": self.name,
-                               "description": self.description,
-                               "input_len": self.input_len.to_dict(),
-                               "output_len": self.output_len.to_dict()}
-        if self.num_requests is not None:
-            out["num_requests"] = self.num_requests
-        if self.duration_s is not None:
-            out["duration_s"] = self.duration_s
-        out["warmup"] = self.warmup
-        out["warmup_requests"] = self.warmup_requests
-        out["arrival"] = self.arrival.to_dict()
-        out["shared_prefix"] = self.shared_prefix.to_dict()
-        out["seed"] = self.seed
-        if self.slo:
-            out["slo"] = dict(self.slo)
-        if self.min_requests is not None:
-            out["min_requests"] = self.min_requests
-        if self.min_duration_s is not None:
-            out["min_duration_s"] = self.min_duration_s
-        if self.dataset is not None:
-            out["dataset"] = self.dataset
-        if self.api is not None:
-            out["api"] = self.api
+        """The workload as a file mapping (``from_dict(w.to_dict())`` gives ``w`` back): its
+        :meth:`record` as JSON values. Suitable for result files."""
+        out: dict[str, Any] = msgspec.to_builtins(self.record())
         return out
 
     # -- changing -----------------------------------------------------------------------------
@@ -285,6 +298,14 @@ class Workload:
         if self.num_requests is None:
             return None
         return self.warmup_requests + self.num_requests
+
+
+_T = TypeVar("_T")
+
+
+def _or_unset(value: _T | None) -> _T | UnsetType:
+    """``value``, or ``UNSET`` (the key left out of the file mapping) for None."""
+    return UNSET if value is None else value
 
 
 def _parse_workload(d: Any, source: str, default_name: str | None) -> dict[str, Any]:
