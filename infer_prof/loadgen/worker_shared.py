@@ -10,12 +10,16 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
+import msgspec
+
 from infer_prof.core.measurement.bounded_samples import BoundedSamples
 from infer_prof.core.measurement.stats import summary_dict
 from infer_prof.loadgen.client_health import loop_lag_samples
 from infer_prof.loadgen.closed_loop import LoadPhase, RequestBuilder, RequestSpec, WarmupGate
 from infer_prof.loadgen.endpoint import Endpoint
 from infer_prof.loadgen.open_loop import OpenLoopPlan
+from infer_prof.results.document_base import Distribution
+from infer_prof.results.load_sections import WorkerClient
 
 PHASES: tuple[LoadPhase, ...] = get_args(LoadPhase)
 """A worker's phases, in order; its shared ``phase`` slot holds the index."""
@@ -73,25 +77,24 @@ class WorkerHealth:
         """CPU seconds per wall second of the measured phase (1.0 = one core busy)."""
         return self.cpu_s / self.wall_s if self.wall_s > 0 else None
 
+    def record(self) -> WorkerClient:
+        """This worker's figures as the result's ``client.workers[i]`` (ms for latencies)."""
+        def dist(d: dict[str, Any] | None) -> Distribution | None:
+            return None if d is None else Distribution(**d)
+        return WorkerClient(
+            worker=self.worker, pid=self.pid, streams=self.streams, requests=self.requests,
+            cpu_s=self.cpu_s, wall_s=self.wall_s, cpu_share=self.cpu_share,
+            event_loop_lag_ms=dist(self.loop_lag_ms.summary_dict()), reads=self.reads,
+            reader_wakeups=self.reader_wakeups,
+            read_lag_ms=dist(self.read_lag.summary_dict(1e-6)),
+            read_lag_exact=self.read_lag.exact,
+            dispatch_lag_ms=dist(summary_dict(self.dispatch_lag_ns, 1e-6)),
+            slot_wait_ms=dist(summary_dict(self.slot_wait_ns, 1e-6)),
+            not_sent=self.not_sent, error=self.error)
+
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "worker": self.worker,
-            "pid": self.pid,
-            "streams": self.streams,
-            "requests": self.requests,
-            "cpu_s": self.cpu_s,
-            "wall_s": self.wall_s,
-            "cpu_share": self.cpu_share,
-            "event_loop_lag_ms": self.loop_lag_ms.summary_dict(),
-            "reads": self.reads,
-            "reader_wakeups": self.reader_wakeups,
-            "read_lag_ms": self.read_lag.summary_dict(1e-6),
-            "read_lag_exact": self.read_lag.exact,
-            "dispatch_lag_ms": summary_dict(self.dispatch_lag_ns, 1e-6),
-            "slot_wait_ms": summary_dict(self.slot_wait_ns, 1e-6),
-            "not_sent": self.not_sent,
-            "error": self.error,
-        }
+        """:meth:`record` as JSON types."""
+        return dict(msgspec.to_builtins(self.record()))
 
 
 class Shared:

@@ -113,7 +113,7 @@ def _stream_rows(result: Result) -> list[tuple[str, str]]:
     shape = result.stream
     if shape is None:
         return []
-    rows = [("tokens arrived as", describe_shape(msgspec.structs.asdict(shape)))]
+    rows = [("tokens arrived as", describe_shape(msgspec.to_builtins(shape)))]
     if shape.first_token_unknown:
         rows.append(("no TTFT/TPOT (left out)",
                      f"{shape.first_token_unknown} of {shape.requests} requests: all their "

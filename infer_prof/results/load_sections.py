@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from infer_prof.results.document_base import Distribution, Obj, Section
+from infer_prof.results.document_base import Distribution, Section
 
 LoadMode = Literal["closed", "open"]
 #: What ended the warm-up phase (``warmup.ended_by``): every stream finished a warm-up request,
@@ -43,7 +43,7 @@ class Stream(Section):
     bursts."""
 
     requests: int
-    events_per_request: Obj | None = None
+    events_per_request: Distribution | None = None  # mean, p50, min, max SSE events
     tokens_per_event: float | None = None
     reference_gap_ms: float | None = None
     close_gap_fraction: float | None = None
@@ -70,6 +70,31 @@ class TraceReplay(Section):
     send_lag_ms: Distribution | None = None
 
 
+class WorkerClient(Section):
+    """One client process's own figures over the measured phase
+    (``loadgen.worker_shared.WorkerHealth``): its number and pid, the streams it drove (closed
+    loop: its concurrency; open loop: its cap, 0 for none), requests, CPU and wall seconds and
+    their ratio, event-loop lag, reads and reader wake-ups, read lag (exact or from the bounded
+    histogram), dispatch lag and slot wait (ms), sends it could not make, and its error."""
+
+    worker: int | None = None
+    pid: int | None = None
+    streams: int | None = None
+    requests: int | None = None
+    cpu_s: float | None = None
+    wall_s: float | None = None
+    cpu_share: float | None = None
+    event_loop_lag_ms: Distribution | None = None
+    reads: int | None = None
+    reader_wakeups: int | None = None
+    read_lag_ms: Distribution | None = None
+    read_lag_exact: bool | None = None
+    dispatch_lag_ms: Distribution | None = None
+    slot_wait_ms: Distribution | None = None
+    not_sent: int | None = None
+    error: str | None = None
+
+
 class Client(Section):
     """The load generator's own health over the point (``run.load``, ``run.load_pool``;
     docs/client.md): how request times were stamped, client queue time (ms), event-loop lag,
@@ -94,7 +119,7 @@ class Client(Section):
     cpu_s: float | None = None
     wall_s: float | None = None
     cpu_share: float | None = None
-    workers: list[Obj] | None = None
+    workers: list[WorkerClient] | None = None
 
 
 class MeanP50(Section):
