@@ -14,8 +14,8 @@ One declaration serves three purposes:
 Types are `msgspec <https://jcristharif.com/msgspec/>`_ Structs: decoding and validating a
 result is a C loop (``benchmarks/result_types.py`` prints it beside pydantic and plain
 ``json``), the package is about 0.5 MB with no dependencies of its own, and vLLM already
-depends on it. ``config`` (the run's options) is typed as a JSON object here and documented
-where it is built.
+depends on it. ``config`` is :data:`infer_prof.results.config_record.ConfigRecord`, one field
+per ``run`` option made from the option declarations.
 
 The sections that say how the load ran (``load``, ``warmup``, ``stream``, ``trace_replay``,
 ``client``, ``sessions``) are declared in :mod:`infer_prof.results.load_sections`; the engine's
