@@ -21,6 +21,7 @@ from typing import Any
 
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results.document import check_document
+from infer_prof.results.matrix_sections import MATRIX_SUMMARY_KIND, check_matrix_summary
 from infer_prof.results.schema import RESULT_KIND
 from infer_prof.results.sweep_document import SWEEP_KINDS, check_sweep
 
@@ -191,8 +192,9 @@ class ResultTypeError(ValueError):
 
 
 def check_result_type(result: dict[str, Any]) -> None:
-    """Hold a run's result document (``kind`` ``infer-prof.run``) or sweep summary
-    (``infer-prof.sweep``, ``infer-prof.engine-sweep``) to its declared type before it is
+    """Hold a run's result document (``kind`` ``infer-prof.run``), sweep summary
+    (``infer-prof.sweep``, ``infer-prof.engine-sweep``) or matrix summary
+    (``infer-prof-matrix``) to its declared type before it is
     written. A mismatch is a bug in infer-prof: with ``INFER_PROF_STRICT_SCHEMA=1`` (the test
     suite) it raises :class:`ResultTypeError`; otherwise one warning line goes to stderr and the
     document is written as it is (what was measured is never lost to it)."""
@@ -200,6 +202,8 @@ def check_result_type(result: dict[str, Any]) -> None:
         problems = check_document(result)
     elif result.get("kind") in SWEEP_KINDS:
         problems = check_sweep(result)
+    elif result.get("kind") == MATRIX_SUMMARY_KIND:
+        problems = check_matrix_summary(result)
     else:
         return
     if not problems:

@@ -33,7 +33,7 @@ import msgspec
 from infer_prof import __version__
 from infer_prof.catalog.ray_accelerators import RESOURCE_PREFIX, choose_ray_type, ray_types
 from infer_prof.core.planning.matrix import CPU, Cell, Matrix
-from infer_prof.results.matrix_sections import Placement
+from infer_prof.results.matrix_sections import CellStatus, Placement
 from infer_prof.run.config import ConfigError
 from infer_prof.run.matrix_cell import CellRun, node_facts, run_cell_here, supports_frontier
 from infer_prof.run.matrix_plan import CellPlan
@@ -277,7 +277,7 @@ def _placement(p: _Pending) -> Placement:
 
 
 def _lost(p: _Pending, matrix: Matrix, results_dir: Path, history: str | Path | None,
-          reason: str, status: str) -> CellOutcome:
+          reason: str, status: CellStatus) -> CellOutcome:
     return save_lost_cell(p.cell, matrix, results_dir, history, LostAttempt(
         p.attempt, _placement(p), reason, status, p.submitted_at,
         p.started["at"] if p.started else None))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
@@ -20,7 +20,15 @@ from infer_prof.core.planning.matrix import Cell, Matrix
 from infer_prof.results import history_database
 from infer_prof.results.document_base import Obj
 from infer_prof.results.loading import record_result
-from infer_prof.results.matrix_sections import MatrixSection, NodeFacts, Placement
+from infer_prof.results.matrix_sections import (
+    MATRIX_SUMMARY_KIND,
+    CellAttempt,
+    CellStatus,
+    MatrixSection,
+    MatrixSummary,
+    NodeFacts,
+    Placement,
+)
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.results.store import safe_name, write_file, write_result
 from infer_prof.run.matrix_cell import CellRun
@@ -31,7 +39,7 @@ class CellOutcome:
     """One attempt at a cell as the driver recorded it."""
 
     cell: Cell
-    status: str  # "done" | "incomplete" | "failed" | "skipped" | "cancelled"
+    status: CellStatus
     reason: str | None = None
     attempt: int = 1
     placement: Placement = field(default_factory=Placement)  # node, IP, accelerator type
@@ -42,17 +50,21 @@ class CellOutcome:
     finished_at: float | None = None
     history_errors: list[str] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
+    def record(self) -> CellAttempt:
         """The outcome as the matrix summary file lists it."""
         start_delay = (None if self.started_at is None or self.submitted_at is None
                        else round(self.started_at - self.submitted_at, 3))
         duration = (None if self.started_at is None or self.finished_at is None
                     else round(self.finished_at - self.started_at, 3))
-        return {"cell": self.cell.to_dict(), "status": self.status, "reason": self.reason,
-                "attempt": self.attempt, "placement": msgspec.to_builtins(self.placement),
-                "results": [str(p) for p in self.result_paths],
-                "submit_to_start_s": start_delay, "duration_s": duration,
-                "history_errors": self.history_errors}
+        return CellAttempt(cell=self.cell.record(), status=self.status, reason=self.reason,
+                           attempt=self.attempt, placement=self.placement,
+                           results=[str(p) for p in self.result_paths],
+                           submit_to_start_s=start_delay, duration_s=duration,
+                           history_errors=list(self.history_errors))
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`record` as JSON types."""
+        return dict(msgspec.to_builtins(self.record()))
 
 
 def _section(matrix: Matrix, cell: Cell, attempt: int, placement: Placement) -> Obj:
@@ -126,13 +138,13 @@ def save_cell(run: CellRun, matrix: Matrix, results_dir: Path, history: str | Pa
 @dataclass(frozen=True)
 class LostAttempt:
     """An attempt at a cell that never came back: its number (from 1), where it was placed,
-    its ``status`` (``lost``, ``cancelled``) and ``reason``, and when it was submitted and
-    started (Unix seconds; None when it never was)."""
+    its ``status`` (``incomplete``, ``failed``, ``cancelled``) and ``reason``, and when it was
+    submitted and started (Unix seconds; None when it never was)."""
 
     attempt: int
     placement: Placement
     reason: str
-    status: str
+    status: CellStatus
     submitted_at: float | None
     started_at: float | None
 
@@ -166,11 +178,12 @@ def save_lost_cell(cell: Cell, matrix: Matrix, results_dir: Path, history: str |
 
 
 def write_summary(matrix: Matrix, outcomes: list[CellOutcome], results_dir: Path,
-                  stamp: str, wall_s: float, mode: str) -> Path:
-    """The matrix summary: every attempt at every cell, its status and files, and the wall
-    time of the whole matrix; ``<results dir>/<stamp>-<name>.matrix.json``."""
+                  stamp: str, wall_s: float, mode: Literal["here", "ray"]) -> Path:
+    """The matrix summary (:class:`MatrixSummary`): every attempt at every cell, its status and
+    files, and the wall time of the whole matrix; ``<results dir>/<stamp>-<name>.matrix.json``."""
     path = results_dir / f"{stamp}-{safe_name(matrix.name)}.matrix.json"
-    write_result(path, {"kind": "infer-prof-matrix", "name": matrix.name,
-                        "file": matrix.source, "mode": mode, "wall_s": round(wall_s, 3),
-                        "cells": [o.to_dict() for o in outcomes]})
+    summary = MatrixSummary(kind=MATRIX_SUMMARY_KIND, name=matrix.name, file=matrix.source,
+                            mode=mode, wall_s=round(wall_s, 3),
+                            cells=[o.record() for o in outcomes])
+    write_result(path, msgspec.to_builtins(summary))
     return path

@@ -67,3 +67,36 @@ def test_a_misspelt_matrix_key_is_caught_before_writing():
     section["placement"] = {"where": "there"}
     problems = check_document({**DOC, "matrix": section})
     assert len(problems) == 1 and "$.matrix.placement.where" in problems[0]
+
+
+def test_the_matrix_summary_is_written_to_its_declared_type(tmp_path, monkeypatch):
+    """The ``*.matrix.json`` summary is a MatrixSummary: its shipped schema is the declaration,
+    every attempt is a CellAttempt, and a misspelt key or an unknown status is refused."""
+    import pytest
+
+    from infer_prof.results.matrix_sections import (
+        check_matrix_summary,
+        matrix_schema_path,
+        matrix_schema_text,
+    )
+    from infer_prof.results.schema import SCHEMA_VERSION
+    from infer_prof.results.store import ResultTypeError, write_result
+    from infer_prof.run.matrix_record import CellOutcome, write_summary
+
+    assert matrix_schema_path(SCHEMA_VERSION).read_text() == matrix_schema_text()
+    outcomes = [CellOutcome(MATRIX.cells[0], "done", placement=Placement(where="here"),
+                            submitted_at=1.0, started_at=1.5, finished_at=3.0),
+                CellOutcome(MATRIX.cells[1], "skipped", "needs 2 nodes")]
+    path = write_summary(MATRIX, outcomes, tmp_path, "S", 4.0, "here")
+    written = json.loads(path.read_text())
+    assert check_matrix_summary(written) == []
+    assert [c["status"] for c in written["cells"]] == ["done", "skipped"]
+    assert written["cells"][0]["submit_to_start_s"] == 0.5
+    assert written["cells"][0]["placement"] == {"where": "here"}
+    bad = {**written, "cells": [{**written["cells"][0], "statsu": "done"}]}
+    assert check_matrix_summary(bad) == ["undeclared key $.cells[0].statsu"]
+    lost = {**written, "cells": [{**written["cells"][0], "status": "lost"}]}
+    assert check_matrix_summary(lost) and "status" in check_matrix_summary(lost)[0]
+    monkeypatch.setenv("INFER_PROF_STRICT_SCHEMA", "1")
+    with pytest.raises(ResultTypeError):
+        write_result(tmp_path / "bad.matrix.json", bad)
