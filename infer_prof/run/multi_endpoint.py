@@ -20,8 +20,10 @@ Each endpoint's run is an ordinary run (:func:`infer_prof.run.runner.execute`): 
 carry the endpoint's label in their name (``<stamp>-<model>-<label>-<load>.json``) and in the
 result's labels (``endpoint=<label>``), so ``compare``, ``report`` and ``history`` read them as
 usual. An endpoint that fails (does not answer, bad answer, dies mid-run) is a row with its
-reason and the next endpoint still runs. The table (:mod:`infer_prof.core.analysis.endpoint_table`)
-is written beside the results as ``<stamp>-endpoints.json`` and ``.csv``.
+reason and the next endpoint still runs. The table (rows read from the typed results by
+:mod:`infer_prof.results.endpoint_rows`; columns, cheapest marks and file forms by
+:mod:`infer_prof.core.analysis.endpoint_table`) is written beside the results as
+``<stamp>-endpoints.json`` and ``.csv``.
 """
 
 from __future__ import annotations
@@ -37,12 +39,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from infer_prof.core.analysis.endpoint_table import (
-    EndpointRun,
-    endpoint_rows,
-    table_csv_rows,
-    table_document,
-)
+from infer_prof.core.analysis.endpoint_table import table_csv_rows, table_document
+from infer_prof.results.endpoint_rows import EndpointRun, endpoint_rows
 from infer_prof.results.store import write_file, write_result
 from infer_prof.run.config import ConfigError, RunConfig
 
@@ -287,7 +285,7 @@ class MultiOutcome:
     @property
     def succeeded(self) -> int:
         """Endpoints with at least one complete load point."""
-        return sum(1 for r in self.runs if any(res.get("complete") for res, _ in r.results))
+        return sum(1 for r in self.runs if any(res.complete for res, _ in r.results))
 
 
 def run_endpoints(
@@ -333,7 +331,7 @@ def run_endpoints(
             except Exception as exc:  # noqa: BLE001 -- any failure is this endpoint's row
                 run.error = _one_line(exc)
                 continue
-            run.results = [(p.result, str(p.result_path)) for p in outcome.points]
+            run.results = [(p.document, str(p.result_path)) for p in outcome.points]
             history_errors += outcome.history_errors
             if outcome.sweep_path:
                 sweep_paths.append(outcome.sweep_path)

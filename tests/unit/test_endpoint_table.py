@@ -1,17 +1,15 @@
-"""The several-endpoint table (core.analysis.endpoint_table) and how the endpoints are given (TOML
-file, paired options): rows, cheapest marking, failures, and one-line errors for bad input."""
+"""The several-endpoint table (core.analysis.endpoint_table, its rows read from typed results by
+results.endpoint_rows) and how the endpoints are given (TOML file, paired options): rows,
+cheapest marking, failures, and one-line errors for bad input."""
 
 import pytest
 from typer.testing import CliRunner
 
 from infer_prof.cli import app
-from infer_prof.core.analysis.endpoint_table import (
-    COLUMNS,
-    EndpointRun,
-    cheapest,
-    endpoint_rows,
-    table_csv_rows,
-)
+from infer_prof.core.analysis.endpoint_table import COLUMNS, cheapest, table_csv_rows
+from infer_prof.results.document import decode_result
+from infer_prof.results.endpoint_rows import EndpointRun, endpoint_rows
+from infer_prof.results.schema import SCHEMA_VERSION
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.multi_endpoint import (
     EndpointTarget,
@@ -53,9 +51,17 @@ def result(out_tps, usd_per_hour, *, conc=4, complete=True, valid=True, gpus=1, 
     }
 
 
+def typed(r, run_id):
+    """``r`` as a typed Result, with the envelope every result file has."""
+    envelope = {"schema_version": SCHEMA_VERSION, "kind": "infer-prof.run", "run_id": run_id,
+                "config": {}}
+    return decode_result({**envelope, **r})
+
+
 def run(label, *results, error=None):
     return EndpointRun(label, f"http://{label}:8000", "H100-SXM", 1,
-                       [(r, f"/r/{label}-{i}.json") for i, r in enumerate(results)], error)
+                       [(typed(r, f"{label}-{i}"), f"/r/{label}-{i}.json")
+                        for i, r in enumerate(results)], error)
 
 
 def test_rows_carry_the_measured_values_and_cost():
@@ -281,9 +287,9 @@ def test_an_endpoint_not_run_says_why():
 
 def test_price_source():
     r = result(1000.0, 3.6)
-    r["cost"]["price"] = {"kind": "user", "provider": "user"}
+    r["cost"]["price"] = {"kind": "user", "provider": "user", "usd_per_hour": 3.6}
     r2 = result(500.0, 1.2)
-    r2["cost"]["price"] = {"kind": "on-demand", "provider": "lambda"}
+    r2["cost"]["price"] = {"kind": "on-demand", "provider": "lambda", "usd_per_hour": 1.2}
     rows = endpoint_rows([run("a", r), run("b", r2), run("c", result(500.0, None))])
     assert [x["price_source"] for x in rows] == ["user", "lambda on-demand", None]
 

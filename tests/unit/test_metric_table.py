@@ -19,7 +19,6 @@ from typer.testing import CliRunner
 from infer_prof.cli import app
 from infer_prof.cli.run_endpoints import endpoints_table
 from infer_prof.core.analysis.comparison import dig
-from infer_prof.core.analysis.endpoint_table import EndpointRun, endpoint_rows
 from infer_prof.core.analysis.frontier_axes import summary_with_axes
 from infer_prof.core.analysis.regression import Significance, direction_for
 from infer_prof.core.measurement import metric_table as mt
@@ -32,6 +31,7 @@ from infer_prof.report.console import summary_table
 from infer_prof.report.html import build_report
 from infer_prof.results.comparison_rows import row_for
 from infer_prof.results.document import decode_result as typed
+from infer_prof.results.endpoint_rows import EndpointRun, endpoint_rows
 from infer_prof.results.gate import RunData as GateRun
 from infer_prof.results.gate import evaluate, samples_from_records
 from infer_prof.results.history import flatten_summary
@@ -175,7 +175,7 @@ def test_history_lists_every_history_metric(tmp_path: Path) -> None:
 def test_endpoint_table_has_every_endpoint_column() -> None:
     r = _result()
     (row,) = endpoint_rows([EndpointRun("a", "http://127.0.0.1:1", "H100-SXM",
-                                        results=[(r, "a.json")])])
+                                        results=[(typed(r), "a.json")])])
     text = _text(endpoints_table([row]))
     for c in mt.columns_at("endpoints"):
         assert row.get(c.key) == pytest.approx(dig(r, c.path)), c.key

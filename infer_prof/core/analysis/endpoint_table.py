@@ -1,8 +1,9 @@
-"""The table that ends a several-endpoint run: one row per endpoint and load point.
+"""The table that ends a several-endpoint run: its columns, the cheapest marks, JSON and CSV.
 
-Pure: takes what each endpoint's run produced (result dicts, or why there is none) and returns
-rows of plain values. The measured columns are the metric table's ``endpoints`` place
-(:mod:`infer_prof.core.measurement.metric_table`). Columns and units:
+Pure: works on rows of plain values, one per endpoint and load point; the rows are read from
+each endpoint's typed results by :mod:`infer_prof.results.endpoint_rows`. The measured columns
+are the metric table's ``endpoints`` place (:mod:`infer_prof.core.measurement.metric_table`).
+Columns and units:
 
 ======================  ===============================================  =====================
 row key                 source in the result                             unit
@@ -37,9 +38,7 @@ measured is None, never 0.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from infer_prof.core.measurement.metric_table import columns_at
@@ -66,114 +65,11 @@ COLUMNS: tuple[str, ...] = (
 )
 
 
-@dataclass
-class EndpointRun:
-    """What one endpoint's run gave: its result documents (one per load point, in run order,
-    with the file each was written to), or ``error`` when it produced none (unreachable, bad
-    answer); ``gpu`` / ``gpu_count`` as asked, for a row without a result."""
-
-    label: str
-    url: str
-    gpu: str | None = None
-    gpu_count: int = 1
-    results: list[tuple[dict[str, Any], str]] = field(default_factory=list)
-    error: str | None = None
-    skipped: str | None = None  # why it was not run at all (e.g. interrupted before its turn)
-
-
-def _get(doc: Mapping[str, Any], path: str) -> Any:
-    """The number at a dotted ``path`` (alternatives separated by ``|``: the first that is a
-    number wins), or None."""
-    for alt in path.split("|"):
-        cur: Any = doc
-        for part in alt.split("."):
-            if not isinstance(cur, Mapping):
-                cur = None
-                break
-            cur = cur.get(part)
-        if isinstance(cur, bool) or not isinstance(cur, (int, float)):
-            continue
-        if not (isinstance(cur, float) and math.isnan(cur)):
-            return cur
-    return None
-
-
-def load_of(result: Mapping[str, Any]) -> str | None:
-    """``c16`` for 16 closed-loop streams, ``r4`` / ``rinf`` for an open loop at 4 requests/s
-    or unbounded; None when the result does not say."""
-    load = result.get("load") or {}
-    if load.get("mode") == "closed" and load.get("concurrency") is not None:
-        return f"c{load['concurrency']}"
-    if load.get("mode") == "open" and load.get("rate") is not None:
-        rate = load["rate"]
-        return "rinf" if rate == math.inf else f"r{rate:g}"
-    return None
-
-
-def status_of(result: Mapping[str, Any]) -> str:
-    """``ok``, ``incomplete: <why>`` or ``invalid: <reasons>`` (incomplete first)."""
-    if not result.get("complete", True):
-        return f"incomplete: {result.get('incomplete_reason') or 'unknown'}"
-    validity = result.get("validity") or {}
-    if validity.get("valid") is False:
-        reasons = validity.get("reasons") or []
-        text = "; ".join(str(r) for r in reasons) if isinstance(reasons, list) else str(reasons)
-        return f"invalid: {text or 'see the result file'}"
-    return "ok"
-
-
-def endpoint_rows(runs: Sequence[EndpointRun]) -> list[dict[str, Any]]:
-    """One row per endpoint and load point (a failed endpoint: one row with its reason), keys
-    :data:`COLUMNS`, with the cheapest rows marked (see the module docstring)."""
-    rows: list[dict[str, Any]] = []
-    for run in runs:
-        if not run.results:
-            row: dict[str, Any] = {k: None for k in COLUMNS}
-            row.update(
-                endpoint=run.label,
-                url=run.url,
-                gpu=run.gpu,
-                gpu_count=run.gpu_count,
-                status=f"not run: {run.skipped}"
-                if run.skipped
-                else f"failed: {run.error or 'no result'}",
-                cheapest_output=False,
-                cheapest_total=False,
-            )
-            rows.append(row)
-            continue
-        for result, path in run.results:
-            gpu = result.get("gpu") or {}
-            cost = result.get("cost") or {}
-            row = {
-                "endpoint": run.label,
-                "url": run.url,
-                "gpu": gpu.get("key") or run.gpu,
-                "gpu_count": gpu.get("count") or run.gpu_count,
-                "workload": (result.get("workload") or {}).get("name"),
-                "load": load_of(result),
-                "status": status_of(result),
-            }
-            row.update({key: _get(result, path) for key, path in METRICS})
-            row["cheapest_output"] = False
-            row["cheapest_total"] = False
-            row["price_source"] = price_source(cost.get("price"))
-            row["cost_reason"] = None if cost.get("available") else cost.get("reason")
-            row["result_file"] = path
-            rows.append(row)
+def mark_cheapest(rows: list[dict[str, Any]]) -> None:
+    """Set ``cheapest_output`` / ``cheapest_total`` on ``rows`` (keys :data:`COLUMNS`, both
+    flags False on entry) by the rule of the module docstring."""
     _mark_cheapest(rows, "usd_per_1m_output", "cheapest_output")
     _mark_cheapest(rows, "usd_per_1m_total", "cheapest_total")
-    return rows
-
-
-def price_source(price: Any) -> str | None:
-    """Where a run's price came from: ``user`` (given by hand) or ``<provider> <kind>`` from the
-    catalog; None without a price."""
-    if not isinstance(price, Mapping) or not price.get("kind"):
-        return None
-    if price["kind"] == "user":
-        return "user"
-    return f"{price.get('provider') or '?'} {price['kind']}"
 
 
 def _mark_cheapest(rows: list[dict[str, Any]], key: str, flag: str) -> None:

@@ -14,7 +14,7 @@ slo         ``--slo`` / a workload's ``[slo]`` keys, their check and goodput (``
 gate        ``infer-prof regress`` verdicts (``results.gate``), named as in the history
 compare     ``infer-prof compare`` columns and their best values (``core.analysis.comparison``)
 history     the key metrics of ``infer-prof history`` (``cli.history``)
-endpoints   the several-endpoint table, JSON/CSV rows, console (``core.analysis.endpoint_table``)
+endpoints   the several-endpoint table, JSON/CSV rows, console (``results.endpoint_rows``)
 report      the HTML report's summary table and latency CDFs (``report.sections``)
 sweep       the HTML report's latency-against-load charts (``report.sections``)
 ==========  ==================================================================================
