@@ -2,14 +2,14 @@
 the current schema version into the package (``infer_prof/results/schemas/``:
 ``result-v<N>.schema.json``, ``sweep-v<N>.schema.json``, ``matrix-v<N>.schema.json``), from their
 one declaration each (``infer_prof/results/document.py``, ``sweep_document.py``,
-``matrix_sections.py``). Run after changing those modules; a unit test fails while a shipped
+``matrix_summary.py``). Run after changing those modules; a unit test fails while a shipped
 file and its declaration differ.
 
     python scripts/write_result_schema.py
 """
 
 from infer_prof.results.document import schema_path, schema_text
-from infer_prof.results.matrix_sections import matrix_schema_path, matrix_schema_text
+from infer_prof.results.matrix_summary import matrix_schema_path, matrix_schema_text
 from infer_prof.results.schema import SCHEMA_VERSION
 from infer_prof.results.sweep_document import sweep_schema_path, sweep_schema_text
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.results.document import check_document
-from infer_prof.results.matrix_sections import MATRIX_SUMMARY_KIND, check_matrix_summary
+from infer_prof.results.matrix_summary import MATRIX_SUMMARY_KIND, check_matrix_summary
 from infer_prof.results.schema import RESULT_KIND
 from infer_prof.results.sweep_document import SWEEP_KINDS, check_sweep
 

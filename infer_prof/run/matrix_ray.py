@@ -33,7 +33,8 @@ import msgspec
 from infer_prof import __version__
 from infer_prof.catalog.ray_accelerators import RESOURCE_PREFIX, choose_ray_type, ray_types
 from infer_prof.core.planning.matrix import CPU, Cell, Matrix
-from infer_prof.results.matrix_sections import CellStatus, Placement
+from infer_prof.results.matrix_sections import Placement
+from infer_prof.results.matrix_summary import CellStatus
 from infer_prof.run.config import ConfigError
 from infer_prof.run.matrix_cell import CellRun, node_facts, run_cell_here, supports_frontier
 from infer_prof.run.matrix_plan import CellPlan

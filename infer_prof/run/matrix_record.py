@@ -20,14 +20,12 @@ from infer_prof.core.planning.matrix import Cell, Matrix
 from infer_prof.results import history_database
 from infer_prof.results.document_base import Obj
 from infer_prof.results.loading import record_result
-from infer_prof.results.matrix_sections import (
+from infer_prof.results.matrix_sections import MatrixSection, NodeFacts, Placement
+from infer_prof.results.matrix_summary import (
     MATRIX_SUMMARY_KIND,
     CellAttempt,
     CellStatus,
-    MatrixSection,
     MatrixSummary,
-    NodeFacts,
-    Placement,
 )
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.results.store import safe_name, write_file, write_result

@@ -74,7 +74,7 @@ def test_the_matrix_summary_is_written_to_its_declared_type(tmp_path, monkeypatc
     every attempt is a CellAttempt, and a misspelt key or an unknown status is refused."""
     import pytest
 
-    from infer_prof.results.matrix_sections import (
+    from infer_prof.results.matrix_summary import (
         check_matrix_summary,
         matrix_schema_path,
         matrix_schema_text,
