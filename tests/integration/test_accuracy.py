@@ -41,6 +41,11 @@ def test_accuracy_single_stream(synthetic):
 #: Above this share of CPU taken by the hypervisor during a level, the machine was not fair to
 #: the client (37.5 % was seen on a CI-like box) and only the verdict's consistency is checked.
 FAIR_STEAL_PCT = 10.0
+#: CPU pressure (PSI avg10, % of time some task waited for a CPU) above which the machine was
+#: busy with other work (e.g. a vLLM server of the test before still shutting down). An idle
+#: 2-core VM reads 0-0.3 %; two CPU-bound loops beside calibrate read about 4 % and make it say,
+#: honestly, "not within them".
+FAIR_PRESSURE_PCT = 1.0
 
 
 def test_calibrate_command_prints_the_verdict_and_json_names_the_misses():
@@ -50,13 +55,16 @@ def test_calibrate_command_prints_the_verdict_and_json_names_the_misses():
     import sys
 
     args = [sys.executable, "-m", "infer_prof", "calibrate", "-c", "1,4", "--ttft-ms", "5"]
-    args += ["--itl-ms", "2", "--output-len", "6", "--requests-per-stream", "2"]
+    args += ["--itl-ms", "2", "--output-len", "6", "--requests-per-stream", "6"]
     out = subprocess.run(args, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "targets: |error| <= 2 / 5 ms TTFT" in out.stdout
-    stolen = [float(x) for x in re.findall(r"stolen by the hypervisor ([\d.]+)%", out.stderr)]
+    said = " ".join(out.stderr.split())
+    stolen = [float(x) for x in re.findall(r"stolen by the hypervisor ([\d.]+)%", said)]
+    pressure = [float(x) for x in re.findall(r"PSI avg10\) ([\d.]+)%", said)]
     text = " ".join(out.stdout.split())
-    if max(stolen, default=0.0) <= FAIR_STEAL_PCT:
+    if (max(stolen, default=0.0) <= FAIR_STEAL_PCT
+            and max(pressure, default=0.0) <= FAIR_PRESSURE_PCT):
         assert "the client is within them up to 4 streams" in text
     else:  # the machine says it was not fair: the verdict must still be there
         assert "the client is within them up to" in text or "Not within them" in text
@@ -65,7 +73,8 @@ def test_calibrate_command_prints_the_verdict_and_json_names_the_misses():
     assert [lv["concurrency"] for lv in levels] == [1, 4]
     for lv in levels:
         assert isinstance(lv["misses"], list)
-        if (lv["cpu_steal_pct"] or 0.0) <= FAIR_STEAL_PCT:
+        if ((lv["cpu_steal_pct"] or 0.0) <= FAIR_STEAL_PCT
+                and (lv["cpu_pressure_pct"] or 0.0) <= FAIR_PRESSURE_PCT):
             assert lv["misses"] == [], lv
 
 
