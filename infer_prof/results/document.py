@@ -340,6 +340,31 @@ def check_document(data: Any) -> list[str]:
     return problems
 
 
+def type_problems(data: Any, kind: type) -> list[str]:
+    """What is wrong with ``data`` (a document built for writing) as ``kind`` (a Struct), in
+    words (empty when it matches): each undeclared key by its path, or the first value of a
+    wrong type."""
+    problems = [f"undeclared key {p}" for p in undeclared_keys(data, kind)]
+    try:
+        msgspec.convert(data, kind, strict=False)
+    except msgspec.ValidationError as exc:
+        problems.append(str(exc))
+    return problems
+
+
+def schema_text_of(kind: type, title: str) -> str:
+    """The JSON Schema (2020-12) of ``kind`` (a Struct) titled ``title``, as a shipped file's
+    text (sorted keys, 2-space indent)."""
+    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema", "title": title,
+              **msgspec.json.schema(kind)}
+    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+
+
+def shipped_schema_path(name: str, version: int) -> Path:
+    """Where the JSON Schema ``<name>-v<version>.schema.json`` is shipped in the package."""
+    return Path(__file__).with_name("schemas") / f"{name}-v{version}.schema.json"
+
+
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (2020-12) of :class:`Result`, as shipped for this schema version."""
     schema: dict[str, Any] = msgspec.json.schema(Result)
@@ -349,10 +374,10 @@ def json_schema() -> dict[str, Any]:
 
 def schema_text() -> str:
     """:func:`json_schema` as the shipped file's text (sorted keys, 2-space indent)."""
-    return json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    return schema_text_of(Result, "infer-prof result")
 
 
 def schema_path(version: int) -> Path:
     """Where the JSON Schema of ``schema_version`` ``version`` is shipped in the package."""
-    return Path(__file__).with_name("schemas") / f"result-v{version}.schema.json"
+    return shipped_schema_path("result", version)
 

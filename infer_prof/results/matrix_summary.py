@@ -7,14 +7,13 @@ Schema ships as ``results/schemas/matrix-v<N>.schema.json``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
 from infer_prof.core.planning.matrix import MatrixCellRecord
-from infer_prof.results.document import undeclared_keys
+from infer_prof.results.document import schema_text_of, shipped_schema_path, type_problems
 from infer_prof.results.document_base import Section
 from infer_prof.results.matrix_sections import Placement
 
@@ -59,22 +58,15 @@ def check_matrix_summary(data: Any) -> list[str]:
     """What is wrong with a matrix summary built for writing, in words (empty when it matches
     :class:`MatrixSummary`): each undeclared key by its path, or the first value of a wrong
     type."""
-    problems = [f"undeclared key {p}" for p in undeclared_keys(data, MatrixSummary)]
-    try:
-        msgspec.convert(data, MatrixSummary, strict=False)
-    except msgspec.ValidationError as exc:
-        problems.append(str(exc))
-    return problems
+    return type_problems(data, MatrixSummary)
 
 
 def matrix_schema_text() -> str:
     """The JSON Schema (2020-12) of :class:`MatrixSummary` as the shipped file's text
     (``results/schemas/matrix-v<N>.schema.json``; sorted keys, 2-space indent)."""
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
-              "title": "infer-prof matrix summary", **msgspec.json.schema(MatrixSummary)}
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    return schema_text_of(MatrixSummary, "infer-prof matrix summary")
 
 
 def matrix_schema_path(version: int) -> Path:
     """Where the matrix summary's JSON Schema of ``schema_version`` ``version`` is shipped."""
-    return Path(__file__).with_name("schemas") / f"matrix-v{version}.schema.json"
+    return shipped_schema_path("matrix", version)

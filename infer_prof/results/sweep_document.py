@@ -15,13 +15,12 @@ throughputs per second.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from infer_prof.results.document import undeclared_keys
+from infer_prof.results.document import schema_text_of, shipped_schema_path, type_problems
 from infer_prof.results.document_base import Section
 from infer_prof.results.frontier_sections import Frontier, FrontierRow
 from infer_prof.results.load_sections import LoadMode
@@ -155,22 +154,15 @@ def decode_sweep(data: Any) -> Sweep:
 def check_sweep(data: Any) -> list[str]:
     """What is wrong with a sweep summary built for writing, in words (empty when it matches
     :class:`Sweep`): each undeclared key by its path, or the first value of a wrong type."""
-    problems = [f"undeclared key {p}" for p in undeclared_keys(data, Sweep)]
-    try:
-        decode_sweep(data)
-    except msgspec.ValidationError as exc:
-        problems.append(str(exc))
-    return problems
+    return type_problems(data, Sweep)
 
 
 def sweep_schema_text() -> str:
     """The JSON Schema (2020-12) of :class:`Sweep` as the shipped file's text
     (``results/schemas/sweep-v<N>.schema.json``; sorted keys, 2-space indent)."""
-    schema = {"$schema": "https://json-schema.org/draft/2020-12/schema",
-              "title": "infer-prof sweep summary", **msgspec.json.schema(Sweep)}
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
+    return schema_text_of(Sweep, "infer-prof sweep summary")
 
 
 def sweep_schema_path(version: int) -> Path:
     """Where the sweep summary's JSON Schema of ``schema_version`` ``version`` is shipped."""
-    return Path(__file__).with_name("schemas") / f"sweep-v{version}.schema.json"
+    return shipped_schema_path("sweep", version)
