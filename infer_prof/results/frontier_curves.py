@@ -43,10 +43,6 @@ WORKLOAD_FIELDS = ("model", "workload", "input_len", "output_len", "api", "datas
                    "trace_sha256", "sessions", "served_model")
 
 
-def _map(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def group_fields(result: Result) -> dict[str, Any]:
     """What makes two results points of one frontier: :func:`settings_fields` without the load
     and the host."""
