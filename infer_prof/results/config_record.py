@@ -23,14 +23,20 @@ from infer_prof.config.run_groups import SUB_CONFIGS
 from infer_prof.results.document_base import Section
 
 
-class DatasetUsed(Section):
-    """The dataset file the prompts came from (``--dataset``): its path and SHA-256, format,
-    the sample drawn (entries, seed), entries used and skipped (by reason), how messages were
-    rendered, and where output lengths came from (``data`` or ``--output-len``)."""
+class InputFileUsed(Section):
+    """A file the run's requests came from, as the result identifies it: its path, the SHA-256
+    of its bytes (what the configuration fingerprint compares) and its format."""
 
     path: str | None = None
     sha256: str | None = None
     format: str | None = None
+
+
+class DatasetUsed(InputFileUsed):
+    """The dataset file the prompts came from (``--dataset``): its path and SHA-256, format,
+    the sample drawn (entries, seed), entries used and skipped (by reason), how messages were
+    rendered, and where output lengths came from (``data`` or ``--output-len``)."""
+
     sample: int | None = None
     seed: int | None = None
     entries: int | None = None
@@ -39,14 +45,11 @@ class DatasetUsed(Section):
     output_len_from: str | None = None
 
 
-class TraceUsed(Section):
+class TraceUsed(InputFileUsed):
     """The trace replayed (``--trace``): path, SHA-256, format, the window replayed
     (``[start, end]`` seconds), time scale, requests, skipped lines by reason, the scheduled
     rate (requests/s), whether it carries prefix hash IDs and their block size (tokens)."""
 
-    path: str | None = None
-    sha256: str | None = None
-    format: str | None = None
     window_s: list[float | None] | None = None
     time_scale: float | None = None
     requests: int | None = None
@@ -56,13 +59,10 @@ class TraceUsed(Section):
     block_tokens: int | None = None
 
 
-class SessionDatasetUsed(Section):
+class SessionDatasetUsed(InputFileUsed):
     """The ShareGPT file multi-turn conversations came from: path, SHA-256, format, sample,
     conversations and turns used, and skipped entries by reason."""
 
-    path: str | None = None
-    sha256: str | None = None
-    format: str | None = None
     sample: int | None = None
     conversations: int | None = None
     turns: int | None = None
