@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.catalog.cache import cache_dir
-from infer_prof.catalog.tinymodel import TINY_LLAMA, ensure_tiny_llama
+from infer_prof.catalog.tinymodel import (
+    TINY_ARCHS,
+    TINY_LLAMA,
+    ensure_tiny_model,
+    tiny_model_dir,
+)
 from infer_prof.core.catalog.models import ModelSpec
 
 
@@ -48,8 +53,8 @@ def registry() -> dict[str, dict[str, Any]]:
 
 
 def known_aliases() -> list[str]:
-    """All aliases ``--model`` accepts, tiny-llama first."""
-    return [TINY_LLAMA, *sorted(registry())]
+    """All aliases ``--model`` accepts, the generated tiny models first."""
+    return [TINY_LLAMA, *TINY_ARCHS, *sorted(registry())]
 
 
 def alias_config_dir(alias: str) -> Path:
@@ -71,12 +76,13 @@ def _has_tokenizer(folder: Path) -> bool:
 def resolve_model(value: str, *, create_tiny: bool = True) -> ResolvedModel:
     """Turn a ``--model`` value into something the engine can load.
 
-    Order: the alias ``tiny-llama`` (generated locally on first use), a shipped alias, an existing
+    Order: the aliases ``tiny-llama`` and the other tiny architectures (``tiny-mixtral``, ...;
+    generated locally on first use), a shipped alias, an existing
     directory with a config.json, then anything shaped like ``org/name`` as a hub id. Raises
     :class:`ModelError` with a one-line explanation otherwise.
     """
-    if value == TINY_LLAMA:
-        folder = ensure_tiny_llama() if create_tiny else cache_dir() / "models" / TINY_LLAMA
+    if value == TINY_LLAMA or value in TINY_ARCHS:
+        folder = ensure_tiny_model(value) if create_tiny else tiny_model_dir(value)
         config = json.loads((folder / "config.json").read_text()) if folder.exists() else None
         spec = ModelSpec.from_config(config, name=value) if config else None
         return ResolvedModel(value, str(folder), spec, None, True, "tiny")
