@@ -15,7 +15,8 @@ config.json of each architecture at tiny widths, with a copy of tiny-llama's tok
 beside it and no weight files: the engine loads them with random weights (vLLM
 ``--load-format dummy``), which is what speed and memory depend on. Each is generated on first
 use under ``<cache>/models/<name>``; the config is written by the installed ``transformers``'s
-own config class of the architecture, so it carries the fields the engine reads.
+own config class of the architecture, so it carries the fields the engine reads, each under the
+name the official checkpoints' config.json spell it.
 """
 
 from __future__ import annotations
@@ -153,7 +154,7 @@ def _generate(target: Path, seed: int) -> None:
 
 # --- tiny models of the newer architectures: config.json + tiny-llama's tokenizer -------------
 
-TINY_ARCH_VERSION = 1
+TINY_ARCH_VERSION = 2  # 2: fields under the official checkpoints' names
 #: The widths every tiny architecture shares with tiny-llama (the CPU attention kernel wants
 #: head_dim >= 64; the vocabulary is tiny-llama's tokenizer's).
 _COMMON: dict[str, Any] = {
@@ -244,6 +245,11 @@ def tiny_arch_config(arch: TinyArch) -> dict[str, Any]:
     config.architectures = [arch.architecture]
     config.dtype = "bfloat16"
     out: dict[str, Any] = config.to_dict()
+    # keep each field under the name given (the official checkpoints' spelling, e.g. Qwen3-MoE's
+    # num_experts), not the one transformers renamed it to (num_local_experts)
+    for given, canonical in getattr(cls, "attribute_map", {}).items():
+        if given in {**_COMMON, **arch.fields} and given not in out and canonical in out:
+            out[given] = out.pop(canonical)
     return out
 
 
