@@ -154,7 +154,7 @@ def _generate(target: Path, seed: int) -> None:
 
 # --- tiny models of the newer architectures: config.json + tiny-llama's tokenizer -------------
 
-TINY_ARCH_VERSION = 2  # 2: fields under the official checkpoints' names
+TINY_ARCH_VERSION = 3  # 2: fields under the official checkpoints' names; 3: gpt-oss YaRN
 #: The widths every tiny architecture shares with tiny-llama (the CPU attention kernel wants
 #: head_dim >= 64; the vocabulary is tiny-llama's tokenizer's).
 _COMMON: dict[str, Any] = {
@@ -203,23 +203,25 @@ TINY_ARCHS: dict[str, TinyArch] = {
         ),
         TinyArch(
             "tiny-mistral-sw", "MistralForCausalLM", "MistralConfig",
-            {"intermediate_size": 688, "sliding_window": 256},
-            "sliding-window attention on every layer (Mistral-7B-v0.1's shape: window 256)",
+            {"intermediate_size": 688, "sliding_window": 256, "max_position_embeddings": 8192},
+            "sliding-window attention on every layer (Mistral-7B-v0.1's shape: window 256 in a "
+            "context of 8192)",
         ),
         TinyArch(
             "tiny-gemma3", "Gemma3ForCausalLM", "Gemma3TextConfig",
             {"intermediate_size": 688, "sliding_window": 256, "query_pre_attn_scalar": 64,
              "layer_types": ["sliding_attention", "full_attention"],
-             "tie_word_embeddings": True},
-            "hybrid sliding-window and full attention layers (Gemma-3: window 256)",
+             "tie_word_embeddings": True, "max_position_embeddings": 8192},
+            "hybrid sliding-window and full attention layers (Gemma-3: window 256 in a context "
+            "of 8192)",
         ),
         TinyArch(
             "tiny-gpt-oss", "GptOssForCausalLM", "GptOssConfig",
             {"intermediate_size": 256, "num_local_experts": 8, "num_experts_per_tok": 2,
              "sliding_window": 128, "layer_types": ["sliding_attention", "full_attention"],
-             "rope_parameters": {"rope_type": "default", "rope_theta": 150000.0}},
+             "max_position_embeddings": 8192},
             "attention sinks, alternating sliding (128) and full layers, experts (gpt-oss, "
-            "bf16)",
+            "bf16; YaRN rope as gpt-oss's own, which vLLM's model requires)",
         ),
         TinyArch(
             "tiny-deepseek-v2", "DeepseekV2ForCausalLM", "DeepseekV2Config",
