@@ -117,7 +117,7 @@ class MlaSpec:
 
     @property
     def latent_width(self) -> int:
-        """Elements one token keeps per layer in the KV cache: ``kv_lora_rank + qk_rope_head_dim``."""
+        """Elements a token keeps per layer in the KV cache: ``kv_lora_rank + qk_rope_head_dim``."""
         return self.kv_lora_rank + self.qk_rope_head_dim
 
 
