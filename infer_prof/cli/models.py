@@ -12,17 +12,23 @@ from rich.table import Table
 
 from infer_prof.catalog.models import TINY_LLAMA, registry
 from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.planning.memory import checkpoint_bytes
 
 
 def models_command(
     json_output: bool = typer.Option(False, "--json", help="Print the registry as JSON."),
 ) -> None:
-    """List the known model aliases (hub id, parameters, layers, KV heads, context)."""
+    """List the known model aliases (hub id, parameters and those active per token, layers,
+    KV heads, context, KV bytes per token)."""
     rows: list[dict[str, Any]] = []
     for alias, entry in sorted(registry().items()):
         spec = ModelSpec.from_config(entry["config"], name=alias, hub_id=entry["hub_id"])
         rows.append({
             "alias": alias, "hub_id": spec.hub_id, "params_b": round(spec.param_count() / 1e9, 2),
+            "active_params_b": round(spec.active_param_count() / 1e9, 2),
+            "weights_bytes": checkpoint_bytes(spec),
+            "stored_as": spec.quant.describe() if spec.quant else "16-bit",
+            "experts": (f"{spec.moe.top_k} of {spec.moe.num_experts}" if spec.moe else None),
             "layers": spec.num_layers, "hidden": spec.hidden_size,
             "heads": spec.num_attention_heads, "kv_heads": spec.num_kv_heads,
             "vocab": spec.vocab_size, "context": spec.max_position_embeddings,
@@ -37,7 +43,10 @@ def models_command(
                      no_wrap=col == "alias", overflow="fold")
     t.add_row(TINY_LLAMA, "(generated locally)", "0.0004", "2", "2", "2048", "1 KiB")
     for r in rows:
-        t.add_row(r["alias"], r["hub_id"], f"{r['params_b']:.2f}", str(r["layers"]),
+        params = f"{r['params_b']:.2f}"
+        if r["experts"]:
+            params += f" ({r['active_params_b']:.2f} active)"
+        t.add_row(r["alias"], r["hub_id"], params, str(r["layers"]),
                   str(r["kv_heads"]), f"{r['context']:,}",
                   f"{r['kv_bytes_per_token_16bit'] // 1024:,} KiB")
     Console().print(t)

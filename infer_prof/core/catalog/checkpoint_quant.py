@@ -74,12 +74,14 @@ class CheckpointQuant:
     lm_head: bool = False
 
     def describe(self) -> str:
-        """One phrase, e.g. ``fp8 (block 128x128 scales)`` or ``awq 4-bit, group 128``."""
+        """One phrase, e.g. ``fp8, block 128x128 scales`` or ``awq 4-bit, group 128``."""
+        name = self.method if self.method == self.precision else (
+            f"{self.method} {self.precision}")
         if self.block != (0, 0):
-            return f"{self.method} {self.precision}, block {self.block[0]}x{self.block[1]} scales"
+            return f"{name}, block {self.block[0]}x{self.block[1]} scales"
         if self.group_size:
-            return f"{self.method} {self.bits}-bit, group {self.group_size}"
-        return f"{self.method} {self.precision} ({self.scale} scales)"
+            return f"{name} {self.bits}-bit, group {self.group_size}"
+        return f"{name} ({self.scale} scales)"
 
     def skips(self, module: str) -> bool:
         """Whether ``module`` (a dotted name such as ``model.layers.0.self_attn.q_proj``) is
