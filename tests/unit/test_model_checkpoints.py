@@ -88,6 +88,7 @@ KV_EXPECTED = {
     "gpt-oss-20b": 24 * 2 * 8 * 64 * 2,  # 49,152: sliding and full layers alike per token
     "gpt-oss-120b": 36 * 2 * 8 * 64 * 2,  # 73,728
     "phi-4": 40 * 2 * 10 * 128 * 2,  # 204,800
+    "gemma-3-4b-it": 34 * 2 * 4 * 256 * 2,  # 139,264; text_config with Gemma3TextConfig defaults
 }
 
 
@@ -147,6 +148,16 @@ def test_sliding_layers_keep_only_their_window():
     # 768 tokens: 12 full layers x 48 blocks, 12 sliding layers (window 128) x (ceil(127/16)+1)
     assert kv_bytes_per_sequence(spec, 768) == per_layer_block * (12 * 48 + 12 * 9)
     assert kv_bytes_per_sequence(spec, 64) == per_layer_block * 24 * 4
+
+
+def test_text_config_is_the_decoder_with_transformers_defaults():
+    spec = _spec("gemma-3-4b-it")
+    assert (spec.num_layers, spec.hidden_size, spec.vocab_size, spec.head_dim) == (
+        34, 2560, 262_208, 256)
+    assert spec.tie_word_embeddings and spec.vision is not None
+    # every 6th layer full (sliding_window_pattern 6), the other 29 a window of 1024
+    assert spec.attention_kinds().count("sliding") == 29 and spec.sliding_window == 1024
+    assert spec.param_count() == 4_300_079_472  # the model card: 4.30 B
 
 
 def test_mixtral_on_an_l40s_bf16_does_not_fit_and_the_plan_says_what_does():
