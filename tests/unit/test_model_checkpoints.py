@@ -223,3 +223,23 @@ def test_unknown_quantization_method_or_missing_field_is_one_line_and_exit_2(tmp
     r = _plan_cli(tmp_path / "m")
     assert r.exit_code == 2
     assert "'num_experts_per_tok'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+
+
+def test_fp4_where_the_gpu_runs_it():
+    spec = _spec("qwen3-32b")
+    blackwell = plan(PlanRequest(spec, find_gpu("RTX-5090"), concurrency=64))
+    assert any("NVFP4 checkpoint" in s and "FP4 tensor cores" in s
+               for s in blackwell.suggestions), blackwell.suggestions
+    hopper = plan(PlanRequest(spec, find_gpu("H100"), concurrency=512))
+    assert not any("NVFP4" in s for s in hopper.suggestions)
+    with pytest.raises(PlanError, match="compute capability >= 10.0"):
+        plan(PlanRequest(spec, find_gpu("L40S"), quantization="nvfp4"))
+    # an NVFP4 checkpoint loads below Blackwell, emulated, and the plan says so
+    cfg = dict(_config("qwen3-8b"), quantization_config={
+        "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
+        "exclude_modules": ["lm_head"]})
+    nv = ModelSpec.from_config(cfg, name="qwen3-8b-nvfp4")
+    p = plan(PlanRequest(nv, find_gpu("H100"), concurrency=8))
+    assert p.precision == "nvfp4" and any("emulates NVFP4" in n for n in p.notes)
+    # 4.5 bits a weight on the linears, 16-bit embeddings: well under half the bf16 size
+    assert checkpoint_bytes(nv) < 0.45 * checkpoint_bytes(_spec("qwen3-8b"))

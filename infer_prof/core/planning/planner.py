@@ -373,9 +373,10 @@ def _suggest(r: PlanRequest, s: PlanSetup, wanted: str, kv_dtype: str, caps: Eng
                                  or (r.gpu.cuda_capability or (0, 0)) < NVFP4_MIN_CAPABILITY):
                 continue  # FP4 compute: Blackwell only
             m4 = evaluate(s, p, kv_dtype)
-            if m4.max_sequences > best:
+            if m4.max_sequences > best or (p == "nvfp4" and m4.max_sequences >= best):
+                fp4 = ", on the FP4 tensor cores" if p == "nvfp4" else ""
                 out.append(f"a pre-quantized {what} takes {gib(m4.weights_bytes)} per GPU "
-                           f"and would hold {m4.max_sequences} sequences")
+                           f"and would hold {m4.max_sequences} sequences{fp4}")
     return out
 
 
