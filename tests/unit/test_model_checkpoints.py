@@ -29,7 +29,11 @@ from infer_prof.catalog.gpus import find_gpu
 from infer_prof.catalog.models import registry
 from infer_prof.cli.plan import plan_command
 from infer_prof.core.catalog.models import ModelSpec
-from infer_prof.core.catalog.roofline import model_decode_bytes_per_step
+from infer_prof.core.catalog.roofline import (
+    RooflineInputs,
+    model_decode_bytes_per_step,
+    roofline_report,
+)
 from infer_prof.core.planning.memory import (
     checkpoint_bytes,
     kv_bytes_per_sequence,
@@ -147,6 +151,11 @@ def test_sliding_layers_keep_only_their_window():
     # 768 tokens: 12 full layers x 48 blocks, 12 sliding layers (window 128) x (ceil(127/16)+1)
     assert kv_bytes_per_sequence(spec, 768) == per_layer_block * (12 * 48 + 12 * 9)
     assert kv_bytes_per_sequence(spec, 64) == per_layer_block * 24 * 4
+    # the planner counts a 768-token sequence as ceil(684 layer-blocks / 24 layers) = 29 blocks
+    # of every layer, not 48: more sequences fit than a full-attention count says
+    p = plan(PlanRequest(spec, find_gpu("H100"), concurrency=64))
+    assert p.memory is not None and p.memory.blocks_per_sequence == 29
+    assert p.memory.max_sequences == p.memory.kv_blocks // 29
 
 
 def test_text_config_is_the_decoder_with_transformers_defaults():
@@ -199,6 +208,13 @@ def test_moe_decode_step_reads_the_expected_distinct_experts():
     eight = model_decode_bytes_per_step(spec, total, 0.0, 8, 0.0, experts)
     assert eight == pytest.approx(total - experts * 0.75**8)
     assert spec.active_param_count() == pytest.approx(12.88e9, rel=1e-3)
+    # the roofline's MBU reads those bytes: at one running sequence, 1/4 of the experts
+    report = roofline_report(RooflineInputs(
+        spec, weight_bytes=float(total), kv_bytes_per_token=0.0,
+        bandwidth_bytes_per_s=1e12, peak_flops=None, batch_size=1.0, mean_context_len=0.0,
+        output_tokens_per_s=10.0, routed_expert_bytes=float(experts)))
+    assert report["decode_bytes_per_step"] == pytest.approx(one)
+    assert report["mbu"] == pytest.approx(one * 10.0 / 1e12)
 
 
 def _app() -> typer.Typer:
