@@ -200,7 +200,7 @@ def _model_notes(model: ModelSpec, s: PlanSetup) -> list[str]:
             f"each token to {e.top_k} of {e.num_experts} experts"
             + (f" plus shared experts {e.shared_intermediate} wide" if e.shared_intermediate
                else "")
-            + f"; all {total / GIB:.2f} GiB of weights are held, "
+            + f"; every expert stays in memory (the checkpoint holds {total / GIB:.2f} GiB); "
             f"{model.active_param_count() / 1e9:.2f} B of "
             f"{model.param_count() / 1e9:.2f} B parameters are active per token")
     if model.mla is not None:
