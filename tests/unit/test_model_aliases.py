@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 CHECKPOINTS = json.loads((ROOT / "tests/data/checkpoints.json").read_text())["checkpoints"]
 EVIDENCE = {"index", "quoted", "same-shapes", "weak", "lfs-pointer", "unknown"}
 #: Aliases issue 34 asks for whose verbatim config.json a stored copy was found for (none was for
-#: mixtral-8x7b, gemma-3-27b, mistral-small-24b or deepseek-v2-lite, so they are not aliases).
-TODAYS = ["llama-3.3-70b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b",
-          "phi-4"]
+#: gemma-3-27b, mistral-small-24b or deepseek-v2-lite, so they are not aliases).
+TODAYS = ["llama-3.3-70b", "mixtral-8x7b", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b",
+          "gpt-oss-20b", "gpt-oss-120b", "phi-4"]
 #: A stored copy at a commit: ``github.com/OWNER/REPO@<40 hex>:path``.
 STORED_COPY = re.compile(r"^github\.com/[\w.-]+/[\w.-]+@[0-9a-f]{40}:\S+ ")
 
@@ -55,6 +55,9 @@ def test_the_configs_are_the_published_architectures():
     moe = {a: reg[a]["config"] for a in ("qwen3-30b-a3b", "gpt-oss-20b", "gpt-oss-120b")}
     assert (moe["qwen3-30b-a3b"]["num_experts"], moe["qwen3-30b-a3b"]["num_experts_per_tok"],
             moe["qwen3-30b-a3b"]["moe_intermediate_size"]) == (128, 8, 768)
+    mixtral = reg["mixtral-8x7b"]["config"]
+    assert (mixtral["num_local_experts"], mixtral["num_experts_per_tok"],
+            mixtral["intermediate_size"], mixtral["num_hidden_layers"]) == (8, 2, 14336, 32)
     for alias, layers, experts in (("gpt-oss-20b", 24, 32), ("gpt-oss-120b", 36, 128)):
         cfg = moe[alias]
         assert (cfg["num_hidden_layers"], cfg["num_local_experts"]) == (layers, experts)
