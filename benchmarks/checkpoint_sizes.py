@@ -1,6 +1,6 @@
-"""Planned weights against published checkpoints: one row per folder of
-``tests/data/model_checks`` (config.json, total_size, SOURCE; a folder without config.json uses
-the shipped alias of that name).
+"""Planned weights against published checkpoints: one row per checkpoint with a published size
+in ``tests/data/checkpoints.json`` (config: the alias's, or the file at ``config_path``) and per
+folder of ``tests/data/model_checks`` (a reconstructed config.json, total_size, SOURCE).
 
     .venv/bin/python benchmarks/checkpoint_sizes.py            # Markdown table
     .venv/bin/python benchmarks/checkpoint_sizes.py --legacy   # what a dense-only count gives
@@ -22,8 +22,25 @@ from infer_prof.catalog.models import registry
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.memory import checkpoint_bytes, kv_bytes_per_token
 
-DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "model_checks"
+ROOT = Path(__file__).resolve().parents[1]
 GIB = 2**30
+
+
+def published() -> list[tuple[str, dict, int]]:
+    """(name, config, published bytes) of every checkpoint with a published size, by name."""
+    out = []
+    table = json.loads((ROOT / "tests/data/checkpoints.json").read_text())["checkpoints"]
+    for c in table:
+        size = c["total_size"] or c.get("file_bytes")
+        if size:
+            cfg = (registry()[c["alias"]]["config"] if "alias" in c
+                   else json.loads((ROOT / c["config_path"]).read_text()))
+            out.append((c["name"], cfg, int(size)))
+    for folder in (ROOT / "tests/data/model_checks").iterdir():
+        if (folder / "total_size").exists():
+            out.append((folder.name, json.loads((folder / "config.json").read_text()),
+                        int((folder / "total_size").read_text().split()[0])))
+    return sorted(out, key=lambda row: row[0])
 
 
 def legacy_bytes(spec: ModelSpec) -> int:
@@ -44,16 +61,8 @@ def main() -> None:
           "(active) | stored as |")
     print("|---|---:|---:|---:|---:|---:|---|")
     right = rows = 0
-    for folder in sorted(DATA.iterdir()):
-        size_file = folder / "total_size"
-        if not size_file.exists():
-            continue
-        name = folder.name
-        cfg_file = folder / "config.json"
-        cfg = (json.loads(cfg_file.read_text()) if cfg_file.exists()
-               else registry()[name]["config"])
+    for name, cfg, total in published():
         spec = ModelSpec.from_config(cfg, name=name)
-        total = int(size_file.read_text().split()[0])
         planned = legacy_bytes(spec) if args.legacy else checkpoint_bytes(spec)
         err = 100.0 * (planned - total) / total
         rows += 1

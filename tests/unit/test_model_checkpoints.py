@@ -1,12 +1,12 @@
 """The planner's model arithmetic against published checkpoints and vLLM's KV cache.
 
-Data: ``tests/data/model_checks/<name>/`` holds each checkpoint's official config.json (where a
-verbatim copy was found; else the shipped alias's config in models.json is used), its
-``total_size`` (``metadata.total_size`` of its ``model.safetensors.index.json``, or the file size
-of a single-file checkpoint) and ``SOURCE`` (where each came from).
+Data: ``tests/data/checkpoints.json`` (each checkpoint's ``metadata.total_size``, or a
+single-file checkpoint's size, with its source; the config is the alias's in models.json or the
+file at ``config_path``), and ``tests/data/model_checks/<name>/`` for checkpoints whose config
+could only be reconstructed (config.json, total_size, SOURCE).
 
-- whole-model weight bytes within 1 % of ``total_size`` for every checkpoint with one (dense,
-  MoE, MXFP4, fp8 per-tensor, GPTQ);
+- whole-model weight bytes within 1 % of the published size for every checkpoint with one
+  (dense, MoE, MXFP4, fp8 per-tensor, GPTQ, Gemma-3 through ``text_config``);
 - KV bytes per token as vLLM's KV cache specs compute them, written out here from the config
   numbers: ``AttentionSpec`` (full and sliding layers alike) ``2 x kv_heads x head_dim x 2 B``
   per layer, ``MLAAttentionSpec`` ``(kv_lora_rank + qk_rope_head_dim) x 2 B`` per layer;
@@ -44,27 +44,41 @@ from infer_prof.core.planning.memory import (
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.core.planning.precisions import PlanError
 
-DATA = Path(__file__).resolve().parents[1] / "data" / "model_checks"
+ROOT = Path(__file__).resolve().parents[2]
+EXTRA = ROOT / "tests" / "data" / "model_checks"
 GIB = 2**30
 
 
+def _published() -> dict[str, tuple[dict, int | None]]:
+    """{name: (config, published bytes or None)} of every checkpoint the tests know."""
+    out: dict[str, tuple[dict, int | None]] = {}
+    table = json.loads((ROOT / "tests/data/checkpoints.json").read_text())["checkpoints"]
+    for c in table:
+        cfg = (registry()[c["alias"]]["config"] if "alias" in c
+               else json.loads((ROOT / c["config_path"]).read_text()))
+        out[c["name"]] = (cfg, c["total_size"] or c.get("file_bytes"))
+    for folder in sorted(EXTRA.iterdir()):
+        size = folder / "total_size"
+        out[folder.name] = (json.loads((folder / "config.json").read_text()),
+                            int(size.read_text().split()[0]) if size.exists() else None)
+    return out
+
+
+PUBLISHED = _published()
+SIZED = sorted(n for n, (_, size) in PUBLISHED.items() if size)
+
+
 def _config(name: str) -> dict:
-    folder = DATA / name
-    if (folder / "config.json").exists():
-        return json.loads((folder / "config.json").read_text())
-    return registry()[name]["config"]
+    return PUBLISHED[name][0] if name in PUBLISHED else registry()[name]["config"]
 
 
 def _spec(name: str) -> ModelSpec:
     return ModelSpec.from_config(_config(name), name=name)
 
 
-SIZED = sorted(p.parent.name for p in DATA.glob("*/total_size"))
-
-
 def test_the_data_set_covers_moe_mxfp4_fp8_gptq_and_sliding_windows():
     specs = {n: _spec(n) for n in SIZED}
-    assert len(SIZED) >= 14
+    assert len(SIZED) >= 17
     assert {n for n, s in specs.items() if s.moe} >= {"mixtral-8x7b", "qwen3-30b-a3b",
                                                       "gpt-oss-20b"}
     assert {s.quant.method for s in specs.values() if s.quant} >= {"mxfp4", "fp8", "gptq"}
@@ -73,7 +87,8 @@ def test_the_data_set_covers_moe_mxfp4_fp8_gptq_and_sliding_windows():
 
 @pytest.mark.parametrize("name", SIZED)
 def test_whole_model_weight_bytes_within_1_percent_of_the_checkpoint(name):
-    total = int((DATA / name / "total_size").read_text().split()[0])
+    total = PUBLISHED[name][1]
+    assert total is not None
     planned = checkpoint_bytes(_spec(name))
     assert abs(planned - total) <= 0.01 * total, (name, planned, total)
 
