@@ -38,14 +38,15 @@ def models_command(
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
     t = Table(title="model aliases (--model); also: a local folder, or a hub id org/name")
-    for col in ("alias", "hub id", "params (B)", "layers", "KV heads", "context", "KV/token"):
+    for col in ("alias", "hub id", "params B (active)", "layers", "KV heads", "context",
+                "KV/token"):
         t.add_column(col, justify="left" if col in ("alias", "hub id") else "right",
                      no_wrap=col == "alias", overflow="fold")
     t.add_row(TINY_LLAMA, "(generated locally)", "0.0004", "2", "2", "2048", "1 KiB")
     for r in rows:
         params = f"{r['params_b']:.2f}"
         if r["experts"]:
-            params += f" ({r['active_params_b']:.2f} active)"
+            params += f" ({r['active_params_b']:.2f})"
         t.add_row(r["alias"], r["hub_id"], params, str(r["layers"]),
                   str(r["kv_heads"]), f"{r['context']:,}",
                   f"{r['kv_bytes_per_token_16bit'] // 1024:,} KiB")
