@@ -97,9 +97,10 @@ class _Cheapest:
             self.spot = spot
 
 
-TOTAL_MEMORY_CLOUDS: frozenset[str] = frozenset({"vast", "primeintellect"})
+TOTAL_MEMORY_CLOUDS: frozenset[str] = frozenset({"vast", "primeintellect", "verda"})
 """Clouds whose ``GpuInfo`` gives the whole instance's GPU memory where the others give one
-GPU's (Vast ``2x-H200``: 287542 MiB; Prime Intellect ``8xA100_80GB``: 655360 MiB)."""
+GPU's (Vast ``2x-H200``: 287542 MiB; Prime Intellect ``8xA100_80GB``: 655360 MiB; Verda
+``8H100.80S.176V``: 640 GB)."""
 
 MIB_IS_GIB_BELOW = 1024
 """A ``SizeInMiB`` below this is GiB (RunPod's and Shadeform's catalogs write 80 for 80 GB):
