@@ -68,6 +68,11 @@ ACCELERATOR_KEYS: dict[str, str] = {
     "RTXA4500": "A4500",
     "RTX2000-Ada": "RTX-2000-Ada",
     "RTX4000-Ada": "RTX-4000-Ada",
+    "A800": "A800",
+    "P4": "P4",
+    "M60": "M60",
+    "K80": "K80",
+    "Radeon MI25": "MI25",
     # The names other clouds give the same cards (Hyperstack, Spheron, Verda, Shadeform, ...).
     "H100-80G-SXM5": "H100-SXM",
     "H100_SXM5": "H100-SXM",
@@ -125,7 +130,10 @@ NOT_IN_CATALOG = "not in infer-prof's GPU catalog (no sourced specs for the plan
 UNKNOWN_REASONS: dict[str, str] = {
     "H100-NVLINK": "Fluidstack's H100-NVLINK does not say which H100 (SXM, or PCIe with an NVLink "
                    "bridge)",
-    "RTX6000": "the 24 GB Turing Quadro RTX 6000 (Lambda): " + NOT_IN_CATALOG,
+    "RTX6000": "the 24 GB Turing Quadro RTX 6000 (Lambda): no source for its bandwidth and tensor "
+               "TFLOPS was found; " + NOT_IN_CATALOG,
+    "Radeon Pro V520": "AMD's Radeon Pro V520 (AWS g4ad), a graphics GPU: no source for its memory "
+                       "bandwidth was found; " + NOT_IN_CATALOG,
 }
 """Why a known-but-unmapped accelerator name is not priced as a catalog GPU."""
 
