@@ -53,6 +53,10 @@ GCP_HOSTS: dict[str, dict[int, str]] = {
 
 GCP_ATTACHED_NOTE = "GPU price only: attached to an N1 VM, whose price is extra"
 
+GCP_NO_HOST_NOTE = ("GPU price only: the catalog read has no price for its host VM {host} (a "
+                    "catalog of GPU rows only), whose price is extra")
+"""The note of a GCP accelerator whose built-in host VM has no row in the file read at all."""
+
 
 @dataclass
 class CatalogRead:
@@ -180,6 +184,7 @@ class _Parser:
         self.hosts: dict[tuple[str, str], tuple[float | None, float | None]] = {}
         self.gcp_gpus: list[tuple[str, int, float | None, str, str, float | None, float | None]]
         self.gcp_gpus = []
+        self.no_host: set[str] = set()
 
     def row(self, cells: dict[str, str]) -> None:
         instance = cells["InstanceType"].strip()
@@ -231,12 +236,19 @@ class _Parser:
             self.memory[k] = memory
 
     def join_gcp(self) -> None:
-        """Price each GCP accelerator row with its host VM in the same zone."""
+        """Price each GCP accelerator row with its host VM in the same zone. A host type with
+        no row anywhere in the file (a catalog of GPU rows only) gives the accelerator's price
+        alone, with :data:`GCP_NO_HOST_NOTE`; one sold elsewhere but not in the zone, none."""
+        host_types = {h for h, _ in self.hosts}
         for acc, count, memory, region, zone, on_demand, spot in self.gcp_gpus:
             host = GCP_HOSTS.get(acc, {}).get(count)
             if host is None:
                 self._offer(f"{count}x {acc} (attached)", acc, count, memory, region, on_demand,
                             spot)
+                continue
+            if host not in host_types:
+                self.no_host.add(host)
+                self._offer(host, acc, count, memory, region, on_demand, spot)
                 continue
             if (host, zone) not in self.hosts:
                 continue  # the accelerator is sold in a zone where its VM is not
@@ -255,6 +267,8 @@ class _Parser:
             notes = [n for n in (count_note, match.note) if n]
             if instance.endswith("(attached)"):
                 notes.append(GCP_ATTACHED_NOTE)
+            if instance in self.no_host:
+                notes.append(GCP_NO_HOST_NOTE.format(host=instance))
             if match.gpu is None:
                 self.read.unknown[acc] += 1
             out.append(InstanceOffer(
