@@ -52,6 +52,12 @@ REDUCTION = (
 )
 
 
+PER_FILE_NOTE = (
+    "GPU rows of SkyPilot's catalogs, each cloud's file at its own commit (listed in "
+    "skypilot_gpu_prices.json); GCP's host-VM rows are not among them, so GCP's built-in GPUs "
+    "are priced alone (said per row)")
+
+
 def _git(git_dir: Path, *args: str) -> str:
     return subprocess.run(["git", f"--git-dir={git_dir}", *args], check=True,
                           capture_output=True, text=True).stdout
@@ -125,8 +131,7 @@ def _per_file_provenance(prov: dict[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in prov.items() if k not in ("files", "method", "description")}
     out.setdefault("repository", REPOSITORY)
     out.setdefault("commit", "per-file")
-    if prov.get("description"):
-        out.setdefault("note", str(prov["description"]))
+    out.setdefault("note", PER_FILE_NOTE)
     out["files"] = by_cloud
     return out
 
