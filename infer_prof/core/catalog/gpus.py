@@ -54,8 +54,9 @@ class GpuSpec:
     ``*_tflops`` dense tensor-core peaks in 10^12 FLOP/s (``None`` where the GPU lacks that math,
     or where no source states the figure); ``fp4_tflops`` the FP4 (NVFP4/MXFP4) peak, on NVIDIA
     Blackwell and AMD CDNA 4 only; ``tdp_watts`` in W (``None`` where unpublished).
-    ``family`` the name that means every variant of the GPU (``A100``, ``H100``). ``compute_capability`` is ``"major.minor"`` for NVIDIA, a ROCm gfx target
-    (``"gfx908"``) for AMD. ``sources`` pairs each figure's name with where it comes from.
+    ``family`` the name that means every variant of the GPU (``A100``, ``H100``).
+    ``compute_capability`` is ``"major.minor"`` for NVIDIA, a ROCm gfx target (``"gfx908"``) for
+    AMD. ``sources`` pairs each figure's name with where it comes from.
     """
 
     key: str
