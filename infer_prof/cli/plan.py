@@ -228,7 +228,8 @@ def plan_options(o: PlanOptions) -> None:
             _print_plan(r, how, console)
         if len(results) > 1:
             fits = [r.gpu for r in results if r.fits]
-            console.print(f"{o.gpu} is a GPU family: planned on each variant; fits on "
+            family = gpu_specs[0].family if gpu_specs[0] else o.gpu
+            console.print(f"{family} is a GPU family: planned on each variant; fits on "
                           f"{', '.join(str(k) for k in fits) or 'none'}", markup=False,
                           highlight=False)
     if not any(r.fits for r in results):
