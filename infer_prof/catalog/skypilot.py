@@ -106,6 +106,11 @@ TOTAL_MEMORY_CLOUDS: frozenset[str] = frozenset({"vast", "primeintellect", "verd
 GPU's (Vast ``2x-H200``: 287542 MiB; Prime Intellect ``8xA100_80GB``: 655360 MiB; Verda
 ``8H100.80S.176V``: 640 GB)."""
 
+PLACEHOLDER_USD_PER_GPU_HOUR = 0.02
+"""A row whose every price is at most this many USD per GPU-hour is a placeholder, not a rental
+price, and is skipped (counted): Mithril's catalog lists its A100 and B200 instances at $0.01 per
+GPU-hour; the lowest real price in the catalogs is $0.06 (an RTX A2000 on SimplePod)."""
+
 MIB_IS_GIB_BELOW = 1024
 """A ``SizeInMiB`` below this is GiB (RunPod's and Shadeform's catalogs write 80 for 80 GB):
 no GPU has less than 1 GiB of memory."""
@@ -213,6 +218,10 @@ class _Parser:
             return
         if on_demand is None and spot is None:
             self.read.skipped["no price"] += 1
+            return
+        if all(p is None or p / count <= PLACEHOLDER_USD_PER_GPU_HOUR for p in (on_demand, spot)):
+            self.read.skipped[f"price at most ${PLACEHOLDER_USD_PER_GPU_HOUR} per GPU-hour "
+                              "(a placeholder)"] += 1
             return
         if not region:
             self.read.skipped["no region"] += 1
