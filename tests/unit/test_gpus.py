@@ -303,3 +303,6 @@ def test_bf16_and_fp8_support_follow_the_architecture_where_no_tflops_are_source
     assert find_gpu("A10G").bf16_tflops is None and find_gpu("A10G").supports_bf16
     assert find_gpu("RTX-4000-Ada").fp8_tflops is None and find_gpu("RTX-4000-Ada").supports_fp8
     assert not find_gpu("T4").supports_bf16 and not find_gpu("V100-32GB").supports_fp8
+    # AMD: FP8 where the GPU has it (CDNA 3/4), not on CDNA 1
+    assert find_gpu("MI300X").supports_fp8 and find_gpu("MI355X").supports_fp8
+    assert not find_gpu("MI100").supports_fp8

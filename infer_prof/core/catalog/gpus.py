@@ -133,10 +133,13 @@ class GpuSpec:
 
     @property
     def supports_fp8(self) -> bool:
-        """True when vLLM runs FP8 W8A8 here: CUDA compute capability >= 8.9 (every such GPU has
-        FP8 tensor math, whether or not the catalog has a source for its TFLOPS)."""
+        """True when the GPU has FP8 tensor math vLLM runs W8A8 on: CUDA compute capability >= 8.9
+        (every such GPU has it, whether or not the catalog has a source for its TFLOPS), or an AMD
+        GPU with an FP8 figure (CDNA 3/4: MI300X, MI325X, MI355X; vLLM's ROCm build runs FP8)."""
         cc = self.cuda_capability
-        return cc is not None and cc >= FP8_MIN_CAPABILITY
+        if cc is None:
+            return self.fp8_tflops is not None
+        return cc >= FP8_MIN_CAPABILITY
 
     @property
     def supports_bf16(self) -> bool:
