@@ -76,7 +76,9 @@ def print_market(console: Console, rows: list[tuple[InstanceOffer, int]], market
         console.print(f"  {market.provenance['note']}", markup=False, highlight=False)
     if market.stale:
         console.print(f"warning: these prices are {market.age_days} days old", markup=False)
-    notes = sorted({f"{o.cloud} {o.instance_type}: {o.note}" for o, _ in rows if o.note})
+    notes = sorted({f"{o.cloud} {o.instance_type}: {o.note}" for o, _ in rows
+                    if o.note and o.gpu})
+    notes += sorted({f"{gpu_label(o)}: {o.note}" for o, _ in rows if o.note and not o.gpu})
     for note in notes:
         console.print(f"! {note}", markup=False, highlight=False)
     if not all_regions:
