@@ -168,7 +168,7 @@ def test_sliding_layers_keep_only_their_window():
     assert kv_bytes_per_sequence(spec, 64) == per_layer_block * 24 * 4
     # the planner counts a 768-token sequence as ceil(684 layer-blocks / 24 layers) = 29 blocks
     # of every layer, not 48: more sequences fit than a full-attention count says
-    p = plan(PlanRequest(spec, find_gpu("H100"), concurrency=64))
+    p = plan(PlanRequest(spec, find_gpu("H100-SXM"), concurrency=64))
     assert p.memory is not None and p.memory.blocks_per_sequence == 29
     assert p.memory.max_sequences == p.memory.kv_blocks // 29
 
@@ -201,13 +201,13 @@ def test_a_prequantized_checkpoint_runs_at_its_own_precision_only():
     # embeddings and LM head 16-bit (modules_to_not_convert): about half the bf16 checkpoint
     bf16 = checkpoint_bytes(_spec("qwen3-30b-a3b"))
     assert 0.5 * bf16 < checkpoint_bytes(spec) < 0.52 * bf16
-    p = plan(PlanRequest(spec, find_gpu("H100"), concurrency=8))
+    p = plan(PlanRequest(spec, find_gpu("H100-SXM"), concurrency=8))
     assert [c.precision for c in p.candidates if c.kv_cache_dtype == "auto"] == ["fp8"]
     assert p.settings is not None and p.settings.precision is None  # vLLM reads the config
     with pytest.raises(PlanError, match="pre-quantized"):
-        plan(PlanRequest(spec, find_gpu("H100"), quantization="bitsandbytes"))
+        plan(PlanRequest(spec, find_gpu("H100-SXM"), quantization="bitsandbytes"))
     gptoss = _spec("gpt-oss-120b")
-    p = plan(PlanRequest(gptoss, find_gpu("H100"), concurrency=8))
+    p = plan(PlanRequest(gptoss, find_gpu("H100-SXM"), concurrency=8))
     assert p.precision == "mxfp4" and p.fits_load
     assert p.memory is not None and p.memory.weights_bytes == checkpoint_bytes(gptoss)
 
@@ -239,7 +239,7 @@ def _app() -> typer.Typer:
 
 
 def _plan_cli(folder: Path) -> object:
-    return CliRunner().invoke(_app(), ["--model", str(folder), "--gpu", "H100"])
+    return CliRunner().invoke(_app(), ["--model", str(folder), "--gpu", "H100-SXM"])
 
 
 def test_unknown_quantization_method_or_missing_field_is_one_line_and_exit_2(tmp_path):
@@ -264,7 +264,7 @@ def test_fp4_where_the_gpu_runs_it():
     blackwell = plan(PlanRequest(spec, find_gpu("RTX-5090"), concurrency=64))
     assert any("NVFP4 checkpoint" in s and "FP4 tensor cores" in s
                for s in blackwell.suggestions), blackwell.suggestions
-    hopper = plan(PlanRequest(spec, find_gpu("H100"), concurrency=512))
+    hopper = plan(PlanRequest(spec, find_gpu("H100-SXM"), concurrency=512))
     assert not any("NVFP4" in s for s in hopper.suggestions)
     with pytest.raises(PlanError, match="compute capability >= 10.0"):
         plan(PlanRequest(spec, find_gpu("L40S"), quantization="nvfp4"))
@@ -273,7 +273,7 @@ def test_fp4_where_the_gpu_runs_it():
         "quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16,
         "exclude_modules": ["lm_head"]})
     nv = ModelSpec.from_config(cfg, name="qwen3-8b-nvfp4")
-    p = plan(PlanRequest(nv, find_gpu("H100"), concurrency=8))
+    p = plan(PlanRequest(nv, find_gpu("H100-SXM"), concurrency=8))
     assert p.precision == "nvfp4" and any("emulates NVFP4" in n for n in p.notes)
     # 4.5 bits a weight on the linears, 16-bit embeddings: well under half the bf16 size
     assert checkpoint_bytes(nv) < 0.45 * checkpoint_bytes(_spec("qwen3-8b"))
