@@ -9,6 +9,7 @@ the modules reach the run machinery, the result documents and the load drivers, 
 from __future__ import annotations
 
 import importlib
+from difflib import get_close_matches
 from typing import Any
 
 import typer
@@ -70,6 +71,17 @@ class LazyGroup(TyperGroup):
                 return TyperCommand(name=cmd_name, help=COMMANDS[cmd_name][2])
             self.commands[cmd_name] = load_command(cmd_name)
         return self.commands.get(cmd_name)
+
+    def resolve_command(self, ctx: _click.Context, args: list[str]
+                        ) -> tuple[str | None, _click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except _click.exceptions.UsageError as exc:  # suggest among all, not only those loaded
+            matches = get_close_matches(args[0], list(COMMANDS)) if args else []
+            if matches and "Did you mean" not in exc.message:
+                exc.message = (f"{exc.message.rstrip('.')}. Did you mean "
+                               f"{', '.join(repr(m) for m in matches)}?")
+            raise
 
     def format_help(self, ctx: _click.Context, formatter: _click.HelpFormatter) -> None:
         self._listing = True

@@ -59,3 +59,8 @@ def test_every_listed_command_loads_and_answers_its_help():
         assert command.name == name
         result = CliRunner().invoke(app, [name, "--help"])
         assert result.exit_code == 0 and "Usage:" in result.output, (name, result.output)
+
+
+def test_a_misspelt_command_is_suggested_from_every_command():
+    result = CliRunner().invoke(app, ["histroy"])
+    assert result.exit_code == 2 and "Did you mean 'history'?" in result.output
