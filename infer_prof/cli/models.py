@@ -7,12 +7,14 @@ import sys
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from infer_prof.catalog.models import TINY_LLAMA, registry
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.memory import checkpoint_bytes
+from infer_prof.report.fit import print_fitted
 
 
 def models_command(
@@ -37,11 +39,11 @@ def models_command(
     if json_output:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    t = Table(title="model aliases (--model); also: a local folder, or a hub id org/name")
-    for col in ("alias", "hub id", "params B (active)", "layers", "KV heads", "context",
-                "KV/token"):
-        t.add_column(col, justify="left" if col in ("alias", "hub id") else "right",
-                     no_wrap=col == "alias", overflow="fold")
+    t = Table(title="model aliases (--model); also: a local folder, or a hub id org/name",
+              box=box.SIMPLE_HEAD, show_edge=False, title_justify="left", padding=(0, 1, 0, 0))
+    for col in ("alias", "hub id", "params B (active)", "layers", "KV heads", "context", "KV/token"):
+        ident = col in ("alias", "hub id")
+        t.add_column(col, justify="left" if ident else "right", no_wrap=ident)
     t.add_row(TINY_LLAMA, "(generated locally)", "0.0004", "2", "2", "2048", "1 KiB")
     for r in rows:
         params = f"{r['params_b']:.2f}"
@@ -50,4 +52,4 @@ def models_command(
         t.add_row(r["alias"], r["hub_id"], params, str(r["layers"]),
                   str(r["kv_heads"]), f"{r['context']:,}",
                   f"{r['kv_bytes_per_token_16bit'] // 1024:,} KiB")
-    Console().print(t)
+    print_fitted(Console(), t, ("context", "layers", "KV heads"))

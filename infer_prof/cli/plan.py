@@ -26,6 +26,7 @@ from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.plan_result import Plan
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.core.planning.precisions import PRECISION_LABELS, PlanError
+from infer_prof.report.fit import print_fitted
 
 _UNITS = {
     "": 1, "b": 1,
@@ -119,26 +120,34 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
     else:
         console.print("decision: [bold red]nothing fits[/]")
 
-    table = Table(title="memory per GPU (GiB)", box=box.SIMPLE_HEAVY)
+    table = Table(title="memory per GPU (GiB)", box=box.SIMPLE_HEAVY, show_edge=False)
     for col in ("precision", "weights", "overhead", "KV cache", "KV/token", "seqs at once",
                 "verdict"):
-        table.add_column(col, justify="left" if col in ("precision", "verdict") else "right")
+        table.add_column(col, justify="left" if col in ("precision", "verdict") else "right",
+                         no_wrap=col == "precision")
+    rejected = {c.label for c in p.rejections}
+    fp8_kv_note = False
     for c in p.candidates:
         m = c.memory
         chosen = c.precision == p.precision and c.kv_cache_dtype == p.kv_cache_dtype
         if chosen:
             verdict = "chosen"
         elif not c.available:
-            verdict = "unavailable here (below)"
+            verdict = "unavailable"
         elif c.kv_cache_dtype == "fp8" and p.kv_cache_dtype != "fp8":
-            verdict = "fp8 KV only when asked (--kv-cache-dtype fp8) or nothing else fits"
+            verdict, fp8_kv_note = "if asked", True
+        elif c.label in rejected:
+            verdict = "rejected"
         else:
             verdict = c.reason or "fits"
         table.add_row(("* " if chosen else "  ") + c.label, _gib(m.weights_bytes),
                       _gib(m.overhead_bytes), _gib(m.kv_cache_bytes),
                       f"{m.kv_bytes_per_token / 1024:,.0f} KiB", f"{m.max_sequences:,}",
                       verdict, style="bold" if chosen else None)
-    console.print(table)
+    print_fitted(console, table, ("overhead", "KV/token"), more="--json")
+    if fp8_kv_note:
+        console.print("if asked: an fp8 KV cache is planned only when asked (--kv-cache-dtype "
+                      "fp8) or when nothing else fits")
     if p.memory:
         m = p.memory
         console.print(f"breakdown: weights {_gib(m.weights_bytes)} (whole model "
@@ -148,7 +157,6 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
                       "GiB of KV")
     for c in p.rejections:
         console.print(f"rejected {c.label}: {c.reason}")
-    rejected = {c.label for c in p.rejections}
     for c in p.candidates:
         if not c.available and c.label not in rejected:
             console.print(f"unavailable {c.label}: {c.reason}")
@@ -221,7 +229,7 @@ def plan_options(o: PlanOptions) -> None:
         docs = [r.to_dict(_vllm_args(r)) for r in results]
         typer.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
     else:
-        console = Console(width=140)
+        console = Console()
         for i, r in enumerate(results):
             if i:
                 console.print()

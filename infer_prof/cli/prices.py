@@ -24,6 +24,7 @@ from infer_prof.catalog.prices import (
 )
 from infer_prof.cli.declared import declared_command
 from infer_prof.config.options import Opt
+from infer_prof.report.fit import print_fitted
 
 _LEFT = ("", "provider", "gpu", "date", "src")
 
@@ -176,8 +177,6 @@ def prices(o: PricesOptions) -> None:
         typer.echo(json.dumps(data, indent=2))
         return
     console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
     if offers:
         from infer_prof.cli.prices_market import cheapest_region, print_market
 
@@ -234,18 +233,11 @@ def _print_seed(console: Console, catalog: PriceCatalog, rows: list[PriceRow],
         padding=0,  # the box's blank column separator leaves one space between columns
     )
     cells = [[cell(r) for _, cell in columns] for r in rows]
-    for i, (name, _) in enumerate(columns):
-        # Only provider and gpu may be shortened on a narrow terminal; numbers never are.
-        widest = max([len(name)] + [len(c[i]) for c in cells])
-        table.add_column(
-            name,
-            no_wrap=True,
-            justify="left" if name in _LEFT else "right",
-            min_width=None if name in ("provider", "gpu") else widest,
-        )
+    for name, _ in columns:
+        table.add_column(name, no_wrap=True, justify="left" if name in _LEFT else "right")
     for c in cells:
         table.add_row(*c)
-    console.print(table)
+    print_fitted(console, table, ("buy $", "date", "spot $/GPU-h", "$/h"))
     for source, n in sources.items():
         console.print(f"[{n}] {source}", markup=False, highlight=False)
     if picked:

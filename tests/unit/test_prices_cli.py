@@ -25,8 +25,8 @@ def app() -> typer.Typer:
     return a
 
 
-def run(app, *args: str):
-    return CliRunner().invoke(app, list(args))
+def run(app, *args: str, columns: int = 200):
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
 
 
 def test_h100_from_five_clouds_cheapest_per_gpu_first(app):
