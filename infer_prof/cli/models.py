@@ -41,15 +41,15 @@ def models_command(
         return
     t = Table(title="model aliases (--model); also: a local folder, or a hub id org/name",
               box=box.SIMPLE_HEAD, show_edge=False, title_justify="left", padding=(0, 1, 0, 0))
-    for col in ("alias", "hub id", "params B (active)", "layers", "KV heads", "context", "KV/token"):
+    for col in ("alias", "hub id", "params B", "active B", "layers", "KV heads", "context",
+                "KV/token"):
         ident = col in ("alias", "hub id")
-        t.add_column(col, justify="left" if ident else "right", no_wrap=ident)
-    t.add_row(TINY_LLAMA, "(generated locally)", "0.0004", "2", "2", "2048", "1 KiB")
+        t.add_column(col, justify="left" if ident else "right", no_wrap=True)
+    t.add_row(TINY_LLAMA, "(generated locally)", "0.0004", "0.0004", "2", "2", "2048", "1 KiB")
     for r in rows:
-        params = f"{r['params_b']:.2f}"
-        if r["experts"]:
-            params += f" ({r['active_params_b']:.2f})"
-        t.add_row(r["alias"], r["hub_id"], params, str(r["layers"]),
+        # active: parameters one token passes through (mixture of experts: its top-k experts)
+        active = f"{r['active_params_b']:.2f}" if r["experts"] else f"{r['params_b']:.2f}"
+        t.add_row(r["alias"], r["hub_id"], f"{r['params_b']:.2f}", active, str(r["layers"]),
                   str(r["kv_heads"]), f"{r['context']:,}",
                   f"{r['kv_bytes_per_token_16bit'] // 1024:,} KiB")
     print_fitted(Console(), t, ("context", "layers", "KV heads"))
