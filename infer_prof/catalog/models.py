@@ -73,13 +73,16 @@ def _has_tokenizer(folder: Path) -> bool:
     return any((folder / f).exists() for f in ("tokenizer.json", "tokenizer.model", "vocab.json"))
 
 
-def resolve_model(value: str, *, create_tiny: bool = True) -> ResolvedModel:
+def resolve_model(value: str, *, create_tiny: bool = True, fetch: bool = True
+                  ) -> ResolvedModel:
     """Turn a ``--model`` value into something the engine can load.
 
     Order: the aliases ``tiny-llama`` and the other tiny architectures (``tiny-mixtral``, ...;
-    generated locally on first use), a shipped alias, an existing
-    directory with a config.json, then anything shaped like ``org/name`` as a hub id. Raises
-    :class:`ModelError` with a one-line explanation otherwise.
+    generated locally on first use), a shipped alias, an existing directory with a config.json,
+    then anything shaped like ``org/name`` as a hub id, whose config.json and tokenizer files
+    come from the Hugging Face cache or the hub (:func:`infer_prof.catalog.hub.fetch_model_files`;
+    ``fetch=False``: not looked for, the architecture then unknown). Raises :class:`ModelError`
+    with a one-line explanation otherwise.
     """
     if value == TINY_LLAMA or value in TINY_ARCHS:
         folder = ensure_tiny_model(value) if create_tiny else tiny_model_dir(value)
@@ -113,8 +116,25 @@ def resolve_model(value: str, *, create_tiny: bool = True) -> ResolvedModel:
             path.name, str(path.resolve()), spec, None, _has_tokenizer(path), "local"
         )
     if value.count("/") == 1 and all(value.split("/")):
-        return ResolvedModel(value, value, None, value, True, "hub")
+        return _hub_model(value, fetch)
     raise ModelError(
         f"unknown model {value!r}; known aliases: {', '.join(known_aliases())} "
         "(or give a local model directory or a hub id such as org/name)"
     )
+
+
+def _hub_model(repo_id: str, fetch: bool) -> ResolvedModel:
+    """A hub id with its architecture read from its config.json (cached, or fetched now)."""
+    if not fetch:
+        return ResolvedModel(repo_id, repo_id, None, repo_id, True, "hub")
+    from infer_prof.catalog.hub import HubError, fetch_model_files
+
+    try:
+        folder = fetch_model_files(repo_id)
+        spec = ModelSpec.from_config(json.loads((folder / "config.json").read_text()),
+                                     name=repo_id, hub_id=repo_id)
+    except HubError as exc:
+        raise ModelError(str(exc)) from None
+    except ValueError as exc:  # not JSON, or a field the architecture needs is missing
+        raise ModelError(f"{repo_id}'s config.json: {exc}") from None
+    return ResolvedModel(repo_id, repo_id, spec, repo_id, _has_tokenizer(folder), "hub")

@@ -19,9 +19,8 @@ import urllib.error
 import urllib.request
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from infer_prof.catalog.models import ResolvedModel
 from infer_prof.core.planning.weights import (
     HubStatus,
     WeightDecision,
@@ -30,6 +29,9 @@ from infer_prof.core.planning.weights import (
     missing_shards,
     weight_files,
 )
+
+if TYPE_CHECKING:  # models fetches a hub id's config.json through hub, which reads this module
+    from infer_prof.catalog.models import ResolvedModel
 
 HUB_TIMEOUT_S = 3.0
 """The longest the hub is waited for (connection, DNS and answer together), seconds."""
