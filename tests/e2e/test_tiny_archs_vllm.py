@@ -38,26 +38,20 @@ RUNS = ["tiny-mixtral", "tiny-qwen3-moe", "tiny-mistral-sw", "tiny-gemma3", "tin
 #: much of a sliding layer per request as of a full one (the window plus one batch of 2048 tokens
 #: in flight), and the check could not tell a window from none.
 LONG_CONTEXT = {"tiny-mistral-sw": 8192, "tiny-gemma3": 8192, "tiny-gpt-oss": 8192}
-#: KV-check cases whose planner figure needs the planner's architecture work (issue 34 item 1:
-#: sliding windows held as vLLM's hybrid KV manager holds them, MLA's latent cache); strict, so
-#: they turn into failures the day the planner gets them right.
+#: KV-check cases the planner does not get right yet (strict: they turn into failures the day it
+#: does). vLLM 0.32 on CPU keeps blocks of 128 tokens (MLA: 16), and a sliding layer holds
+#: cdiv(min(window - 1 + 2048, context), 128) + 1 blocks per request (2048: the tokens a step may
+#: have in flight, max_num_batched_tokens); the planner's sliding layer holds
+#: ceil((window - 1) / 16) + 1 blocks of 16 (core/catalog/kv_layout.py), so it fits far more
+#: sequences than vLLM admits.
 _WINDOWS = (
-    "vLLM-CPU keeps blocks of 128 tokens for these (16 elsewhere in the planner), and a sliding "
-    "layer holds cdiv(min(window - 1 + 2048 tokens in flight, context), 128) + 1 blocks per "
-    "request; the capacity it logs is context x blocks / blocks per request. "
+    "the planner's sliding layer keeps its window in blocks of 16; vLLM-CPU 0.32 keeps the "
+    "window plus 2048 tokens in flight, in blocks of 128: "
 )
 NEEDS_ARCH: dict[str, str] = {
-    "tiny-deepseek-v2": (
-        "MLA: the planner counts K and V of 4 heads x 64 (2,048 B/token over 2 layers) where vLLM "
-        "keeps one latent of kv_lora_rank + qk_rope_head_dim = 576 per layer (2,304 B/token): "
-        "131,072 planned vs 116,496 tokens (+12.5 %); needs the arch branch's ModelSpec"
-    ),
-    "tiny-mistral-sw": _WINDOWS + "Every layer sliding (256) at 8192: vLLM ~883,000 tokens, "
-    "the planner 262,144 (the dense count)",
-    "tiny-gemma3": _WINDOWS + "One sliding (256) and one full layer at 8192: vLLM ~404,000 "
-    "tokens, the planner 262,144 (the dense count)",
-    "tiny-gpt-oss": _WINDOWS + "One sliding (128) and one full layer at 8192: vLLM ~409,000 "
-    "tokens, the planner 262,144 (the dense count)",
+    "tiny-mistral-sw": _WINDOWS + "7,895,160 planned vs 883,011 tokens at 8192",
+    "tiny-gemma3": _WINDOWS + "506,481 planned vs ~404,267 tokens at 8192",
+    "tiny-gpt-oss": _WINDOWS + "514,244 planned vs ~409,199 tokens at 8192",
 }
 
 
