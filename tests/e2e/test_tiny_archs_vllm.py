@@ -104,7 +104,7 @@ def launch(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
 def _kv_case(model: str) -> Any:
     why = NEEDS_ARCH.get(model)
     return pytest.param(model, marks=pytest.mark.xfail(why is not None, reason=why or "",
-                                                       strict=True))
+                                                       strict=True, raises=AssertionError))
 
 
 @pytest.mark.parametrize("launch", RUNS, indirect=True)
