@@ -153,13 +153,15 @@ def _pair_groups(
     history_db: str | Path,
     force: bool,
     notes: list[str],
+    exclude_ids: frozenset[str] | set[str] = frozenset(),
 ) -> list[tuple[str, list[RunData], list[RunData], str]]:
     """Pair current runs with their baseline, one group per configuration:
     (label, baseline runs, current runs, baseline description).
 
     A history baseline takes, for each configuration among the current runs, the last N
-    recorded runs of it. File baselines pair by configuration when either side holds several
-    (a nightly suite); with one configuration a side, differing settings need --force.
+    recorded runs of it, less the current runs and ``exclude_ids`` (a confirming rerun). File
+    baselines pair by configuration when either side holds several (a nightly suite); with one
+    configuration a side, differing settings need --force.
     """
     groups: list[tuple[str, list[RunData], list[RunData], str]] = []
     cur_groups = _by_fingerprint(cur)
@@ -168,7 +170,7 @@ def _pair_groups(
         for fp, cur_g in cur_groups.items():
             assert fp is not None
             label = _config_label(cur_g[0])
-            exclude = {r.run_id for r in cur_g}
+            exclude = {r.run_id for r in cur_g} | exclude_ids  # never its own baseline
             records = [
                 r
                 for r in history.last_runs(history_db, fp, n_hist + len(exclude))
@@ -296,7 +298,8 @@ def regress(o: RegressOptions) -> None:
     try:
         if n_hist is not None:
             history_database.parse_location(db)
-        groups = _pair_groups(cur, baseline, n_hist, db, o.force, notes)
+        groups = _pair_groups(cur, baseline, n_hist, db, o.force, notes,
+                              exclude_ids={r.run_id for r in confirm})
     except history_database.HistoryError as exc:
         fail(str(exc))
     judge = Judge(

@@ -62,6 +62,7 @@ also right for ITL, whose gaps within one request are not independent.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -366,6 +367,15 @@ def _label(name: str) -> str:
     return name
 
 
+def distinct_tests(per_run: Sequence[Sequence[float]]) -> int:
+    """How many distinct tests a gate makes: metrics whose per-run values (> 0, the runs in one
+    order) are proportional in every run (``ln x_i - ln x_0`` equal to 1e-9, e.g.
+    ``output_throughput`` and ``output_tok_s_per_gpu`` on one GPU) give the same test statistic
+    and so one false-alarm event, counted once."""
+    keys = {tuple(round(math.log(v) - math.log(vs[0]), 9) for v in vs) for vs in per_run}
+    return len(keys)
+
+
 def evaluate(
     baseline: Sequence[RunData],
     current: Sequence[RunData],
@@ -388,7 +398,7 @@ def evaluate(
     * with nothing measured, the CV of ``assumed_spread`` (``{name or glob: %}``, falling back
       to :data:`DEFAULT_ASSUMED_CV`) is assumed and the verdict says so;
     * each metric is held to a one-sided false-alarm rate of ``alpha / m`` for the ``m``
-      metrics judged, so that the gate's is at most ``alpha``;
+      distinct metrics judged (:func:`distinct_tests`), so that the gate's is at most ``alpha``;
     * a regression is a significant worsening of at least the metric's threshold (%).
 
     Metrics missing on a run, or <= 0 on one, are left out (never compared against 0).
@@ -406,7 +416,8 @@ def evaluate(
                        [r.values[name] for r in current]))
     if not judged:
         return []
-    alpha_m = alpha / len(judged)
+    m = distinct_tests([b + c for _, b, c in judged])
+    alpha_m = alpha / m
     out: list[MetricComparison] = []
     for name, b, c in judged:
         direction = direction_for(name)
@@ -451,7 +462,7 @@ def evaluate(
                 improvement=improvement,
                 method=(
                     f"over runs: t-test on ln(value), one-sided alpha {alpha_m:.2g} "
-                    f"({alpha:g} / {len(judged)} metrics), {len(b)} vs {len(c)} runs"
+                    f"({alpha:g} / {m} distinct metrics), {len(b)} vs {len(c)} runs"
                 ),
                 n_baseline=len(b),
                 n_current=len(c),

