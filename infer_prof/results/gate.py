@@ -388,8 +388,8 @@ def evaluate(
     launch_spread_source: str = "calibrate",
     against: str = "this history",
 ) -> list[MetricComparison]:
-    """One :class:`MetricComparison` per metric that every run of both sides has (module
-    docstring), judged over runs by :func:`infer_prof.core.analysis.run_to_run.judge`:
+    """One :class:`MetricComparison` per metric both sides have (module docstring), judged over
+    runs by :func:`infer_prof.core.analysis.run_to_run.judge`:
 
     * the per-run values are each run's flattened summary value (``tpot_ms.p50`` of each run);
     * ``launch_spread`` ``{metric: (cv, n_runs)}`` (cv a fraction: the history's measured
@@ -401,7 +401,8 @@ def evaluate(
       distinct metrics judged (:func:`distinct_tests`), so that the gate's is at most ``alpha``;
     * a regression is a significant worsening of at least the metric's threshold (%).
 
-    Metrics missing on a run, or <= 0 on one, are left out (never compared against 0).
+    A run without the metric (or with it <= 0) is left out of that metric's judgement; a metric
+    no run of a side has is not judged (never compared against 0).
     ``against`` names the baseline in the sensitivity note ("this history", "this baseline").
     """
     if not baseline or not current:
@@ -410,10 +411,10 @@ def evaluate(
         raise ValueError("alpha must be within (0, 1)")
     judged: list[tuple[str, list[float], list[float]]] = []
     for name in _metric_names():
-        if not all(r.values.get(name, 0.0) > 0 for r in (*baseline, *current)):
-            continue
-        judged.append((name, [r.values[name] for r in baseline],
-                       [r.values[name] for r in current]))
+        b = [r.values[name] for r in baseline if r.values.get(name, 0.0) > 0]
+        c = [r.values[name] for r in current if r.values.get(name, 0.0) > 0]
+        if b and c:
+            judged.append((name, b, c))
     if not judged:
         return []
     m = distinct_tests([b + c for _, b, c in judged])
