@@ -33,15 +33,20 @@ class Judge:
 
     def launch_spread(
         self, fingerprint: str | None, notes: list[str]
-    ) -> dict[str, tuple[float, int]]:
-        """The launch spread the history holds for this configuration (empty when none)."""
+    ) -> tuple[dict[str, tuple[float, int]], str]:
+        """The launch spread the history holds for this configuration (empty when none), and
+        where it came from (the source recorded with it, and the history)."""
         if fingerprint is None or self.within_run:
-            return {}
+            return {}, ""
         try:
-            return history.launch_spread(self.history_db, fingerprint)
+            rows = history.launch_spreads(self.history_db, fingerprint)
         except history_database.HistoryError as exc:
             notes.append(f"launch spread not read from the history: {exc}")
-            return {}
+            return {}, ""
+        sources = sorted({r.source for r in rows.values() if r.source})
+        where = f"in {history_database.describe(self.history_db)}"
+        source = f"{sources[0]}, {where}" if len(sources) == 1 else f"stored {where}"
+        return {m: (r.cv, r.n_runs) for m, r in rows.items()}, source
 
     def __call__(
         self, base: list[RunData], cur: list[RunData], notes: list[str]
@@ -54,11 +59,12 @@ class Judge:
                     default_threshold_pct=self.default_pct, significance=self.significance,
                     max_samples=self.max_samples,
                 )
+            spread, source = self.launch_spread(cur[0].fingerprint, notes)
             return evaluate(
                 base, cur, thresholds=self.thresholds, default_threshold_pct=self.default_pct,
                 alpha=self.alpha, assumed_spread=self.assumed,
-                launch_spread=self.launch_spread(cur[0].fingerprint, notes),
-                launch_spread_source=f"calibrate (in {history_database.describe(self.history_db)})",
+                launch_spread=spread,
+                launch_spread_source=source,
                 against=self.against,
             )
         except ValueError as exc:

@@ -8,10 +8,11 @@ numbers (from the result's summary, cost and energy, or from a history row) and,
 alike, is one value per run (a run's TPOT p50, its output tokens/s), judged against how much
 runs of the configuration differ from each other (:mod:`infer_prof.core.analysis.run_to_run`):
 measured between the baseline's runs (``--baseline history:N``), pooled with the launch-to-launch
-spread ``calibrate`` stored in the history for this configuration; with one run a side, that
-stored spread alone, or else an assumed one (:data:`DEFAULT_ASSUMED_CV`, ``--assumed-spread``),
-stated in the verdict. The gate's false alarms are held to ``alpha`` (1 %) over all its metrics
-together (Bonferroni), and every verdict names the smallest change it could have flagged.
+spread ``run --repeat N --repeat-relaunch`` stored in the history for this configuration; with
+one run a side, that stored spread alone, or else an assumed one (:data:`DEFAULT_ASSUMED_CV`,
+``--assumed-spread``), stated in the verdict. The gate's false alarms are held to ``alpha``
+(1 %) over all its metrics together (Bonferroni), and every verdict names the smallest change it
+could have flagged.
 
 Metrics judged (the metric table's ``gate`` place, :mod:`infer_prof.core.measurement.metric_table`;
 names as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
@@ -120,7 +121,8 @@ MIN_TAIL_SAMPLES = 20
 #: p50 and 4.9 % in TTFT p99 (../shared/measurements/h100-2026-11-23.csv); issue 36 reports 11 %
 #: in mean TTFT and 25 % in TTFT p90 between two runs there (not in that file); on vLLM-CPU on a
 #: shared 2-core machine, runs of one command spread far more (docs/nightly.md's table), which is
-#: why a shared machine should measure its spread (``calibrate``) or gate against its history.
+#: why a shared machine should measure its spread (``run --repeat 5 --repeat-relaunch``) or gate
+#: against its history.
 DEFAULT_ASSUMED_CV: dict[str, float] = {
     "ttft_ms.p99": 25.0,  # closed-loop TTFT tails: waves of arrivals, the noisiest metric
     "ttft_ms.*": 10.0,
@@ -385,7 +387,7 @@ def evaluate(
     alpha: float = DEFAULT_ALPHA,
     assumed_spread: Mapping[str, float] | None = None,
     launch_spread: Mapping[str, tuple[float, int]] | None = None,
-    launch_spread_source: str = "calibrate",
+    launch_spread_source: str = "stored in the history",
     against: str = "this history",
 ) -> list[MetricComparison]:
     """One :class:`MetricComparison` per metric both sides have (module docstring), judged over
@@ -428,7 +430,7 @@ def evaluate(
             if n_runs >= 2:
                 prior = Spread(
                     sigma_of_cv(cv), float(n_runs - 1),
-                    f"launch spread measured on {n_runs} launches by {launch_spread_source}",
+                    f"launch spread measured on {n_runs} launches, {launch_spread_source}",
                 )
         assumed_pct = threshold_for(name, assumed_spread or {}, -1.0)
         if assumed_pct < 0:

@@ -21,8 +21,8 @@
                                              8 %), and how many runs it was measured on; one row
                                              per pair, a new measurement replaces it
 
-Version 4 adds ``launch_spread`` (what ``calibrate`` measures for the gate). Version 3 adds
-``run_name`` (filled with ``run_id`` for the rows already there, which were
+Version 4 adds ``launch_spread`` (what ``run --repeat-relaunch`` measures for the gate).
+Version 3 adds ``run_name`` (filled with ``run_id`` for the rows already there, which were
 keyed by that readable name). Version 1 is the SQLite layout of earlier infer-prof releases
 (``PRAGMA user_version = 1``, no ``schema_version`` table); :data:`SCHEMA_VERSION` is the
 version this release writes. Applying the migrations (under a lock) is

@@ -19,10 +19,10 @@ spread ``s`` (:class:`Spread`) is one of
 
 * **measured here**: the pooled standard deviation of the logs over the runs of both sides,
   ``s^2 = (sum (a_i - mean a)^2 + sum (b_j - mean b)^2) / (N - 1 + M - 1)`` with
-  ``df = N + M - 2``, pooled (:func:`pool`) with a launch spread measured earlier (``calibrate``)
-  when the history holds one: ``s^2 = (df_1 s_1^2 + df_2 s_2^2) / (df_1 + df_2)``,
-  ``df = df_1 + df_2``, where a launch spread of CV ``c`` on ``n`` runs is
-  ``(sigma_of_cv(c), n - 1)``;
+  ``df = N + M - 2``, pooled (:func:`pool`) with a launch spread measured earlier
+  (``run --repeat-relaunch``) when the history holds one:
+  ``s^2 = (df_1 s_1^2 + df_2 s_2^2) / (df_1 + df_2)``, ``df = df_1 + df_2``, where a launch
+  spread of CV ``c`` on ``n`` runs is ``(sigma_of_cv(c), n - 1)``;
 * **measured earlier** only (one run a side): the launch spread, ``df = n - 1``;
 * **assumed** (one run a side, nothing measured): a stated CV, ``df = inf``.
 
