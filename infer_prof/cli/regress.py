@@ -23,7 +23,7 @@ from infer_prof.core.analysis.regression import (
     MetricComparison,
     Significance,
 )
-from infer_prof.core.analysis.run_to_run import DEFAULT_ALPHA
+from infer_prof.core.analysis.run_to_run import DEFAULT_ALPHA, format_pct
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
 from infer_prof.results import history, history_database
@@ -96,13 +96,13 @@ def _table(comparisons: list[MetricComparison], verdicts: list[str]) -> Table:
     heads = ["metric", "baseline", "current", "change %"]
     if rerun:
         heads += ["rerun", "rerun %"]
-    heads += ["interval %", "p", "run spread %", "can see %", "thr %"]
+    heads += ["interval", "p", "run spread %", "can see", "thr %"]
     for h in heads:
         t.add_column(h, justify="left" if h == "metric" else "right")
     t.add_column("verdict")
     for c, v in zip(comparisons, verdicts, strict=True):
         ci = (
-            f"[{c.ci_low_pct:+.2f}, {c.ci_high_pct:+.2f}]"
+            f"[{format_pct(c.ci_low_pct, True)}, {format_pct(c.ci_high_pct, True)}]"
             if c.ci_low_pct is not None and c.ci_high_pct is not None
             else "n/a"
         )
@@ -114,7 +114,8 @@ def _table(comparisons: list[MetricComparison], verdicts: list[str]) -> Table:
         spread = _fmt(c.spread_pct, 1)
         if c.spread_basis.startswith("assumed"):
             spread += " (assumed)"
-        cells += [ci, _fmt(c.p_value, 4), spread, _fmt(c.detectable_pct, 1),
+        can_see = "n/a" if c.detectable_pct is None else format_pct(c.detectable_pct)
+        cells += [ci, _fmt(c.p_value, 4), spread, can_see,
                   f"{c.threshold_pct:g}", f"[{style}]{v}[/{style}]" if style else v]
         t.add_row(*cells)
     return t

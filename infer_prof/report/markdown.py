@@ -7,6 +7,7 @@ from typing import Any
 
 from infer_prof.core.analysis.comparison import COLUMNS, format_value
 from infer_prof.core.analysis.regression import MetricComparison
+from infer_prof.core.analysis.run_to_run import format_pct
 
 
 def _cell(text: str) -> str:
@@ -62,7 +63,7 @@ def regress_markdown(
               "|---|" + "---:|" * (len(heads) - 2) + "---|"]
     for c, v in zip(comparisons, verdicts, strict=True):
         ci = (
-            f"[{c.ci_low_pct:+.2f}%, {c.ci_high_pct:+.2f}%]"
+            f"[{format_pct(c.ci_low_pct, True)}, {format_pct(c.ci_high_pct, True)}]"
             if c.ci_low_pct is not None and c.ci_high_pct is not None
             else "n/a"
         )
@@ -77,7 +78,7 @@ def regress_markdown(
             spread += f" ({c.spread_basis})"
         can_see = (
             "n/a" if c.detectable_pct is None
-            else f"≥ {max(c.detectable_pct, c.threshold_pct):.1f}%"
+            else "≥ " + format_pct(max(c.detectable_pct, c.threshold_pct))
         )
         cells += [ci, p, _cell(spread), can_see, f"{c.threshold_pct:g}%", verdict]
         lines.append("| " + " | ".join(cells) + " |")

@@ -37,5 +37,5 @@ def test_identical_runs_pass_the_gate_against_their_history(tmp_path: Path) -> N
         assert verdicts["regression"] is False
         tpot = next(m for m in verdicts["metrics"] if m["name"] == "tpot_ms.p50")
         assert tpot["n_baseline"] == 2 and tpot["statistic"] == "value"
-        assert tpot["spread_basis"] == "measured between 3 runs here"
+        assert tpot["spread_basis"] == "measured between 2 runs here"
         assert tpot["detectable_pct"] > 0 and "can detect" in tpot["note"]

@@ -13,6 +13,7 @@ from infer_prof.core.analysis.run_to_run import (
     Spread,
     cv_of_sigma,
     detectable_pct,
+    format_pct,
     judge,
     normal_quantile,
     pooled_log_spread,
@@ -58,7 +59,7 @@ def test_identical_runs_of_the_issue_pass_against_the_others() -> None:
         j = judge(base, [cur], direction="lower", alpha_m=0.001)
         assert not (j.significant and j.worse), (i, j)
         assert j.detectable_pct > 10.0
-        assert j.spread.df == 3 and "measured between 5 runs" in j.spread.basis
+        assert j.spread.df == 3 and "measured between 4 runs" in j.spread.basis
 
 
 def test_a_change_beyond_what_it_can_see_is_flagged_and_below_is_not() -> None:
@@ -160,3 +161,16 @@ def test_proportional_metrics_are_one_test() -> None:
     # output tokens/s and output tokens/s per GPU on one GPU: one test, not two
     assert distinct_tests([[300.0, 330.0, 310.0], [300.0, 330.0, 310.0], [6.0, 5.5, 5.9]]) == 2
     assert distinct_tests([[5.0, 5.5], [320.0, 352.0], [6.0, 5.5]]) == 2
+
+
+def test_a_history_of_two_runs_says_it_cannot_see_anything() -> None:
+    j = judge([5.0, 5.3], [5.2], direction="lower", alpha_m=0.001)  # 1 degree of freedom
+    assert j.detectable_pct > 1000 and format_pct(j.ci_high_pct, signed=True) == "> +1000 %"
+    note = sensitivity_note("TPOT p50", j.spread, j.detectable_pct, 5.0, "this history")
+    assert note.endswith("this history cannot detect any change (too few runs or too much spread)")
+    assert "measured between 2 runs here" in note
+    up = judge([300.0, 330.0], [310.0], direction="higher", alpha_m=0.001)
+    assert 99.0 < up.detectable_pct < 100.0  # a drop cannot exceed 100 %
+    assert "cannot detect any change" in sensitivity_note(
+        "output_throughput", up.spread, up.detectable_pct, 5.0, "this history", "higher")
+    assert format_pct(41.26) == "41 %" and format_pct(-3.14, signed=True) == "-3.1 %"

@@ -63,6 +63,7 @@ __all__ = [
     "RunJudgement",
     "cv_of_sigma",
     "detectable_pct",
+    "format_pct",
     "judge",
     "normal_quantile",
     "pool",
@@ -234,7 +235,8 @@ def judge(
     mc = math.fsum(math.log(v) for v in current) / nc
     d = mc - mb
     s, df = pooled_log_spread([baseline, current])
-    here = Spread(s, df, f"measured between {nb + nc} runs here") if df else None
+    n_used = sum(n for n in (nb, nc) if n >= 2)  # a side of one run shows no spread
+    here = Spread(s, df, f"measured between {n_used} runs here") if df else None
     if here is not None and prior is not None:
         spread = pool(here, prior)
     elif here is not None:
@@ -264,14 +266,37 @@ def judge(
     )
 
 
+#: Beyond this worsening (%) a limit is shown as "> 1000 %": nothing a gate could act on.
+BLIND_PCT = 1000.0
+
+
+def format_pct(value: float, signed: bool = False) -> str:
+    """A percentage for a verdict, ``"> 1000 %"``-style beyond :data:`BLIND_PCT` either way (a
+    t quantile on 1 degree of freedom makes astronomic limits)."""
+    if value > BLIND_PCT:
+        return f"> {'+' if signed else ''}{BLIND_PCT:.0f} %"
+    if value < -BLIND_PCT:
+        return f"< -{BLIND_PCT:.0f} %"
+    return f"{value:+.1f} %" if signed else f"{value:.0f} %"
+
+
 def sensitivity_note(
-    label: str, spread: Spread, detectable: float, threshold_pct: float, against: str
+    label: str,
+    spread: Spread,
+    detectable: float,
+    threshold_pct: float,
+    against: str,
+    direction: str = "lower",
 ) -> str:
-    """One line on what a verdict could see, e.g. ``"TPOT p50: +-12.0 % between runs (measured
+    """One line on what a verdict could see, e.g. ``"TPOT p50: ±12.0 % between runs (measured
     between 8 runs here); changes below 41 % are below what this history can detect"``
     (``against``: "this history", "this baseline"). When the threshold is the larger limit:
-    ``"...; it can detect changes of 5 % (the threshold) and more"``."""
+    ``"...; it can detect changes of 5 % (the threshold) and more"``; when the limit is beyond
+    a 99 % drop (``direction`` "higher") or a :data:`BLIND_PCT` rise: ``"...; this history
+    cannot detect any change (too few runs or too much spread)"``."""
     head = f"{label}: ±{spread.cv_pct:.1f} % between runs ({spread.basis})"
+    if detectable > BLIND_PCT or (direction == "higher" and detectable >= 99.0):
+        return f"{head}; {against} cannot detect any change (too few runs or too much spread)"
     if detectable > threshold_pct:
         return f"{head}; changes below {detectable:.0f} % are below what {against} can detect"
     return f"{head}; {against} can detect changes of {threshold_pct:g} % (the threshold) and more"
