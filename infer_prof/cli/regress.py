@@ -1,5 +1,7 @@
 """``infer-prof regress``: the regression gate (exit 1 on a regression, 0 otherwise, 2 on bad
-input), with a Markdown summary and JUnit XML for CI systems."""
+input), each metric judged over runs (:mod:`infer_prof.results.gate`), with a Markdown summary and
+JUnit XML for CI systems; how groups are judged and confirmed is
+:mod:`infer_prof.cli.regress_judging`."""
 
 from __future__ import annotations
 
@@ -277,7 +279,8 @@ class RegressOptions:
 
 
 def regress(o: RegressOptions) -> None:
-    """Is the current run worse than the baseline? Per metric: change, significance, threshold."""
+    """Is the current run worse than the baseline? Each metric judged against the spread between
+    runs, with the smallest change it could see; --confirm a rerun before failing."""
     if o.rule not in RULES:
         fail(f"--rule {o.rule!r} is not one of {', '.join(RULES)}")
     alpha = o.alpha if o.alpha is not None else (0.05 if o.within_run else DEFAULT_ALPHA)
