@@ -258,7 +258,7 @@ class RegressOptions:
     assumed_spread: Annotated[list[str] | None, Opt(
         ("--assumed-spread",), "Run-to-run spread (CV) to assume where nothing measured it (one "
         "run a side, no launch spread in --history): 10% for every metric or METRIC=PCT for one "
-        "(glob patterns allowed). Repeatable. Default: 2%, TTFT 10%, p99 10%, TTFT p99 25% "
+        "(glob patterns allowed). Repeatable. Default: 2%, TTFT 10%, p99 10%, TTFT and ITL p99 25% "
         "(docs/nightly.md).")] = None
     confirm: Annotated[list[str] | None, Opt(
         ("--confirm",), "A rerun of the current configuration (files, folders, globs): a metric "
