@@ -270,3 +270,23 @@ def test_the_earlier_within_run_gate_is_kept_to_compare(runs: dict[str, Path]) -
     p = cli("regress", "--baseline", str(runs["a1"]), "--current", str(runs["a2"]),
             "--assumed-spread", "ten")
     assert p.returncode == 2 and "--assumed-spread" in p.stderr
+
+
+def test_a_launch_spread_stored_in_the_history_replaces_the_assumed_one(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    from infer_prof.results import history
+    from infer_prof.results.schema import load_result
+
+    db = tmp_path / "h.sqlite"
+    fp = config_fingerprint(typed(load_result(runs["b"])))
+    history.record_launch_spread(db, fp, "tpot_ms.p50", 0.5, 8, source="run --repeat-relaunch")
+    p = cli("regress", "--baseline", str(runs["a1"]), "--current", str(runs["b"]),
+            "--history", str(db), "--json")
+    metrics = {m["name"]: m for m in json.loads(p.stdout)["metrics"]}
+    tpot = metrics["tpot_ms.p50"]
+    assert tpot["spread_basis"] == (
+        f"launch spread measured on 8 launches, run --repeat-relaunch, in {db}")
+    assert not tpot["regression"] and tpot["detectable_pct"] > 100  # 50 % between launches
+    assert metrics["e2e_ms.p50"]["spread_basis"] == "assumed 2.0 %, not measured"
+    assert metrics["e2e_ms.p50"]["regression"] and p.returncode == 1
