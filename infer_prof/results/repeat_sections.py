@@ -11,6 +11,9 @@ recorded).
 
 from __future__ import annotations
 
+import math
+
+from infer_prof.core.analysis.repeats import RepeatStats
 from infer_prof.results.document_base import Section
 
 
@@ -28,6 +31,13 @@ class RepeatMetric(Section):
     cv: float | None = None
     low: float | None = None
     high: float | None = None
+
+    def stats(self, confidence: float) -> RepeatStats:
+        """These figures as :class:`~infer_prof.core.analysis.repeats.RepeatStats` (for
+        printing)."""
+        mean = self.mean if self.mean is not None else math.nan
+        return RepeatStats(tuple(self.values), mean, self.sd, self.cv, self.low, self.high,
+                           confidence)
 
 
 class Repeats(Section):

@@ -28,33 +28,16 @@ from pathlib import Path
 import msgspec
 
 from infer_prof.core.analysis.comparison import finite_number
-from infer_prof.core.analysis.repeats import DEFAULT_CONFIDENCE, RepeatStats, repeat_stats
-from infer_prof.core.measurement.metric_table import Column, columns_at
+from infer_prof.core.analysis.repeats import (
+    DEFAULT_CONFIDENCE,
+    REPEAT_COLUMNS,
+    RepeatStats,
+    metric_name,
+    repeat_stats,
+)
 from infer_prof.results.comparison_rows import value_at
 from infer_prof.results.document import Result
 from infer_prof.results.repeat_sections import RepeatMetric, Repeats
-
-
-def _metric_columns() -> tuple[Column, ...]:
-    """The gate's columns, then compare's that the gate lacks, one per history name."""
-    seen: set[str] = set()
-    out: list[Column] = []
-    for col in columns_at("gate") + columns_at("compare"):
-        name = metric_name(col)
-        if name not in seen:
-            seen.add(name)
-            out.append(col)
-    return tuple(out)
-
-
-def metric_name(col: Column) -> str:
-    """A column's name in the history and the ``repeats`` section: its history name's first
-    alternative (``ttft_ms.p50``, ``cost.usd_per_million_output_tokens``)."""
-    return col.history_name.split("|")[0]
-
-
-#: The columns the repeats section holds statistics of (gate's, then compare's).
-REPEAT_COLUMNS: tuple[Column, ...] = _metric_columns()
 
 
 def metric_values(results: list[Result]) -> dict[str, list[float]]:
@@ -76,12 +59,6 @@ def across(results: list[Result], confidence: float = DEFAULT_CONFIDENCE) -> dic
 def _section_metric(s: RepeatStats) -> RepeatMetric:
     return RepeatMetric(values=list(s.values), mean=s.mean, sd=s.sd, cv=s.cv, low=s.low,
                         high=s.high)
-
-
-def stats_of(metric: RepeatMetric, confidence: float) -> RepeatStats:
-    """A section's metric back as :class:`RepeatStats` (for printing)."""
-    return RepeatStats(tuple(metric.values), metric.mean if metric.mean is not None else 0.0,
-                       metric.sd, metric.cv, metric.low, metric.high, confidence)
 
 
 @dataclass

@@ -13,6 +13,10 @@ values ``x_1 .. x_n`` of a metric:
   normal; with 2 or 3 repeats it is wide, as it should be.
 
 One value has no spread: ``sd``, ``cv`` and the interval are None (never 0).
+
+The metrics a repeated run reports this way (:data:`REPEAT_COLUMNS`) are the metric table's
+``gate`` columns, then the ``compare`` columns the gate lacks, each named as the history names
+it (:func:`metric_name`: ``ttft_ms.p50``, ``output_throughput``).
 """
 
 from __future__ import annotations
@@ -22,9 +26,32 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infer_prof.core.analysis.significance import mean_var, t_quantile
+from infer_prof.core.measurement.metric_table import Column, columns_at
 
 #: The interval's confidence level unless another is asked for.
 DEFAULT_CONFIDENCE = 0.95
+
+
+def metric_name(col: Column) -> str:
+    """A column's name in the history and the result's ``repeats`` section: its history name's
+    first alternative (``ttft_ms.p50``, ``cost.usd_per_million_output_tokens``)."""
+    return col.history_name.split("|")[0]
+
+
+def _metric_columns() -> tuple[Column, ...]:
+    """The gate's columns, then compare's that the gate lacks, one per :func:`metric_name`."""
+    seen: set[str] = set()
+    out: list[Column] = []
+    for col in columns_at("gate") + columns_at("compare"):
+        name = metric_name(col)
+        if name not in seen:
+            seen.add(name)
+            out.append(col)
+    return tuple(out)
+
+
+#: The columns a repeated run gives statistics of, in table order.
+REPEAT_COLUMNS: tuple[Column, ...] = _metric_columns()
 
 
 @dataclass(frozen=True)
