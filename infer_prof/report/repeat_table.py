@@ -48,7 +48,7 @@ def repeat_table(result: Result) -> Table | None:
     for head in ("mean", "± SD", "CV", f"{100 * conf:g} % CI", "per repeat"):
         t.add_column(head, justify="right")
     for col in REPEAT_COLUMNS:
-        m = rep.metrics.get(metric_name(col))
+        m = rep.metrics.get(metric_name(col.path))
         if m is None:
             continue
         s = m.stats(conf)

@@ -47,7 +47,7 @@ def metric_values(results: list[Result]) -> dict[str, list[float]]:
     for col in REPEAT_COLUMNS:
         values = [finite_number(value_at(r, col.path)) for r in results]
         if values and all(v is not None for v in values):
-            out[metric_name(col)] = [v for v in values if v is not None]
+            out[metric_name(col.path)] = [v for v in values if v is not None]
     return out
 
 

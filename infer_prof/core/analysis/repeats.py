@@ -32,10 +32,11 @@ from infer_prof.core.measurement.metric_table import Column, columns_at
 DEFAULT_CONFIDENCE = 0.95
 
 
-def metric_name(col: Column) -> str:
-    """A column's name in the history and the result's ``repeats`` section: its history name's
-    first alternative (``ttft_ms.p50``, ``cost.usd_per_million_output_tokens``)."""
-    return col.history_name.split("|")[0]
+def metric_name(path: str) -> str:
+    """The name a column of result ``path`` (dotted, ``|`` alternatives) has in the history
+    and the result's ``repeats`` section: the first alternative less ``summary.``
+    (``ttft_ms.p50``, ``output_throughput``, ``cost.usd_per_million_output_tokens``)."""
+    return path.split("|")[0].removeprefix("summary.")
 
 
 def _metric_columns() -> tuple[Column, ...]:
@@ -43,7 +44,7 @@ def _metric_columns() -> tuple[Column, ...]:
     seen: set[str] = set()
     out: list[Column] = []
     for col in columns_at("gate") + columns_at("compare"):
-        name = metric_name(col)
+        name = metric_name(col.path)
         if name not in seen:
             seen.add(name)
             out.append(col)
