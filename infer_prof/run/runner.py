@@ -10,6 +10,7 @@ with ``--repeat-relaunch``, each round on a fresh launch (:mod:`infer_prof.run.r
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from infer_prof.core.analysis.sweep import find_max_float, find_max_int
@@ -53,7 +54,7 @@ from infer_prof.run.startup import (
     warn,
 )
 from infer_prof.run.stopping import Stopper, stop_signals
-from infer_prof.servers.base import Server
+from infer_prof.servers.base import Server, ServerStartError
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
@@ -76,22 +77,17 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     frontier: dict[str, Any] | None = None
     frontiers: list[dict[str, Any]] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")
-    server: Server | None = None
+    launch = _Launch()  # the server of the moment
     outcomes: list[RunOutcome] = []
     progress = ProgressLine(total=None, enabled=cfg.results.progress)
     announce_plan(plan, progress)
     check_history(cfg, progress)
     search: dict[str, Any] | None = None
     repeats = RepeatPlan(cfg.load.repeat, cfg.load.repeat_relaunch)
-
-    def kill_server() -> None:  # the server of the moment (--repeat-relaunch starts new ones)
-        if server is not None:
-            server.kill()
-
     with stop_signals() as stopper:
         try:
-            server = new_server(plan, stamp)  # --endpoint: attached, nothing to start
-            with stopper.kill_on_second(kill_server):
+            server = launch.server = new_server(plan, stamp)  # --endpoint: nothing to start
+            with stopper.kill_on_second(launch.kill):
                 endpoint, served, server_info = start_server(server, plan, progress)
             ctx = open_context(plan, endpoint, served, server, server_info)
 
@@ -102,7 +98,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 return stopper.requested
 
             slo_text = format_slos(plan.slos) if plan.slos else None
-            with stopper.shielded(), stopper.kill_on_second(kill_server):
+            with stopper.shielded(), stopper.kill_on_second(launch.kill):
                 if cfg.load.find_max:
                     search = _find_max(ctx, points[0], outcomes, stopper)
                 elif fspec is not None and fspec.loop == "suite":
@@ -124,26 +120,14 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                         write_result(last.result_path, doc)  # held to the declared type
                         last.document = decode_result(doc)
                 else:
-                    many = len(points) > 1 or repeats.active
-                    for index in range(repeats.count):
-                        if index and repeats.relaunch:  # a fresh launch for each round
-                            if stopper.requested or not outcomes[-1].document.complete:
-                                break
-                            if server is not None:
-                                server.stop()
-                            server = new_server(plan, stamp)
-                            endpoint, served, server_info = start_server(server, plan, progress)
-                            ctx = relaunched(ctx, endpoint, served, server, server_info)
-                        if not _run_round(ctx, points, many, outcomes, stopper,
-                                          (repeats, index)):
-                            break
+                    _run_rounds(plan, ctx, launch, outcomes, stopper, repeats, stamp, progress)
         except KeyboardInterrupt:  # during server start-up: nothing measured yet
             progress.status("interrupted before any load was sent")
             raise
         finally:
-            if server is not None:
-                with stopper.shielded(), stopper.kill_on_second(server.kill):
-                    server.stop()
+            if launch.server is not None:
+                with stopper.shielded(), stopper.kill_on_second(launch.kill):
+                    launch.server.stop()
         with stopper.shielded():
             swept = record_sweep(cfg, plan.model.name, stamp, outcomes, search, frontier,
                                  frontiers, several=len(points) > 1)
@@ -152,6 +136,50 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         cut = cfg.load.find_max or len(outcomes) < len(points) * repeats.count
         swept.stopped_by = stopper.signal_name if cut or not swept.complete else None
         return swept
+
+
+@dataclass
+class _Launch:
+    """The server of the moment: ``--repeat-relaunch`` starts a new one each round."""
+
+    server: Server | None = None
+
+    def kill(self) -> None:
+        if self.server is not None:
+            self.server.kill()
+
+
+def _run_rounds(
+    plan: RunPlan,
+    ctx: RunContext,
+    launch: _Launch,
+    outcomes: list[RunOutcome],
+    stopper: Stopper,
+    repeats: RepeatPlan,
+    stamp: str,
+    progress: ProgressLine,
+) -> None:
+    """The run's points, ``--repeat`` rounds of them (one round without it); with
+    ``--repeat-relaunch`` the server is stopped and started afresh before each round after
+    the first. Ends early at a stop signal or a point that did not complete."""
+    points = plan.points
+    many = len(points) > 1 or repeats.active
+    for index in range(repeats.count):
+        if index and repeats.relaunch:  # a fresh launch for each round
+            if stopper.requested or not outcomes[-1].document.complete:
+                return
+            if launch.server is not None:
+                launch.server.stop()
+            server = launch.server = new_server(plan, stamp)
+            try:
+                endpoint, served, server_info = start_server(server, plan, progress)
+            except ServerStartError:  # exit 1, the earlier repeats kept
+                warn(progress, f"warning: the server did not start again for repeat "
+                     f"{index + 1}; written: " + " ".join(str(o.result_path) for o in outcomes))
+                raise
+            ctx = relaunched(ctx, endpoint, served, server, server_info)
+        if not _run_round(ctx, points, many, outcomes, stopper, (repeats, index)):
+            return
 
 
 def _run_round(
