@@ -67,7 +67,7 @@ def launch_settings(
         "kv_cache_dtype": engine.kv_cache_dtype,
     }
     if engine.quantization not in ("auto", "", None) and planned is None:
-        explicit["quantization"] = engine.quantization  # a name the planner does not know
+        explicit["quantization"] = _unplanned_quantization(engine.quantization)
     settings = replace(base, **{k: v for k, v in explicit.items() if v is not None})
     if settings.max_model_len is None and model.spec is not None:
         longest = min(model.spec.max_position_embeddings, max(2048, max_seq_len))
@@ -80,6 +80,21 @@ def launch_settings(
             need = int(kv_tokens * model.spec.kv_cache_bytes_per_token(2.0) * 1.5)
         settings = replace(settings, kv_cache_bytes=max(CPU_DEFAULT_KV_CACHE_BYTES, need))
     return settings
+
+
+def _unplanned_quantization(name: str) -> str | None:
+    """``--quantization`` for vLLM when nothing was planned: a planner name in vLLM's spelling
+    (bf16: none, vLLM's default; bnb-nf4: bitsandbytes), any other name as given."""
+    from infer_prof.servers.vllm_args import quantization_args
+
+    try:
+        precision = normalize_precision(name)
+    except PlanError:
+        return name  # a name the planner does not know: vLLM judges it
+    if precision == "auto":
+        return None
+    return quantization_args(precision, None).get("quantization", None if precision == "bf16"
+                                                  else name)
 
 
 def planned_engine_version(p: Plan | None) -> tuple[int, ...] | None:

@@ -406,3 +406,17 @@ def test_cuda_total_memory_reads_the_driver_library(tmp_path, monkeypatch):
     if not any(Path(d, "libcuda.so.1").exists()
                for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib")):
         assert cuda_total_memory(0) is None  # no driver library at all
+
+
+@pytest.mark.parametrize(("given", "passed"), [
+    ("bf16", None),  # 16-bit weights: vLLM's default, no --quantization (vLLM refuses "bf16")
+    ("auto", None),
+    ("bnb-nf4", "bitsandbytes"),
+    ("fp8", "fp8_per_tensor"),
+    ("int8", "int8_per_channel_weight_only"),
+    ("marlin", "marlin"),  # a name the planner does not know: vLLM judges it
+])
+def test_an_unplanned_quantization_reaches_vllm_in_its_own_spelling(given, passed):
+    from infer_prof.run.engine_setup import _unplanned_quantization
+
+    assert _unplanned_quantization(given) == passed
