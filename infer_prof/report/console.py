@@ -212,7 +212,7 @@ def _session_rows(result: Result) -> list[tuple[str, str]]:
                      f"input {fmt_value(inp.mean if inp else None, 0)} tokens, {t.requests} req"))
     pc = ses.prefix_cache or PrefixCache()
     rate = pc.hit_rate
-    rows.append(("prefix-cache hit rate (server)",
+    rows.append(("prefix-cache hits (server)",
                  f"{rate:.1%} ({pc.hits:,.0f} of {pc.queries:,.0f} tokens)"
                  if rate is not None else f"n/a ({pc.reason})"))
     return rows

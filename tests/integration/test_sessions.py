@@ -59,7 +59,7 @@ def test_synthetic_sessions_in_order_with_think_time(synthetic, tmp_path):
     p = cli(*BASE, "--endpoint", server.url, "--output", str(tmp_path / "t.json"), "-c", "1",
             "-n", "2", "--turns", "2", "--input-len", "10", "--output-len", "4")
     assert p.returncode == 0 and "turn 2: TTFT p50 / p99" in p.stdout
-    assert "prefix-cache hit rate (server)" in p.stdout
+    assert "prefix-cache hits (server)" in p.stdout
     p = cli(*BASE, "--endpoint", server.url, "--output", str(tmp_path / "j.json"), "-c", "1",
             "-n", "2", "--turns", "2", "--input-len", "10", "--output-len", "4", "--json")
     assert p.returncode == 0

@@ -137,7 +137,7 @@ def test_the_sessions_section_is_declared_and_the_console_reads_it() -> None:
     rows = _session_rows(typed)
     assert rows[0] == ("sessions", "2 of 2 completed, 2 turns, think time 0.5 s (synthetic)")
     assert rows[1] == ("turn 1: TTFT p50 / p99 (ms)", "11.0 / 12.0, input 8 tokens, 2 req")
-    assert rows[-1] == ("prefix-cache hit rate (server)", "30.0% (300 of 1,000 tokens)")
+    assert rows[-1] == ("prefix-cache hits (server)", "30.0% (300 of 1,000 tokens)")
     bad = {**section, "by_turn": [{**section["by_turn"][0], "ttft": 1.0}]}
     assert check_document(_doc(sessions=bad)) == ["undeclared key $.sessions.by_turn[0].ttft"]
 
