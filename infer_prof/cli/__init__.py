@@ -12,6 +12,7 @@ from infer_prof.cli.matrix import matrix_command
 from infer_prof.cli.models import models_command
 from infer_prof.cli.plan import plan_command
 from infer_prof.cli.prices import prices_command
+from infer_prof.cli.quality import quality_command
 from infer_prof.cli.regress import regress_command
 from infer_prof.cli.report import report_command
 from infer_prof.cli.run import run_command
@@ -51,6 +52,7 @@ app.command("regress")(regress_command)
 app.add_typer(history_app, name="history")
 app.command("report")(report_command)
 app.command("matrix")(matrix_command)
+app.command("quality")(quality_command)
 
 
 def main() -> None:
