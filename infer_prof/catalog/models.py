@@ -16,6 +16,7 @@ from typing import Any
 
 from infer_prof.catalog.cache import cache_dir
 from infer_prof.catalog.tinymodel import TINY_LLAMA, ensure_tiny_llama
+from infer_prof.catalog.trained_tiny import TINY_ADDER, ensure_tiny_adder
 from infer_prof.core.catalog.models import ModelSpec
 
 
@@ -71,12 +72,18 @@ def _has_tokenizer(folder: Path) -> bool:
 def resolve_model(value: str, *, create_tiny: bool = True) -> ResolvedModel:
     """Turn a ``--model`` value into something the engine can load.
 
-    Order: the alias ``tiny-llama`` (generated locally on first use), a shipped alias, an existing
+    Order: the aliases ``tiny-llama`` (generated locally on first use) and ``tiny-adder``
+    (trained locally on first use), a shipped alias, an existing
     directory with a config.json, then anything shaped like ``org/name`` as a hub id. Raises
     :class:`ModelError` with a one-line explanation otherwise.
     """
     if value == TINY_LLAMA:
         folder = ensure_tiny_llama() if create_tiny else cache_dir() / "models" / TINY_LLAMA
+        config = json.loads((folder / "config.json").read_text()) if folder.exists() else None
+        spec = ModelSpec.from_config(config, name=value) if config else None
+        return ResolvedModel(value, str(folder), spec, None, True, "tiny")
+    if value == TINY_ADDER:  # trained on this machine at first use (catalog.trained_tiny)
+        folder = ensure_tiny_adder() if create_tiny else cache_dir() / "models" / TINY_ADDER
         config = json.loads((folder / "config.json").read_text()) if folder.exists() else None
         spec = ModelSpec.from_config(config, name=value) if config else None
         return ResolvedModel(value, str(folder), spec, None, True, "tiny")

@@ -185,3 +185,30 @@ def _train(target: Path, seed: int) -> None:
         json.dumps({"version": ADDER_VERSION, "seed": seed, "steps": STEPS, "batch": BATCH,
                     "generator": "infer_prof.catalog.trained_tiny"})
     )
+
+
+def write_rounded_copy(source: Path, target: Path, bits: int) -> Path:
+    """A copy of the model in ``source`` with each linear layer's weights rounded to ``bits``
+    bits (symmetric, one scale per output row: ``w' = s·round(w / s)``, ``s = max|w| / (2^(bits-1)
+    - 1)``), stored back in bf16: a precision degraded on purpose, which vLLM serves like the
+    original (the quality floor must mark it). Embeddings, norms and the output head are kept.
+    Returns ``target``."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    if bits < 2:
+        raise ValueError(f"bits must be at least 2 (symmetric rounding), got {bits}")
+    target.mkdir(parents=True, exist_ok=True)
+    for f in source.iterdir():
+        if f.is_file() and f.suffix != ".safetensors":
+            shutil.copy(f, target / f.name)
+    levels = 2 ** (bits - 1) - 1
+    for f in source.glob("*.safetensors"):
+        tensors = load_file(str(f))
+        for name, w in tensors.items():
+            if name.startswith("model.layers.") and name.endswith("proj.weight"):
+                wf = w.float()
+                scale = wf.abs().amax(dim=1, keepdim=True).clamp(min=1e-8) / levels
+                tensors[name] = (torch.round(wf / scale) * scale).to(w.dtype)
+        save_file(tensors, str(target / f.name), metadata={"format": "pt"})
+    return target

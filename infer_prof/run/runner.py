@@ -1,7 +1,8 @@
 """Orchestration of a run, phase by phase: plan (validate, decide what will run) -> start (or
 attach to) the server -> for each load point: warm-up and measured specs (the warm-up's size
 and kind: :mod:`infer_prof.run.warmup`) -> load with telemetry (a warm-up under the load
-itself is the load's first seconds) -> record (result files, history) -> the sweep summary.
+itself is the load's first seconds) -> record (result files, history) -> the quality check
+(``--quality``, on the same server: :mod:`infer_prof.run.quality_phase`) -> the sweep summary.
 Every exit path stops the server it started; Ctrl-C, SIGTERM and SIGHUP are handled alike
 (:mod:`infer_prof.run.stopping`).
 """
@@ -18,6 +19,7 @@ from infer_prof.core.workload.workloads import Workload
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results.document import decode_result
 from infer_prof.results.store import write_result
+from infer_prof.run import quality_phase
 from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
 from infer_prof.run.frontier_run import (
@@ -69,6 +71,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     cfg, points = plan.cfg, plan.points
     check_result_location(cfg.results)
+    quality_plan = quality_phase.prepare(cfg)  # --quality: files and reference, before starting
+    quality = None
     frontier: dict[str, Any] | None = None
     frontiers: list[dict[str, Any]] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")
@@ -84,6 +88,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             with stopper.kill_on_second(server.kill):
                 endpoint, served, server_info = start_server(server, plan, progress)
             ctx = open_context(plan, endpoint, served, server, server_info)
+            if quality_plan is not None:  # random weights, another model, no logprobs: now
+                quality = quality_phase.before_load(quality_plan, ctx, progress.status)
 
             def run_at(w: Workload, rule: PrecisionRule | None) -> RunOutcome:
                 return _run_point(ctx, w, True, rule)
@@ -121,6 +127,11 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                         outcomes.append(out)
                         if not out.document.complete:
                             break
+                if quality_plan is not None and quality is None and outcomes \
+                        and not stopper.requested:  # on the same server, after the load
+                    quality = quality_phase.after_load(quality_plan, ctx, progress.status)
+                if quality is not None:
+                    quality_phase.attach(outcomes, quality)
         except KeyboardInterrupt:  # during server start-up: nothing measured yet
             progress.status("interrupted before any load was sent")
             raise
