@@ -212,3 +212,20 @@ def write_rounded_copy(source: Path, target: Path, bits: int) -> Path:
                 tensors[name] = (torch.round(wf / scale) * scale).to(w.dtype)
         save_file(tensors, str(target / f.name), metadata={"format": "pt"})
     return target
+
+
+def write_untrained_copy(source: Path, target: Path, seed: int = 0) -> Path:
+    """A copy of the model in ``source`` (its config and tokenizer) with the weights it had
+    before training: the same architecture initialised with ``seed`` and never trained, saved in
+    bf16. What the trained model's accuracy is measured against. Returns ``target``."""
+    import torch
+    from transformers import AutoConfig, LlamaForCausalLM
+
+    target.mkdir(parents=True, exist_ok=True)
+    for f in source.iterdir():
+        if f.is_file() and f.suffix != ".safetensors" and f.name != "infer_prof_tiny.json":
+            shutil.copy(f, target / f.name)
+    torch.manual_seed(seed)
+    model = LlamaForCausalLM(AutoConfig.from_pretrained(source))
+    model.to(torch.bfloat16).save_pretrained(target, safe_serialization=True)  # type: ignore[arg-type]
+    return target

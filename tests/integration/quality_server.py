@@ -60,6 +60,14 @@ class QualityServer:
                 self.end_headers()
                 self.wfile.write(data)
 
+            def do_GET(self) -> None:  # noqa: N802 (http.server's name): /v1/models
+                data = json.dumps({"object": "list", "data": [{"id": b.model}]}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
             def log_message(self, *args: object) -> None:
                 pass
 

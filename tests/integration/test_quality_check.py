@@ -110,3 +110,39 @@ def test_bad_input_is_one_line_and_exit_2(serve, tmp_path):
         done = cli(*args)
         assert done.returncode == 2, (args, done.stdout, done.stderr)
         assert says in done.stderr and len(done.stderr.strip().splitlines()) == 1, done.stderr
+
+
+LOAD = ("-c", "1", "-n", "4", "--input-len", "16", "--output-len", "8", "--warmup", "none")
+
+
+def test_run_on_random_weights_records_quality_as_not_measured(tmp_path):
+    done = cli("run", "--server", "synthetic", "--model", "llama-2-7b", *LOAD, "--quality",
+               "addition", "--results-dir", str(tmp_path), "--output", str(tmp_path / "r.json"))
+    assert done.returncode == 0, done.stderr
+    said = [ln for ln in done.stderr.splitlines() if "quality" in ln]
+    assert said == ["quality: not measured (random weights (--load-format dummy))"], said
+    q = json.loads((tmp_path / "r.json").read_text())["quality"]
+    assert q["status"] == "not_measured" and q["reason"].startswith("random weights")
+    assert q["accuracy"] is None and q["perplexity"] is None and q["items"] is None
+    assert q["tasks_sha256"]  # what would have been checked is named
+
+
+def test_run_against_an_endpoint_without_prompt_logprobs_stops_before_the_load(
+        synthetic, serve, tmp_path):
+    server = serve(model="llama-2-7b", logprobs=False)
+    done = cli("run", "--endpoint", server.url, "--model", "llama-2-7b", *LOAD, "--quality",
+               "addition", "--results-dir", str(tmp_path))
+    assert done.returncode == 2, done.stderr
+    assert "returned no prompt log-probabilities" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert not list(tmp_path.glob("*.json"))  # no load was sent, nothing recorded
+    server = synthetic(ttft_ms=5.0, itl_ms=1.0, tokens=8)  # streams only: cannot be checked
+    done = cli("run", "--endpoint", server.url, "--model", "llama-2-7b", *LOAD, "--quality",
+               "addition", "--results-dir", str(tmp_path))
+    assert done.returncode == 2 and "error: --quality: " in done.stderr, done.stderr
+    assert "HTTP 400" in done.stderr and not list(tmp_path.glob("*.json"))
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n")
+    done = cli("run", "--endpoint", server.url, "--model", "llama-2-7b", *LOAD, "--quality",
+               f"tasks={bad}", "--results-dir", str(tmp_path))
+    assert done.returncode == 2 and "bad.jsonl:1: not JSON" in done.stderr, done.stderr

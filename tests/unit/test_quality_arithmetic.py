@@ -98,3 +98,25 @@ def test_task_file_lines_parse_and_bad_lines_name_their_line():
         assert says in str(err.value) and "\n" not in str(err.value)
     with pytest.raises(TaskFileError, match="no task items"):
         parse_task_lines("\n\n", "t.jsonl")
+
+
+def test_shipped_addition_set_is_what_trained_tiny_generates():
+    from infer_prof.catalog import trained_tiny as t
+
+    assert t.ADDITION_TASKS.read_text().splitlines() == t.task_lines()
+    assert t.ADDITION_TEXT.read_text().splitlines() == t.text_lines()
+    items = parse_task_lines(t.ADDITION_TASKS.read_text(), "addition.jsonl")
+    assert len(items) == 100 and len({i.prompt for i in items}) == 100  # every sum once
+
+
+def test_quality_spec_parsing():
+    from infer_prof.quality.spec import QualityInputError, parse_spec
+
+    built_in = parse_spec("addition")
+    assert len(built_in.items) == 100 and built_in.text_lines and built_in.tasks_sha256
+    for bad, says in {"nope": "give addition", "tasks=": "give addition",
+                      "text=/no/such/file": "text /no/such/file",
+                      "tasks=x.jsonl,top_k=many": "integers"}.items():
+        with pytest.raises(QualityInputError, match=r".*") as err:
+            parse_spec(bad)
+        assert says in str(err.value)

@@ -14,10 +14,11 @@ completion is generated at temperature 0; the rules, on the completion ``c``:
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Literal, get_args
+
+import msgspec
 
 from infer_prof.core.messages import OneLineError
 
@@ -59,9 +60,9 @@ def _item(line: str, where: str) -> TaskItem:
     fix = ('each line must be {"prompt": "...", "answer": "...", '
            '"match": "exact|number|regex|choice"}')
     try:
-        obj = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise TaskFileError(f"{where}: not JSON ({exc.msg}); {fix}") from None
+        obj = msgspec.json.decode(line)
+    except msgspec.DecodeError as exc:
+        raise TaskFileError(f"{where}: not JSON ({exc}); {fix}") from None
     if not isinstance(obj, dict):
         raise TaskFileError(f"{where}: not a JSON object; {fix}")
     for key in ("prompt", "answer", "match"):
