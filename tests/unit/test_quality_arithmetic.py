@@ -120,3 +120,26 @@ def test_quality_spec_parsing():
         with pytest.raises(QualityInputError, match=r".*") as err:
             parse_spec(bad)
         assert says in str(err.value)
+
+
+def test_random_weights_are_told_from_trained_ones(tmp_path):
+    """run --quality: dummy load format, a random weights decision, or tiny-llama's marker
+    (generated, never trained) make the check not measured; tiny-adder's marker does not."""
+    import json
+    from types import SimpleNamespace
+
+    from infer_prof.run.quality_phase import random_weights_reason
+
+    def ctx(load_format=None, weights=None, generator=None):
+        folder = tmp_path / str(generator)
+        folder.mkdir(exist_ok=True)
+        if generator:
+            (folder / "infer_prof_tiny.json").write_text(json.dumps({"generator": generator}))
+        return SimpleNamespace(load_format=load_format, weights=weights, engine_path=str(folder),
+                               model=SimpleNamespace(name="m"))
+
+    assert random_weights_reason(ctx("dummy")) == "random weights (--load-format dummy)"
+    assert random_weights_reason(ctx(weights={"weights": "random"})) == "random weights"
+    assert "never trained" in random_weights_reason(ctx(generator="infer_prof.tinymodel"))
+    assert random_weights_reason(ctx(generator="infer_prof.catalog.trained_tiny")) is None
+    assert random_weights_reason(ctx(weights={"weights": "real"})) is None
