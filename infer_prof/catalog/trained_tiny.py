@@ -11,8 +11,9 @@ Shape: hidden 128, 2 attention heads of dim 64, 1 KV head, 2 layers, intermediat
 character-level tokenizer (the byte-level alphabet with no merges, so each digit is one token),
 with ``tiny-llama``'s chat template. Training: AdamW (one-cycle learning rate, peak 3e-3),
 seeded, :data:`STEPS` steps of :data:`BATCH` sequences of :data:`SUMS_PER_SEQUENCE` lines
-``a+b=c`` (loss on every token), on one thread: about a minute on an idle core (three on a
-machine shared by several jobs). Cached under ``<cache>/models/tiny-adder`` with a marker naming
+``a+b=c`` (loss on every token), on one thread: 436 s on the 2-core development machine while
+seven other jobs shared it (load average about 18); not timed on an idle machine. Cached under
+``<cache>/models/tiny-adder`` with a marker naming
 the version and seed. Two-digit sums were tried first: after 1,000 steps of 32 sequences the
 model answered 5 % of unseen sums, too slow to train here.
 
