@@ -121,6 +121,7 @@ def test_run_on_random_weights_records_quality_as_not_measured(tmp_path):
     assert done.returncode == 0, done.stderr
     said = [ln for ln in done.stderr.splitlines() if "quality" in ln]
     assert said == ["quality: not measured (random weights (--load-format dummy))"], said
+    assert "quality: not measured (random weights (--load-format dummy))" in done.stdout
     q = json.loads((tmp_path / "r.json").read_text())["quality"]
     assert q["status"] == "not_measured" and q["reason"].startswith("random weights")
     assert q["accuracy"] is None and q["perplexity"] is None and q["items"] is None
