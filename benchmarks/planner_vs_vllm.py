@@ -15,7 +15,10 @@ Give it a vLLM server log (``infer-prof run`` keeps one beside each result as
 plans the same model and load, and prints the plan's figure, vLLM's and the error. On a GPU log
 the plan budgets ``utilization x --memory-total-gib`` (default: the catalog's CUDA-visible figure
 of ``--gpu``); on a CPU log, whose KV size vLLM takes as given, it predicts the tokens that size
-holds.
+holds as vLLM 0.32 counts them: the sequences of the log's longest length (``Maximum concurrency
+for N tokens``) that fit in the planner's blocks, each taking the planner's blocks per sequence
+(a sliding-window layer only its window), times that length; without a model of many kinds of
+layer that is ``blocks x 16``.
 
     .venv/bin/python benchmarks/planner_vs_vllm.py results/<run id>.server.log \\
         --model llama-2-70b --gpu H100-SXM --input-len 512 --output-len 128
@@ -114,7 +117,11 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
     """
     from infer_prof.catalog.gpus import find_gpu
     from infer_prof.catalog.models import resolve_model
-    from infer_prof.core.planning.memory import BLOCK_SIZE, kv_bytes_per_token
+    from infer_prof.core.planning.memory import (
+        BLOCK_SIZE,
+        kv_bytes_per_sequence,
+        kv_bytes_per_token,
+    )
     from infer_prof.core.planning.planner import PlanRequest, plan
     from infer_prof.core.planning.precisions import EngineCaps, normalize_precision
 
@@ -156,8 +163,16 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
     else:
         explicit = args.get("kv_cache_memory_bytes")
         kv_bytes = int(explicit) if explicit else int(round((log.cpu_kv_gib or 0) * GIB))
-        per_token = kv_bytes_per_token(spec, 1, 1 if kv_dtype == "fp8" else 2)
-        tokens = kv_bytes // (BLOCK_SIZE * per_token) * BLOCK_SIZE
+        kv_dtype_bytes = 1 if kv_dtype == "fp8" else 2
+        per_token = kv_bytes_per_token(spec, 1, kv_dtype_bytes)
+        blocks = kv_bytes // (BLOCK_SIZE * per_token)
+        tokens = blocks * BLOCK_SIZE
+        if log.max_model_len:
+            # vLLM 0.32 logs its capacity as max_model_len x the sequences of that length the
+            # blocks hold; the planner's sequence takes its own blocks (sliding layers: the window)
+            per_seq = -(-kv_bytes_per_sequence(spec, log.max_model_len, 1, kv_dtype_bytes)
+                        // (BLOCK_SIZE * per_token))
+            tokens = int(blocks / per_seq * log.max_model_len)
         rows.append(("KV cache given (GiB)", kv_bytes / GIB, log.cpu_kv_gib,
                      _err(kv_bytes / GIB, log.cpu_kv_gib) if log.cpu_kv_gib else None))
         summary = {"precision": precision, "kv_cache_memory_bytes": kv_bytes,

@@ -13,7 +13,13 @@ written to
 commit date, and how many rows each cloud gave and skipped.
 
 A plain folder has no commit: give ``--commit``/``--date``, or put a ``PROVENANCE.json``
-(repository, commit, date, note, files) at its top; its fields are copied.
+(repository, commit, date, note, files) at its top; its fields are copied. Its ``files`` may be a
+list of ``{"path" or "file", "repo", "commit", ...}`` (the layout ``shared/skypilot-catalog``
+keeps, each file read at its own commit): each cloud's repository, path and commit are then
+recorded under ``clouds`` and the snapshot's ``commit`` is ``per-file``.
+
+The provenance also counts the NVIDIA and AMD GPU offers (Inferentia, Trainium, TPUs, FPGAs,
+Gaudi and Qualcomm aside) and how many of them map to a GPU of infer-prof's catalog.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from infer_prof.catalog.accelerators import is_gpu_accelerator
 from infer_prof.catalog.market import SNAPSHOT_DATA, SNAPSHOT_PROVENANCE, newest_per_cloud
 from infer_prof.catalog.skypilot import (
     SNAPSHOT_COLUMNS,
@@ -43,6 +50,12 @@ REDUCTION = (
     "and the cheapest zone's spot price, each taken separately; GCP accelerators priced with "
     "their host VM in the same zone"
 )
+
+
+PER_FILE_NOTE = (
+    "GPU rows of SkyPilot's catalogs, each cloud's file at its own commit (listed in "
+    "skypilot_gpu_prices.json); GCP's host-VM rows are not among them, so GCP's built-in GPUs "
+    "are priced alone (said per row)")
 
 
 def _git(git_dir: Path, *args: str) -> str:
@@ -80,6 +93,7 @@ def read_source(source: Path, version: str | None) -> tuple[dict[str, str], dict
         names = [str(p.relative_to(source)) for p in source.glob("catalogs/v*/*/vms.csv")]
         prov_file = source / "PROVENANCE.json"
         prov = json.loads(prov_file.read_text("utf-8")) if prov_file.is_file() else {}
+        prov = _per_file_provenance(prov)
     versions = _versions(names)
     if not versions:
         sys.exit(f"error: {source}: no catalogs/<version>/<cloud>/vms.csv; give a checkout of "
@@ -97,6 +111,37 @@ def read_source(source: Path, version: str | None) -> tuple[dict[str, str], dict
         prov["catalog_versions"] = used
     prov["catalog_version"] = chosen
     return texts, prov
+
+
+def _per_file_provenance(prov: dict[str, Any]) -> dict[str, Any]:
+    """A ``PROVENANCE.json`` whose ``files`` is a list (one entry per file read, each at its own
+    commit) as this script's layout: ``files`` keyed by cloud (repository, path, commit), the
+    other list entries (``common/accelerators.csv``) dropped, and ``commit`` ``per-file``."""
+    files = prov.get("files")
+    if not isinstance(files, list):
+        return prov
+    by_cloud: dict[str, Any] = {}
+    for f in files:
+        path = str(f.get("path") or f.get("file") or "")
+        m = re.match(r"catalogs/(v\d+)/([^/]+)/vms\.csv$", path)
+        if m is None:
+            continue
+        by_cloud[m.group(2)] = {"repository": f.get("repo") or REPOSITORY, "path": path,
+                                "commit": f.get("commit")}
+    out = {k: v for k, v in prov.items() if k not in ("files", "method", "description")}
+    out.setdefault("repository", REPOSITORY)
+    out.setdefault("commit", "per-file")
+    out.setdefault("note", PER_FILE_NOTE)
+    out["files"] = by_cloud
+    return out
+
+
+def mapped_share(offers: list[Any]) -> dict[str, Any]:
+    """How many NVIDIA and AMD GPU offers there are and how many map to a catalog GPU."""
+    gpu = [o for o in offers if is_gpu_accelerator(o.accelerator)]
+    mapped = sum(1 for o in gpu if o.gpu)
+    return {"offers": len(offers), "gpu_offers": len(gpu), "mapped_gpu_offers": mapped,
+            "mapped_share": round(mapped / len(gpu), 4) if gpu else None}
 
 
 def build(texts: dict[str, str], prov: dict[str, Any]) -> tuple[bytes, dict[str, Any]]:
@@ -118,7 +163,8 @@ def build(texts: dict[str, str], prov: dict[str, Any]) -> tuple[bytes, dict[str,
     data = gzip.compress(buf.getvalue().encode("utf-8"), mtime=0)
     doc = {k: v for k, v in prov.items() if k != "files"}
     doc.setdefault("repository", REPOSITORY)
-    doc.update({"reduction": REDUCTION, "read": total.summary(), "clouds": per_cloud})
+    doc.update({"reduction": REDUCTION, "read": total.summary(), "mapped": mapped_share(offers),
+                "clouds": per_cloud})
     return data, doc
 
 
@@ -136,6 +182,8 @@ def main(argv: list[str] | None = None) -> int:
         prov["commit"] = args.commit
     if args.date:
         prov["date"] = args.date
+        prov["date_is"] = ("given with --date: the day the rows were read (a plain folder has no "
+                           "commit date)")
     data, doc = build(texts, prov)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / SNAPSHOT_DATA).write_bytes(data)

@@ -1,8 +1,9 @@
 """The shipped GPU catalog (``infer_prof/catalog/data/gpus.json``) and the GPUs of this machine.
 
 ``find_gpu`` turns a ``--gpu`` value (catalog key, alias or NVML name, matched case-insensitively
-ignoring spaces, dashes and underscores) into a :class:`GpuSpec`; ``detect_gpus`` asks NVML which
-GPUs this machine has and matches each to the catalog.
+ignoring spaces, dashes and underscores) into a :class:`GpuSpec`; ``find_gpus`` also takes a
+family name (``A100``, ``H100``) and returns every variant; ``detect_gpus`` asks NVML which GPUs
+this machine has and matches each to the catalog.
 """
 
 from __future__ import annotations
@@ -65,15 +66,52 @@ def match_gpu_name(name: str) -> GpuSpec | None:
     return catalog()[key] if key else None
 
 
-def find_gpu(name: str) -> GpuSpec:
-    """Resolve a ``--gpu`` value: catalog key, alias or NVML name -> :class:`GpuSpec`.
+@cache
+def _families() -> dict[str, list[str]]:
+    """Normalized family name -> the keys of its entries, in file order."""
+    out: dict[str, list[str]] = {}
+    for key, spec in catalog().items():
+        out.setdefault(normalize_gpu_name(spec.family or key), []).append(key)
+    return out
+
+
+def gpu_family(name: str) -> list[GpuSpec]:
+    """Every entry of the GPU family ``name`` names, in file order: ``A100`` -> the four A100
+    entries, ``H100`` -> H100-PCIe, H100-SXM, H100-NVL. ``[]`` when ``name`` is a catalog key,
+    alias or NVML name (it names one GPU), or no family of two or more entries."""
+    if match_gpu_name(name) is not None:
+        return []
+    keys = _families().get(normalize_gpu_name(name), [])
+    return [catalog()[k] for k in keys] if len(keys) > 1 else []
+
+
+def find_gpus(name: str) -> list[GpuSpec]:
+    """A ``--gpu`` value as the GPUs it means: the one entry its key, alias or NVML name names,
+    else every entry of the family it names (:func:`gpu_family`).
 
     Raises ``ValueError`` naming the known keys when nothing matches.
     """
     spec = match_gpu_name(name)
-    if spec is None:
-        raise ValueError(f"unknown GPU {name!r}; known GPUs: {', '.join(known_gpu_keys())}")
-    return spec
+    if spec is not None:
+        return [spec]
+    family = gpu_family(name)
+    if family:
+        return family
+    raise ValueError(f"unknown GPU {name!r}; known GPUs: {', '.join(known_gpu_keys())}")
+
+
+def find_gpu(name: str) -> GpuSpec:
+    """Resolve a ``--gpu`` value that must name one GPU: catalog key, alias or NVML name ->
+    :class:`GpuSpec`.
+
+    Raises ``ValueError`` naming the known keys when nothing matches, and naming the variants
+    when ``name`` is a family (``H100``: H100-PCIe, H100-SXM or H100-NVL).
+    """
+    found = find_gpus(name)
+    if len(found) > 1:
+        raise ValueError(f"{name!r} is a GPU family: {', '.join(g.key for g in found)}; name one "
+                         "of them")
+    return found[0]
 
 
 def detect_gpus(nvml: Any = None) -> list[DetectedGpu]:

@@ -61,14 +61,18 @@ class Market:
         return self.age_days is not None and self.age_days > STALE_DAYS
 
     def describe(self) -> str:
-        """``snapshot of SkyPilot's catalog (commit abc1234, 2026-11-24, 0 days old)``."""
+        """``snapshot of SkyPilot's catalog (commit abc1234, 2026-11-24, 0 days old)``; a snapshot
+        whose files were read at their own commits says ``29 clouds' files, each at its own
+        commit`` (the commits are in its provenance, ``skypilot_gpu_prices.json``)."""
         age = f"{self.age_days} days old" if self.age_days is not None else "age unknown"
         if self.stale:
             age = f"{age}: older than {STALE_DAYS} days"
         if self.source == "live":
             return f"SkyPilot's catalogs in {self.origin} ({self.date or '?'}, {age})"
-        commit = str(self.provenance.get("commit") or "?")[:12]
-        return f"snapshot of SkyPilot's catalog (commit {commit}, {self.date or '?'}, {age})"
+        commit = str(self.provenance.get("commit") or "?")
+        at = (f"{len(self.provenance.get('clouds') or {})} clouds' files, each at its own commit"
+              if commit == "per-file" else f"commit {commit[:12]}")
+        return f"snapshot of SkyPilot's catalog ({at}, {self.date or '?'}, {age})"
 
     def to_dict(self) -> dict[str, Any]:
         """Where the prices came from, JSON-ready (the offers are not included)."""

@@ -15,7 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from infer_prof.catalog.cache import cache_dir
-from infer_prof.catalog.tinymodel import TINY_LLAMA, ensure_tiny_llama
+from infer_prof.catalog.tinymodel import (
+    TINY_ARCHS,
+    TINY_LLAMA,
+    ensure_tiny_model,
+    tiny_model_dir,
+)
 from infer_prof.catalog.trained_tiny import TINY_ADDER, ensure_tiny_adder
 from infer_prof.core.catalog.models import ModelSpec
 
@@ -49,8 +54,8 @@ def registry() -> dict[str, dict[str, Any]]:
 
 
 def known_aliases() -> list[str]:
-    """All aliases ``--model`` accepts, tiny-llama first."""
-    return [TINY_LLAMA, *sorted(registry())]
+    """All aliases ``--model`` accepts, the generated tiny models first."""
+    return [TINY_LLAMA, *TINY_ARCHS, *sorted(registry())]
 
 
 def alias_config_dir(alias: str) -> Path:
@@ -69,21 +74,23 @@ def _has_tokenizer(folder: Path) -> bool:
     return any((folder / f).exists() for f in ("tokenizer.json", "tokenizer.model", "vocab.json"))
 
 
-def resolve_model(value: str, *, create_tiny: bool = True) -> ResolvedModel:
+def resolve_model(value: str, *, create_tiny: bool = True, fetch: bool = True
+                  ) -> ResolvedModel:
     """Turn a ``--model`` value into something the engine can load.
 
-    Order: the aliases ``tiny-llama`` (generated locally on first use) and ``tiny-adder``
-    (trained locally on first use), a shipped alias, an existing
-    directory with a config.json, then anything shaped like ``org/name`` as a hub id. Raises
-    :class:`ModelError` with a one-line explanation otherwise.
+    Order: the aliases ``tiny-llama`` and the other tiny architectures (``tiny-mixtral``, ...;
+    generated locally on first use) and ``tiny-adder`` (trained locally on first use), a
+    shipped alias, an existing directory with a config.json, then anything shaped like
+    ``org/name`` as a hub id, whose config.json and tokenizer files come from the Hugging Face
+    cache or the hub (:func:`infer_prof.catalog.hub.fetch_model_files`; ``fetch=False``: not
+    looked for, the architecture then unknown). Raises :class:`ModelError` with a one-line
+    explanation otherwise.
     """
-    if value == TINY_LLAMA:
-        folder = ensure_tiny_llama() if create_tiny else cache_dir() / "models" / TINY_LLAMA
-        config = json.loads((folder / "config.json").read_text()) if folder.exists() else None
-        spec = ModelSpec.from_config(config, name=value) if config else None
-        return ResolvedModel(value, str(folder), spec, None, True, "tiny")
-    if value == TINY_ADDER:  # trained on this machine at first use (catalog.trained_tiny)
-        folder = ensure_tiny_adder() if create_tiny else cache_dir() / "models" / TINY_ADDER
+    if value in (TINY_LLAMA, TINY_ADDER) or value in TINY_ARCHS:
+        if value == TINY_ADDER:  # trained on this machine at first use (catalog.trained_tiny)
+            folder = ensure_tiny_adder() if create_tiny else tiny_model_dir(value)
+        else:
+            folder = ensure_tiny_model(value) if create_tiny else tiny_model_dir(value)
         config = json.loads((folder / "config.json").read_text()) if folder.exists() else None
         spec = ModelSpec.from_config(config, name=value) if config else None
         return ResolvedModel(value, str(folder), spec, None, True, "tiny")
@@ -114,8 +121,25 @@ def resolve_model(value: str, *, create_tiny: bool = True) -> ResolvedModel:
             path.name, str(path.resolve()), spec, None, _has_tokenizer(path), "local"
         )
     if value.count("/") == 1 and all(value.split("/")):
-        return ResolvedModel(value, value, None, value, True, "hub")
+        return _hub_model(value, fetch)
     raise ModelError(
         f"unknown model {value!r}; known aliases: {', '.join(known_aliases())} "
         "(or give a local model directory or a hub id such as org/name)"
     )
+
+
+def _hub_model(repo_id: str, fetch: bool) -> ResolvedModel:
+    """A hub id with its architecture read from its config.json (cached, or fetched now)."""
+    if not fetch:
+        return ResolvedModel(repo_id, repo_id, None, repo_id, True, "hub")
+    from infer_prof.catalog.hub import HubError, fetch_model_files
+
+    try:
+        folder = fetch_model_files(repo_id)
+        spec = ModelSpec.from_config(json.loads((folder / "config.json").read_text()),
+                                     name=repo_id, hub_id=repo_id)
+    except HubError as exc:
+        raise ModelError(str(exc)) from None
+    except ValueError as exc:  # not JSON, or a field the architecture needs is missing
+        raise ModelError(f"{repo_id}'s config.json: {exc}") from None
+    return ResolvedModel(repo_id, repo_id, spec, repo_id, _has_tokenizer(folder), "hub")

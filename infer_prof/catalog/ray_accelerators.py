@@ -4,8 +4,12 @@ A Ray node advertises its GPU as the resource ``accelerator_type:<TYPE>``; Ray d
 from the NVML name of the node's first GPU (``ray._private.accelerators.nvidia_gpu``:
 ``"NVIDIA H100 80GB HBM3"`` -> ``H100``, ``"NVIDIA A100-SXM4-80GB"`` -> ``A100``), and
 ``ray.util.accelerators`` names the common ones. Ray's label is coarser than the catalog: every
-H100 (SXM, PCIe, NVL) is ``H100`` and every A100 is ``A100``. Ray also defines ``A100-80G`` and
-``A100-40G`` that a cluster may add by hand (``ray start --resources
+H100 (SXM, PCIe, NVL) is ``H100``, every A100 is ``A100`` and both V100s are ``V100``. Ray's
+rule keeps the run of all-caps tokens up to the first with a digit (``"NVIDIA RTX PRO 6000
+Blackwell Server Edition"`` -> ``RTX-PRO-6000``), else the hyphen-joined name
+(``GeForce-RTX-5090``); AMD GPUs are named from Ray's PCI device-id table, which has the MI300X
+(``AMD-Instinct-MI300X-OAM``) but no MI325X, MI355X or MI25 (``()`` here). Ray also defines
+``A100-80G`` and ``A100-40G`` that a cluster may add by hand (``ray start --resources
 '{"accelerator_type:A100-80G": 1}'``); where a cluster has the more specific label it is used.
 A cell checks on its node that NVML's GPU is the catalog's (see
 :mod:`infer_prof.run.matrix_cell`), so a coarse label never measures the wrong GPU silently.
@@ -37,6 +41,33 @@ RAY_ACCELERATOR_TYPES: dict[str, tuple[str, ...]] = {
     "H200-NVL": ("H200",),
     "V100": ("V100",),
     "MI100": ("AMD-Instinct-MI100",),
+    "B200": ("B200",),
+    "B300": ("B300",),
+    "GB200": ("GB200",),
+    "GB300": ("GB300",),
+    "H20": ("H20",),
+    "GH200": ("GH200",),
+    "MI300X": ("AMD-Instinct-MI300X-OAM",),
+    "MI325X": (),  # Ray's AMD device table names no MI325X, MI355X or MI25: a cluster labels
+    "MI355X": (),  # such nodes by hand (ray start --resources '{"accelerator_type:X": 1}')
+    "L4": ("L4",),
+    "A10G": ("A10G",),
+    "A10": ("A10",),
+    "T4": ("T4",),
+    "A40": ("A40",),
+    "A30": ("A30",),
+    "RTX-PRO-6000": ("RTX-PRO-6000",),
+    "V100-32GB": ("V100",),
+    "P100": ("P100",),
+    "RTX-4000-Ada": ("RTX-4000",),
+    "RTX-2000-Ada": ("RTX-2000",),
+    "A4500": ("RTX-A4500",),
+    "A16": ("A16",),
+    "A800": ("A800",),
+    "MI25": (),
+    "P4": ("P4",),
+    "M60": ("M60",),
+    "K80": ("K80",),
 }
 
 RESOURCE_PREFIX = "accelerator_type:"

@@ -53,6 +53,10 @@ GCP_HOSTS: dict[str, dict[int, str]] = {
 
 GCP_ATTACHED_NOTE = "GPU price only: attached to an N1 VM, whose price is extra"
 
+GCP_NO_HOST_NOTE = ("GPU price only: the catalog read has no price for its host VM {host} (a "
+                    "catalog of GPU rows only), whose price is extra")
+"""The note of a GCP accelerator whose built-in host VM has no row in the file read at all."""
+
 
 @dataclass
 class CatalogRead:
@@ -97,9 +101,15 @@ class _Cheapest:
             self.spot = spot
 
 
-TOTAL_MEMORY_CLOUDS: frozenset[str] = frozenset({"vast", "primeintellect"})
+TOTAL_MEMORY_CLOUDS: frozenset[str] = frozenset({"vast", "primeintellect", "verda"})
 """Clouds whose ``GpuInfo`` gives the whole instance's GPU memory where the others give one
-GPU's (Vast ``2x-H200``: 287542 MiB; Prime Intellect ``8xA100_80GB``: 655360 MiB)."""
+GPU's (Vast ``2x-H200``: 287542 MiB; Prime Intellect ``8xA100_80GB``: 655360 MiB; Verda
+``8H100.80S.176V``: 640 GB)."""
+
+PLACEHOLDER_USD_PER_GPU_HOUR = 0.02
+"""A row whose every price is at most this many USD per GPU-hour is a placeholder, not a rental
+price, and is skipped (counted): Mithril's catalog lists its A100 and B200 instances at $0.01 per
+GPU-hour; the lowest real price in the catalogs is $0.06 (an RTX A2000 on SimplePod)."""
 
 MIB_IS_GIB_BELOW = 1024
 """A ``SizeInMiB`` below this is GiB (RunPod's and Shadeform's catalogs write 80 for 80 GB):
@@ -179,6 +189,7 @@ class _Parser:
         self.hosts: dict[tuple[str, str], tuple[float | None, float | None]] = {}
         self.gcp_gpus: list[tuple[str, int, float | None, str, str, float | None, float | None]]
         self.gcp_gpus = []
+        self.no_host: set[str] = set()
 
     def row(self, cells: dict[str, str]) -> None:
         instance = cells["InstanceType"].strip()
@@ -208,6 +219,10 @@ class _Parser:
         if on_demand is None and spot is None:
             self.read.skipped["no price"] += 1
             return
+        if all(p is None or p / count <= PLACEHOLDER_USD_PER_GPU_HOUR for p in (on_demand, spot)):
+            self.read.skipped[f"price at most ${PLACEHOLDER_USD_PER_GPU_HOUR} per GPU-hour "
+                              "(a placeholder)"] += 1
+            return
         if not region:
             self.read.skipped["no region"] += 1
             return
@@ -230,12 +245,19 @@ class _Parser:
             self.memory[k] = memory
 
     def join_gcp(self) -> None:
-        """Price each GCP accelerator row with its host VM in the same zone."""
+        """Price each GCP accelerator row with its host VM in the same zone. A host type with
+        no row anywhere in the file (a catalog of GPU rows only) gives the accelerator's price
+        alone, with :data:`GCP_NO_HOST_NOTE`; one sold elsewhere but not in the zone, none."""
+        host_types = {h for h, _ in self.hosts}
         for acc, count, memory, region, zone, on_demand, spot in self.gcp_gpus:
             host = GCP_HOSTS.get(acc, {}).get(count)
             if host is None:
                 self._offer(f"{count}x {acc} (attached)", acc, count, memory, region, on_demand,
                             spot)
+                continue
+            if host not in host_types:
+                self.no_host.add(host)
+                self._offer(host, acc, count, memory, region, on_demand, spot)
                 continue
             if (host, zone) not in self.hosts:
                 continue  # the accelerator is sold in a zone where its VM is not
@@ -254,6 +276,8 @@ class _Parser:
             notes = [n for n in (count_note, match.note) if n]
             if instance.endswith("(attached)"):
                 notes.append(GCP_ATTACHED_NOTE)
+            if instance in self.no_host:
+                notes.append(GCP_NO_HOST_NOTE.format(host=instance))
             if match.gpu is None:
                 self.read.unknown[acc] += 1
             out.append(InstanceOffer(

@@ -23,16 +23,13 @@ shipped in ``catalog/data/quality/``; a unit test holds them equal to these func
 
 from __future__ import annotations
 
-import fcntl
 import json
 import random
 import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from infer_prof.catalog.cache import cache_dir
-from infer_prof.catalog.tinymodel import CHAT_TEMPLATE
+from infer_prof.catalog.tinymodel import CHAT_TEMPLATE, _ensure, tiny_model_dir
 
 TINY_ADDER = "tiny-adder"
 ADDER_VERSION = 1
@@ -72,41 +69,13 @@ def text_lines(n: int = 60, seed: int = 2) -> list[str]:
 
 def tiny_adder_dir() -> Path:
     """Where the trained tiny-adder lives."""
-    return cache_dir() / "models" / TINY_ADDER
-
-
-def _is_complete(folder: Path) -> bool:
-    marker = folder / "infer_prof_tiny.json"
-    if not marker.exists():
-        return False
-    try:
-        return int(json.loads(marker.read_text()).get("version", 0)) == ADDER_VERSION
-    except (ValueError, OSError):
-        return False
+    return tiny_model_dir(TINY_ADDER)
 
 
 def ensure_tiny_adder(seed: int = 0) -> Path:
-    """Train tiny-adder if it is not cached yet and return its folder (about a minute or two on
-    2 cores the first time). Safe when several processes ask at once: one trains under a file
-    lock, the rest wait."""
-    folder = tiny_adder_dir()
-    if _is_complete(folder):
-        return folder
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    with open(folder.parent / f".{TINY_ADDER}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _is_complete(folder):
-            return folder
-        tmp = Path(tempfile.mkdtemp(prefix=f".{TINY_ADDER}-", dir=folder.parent))
-        try:
-            _train(tmp, seed)
-            if folder.exists():
-                shutil.rmtree(folder)
-            tmp.rename(folder)
-        finally:
-            if tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-    return folder
+    """Train tiny-adder if it is not cached yet and return its folder (minutes, the first time).
+    Safe when several processes ask at once (``tinymodel``'s lock: one trains, the rest wait)."""
+    return _ensure(TINY_ADDER, ADDER_VERSION, lambda target: _train(target, seed))
 
 
 def _tokenizer() -> Any:

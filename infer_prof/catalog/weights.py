@@ -19,9 +19,8 @@ import urllib.error
 import urllib.request
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from infer_prof.catalog.models import ResolvedModel
 from infer_prof.core.planning.weights import (
     HubStatus,
     WeightDecision,
@@ -30,6 +29,9 @@ from infer_prof.core.planning.weights import (
     missing_shards,
     weight_files,
 )
+
+if TYPE_CHECKING:  # models fetches a hub id's config.json through hub, which reads this module
+    from infer_prof.catalog.models import ResolvedModel
 
 HUB_TIMEOUT_S = 3.0
 """The longest the hub is waited for (connection, DNS and answer together), seconds."""
@@ -210,5 +212,18 @@ def gather_facts(
 def choose_weights(
     model: ResolvedModel, load_format: str | None, require_weights: bool = False
 ) -> WeightDecision:
-    """The weights decision for ``model`` (see :func:`infer_prof.core.planning.weights.decide`)."""
-    return decide(gather_facts(model, load_format, require_weights))
+    """The weights decision for ``model`` (see :func:`infer_prof.core.planning.weights.decide`).
+
+    A generated tiny model without weight files (the tiny architectures beside tiny-llama: a
+    config.json and a tokenizer) loads with random weights (``--load-format dummy``) unless a
+    load format is given."""
+    facts = gather_facts(model, load_format, require_weights)
+    if facts.source == "tiny" and not facts.local_weights and load_format is None:
+        facts = replace(facts, load_format="dummy")
+        decision = decide(facts)
+        if decision.error is None:
+            return replace(decision, origin="random",
+                           reason="generated tiny model: config.json and tokenizer, no weight "
+                           "files")
+        return decision
+    return decide(facts)

@@ -7,22 +7,30 @@ import sys
 from typing import Any
 
 import typer
+from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from infer_prof.catalog.models import TINY_LLAMA, registry
 from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.planning.memory import checkpoint_bytes
+from infer_prof.report.fit import print_fitted
 
 
 def models_command(
     json_output: bool = typer.Option(False, "--json", help="Print the registry as JSON."),
 ) -> None:
-    """List the known model aliases (hub id, parameters, layers, KV heads, context)."""
+    """List the known model aliases (hub id, parameters and those active per token, layers,
+    KV heads, context, KV bytes per token)."""
     rows: list[dict[str, Any]] = []
     for alias, entry in sorted(registry().items()):
         spec = ModelSpec.from_config(entry["config"], name=alias, hub_id=entry["hub_id"])
         rows.append({
             "alias": alias, "hub_id": spec.hub_id, "params_b": round(spec.param_count() / 1e9, 2),
+            "active_params_b": round(spec.active_param_count() / 1e9, 2),
+            "weights_bytes": checkpoint_bytes(spec),
+            "stored_as": spec.quant.describe() if spec.quant else "16-bit",
+            "experts": (f"{spec.moe.top_k} of {spec.moe.num_experts}" if spec.moe else None),
             "layers": spec.num_layers, "hidden": spec.hidden_size,
             "heads": spec.num_attention_heads, "kv_heads": spec.num_kv_heads,
             "vocab": spec.vocab_size, "context": spec.max_position_embeddings,
@@ -31,13 +39,17 @@ def models_command(
     if json_output:
         sys.stdout.write(json.dumps(rows, indent=2) + "\n")
         return
-    t = Table(title="model aliases (--model); also: a local folder, or a hub id org/name")
-    for col in ("alias", "hub id", "params (B)", "layers", "KV heads", "context", "KV/token"):
-        t.add_column(col, justify="left" if col in ("alias", "hub id") else "right",
-                     no_wrap=col == "alias", overflow="fold")
-    t.add_row(TINY_LLAMA, "(generated locally)", "0.0004", "2", "2", "2048", "1 KiB")
+    t = Table(title="model aliases (--model); also: a local folder, or a hub id org/name",
+              box=box.SIMPLE_HEAD, show_edge=False, title_justify="left", padding=(0, 1, 0, 0))
+    for col in ("alias", "hub id", "params B", "active B", "layers", "KV heads", "context",
+                "KV/token"):
+        ident = col in ("alias", "hub id")
+        t.add_column(col, justify="left" if ident else "right", no_wrap=True)
+    t.add_row(TINY_LLAMA, "(generated locally)", "0.0004", "0.0004", "2", "2", "2048", "1 KiB")
     for r in rows:
-        t.add_row(r["alias"], r["hub_id"], f"{r['params_b']:.2f}", str(r["layers"]),
+        # active: parameters one token passes through (mixture of experts: its top-k experts)
+        active = f"{r['active_params_b']:.2f}" if r["experts"] else f"{r['params_b']:.2f}"
+        t.add_row(r["alias"], r["hub_id"], f"{r['params_b']:.2f}", active, str(r["layers"]),
                   str(r["kv_heads"]), f"{r['context']:,}",
                   f"{r['kv_bytes_per_token_16bit'] // 1024:,} KiB")
-    Console().print(t)
+    print_fitted(Console(), t, ("context", "layers", "KV heads"))

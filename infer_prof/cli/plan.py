@@ -18,7 +18,7 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
-from infer_prof.catalog.gpus import DetectedGpu, catalog, detect_gpus, find_gpu
+from infer_prof.catalog.gpus import DetectedGpu, catalog, detect_gpus, find_gpus
 from infer_prof.cli.declared import declared_command
 from infer_prof.config.options import Opt
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
@@ -26,6 +26,7 @@ from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.plan_result import Plan
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.core.planning.precisions import PRECISION_LABELS, PlanError
+from infer_prof.report.fit import print_fitted
 
 _UNITS = {
     "": 1, "b": 1,
@@ -68,15 +69,24 @@ def _resolve_spec(model: str) -> ModelSpec:
     return resolved.spec
 
 
-def _resolve_gpu(gpu: str | None, gpus: int | None, memory_budget: int | None
-                 ) -> tuple[GpuSpec | None, int, list[DetectedGpu], str]:
-    """(spec, count, the GPUs NVML detects, how the GPU was chosen)."""
+def _resolve_gpus(gpu: str | None, gpus: int | None, memory_budget: int | None
+                  ) -> tuple[list[GpuSpec | None], int, list[DetectedGpu], str]:
+    """(specs, count, the GPUs NVML detects, how the GPU was chosen). ``--gpu`` naming a
+    family (``A100``) gives every variant, each planned in turn; otherwise one spec."""
     if gpu is not None:
         try:
-            spec = find_gpu(gpu)
+            specs: list[GpuSpec | None] = list(find_gpus(gpu))
         except ValueError as exc:
             _fail(f"{exc}; pass --gpu with one of them")
-        return spec, gpus or 1, detect_gpus(), "--gpu"
+        how = "--gpu" if len(specs) == 1 else f"--gpu {gpu}: one of {len(specs)} variants"
+        return specs, gpus or 1, detect_gpus(), how
+    spec, count, found, how = _resolve_gpu(gpus, memory_budget)
+    return [spec], count, found, how
+
+
+def _resolve_gpu(gpus: int | None, memory_budget: int | None
+                 ) -> tuple[GpuSpec | None, int, list[DetectedGpu], str]:
+    """Without ``--gpu``: (spec, count, the GPUs NVML detects, how the GPU was chosen)."""
     if memory_budget is not None:
         return None, gpus or 1, [], "--memory-budget (CPU)"
     found = detect_gpus()
@@ -110,26 +120,34 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
     else:
         console.print("decision: [bold red]nothing fits[/]")
 
-    table = Table(title="memory per GPU (GiB)", box=box.SIMPLE_HEAVY)
+    table = Table(title="memory per GPU (GiB)", box=box.SIMPLE_HEAVY, show_edge=False)
     for col in ("precision", "weights", "overhead", "KV cache", "KV/token", "seqs at once",
                 "verdict"):
-        table.add_column(col, justify="left" if col in ("precision", "verdict") else "right")
+        table.add_column(col, justify="left" if col in ("precision", "verdict") else "right",
+                         no_wrap=col == "precision")
+    rejected = {c.label for c in p.rejections}
+    fp8_kv_note = False
     for c in p.candidates:
         m = c.memory
         chosen = c.precision == p.precision and c.kv_cache_dtype == p.kv_cache_dtype
         if chosen:
             verdict = "chosen"
         elif not c.available:
-            verdict = "unavailable here (below)"
+            verdict = "unavailable"
         elif c.kv_cache_dtype == "fp8" and p.kv_cache_dtype != "fp8":
-            verdict = "fp8 KV only when asked (--kv-cache-dtype fp8) or nothing else fits"
+            verdict, fp8_kv_note = "if asked", True
+        elif c.label in rejected:
+            verdict = "rejected"
         else:
             verdict = c.reason or "fits"
         table.add_row(("* " if chosen else "  ") + c.label, _gib(m.weights_bytes),
                       _gib(m.overhead_bytes), _gib(m.kv_cache_bytes),
                       f"{m.kv_bytes_per_token / 1024:,.0f} KiB", f"{m.max_sequences:,}",
                       verdict, style="bold" if chosen else None)
-    console.print(table)
+    print_fitted(console, table, ("overhead", "KV/token"), more="--json")
+    if fp8_kv_note:
+        console.print("if asked: an fp8 KV cache is planned only when asked (--kv-cache-dtype "
+                      "fp8) or when nothing else fits")
     if p.memory:
         m = p.memory
         console.print(f"breakdown: weights {_gib(m.weights_bytes)} (whole model "
@@ -139,7 +157,6 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
                       "GiB of KV")
     for c in p.rejections:
         console.print(f"rejected {c.label}: {c.reason}")
-    rejected = {c.label for c in p.rejections}
     for c in p.candidates:
         if not c.available and c.label not in rejected:
             console.print(f"unavailable {c.label}: {c.reason}")
@@ -169,8 +186,8 @@ class PlanOptions:
 
     model: Annotated[str, Opt(("--model",), "Model alias (e.g. llama-2-70b) or local dir.")]
     gpu: Annotated[str | None, Opt(
-        ("--gpu",), "GPU to plan for (catalog key, e.g. A100-80GB-SXM); default: the detected "
-        "one.")] = None
+        ("--gpu",), "GPU to plan for (catalog key, e.g. A100-80GB-SXM, or a family, e.g. A100: "
+        "each variant is planned); default: the detected one.")] = None
     gpus: Annotated[int | None, Opt(
         ("--gpus",), "GPUs to split the model over (tensor parallel); default: --gpu 1, else all "
         "detected GPUs of the first kind.")] = None
@@ -195,7 +212,10 @@ class PlanOptions:
 
 
 def plan_options(o: PlanOptions) -> None:
-    """Plan precision, tensor parallelism and memory for a model and load, without running it."""
+    """Plan precision, tensor parallelism and memory for a model and load, without running it.
+
+    A family name for ``--gpu`` (``A100``, ``H100``) plans every variant in turn (``--json``: a
+    list); exit 0 when the load fits on at least one."""
     budget = None
     if o.memory_budget is not None:
         try:
@@ -203,12 +223,35 @@ def plan_options(o: PlanOptions) -> None:
         except ValueError as exc:
             _fail(f"--memory-budget: {exc}")
     spec = _resolve_spec(o.model)
-    gpu_spec, count, found, how = _resolve_gpu(o.gpu, o.gpus, budget)
+    gpu_specs, count, found, how = _resolve_gpus(o.gpu, o.gpus, budget)
+    results = [_plan_one(o, spec, g, count, found, budget) for g in gpu_specs]
+    if o.json_output:
+        docs = [r.to_dict(_vllm_args(r)) for r in results]
+        typer.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
+    else:
+        console = Console()
+        for i, r in enumerate(results):
+            if i:
+                console.print()
+            _print_plan(r, how, console)
+        if len(results) > 1:
+            fits = [r.gpu for r in results if r.fits]
+            family = gpu_specs[0].family if gpu_specs[0] else o.gpu
+            console.print(f"{family} is a GPU family: planned on each variant; fits on "
+                          f"{', '.join(str(k) for k in fits) or 'none'}", markup=False,
+                          highlight=False)
+    if not any(r.fits for r in results):
+        raise typer.Exit(1)
+
+
+def _plan_one(o: PlanOptions, spec: ModelSpec, gpu_spec: GpuSpec | None, count: int,
+              found: list[DetectedGpu], budget: int | None) -> Plan:
+    """The plan on one GPU model (exits 2 with the planner's one-line reason)."""
     from infer_prof.run.engine_setup import device_memory, engine_capabilities  # --help stays fast
 
     memory, source = device_memory(gpu_spec, found)
     try:
-        result = plan(PlanRequest(
+        return plan(PlanRequest(
             spec, gpu_spec, gpus=count, concurrency=o.concurrency, input_len=o.input_len,
             output_len=o.output_len, gpu_memory_utilization=o.gpu_memory_utilization,
             quantization=o.quantization, memory_budget_bytes=budget,
@@ -218,12 +261,6 @@ def plan_options(o: PlanOptions) -> None:
             catalog=list(catalog().values())))
     except PlanError as exc:
         _fail(str(exc))
-    if o.json_output:
-        typer.echo(json.dumps(result.to_dict(_vllm_args(result)), indent=2))
-    else:
-        _print_plan(result, how, Console(width=140))
-    if not result.fits:
-        raise typer.Exit(1)
 
 
 plan_command = declared_command(PlanOptions, plan_options)

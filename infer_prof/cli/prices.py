@@ -13,17 +13,18 @@ from rich import box
 from rich.console import Console
 from rich.table import Table
 
+from infer_prof.catalog.gpus import find_gpus
 from infer_prof.catalog.market import Market, load_market, nearest, uncatalogued
 from infer_prof.catalog.prices import (
     CANONICAL_GPU_KEYS,
     PriceCatalog,
     PriceRow,
-    canonical_gpu_key,
     default_rows,
     load_prices,
 )
 from infer_prof.cli.declared import declared_command
 from infer_prof.config.options import Opt
+from infer_prof.report.fit import print_fitted
 
 _LEFT = ("", "provider", "gpu", "date", "src")
 
@@ -44,11 +45,20 @@ def _money(value: float | None, digits: int = 2) -> str:
     return f"${text}"
 
 
+def _gpu_keys(gpu: str) -> list[str]:
+    """The catalog keys a ``--gpu`` value means: one key, or a family's every variant (``A100``
+    -> the four A100 keys); ``[]`` for a name the GPU catalog does not know."""
+    try:
+        return [g.key for g in find_gpus(gpu)]
+    except ValueError:
+        return []
+
+
 def _filter(catalog: PriceCatalog, gpu: str | None, provider: str | None) -> list[PriceRow]:
     rows = list(catalog.rows)
     if gpu is not None:
-        key = canonical_gpu_key(gpu)
-        rows = [r for r in rows if r.gpu == key]
+        keys = _gpu_keys(gpu)
+        rows = [r for r in rows if r.gpu in keys]
     if provider is not None:
         wanted = provider.strip().lower()
         rows = [r for r in rows if r.provider.lower() == wanted]
@@ -56,12 +66,13 @@ def _filter(catalog: PriceCatalog, gpu: str | None, provider: str | None) -> lis
 
 
 def _check_filters(market: Market, gpu: str | None, cloud: str | None, region: str | None,
-                   max_price: float | None) -> str | None:
-    """The GPU key of ``--gpu``; exits 2 naming the nearest match for anything not listed."""
-    key = None
+                   max_price: float | None) -> list[str]:
+    """The GPU keys of ``--gpu`` (one, or a family's every variant); exits 2 naming the nearest
+    match for anything not listed."""
+    keys: list[str] = []
     if gpu is not None:
-        key = canonical_gpu_key(gpu)
-        if key is None and not uncatalogued(market, gpu):
+        keys = _gpu_keys(gpu)
+        if not keys and not uncatalogued(market, gpu):
             _fail(f"unknown GPU {gpu!r}; nearest: {nearest(gpu, list(CANONICAL_GPU_KEYS))} "
                   f"(known GPUs: {', '.join(CANONICAL_GPU_KEYS)})")
     clouds = sorted({o.cloud for o in market.offers})
@@ -74,15 +85,15 @@ def _check_filters(market: Market, gpu: str | None, cloud: str | None, region: s
         _fail(f"--region {region!r} is not in {market.describe()}"
               + (f" for {cloud}" if cloud else "") + f"; nearest: {nearest(region, regions)}")
     if gpu is not None and cloud is not None:
-        pool = uncatalogued(market, gpu) if key is None else [o for o in market.offers
-                                                               if o.gpu == key]
+        pool = uncatalogued(market, gpu) if not keys else [o for o in market.offers
+                                                            if o.gpu in keys]
         if not any(o.cloud == cloud.lower() for o in pool):
-            name = key or gpu
+            name = keys[0] if len(keys) == 1 else gpu
             _fail(f"{cloud} has no {name} instance in {market.describe()}; clouds with "
                   f"{name}: {', '.join(sorted({o.cloud for o in pool})) or 'none'}")
     if max_price is not None and not max_price > 0:
         _fail(f"--max-price must be a positive USD per GPU-hour, got {max_price}")
-    return key
+    return keys
 
 
 @dataclass(frozen=True)
@@ -92,7 +103,8 @@ class PricesOptions:
 
     gpu: Annotated[str | None, Opt(
         ("--gpu",),
-        "Only this GPU (catalog key or alias, e.g. H100, RTX-4090).")] = None
+        "Only this GPU (catalog key or alias, e.g. H100-SXM, RTX-4090), or every variant of a "
+        "family (A100, H100).")] = None
     cloud: Annotated[str | None, Opt(
         ("--cloud",),
         "Only this cloud (aws, gcp, ...).")] = None
@@ -141,11 +153,15 @@ def prices(o: PricesOptions) -> None:
     market = load_market(o.prices_from)
     if market.notice:
         typer.echo(f"note: {market.notice}", err=True)
-    key = _check_filters(market, o.gpu, o.cloud, o.region, o.max_price)
+    keys = _check_filters(market, o.gpu, o.cloud, o.region, o.max_price)
+    key = keys[0] if len(keys) == 1 else None  # one GPU: its default price is marked
     tier: Tier = "spot" if o.spot else "on-demand"
     show_market = o.provider is None
-    pool = uncatalogued(market, o.gpu) if o.gpu is not None and key is None else market.offers
-    offers = filter_offers(pool, gpu=key, cloud=o.cloud, region=o.region, tier=tier,
+    pool = market.offers
+    if o.gpu is not None:
+        pool = (tuple(x for x in market.offers if x.gpu in keys) if keys
+                else tuple(uncatalogued(market, o.gpu)))
+    offers = filter_offers(pool, cloud=o.cloud, region=o.region, tier=tier,
                            max_usd_per_gpu_hour=o.max_price) if show_market else []
     quote = cheapest_offer(market.offers, key, "on-demand", 1) if key and show_market else None
     default = next((o for o in offers if quote and o.key() == f"{quote.provider}:"
@@ -161,8 +177,6 @@ def prices(o: PricesOptions) -> None:
         typer.echo(json.dumps(data, indent=2))
         return
     console = Console()
-    if not console.is_terminal:
-        console = Console(width=200)
     if offers:
         from infer_prof.cli.prices_market import cheapest_region, print_market
 
@@ -171,6 +185,10 @@ def prices(o: PricesOptions) -> None:
         print_market(console, rows, market, tier, default, o.all_regions or bool(o.region))
         if key is not None:
             _print_siblings(console, market, key)
+        elif len(keys) > 1:
+            console.print(f"{o.gpu} is a GPU family: every variant is listed ({', '.join(keys)}); "
+                          "--gpu KEY lists one and marks the price a run on it uses",
+                          markup=False, highlight=False)
         elif o.gpu is not None:
             console.print(f"{offers[0].accelerator} is not in infer-prof's GPU catalog (no specs "
                           f"for the planner): listed as the catalog names it ('?'); a run on it "
@@ -215,18 +233,11 @@ def _print_seed(console: Console, catalog: PriceCatalog, rows: list[PriceRow],
         padding=0,  # the box's blank column separator leaves one space between columns
     )
     cells = [[cell(r) for _, cell in columns] for r in rows]
-    for i, (name, _) in enumerate(columns):
-        # Only provider and gpu may be shortened on a narrow terminal; numbers never are.
-        widest = max([len(name)] + [len(c[i]) for c in cells])
-        table.add_column(
-            name,
-            no_wrap=True,
-            justify="left" if name in _LEFT else "right",
-            min_width=None if name in ("provider", "gpu") else widest,
-        )
+    for name, _ in columns:
+        table.add_column(name, no_wrap=True, justify="left" if name in _LEFT else "right")
     for c in cells:
         table.add_row(*c)
-    console.print(table)
+    print_fitted(console, table, ("buy $", "date", "spot $/GPU-h", "$/h"))
     for source, n in sources.items():
         console.print(f"[{n}] {source}", markup=False, highlight=False)
     if picked:
@@ -236,11 +247,13 @@ def _print_seed(console: Console, catalog: PriceCatalog, rows: list[PriceRow],
 
 def _print_siblings(console: Console, market: Market, key: str) -> None:
     """``also in the catalog: H100-PCIe (lambda), H100-NVL (azure)``: the other models of the
-    same GPU family (the key's first part), which ``--gpu`` keeps apart."""
-    family = key.split("-")[0]
+    same GPU family (the catalog's ``family``), which ``--gpu KEY`` keeps apart."""
+    from infer_prof.catalog.gpus import catalog
+
+    family = catalog()[key].family
     others: dict[str, set[str]] = {}
     for o in market.offers:
-        if o.gpu and o.gpu != key and o.gpu.split("-")[0] == family:
+        if o.gpu and o.gpu != key and catalog()[o.gpu].family == family:
             others.setdefault(o.gpu, set()).add(o.cloud)
     if others:
         listed = ", ".join(f"{k} ({', '.join(sorted(c))})" for k, c in sorted(others.items()))

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.core.measurement.metric_table import SUMMARY_STATS, metrics_at
+from infer_prof.report.fit import print_fitted
 from infer_prof.results.comparison_rows import value_at
 from infer_prof.results.document import Api, Client, Cost, Energy, Result, Validity, Warmup
 from infer_prof.results.load_sections import PrefixCache
@@ -50,8 +51,8 @@ def totals_table(result: Result) -> Table:
     """Throughputs, counts, and (when known) cost and energy, as key/value rows."""
     s = result.summary
     t = Table(show_header=False, box=None, pad_edge=False)
-    t.add_column(style="bold")
-    t.add_column(justify="right")
+    t.add_column(style="bold", max_width=28)
+    t.add_column()
     failures = ", ".join(f"{k}: {v}" for k, v in s.failure_kinds.items())
     rows: list[tuple[str, str]] = [
         (
@@ -368,8 +369,8 @@ def _energy_rows(energy: Energy) -> list[tuple[str, str]]:
 def print_summary(result: Result, console: Console | None = None) -> None:
     """Print the latency table and the totals of a result (to stderr by default)."""
     console = console or Console(stderr=True)
-    console.print(summary_table(result))
-    console.print(totals_table(result))
+    print_fitted(console, summary_table(result))
+    print_fitted(console, totals_table(result))
 
 
 def print_sweep(sweep: Sweep, console: Console | None = None) -> None:
@@ -410,7 +411,7 @@ def print_sweep(sweep: Sweep, console: Console | None = None) -> None:
             slo,
             "yes" if row.valid else "NO",
         )
-    console.print(t)
+    print_fitted(console, t, ("tot tok/s/GPU", "tok/s/user", "TPOT p99", "TTFT p99", "goodput"))
     fm = sweep.find_max
     if fm and fm.result:
         console.print(

@@ -6,6 +6,7 @@ from __future__ import annotations
 from rich.console import Console
 from rich.table import Table
 
+from infer_prof.report.fit import print_fitted
 from infer_prof.results.frontier_sections import Frontier
 from infer_prof.results.sweep_document import Sweep
 
@@ -74,7 +75,8 @@ def print_frontier(frontier: Frontier, console: Console | None = None) -> None:
             "-" if tq is None else f"{tq * 100:.1f}%",
             "*" if p.pareto else "",
         )
-    console.print(t)
+    print_fitted(console, t, ("±TPOT", "±out", "reqs", "$/1M all", "user p90"), more="the "
+                 "sweep file")
     for line in frontier_lines(frontier):
         console.print(line)
 
@@ -83,8 +85,6 @@ def print_frontiers(sweep: Sweep, console: Console | None = None) -> None:
     """A sweep summary's frontier (``run --frontier``), or each configuration's frontier and
     the upper envelope (``--engine-sweep``); nothing for a plain sweep."""
     console = console or Console(stderr=True)
-    if not console.is_terminal:  # a pipe or file: never squeeze or wrap the columns
-        console = Console(width=200, stderr=console.stderr)
     if sweep.frontier:
         print_frontier(sweep.frontier, console)
     for f in sweep.frontiers or []:  # --suite: one per member
@@ -106,7 +106,7 @@ def print_frontiers(sweep: Sweep, console: Console | None = None) -> None:
             t.add_row(r.config, f"{r.concurrency:g}", _f(r.interactivity),
                       _f(r.output_tok_s_per_gpu, 0), _f(r.total_tok_s_per_gpu, 0),
                       _g(r.usd_per_million_total_tokens))
-    console.print(t)
+    print_fitted(console, t)
 
 
 def frontier_problems(sweep: Sweep | None) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
 
 from infer_prof.core.measurement.metrics import RequestRecord
@@ -35,6 +36,10 @@ _FAILURE_HINTS = {
     "truncated": "the streams ended before their [DONE]: check the proxy or load balancer in "
                  "front of the server (idle or body timeouts, TLS termination)",
 }
+
+#: What vLLM's API server answers (HTTP 500) once its engine process died under a request: the
+#: cause is in the server's log, not in the answer (vllm/v1/engine/exceptions.py).
+ENGINE_DEAD = "EngineCore encountered an issue"
 
 _ID_LIST = re.compile(r"\[\s*-?\d+(?:\s*,\s*-?\d+){8,}\s*,?\s*\]?")
 _OUT_OF_VOCAB = re.compile(r"token id -?\d+ is out of vocabulary", re.IGNORECASE)
@@ -85,10 +90,32 @@ def _config(result: Result) -> tuple[str | None, str | None]:
     return cfg.prompt, (result.model.name if result.model else None) or cfg.model
 
 
+def engine_dead(details: Iterable[str | None]) -> bool:
+    """Whether any of the failures' ``details`` is vLLM's answer after its engine died."""
+    return any(d and ENGINE_DEAD in d for d in details)
+
+
+def root_cause_line(result: Result) -> str | None:
+    """The one line of the root cause read in the server's log (``server.root_cause``, written
+    when the server or its engine died): the original exception, else the engine's first ERROR
+    line; None without one."""
+    cause = result.server.root_cause if result.server else None
+    lines = [ln for ln in (cause or "").splitlines() if ln.strip()]
+    first = next((ln for ln in lines if not ln.startswith(("---", " "))), None)
+    if first is None:  # no traceback: the engine/worker processes' ERROR lines
+        first = next((ln.strip() for ln in lines if ln.startswith("    ")), None)
+    return first
+
+
 def _line(what: str, kinds: dict[str, int], detail: str | None, result: Result) -> str:
     top = max(kinds, key=lambda k: kinds[k]) if kinds else None
     text = ", ".join(f"{k}: {v}" for k, v in kinds.items())
     line = f"{what} ({text})"
+    cause = root_cause_line(result) if engine_dead([detail]) else None
+    if cause:  # vLLM's 500 says only "see the stack trace above": quote the log instead
+        log = result.server.log_file if result.server else None
+        return (f"{line}: the engine died: {shorten(cause)} (root cause in the server log"
+                + (f" {log})" if log else ")"))
     if detail:
         line += f": {shorten(detail)}"
     hint = failure_hint(top, detail, *_config(result))

@@ -46,8 +46,9 @@ def tier_costs(result: Result, market: Market, seed: PriceCatalog) -> dict[str, 
             except PriceError:
                 out[tier] = {"reason": f"no purchase price for {key} in the seed rows"}
                 continue
+            tdp = catalog()[key].tdp_watts
             owned = owned_cost_per_hour(buy.usd * gpus, OWNED_YEARS, OWNED_USD_PER_KWH,
-                                        tdp_watts=catalog()[key].tdp_watts * gpus)
+                                        tdp_watts=None if tdp is None else tdp * gpus)
             per_hour = owned.usd_per_hour
             what = (f"${buy.usd:,.0f}/GPU ({buy.provider}) over {OWNED_YEARS:g} years, "
                     f"TDP at ${OWNED_USD_PER_KWH}/kWh")

@@ -23,7 +23,12 @@ from infer_prof.core.catalog.prices import (
 )
 from infer_prof.core.catalog.roofline import RooflineInputs, roofline_report
 from infer_prof.core.measurement.timeseries import joules_per_token, joules_per_token_at_rate
-from infer_prof.core.planning.memory import kv_bytes_per_token, weight_bytes
+from infer_prof.core.planning.memory import (
+    checkpoint_precision,
+    kv_bytes_per_token,
+    routed_expert_bytes,
+    weight_bytes,
+)
 
 
 @dataclass(frozen=True)
@@ -273,7 +278,7 @@ def roofline_block(
             "reason": "needs a known model architecture and a GPU from the catalog "
             "(--gpu NAME for a remote endpoint)",
         }
-    prec = precision or "bf16"
+    prec = checkpoint_precision(spec) if spec.quant is not None else precision or "bf16"
     peak = (
         gpu.fp8_tflops if prec == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops or gpu.fp16_tflops
     )
@@ -294,6 +299,7 @@ def roofline_block(
         mean_prompt_len=float(input_len),
         decode_step_time_s=step_s,
         decode_step_time_source=step_source,
+        routed_expert_bytes=float(routed_expert_bytes(spec, prec)),
     ))
     report["batch_source"] = load.batch_source
     report["available"] = True

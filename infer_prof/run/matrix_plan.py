@@ -48,7 +48,12 @@ def plan_cell(cell: Cell, matrix: Matrix) -> CellPlan:
     try:
         model = resolve_model(cell.model, create_tiny=False)
     except ModelError as exc:
-        raise ConfigError(f"{matrix.source}: models: {exc}") from None
+        try:  # a hub id whose config.json cannot be had here: the node may reach the hub
+            model = resolve_model(cell.model, create_tiny=False, fetch=False)
+        except ModelError:
+            raise ConfigError(f"{matrix.source}: models: {exc}") from None
+        if model.source != "hub":
+            raise ConfigError(f"{matrix.source}: models: {exc}") from None
     if cell.gpu == CPU:
         return CellPlan("this machine as it is (run plans its engine when it starts)", None, None)
     if model.spec is None:

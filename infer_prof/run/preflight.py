@@ -28,6 +28,11 @@ from infer_prof.core.planning.duration import (
     gpu_speed,
     human_duration,
 )
+from infer_prof.core.planning.memory import (
+    checkpoint_bytes,
+    checkpoint_precision,
+    routed_expert_bytes,
+)
 from infer_prof.core.planning.plan_result import Plan
 from infer_prof.core.planning.weights import WeightDecision
 from infer_prof.core.workload.workloads import Workload, warmup_seconds
@@ -128,7 +133,10 @@ def estimate(
     if spec is None:
         return None
     mem = the_plan.memory if the_plan else None
-    weight_bytes = float(mem.weights_bytes_total) if mem else 2.0 * spec.param_count()
+    weight_bytes = float(mem.weights_bytes_total) if mem else float(checkpoint_bytes(spec))
+    precision = mem.precision if mem else checkpoint_precision(spec)
+    if precision == "int8" and spec.moe is None:
+        precision = "bf16"  # sized as 16-bit: INT8_DENSE_NOTE
     return estimate_run(
         spec,
         weight_bytes,
@@ -136,6 +144,7 @@ def estimate(
         device,
         point_loads(points, timeout_s),
         max_sequences=mem.max_sequences if mem and mem.max_sequences > 0 else None,
+        routed_expert_bytes=float(routed_expert_bytes(spec, precision)),
     )
 
 

@@ -22,6 +22,7 @@ from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
 from infer_prof.results.document import Result
 from infer_prof.results.document_base import Distribution
+from infer_prof.results.failed_run import engine_dead
 from infer_prof.results.loading import record_result
 from infer_prof.results.run_ids import new_run_id
 from infer_prof.results.schema import SCHEMA_VERSION
@@ -113,14 +114,21 @@ def point_files(ctx: RunContext, wl: Workload, many: bool) -> tuple[str, str, st
     return label, new_run_id(), run_name, result_path
 
 
-def server_section(ctx: RunContext, state: PointState) -> dict[str, Any]:
+def server_section(ctx: RunContext, state: PointState,
+                   records: Sequence[RequestRecord] = ()) -> dict[str, Any]:
     """The point's ``server`` section: the session's, plus the exit code, log tail and root
-    cause when the server died (which marks the point incomplete in ``state``)."""
+    cause when the server died (which marks the point incomplete in ``state``) or its engine
+    did (a request failed with vLLM's engine-dead answer, ``failed_run.ENGINE_DEAD``, while the API
+    server may still be up)."""
     server = ctx.server
     server_info = dict(ctx.server_info)
-    if server is not None and server.poll() is not None:
+    if server is None:
+        return server_info
+    if server.poll() is not None:
         state.incomplete_reason = state.incomplete_reason or "server_died"
         server_info.update(server.diagnosis())  # exit_code, log_tail, root_cause
+    elif engine_dead(r.error_detail for r in records if r.error):
+        server_info.update(server.diagnosis())
     return server_info
 
 

@@ -175,7 +175,7 @@ def _run_point(
     driven = drive_point(ctx, wl, build, warm, measured, progress, precision)
     if driven.state.incomplete_reason == "interrupted":
         ctx.interrupted = True
-    server_info = server_section(ctx, driven.state)
+    server_info = server_section(ctx, driven.state, driven.records)
     result = build_result(PointRun(ctx, wl, run_id, run_name, started, driven, server_info))
     return save_point(cfg, result, driven.records, result_path, progress)
 

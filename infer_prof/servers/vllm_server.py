@@ -178,7 +178,7 @@ class VllmServer(ChildServer):
         return {
             "exit_code": self.exit_code,
             "log_tail": log_tail(self.log_path),
-            "root_cause": cause.render() if cause else None,
+            "root_cause": "\n".join(cause.render()) if cause else None,
         }
 
     def plan_arguments(self, settings: EngineSettings) -> dict[str, Any]:

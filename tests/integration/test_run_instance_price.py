@@ -23,22 +23,22 @@ def test_run_costed_as_an_instance(synthetic, tmp_path, monkeypatch):
     assert result["gpu"]["key"] == "H100-SXM"  # the instance's GPU, no --gpu needed
     cost = result["cost"]
     assert cost["available"] and cost["gpus"] == 8
-    assert cost["usd_per_hour"] == pytest.approx(20.9934)
-    assert cost["usd_per_gpu_hour"] == pytest.approx(20.9934 / 8)
+    assert cost["usd_per_hour"] == pytest.approx(14.246)
+    assert cost["usd_per_gpu_hour"] == pytest.approx(14.246 / 8)
     price = cost["price"]
     assert (price["cloud"], price["instance_type"], price["region"], price["tier"]) == (
         "aws", "p5.48xlarge", "us-east-1", "spot")
     assert price["source"].startswith("skypilot-org/skypilot-catalog@") and price["date"]
     summary = json.loads(p.stdout)
     assert summary["cost"]["usd_per_million_output_tokens"] == pytest.approx(
-        20.9934 / (summary["output_throughput"] * 3600) * 1e6)
+        14.246 / (summary["output_throughput"] * 3600) * 1e6)
     # the endpoint used one of the eight GPUs (--gpus default 1): filled with eight replicas,
     # the instance's $/1M is the frontier's per-GPU figure
     assert cost["run_gpus"] == 1
     filled = cost["filled"]
     assert filled["replicas"] == 8 and filled["idle_gpus"] == 0
     assert filled["usd_per_million_output_tokens"] == pytest.approx(
-        20.9934 / (8 * summary["output_throughput"] * 3600) * 1e6)
+        14.246 / (8 * summary["output_throughput"] * 3600) * 1e6)
     assert summary["usd_per_million_output_tokens"] == pytest.approx(
         filled["usd_per_million_output_tokens"])
     text = cli(*BASE, "--endpoint", server.url, "--instance", "aws:p5.48xlarge:us-east-1")

@@ -147,7 +147,7 @@ def test_nvml_names_match_their_catalog_entry(nvml_name, key):
 
 @pytest.mark.parametrize(
     "other",
-    ["NVIDIA GeForce RTX 4090 Laptop GPU", "Tesla V100-SXM2-32GB", "NVIDIA B200", "NVIDIA A10G"],
+    ["NVIDIA GeForce RTX 4090 Laptop GPU", "Tesla V100-SXM2-16GB", "NVIDIA B100", "NVIDIA A2"],
 )
 def test_different_products_do_not_match(other):
     assert match_gpu_name(other) is None
@@ -166,7 +166,7 @@ def test_find_gpu_is_tolerant_of_case_spaces_dashes_underscores(text):
 
 
 def test_find_gpu_aliases():
-    assert find_gpu("H100").key == "H100-SXM"
+    assert find_gpu("H100-SXM5").key == "H100-SXM"
     assert find_gpu("a100_80gb_sxm").key == "A100-80GB-SXM"
     assert find_gpu("rtx 6000 ada").key == "RTX-6000-Ada"
 
@@ -224,11 +224,12 @@ class _FakeNvml:
 
 def test_detect_gpus_matches_each_device():
     fake = _FakeNvml([(b"NVIDIA H100 80GB HBM3", 85520809984),
-                      ("NVIDIA A10G", 24146608128)])
+                      ("NVIDIA A10G", 24146608128), ("NVIDIA A2", 15642263552)])
     found = detect_gpus(fake)
     assert found == [
         DetectedGpu("NVIDIA H100 80GB HBM3", find_gpu("H100-SXM"), 85520809984),
-        DetectedGpu("NVIDIA A10G", None, 24146608128),
+        DetectedGpu("NVIDIA A10G", find_gpu("A10G"), 24146608128),
+        DetectedGpu("NVIDIA A2", None, 15642263552),  # not in the catalog
     ]
     assert fake.shutdown_calls == 1
 
@@ -263,3 +264,45 @@ def test_one_gpu_key_list_derived_from_the_catalog():
                     lines = f"{path.relative_to(package)}:{node.lineno}"
                     lists.append(lines)
     assert lists == [], f"GPU keys listed by hand (derive them from the catalog): {lists}"
+
+
+def test_family_names_mean_every_variant():
+    from infer_prof.catalog.gpus import find_gpus, gpu_family
+
+    assert [g.key for g in find_gpus("A100")] == [
+        "A100-40GB-PCIe", "A100-80GB-PCIe", "A100-40GB-SXM", "A100-80GB-SXM"]
+    assert [g.key for g in find_gpus("h100")] == ["H100-PCIe", "H100-SXM", "H100-NVL"]
+    assert [g.key for g in find_gpus("MI300X")] == ["MI300X"]
+    assert gpu_family("H100-SXM") == []  # a key names one GPU
+    assert [g.key for g in find_gpus("H200")] == ["H200"]  # the key wins over its family
+    with pytest.raises(ValueError, match="'H100' is a GPU family: H100-PCIe, H100-SXM, H100-NVL"):
+        find_gpu("H100")
+
+
+def test_the_gpus_clouds_rent_are_in_the_catalog():
+    for key in ("B200", "B300", "GB200", "H20", "GH200", "MI300X", "MI325X", "MI355X", "L4", "L40S",
+                "A10G", "A10", "T4", "A40", "A30", "RTX-PRO-6000"):
+        g = catalog()[key]
+        assert g.memory_gib > 0 and g.memory_bandwidth_gbps > 0, key
+    assert find_gpu("NVIDIA B200").key == "B200"
+    assert find_gpu("NVIDIA RTX PRO 6000 Blackwell Server Edition").key == "RTX-PRO-6000"
+    assert find_gpu("T4g").key == "T4"
+
+
+def test_fp4_only_where_the_gpu_has_it():
+    fp4 = {k for k, g in catalog().items() if g.supports_fp4}
+    assert fp4 == {"RTX-5090", "B200", "B300", "GB200", "GB300", "MI355X", "RTX-PRO-6000"}
+    # dense, as the other tensor figures: half the sparse headline
+    assert find_gpu("B200").fp4_tflops == 18000 / 2
+    assert find_gpu("RTX-5090").fp4_tflops == 3352 / 2
+    assert find_gpu("B200").cuda_capability == (10, 0)
+
+
+def test_bf16_and_fp8_support_follow_the_architecture_where_no_tflops_are_sourced():
+    # A10G: no published tensor TFLOPS, but Ampere runs BF16; RTX 4000 Ada (8.9) runs FP8.
+    assert find_gpu("A10G").bf16_tflops is None and find_gpu("A10G").supports_bf16
+    assert find_gpu("RTX-4000-Ada").fp8_tflops is None and find_gpu("RTX-4000-Ada").supports_fp8
+    assert not find_gpu("T4").supports_bf16 and not find_gpu("V100-32GB").supports_fp8
+    # AMD: FP8 where the GPU has it (CDNA 3/4), not on CDNA 1
+    assert find_gpu("MI300X").supports_fp8 and find_gpu("MI355X").supports_fp8
+    assert not find_gpu("MI100").supports_fp8

@@ -471,6 +471,7 @@ def _app() -> typer.Typer:
 
 
 def _run(args, **kwargs):
+    kwargs.setdefault("env", {"COLUMNS": "200"})  # a line per sentence (80 columns: test_narrow)
     return CliRunner().invoke(_app(), args, **kwargs)
 
 

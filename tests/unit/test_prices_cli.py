@@ -25,12 +25,12 @@ def app() -> typer.Typer:
     return a
 
 
-def run(app, *args: str):
-    return CliRunner().invoke(app, list(args))
+def run(app, *args: str, columns: int = 200):
+    return CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
 
 
 def test_h100_from_five_clouds_cheapest_per_gpu_first(app):
-    res = run(app, "--gpu", "H100", "--json")
+    res = run(app, "--gpu", "H100-SXM", "--json")
     assert res.exit_code == 0, res.output
     rows = [r for r in json.loads(res.stdout) if r["kind"] == "instance"]
     assert {"aws", "gcp", "azure", "lambda", "runpod"} <= {r["cloud"] for r in rows}
@@ -39,24 +39,40 @@ def test_h100_from_five_clouds_cheapest_per_gpu_first(app):
     assert all(r["gpu"] == "H100-SXM" for r in rows)
     assert rows[0]["catalog"]["source"] == "snapshot"
     assert rows[0]["source"].startswith("skypilot-org/skypilot-catalog@")
-    # the cheapest 1-GPU H100-SXM on demand: Mithril's h100-80gb.sxm.1x at $1.00/h
-    assert [r["instance_type"] for r in rows if r["default"]] == ["h100-80gb.sxm.1x"]
+    # the cheapest 1-GPU H100-SXM on demand: Hyperbolic's 1x-H100-75-722 at $1.29/h
+    assert [r["instance_type"] for r in rows if r["default"]] == ["1x-H100-75-722"]
     seed = [r for r in json.loads(res.stdout) if r["kind"] == "seed"]
     assert {r["provider"] for r in seed} == {"cloud-low", "cloud-high"}
 
 
 def test_table_names_the_source_and_collapses_regions(app):
-    res = run(app, "--gpu", "H100", "--cloud", "aws")
+    res = run(app, "--gpu", "H100-SXM", "--cloud", "aws")
     assert res.exit_code == 0, res.output
-    assert "p5.48xlarge" in res.stdout and "us-east-1 (+9)" in res.stdout
-    assert "snapshot of SkyPilot's catalog (commit" in res.stdout
-    assert "$98.32" in res.stdout and "$12.29" in res.stdout
+    assert "p5.48xlarge" in res.stdout and "us-east-1 (+10)" in res.stdout
+    assert "snapshot of SkyPilot's catalog (29 clouds' files, each at its own commit" in res.stdout
+    assert "$55.04" in res.stdout and "$6.88" in res.stdout
     assert "Seed price rows" not in res.stdout  # the seed rows have no cloud
-    res = run(app, "--gpu", "H100")
-    assert ("also in the catalog: H100-NVL (azure, spheron, vast), H100-PCIe (hyperstack, "
+    res = run(app, "--gpu", "H100-SXM")
+    assert ("also in the catalog: H100-NVL (azure, runpod, spheron, vast), H100-PCIe (hyperstack, "
             "lambda, primeintellect, scaleway, shadeform, spheron)") in res.stdout
-    res = run(app, "--gpu", "H100", "--cloud", "aws", "--all-regions")
-    assert res.stdout.count("p5.48xlarge") == 10
+    res = run(app, "--gpu", "H100-SXM", "--cloud", "aws", "--all-regions")
+    assert res.stdout.count("p5.48xlarge") == 11
+
+
+@pytest.mark.parametrize(("family", "keys"), [
+    ("A100", {"A100-40GB-SXM", "A100-80GB-SXM", "A100-80GB-PCIe"}),
+    ("H100", {"H100-SXM", "H100-PCIe", "H100-NVL"}),
+    ("MI300X", {"MI300X"}),
+])
+def test_a_family_name_lists_every_variant(app, family, keys):
+    res = run(app, "--gpu", family, "--json")
+    assert res.exit_code == 0, res.output
+    rows = [r for r in json.loads(res.stdout) if r["kind"] == "instance"]
+    assert {r["gpu"] for r in rows} == keys
+    assert not any(r["default"] for r in rows) or len(keys) == 1
+    table = run(app, "--gpu", family)
+    if len(keys) > 1:
+        assert f"{family} is a GPU family: every variant is listed" in table.stdout
 
 
 def test_spot_region_and_max_price_filters(app):
@@ -67,9 +83,9 @@ def test_spot_region_and_max_price_filters(app):
     assert all(r["spot_usd_per_gpu_hour"] <= 3 for r in rows)
     spot = [r["spot_usd_per_gpu_hour"] for r in rows]
     assert spot == sorted(spot)
-    # p5 in us-east-1: $20.9934 spot / 8 GPUs
+    # p5 in us-east-1: $14.246 spot / 8 GPUs
     p5 = [r for r in rows if r["instance_type"] == "p5.48xlarge"]
-    assert p5[0]["spot_usd_per_gpu_hour"] == pytest.approx(20.9934 / 8)
+    assert p5[0]["spot_usd_per_gpu_hour"] == pytest.approx(14.246 / 8)
 
 
 @pytest.mark.parametrize(
@@ -102,7 +118,8 @@ def test_live_catalog_is_used_and_says_so(app, tmp_path):
 def test_unknown_accelerators_are_listed_as_such(app, tmp_path):
     root = write_live_catalog(tmp_path)
     res = run(app, "--prices-from", str(root), "--json")
-    mi = [r for r in json.loads(res.stdout) if r.get("accelerator") == "MI300X"]
-    assert mi and mi[0]["gpu"] is None
+    a2 = [r for r in json.loads(res.stdout) if r.get("accelerator") == "A2"]
+    assert a2 and a2[0]["gpu"] is None
     res = run(app, "--prices-from", str(root))
-    assert "? MI300X" in res.stdout
+    assert "? A2" in res.stdout
+    assert "! ? A2: not in infer-prof's GPU catalog" in res.stdout

@@ -58,7 +58,8 @@ def write_live_catalog(root: Path) -> Path:
         lambda_row("gpu_1x_h100_sxm5", "H100", "1.0", "2.75", "us-west-1"),
         lambda_row("gpu_8x_h100_sxm5", "H100", "8.0", "19.20", "us-east-1"),
         lambda_row("gpu_1x_h100_sxm5", "H100", "1.0", "", "europe-central-1"),  # empty price
-        lambda_row("gpu_1x_mi300x", "MI300X", "1.0", "3.10", "us-east-1", 196608),  # unknown
+        lambda_row("gpu_1x_mi300x", "MI300X", "1.0", "3.10", "us-east-1", 196608),
+        lambda_row("gpu_1x_a2", "A2", "1.0", "0.40", "us-east-1", 16384),  # not in the catalog
         "gpu_1x_a10,A10,1.0,30.0,200.0,0.75,us-east-1",                      # a missing column
     ]) + "\n")
     aws = root / ".sky" / "catalogs" / "v7" / "aws"
@@ -133,10 +134,11 @@ def test_every_mapped_accelerator_is_a_gpu_catalog_key():
         ("runpod", "1x_A100-80GB-SXM_SECURE", "A100-80GB-SXM", None, "A100-80GB-SXM"),
         ("gcp", "a3-megagpu-8g", "H100-MEGA", 80.0, "H100-SXM"),
         ("runpod", "1x_RTX4090_SECURE", "RTX4090", None, "RTX-4090"),
-        ("aws", "g5.xlarge", "A10G", 24.0, None),
-        ("lambda", "gpu_1x_gh200", "GH200", 96.0, None),
+        ("aws", "g5.xlarge", "A10G", 24.0, "A10G"),
+        ("lambda", "gpu_1x_gh200", "GH200", 96.0, "GH200"),
         ("lambda", "gpu_1x_rtx6000", "RTX6000", 24.0, None),  # Turing, not the RTX 6000 Ada
-        ("runpod", "1x_MI300X_SECURE", "MI300X", None, None),
+        ("runpod", "1x_MI300X_SECURE", "MI300X", None, "MI300X"),
+        ("aws", "p6-b200.48xlarge", "B200", 179.06, "B200"),
     ],
 )
 def test_accelerator_names_map_to_gpu_keys(cloud, itype, acc, mem, key):
@@ -146,14 +148,20 @@ def test_accelerator_names_map_to_gpu_keys(cloud, itype, acc, mem, key):
         assert match.memory_gib == pytest.approx(mem or catalog()[key].memory_gib)
 
 
-def test_memory_that_disagrees_is_unknown_not_merged():
-    match = match_accelerator("aws", "p3dn.24xlarge", "V100", 32.0)  # a 32 GB V100
-    assert match.gpu is None and "not V100" in (match.note or "")
+def test_memory_picks_the_variant_and_a_memory_no_variant_has_is_unknown():
+    # a 32 GB V100 is the V100-32GB; an 80 GB A100 the A100-80GB of the same form factor
+    assert match_accelerator("aws", "p3dn.24xlarge", "V100", 32.0).gpu == "V100-32GB"
+    assert match_accelerator("mithril", "x", "A100", 80.0).gpu == "A100-80GB-SXM"
+    assert match_accelerator("x", "x", "H100", 94.0).gpu == "H100-NVL"
+    # a 48 GB RTX 4090 (a modded card) is no catalog GPU: unknown, with the reason
+    match = match_accelerator("vast", "1x-RTX_4090-32-65536", "RTX4090", 48.0)
+    assert match.gpu is None and "not RTX-4090 (24 GiB)" in (match.note or "")
 
 
 def test_price_keys_come_from_the_gpu_catalog():
     assert tuple(catalog()) == CANONICAL_GPU_KEYS
-    assert canonical_gpu_key("H100") == "H100-SXM"  # an alias of the GPU catalog
+    assert canonical_gpu_key("H100-SXM5") == "H100-SXM"  # an alias of the GPU catalog
+    assert canonical_gpu_key("H100") is None  # a family: every H100, not one key
     assert canonical_gpu_key("H200 NVL") == "H200-NVL"
 
 
@@ -168,9 +176,11 @@ def test_live_catalog_is_read_with_bad_rows_skipped_and_counted(tmp_path, monkey
     assert market.age_days == 0 and not market.stale
     assert "2 bad rows skipped" in market.read
     assert "no price: 1" in market.read and "wrong number of fields: 1" in market.read
-    assert "MI300X" in market.read  # listed as unknown, not skipped
+    assert "does not know: A2" in market.read  # listed as unknown, not skipped
+    a2 = [o for o in market.offers if o.accelerator == "A2"]
+    assert a2 and a2[0].gpu is None and "not in infer-prof's GPU catalog" in (a2[0].note or "")
     mi = [o for o in market.offers if o.accelerator == "MI300X"]
-    assert mi and mi[0].gpu is None
+    assert mi and mi[0].gpu == "MI300X" and mi[0].gpu_memory_gib == 192.0
     q = cheapest_offer(market.offers, "H100-SXM", "on-demand", 1)
     assert q is not None
     assert (q.provider, q.instance_type, q.region, q.usd_per_hour) == (
@@ -224,14 +234,45 @@ def test_snapshot_has_h100_from_the_five_clouds():
     assert nd96 and all(o.gpu_count == 8 and "says 12" in (o.note or "") for o in nd96)
 
 
-def test_shipped_snapshot_is_what_the_script_builds_from_the_excerpt(tmp_path):
+def _shared_catalog() -> Path | None:
+    """The GPU rows of SkyPilot's catalogs the shipped snapshot is built from
+    (``$INFER_PROF_SKYPILOT_CATALOG``, else ``shared/skypilot-catalog`` beside the checkout)."""
+    for p in (os.environ.get("INFER_PROF_SKYPILOT_CATALOG"), REPO.parent / "shared" /
+              "skypilot-catalog"):
+        if p and (Path(p) / "PROVENANCE.json").is_file():
+            return Path(p)
+    return None
+
+
+def test_shipped_snapshot_is_what_the_script_builds_from_the_shared_catalog(tmp_path):
+    source = _shared_catalog()
+    if source is None:
+        pytest.skip("shared/skypilot-catalog (the snapshot's source) is not beside this checkout")
+    data = resources.files("infer_prof.catalog.data")
+    shipped = json.loads(data.joinpath(SNAPSHOT_PROVENANCE).read_text())
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    subprocess.run([sys.executable, "scripts/refresh_prices.py", str(source), "--out",
+                    str(tmp_path), "--date", shipped["date"]], check=True, cwd=REPO, env=env,
+                   capture_output=True)
+    assert (tmp_path / SNAPSHOT_DATA).read_bytes() == data.joinpath(SNAPSHOT_DATA).read_bytes()
+    assert json.loads((tmp_path / SNAPSHOT_PROVENANCE).read_text()) == shipped
+
+
+def test_the_script_records_each_files_commit_from_a_per_file_provenance(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     subprocess.run([sys.executable, "scripts/refresh_prices.py", str(EXCERPT), "--out",
-                    str(tmp_path)], check=True, cwd=REPO, env=env, capture_output=True)
-    data = resources.files("infer_prof.catalog.data")
-    assert (tmp_path / SNAPSHOT_DATA).read_bytes() == data.joinpath(SNAPSHOT_DATA).read_bytes()
-    assert json.loads((tmp_path / SNAPSHOT_PROVENANCE).read_text()) == json.loads(
-        data.joinpath(SNAPSHOT_PROVENANCE).read_text())
+                    str(tmp_path), "--date", "2026-11-24"], check=True, cwd=REPO, env=env,
+                   capture_output=True)
+    prov = json.loads((tmp_path / SNAPSHOT_PROVENANCE).read_text())
+    assert prov["date"] == "2026-11-24" and prov["repository"] == "skypilot-org/skypilot-catalog"
+    assert prov["clouds"]["aws"]["commit"] == "001367d22a0033fac286a8c71aeac7109e431bcb"
+    m = prov["mapped"]
+    assert m["gpu_offers"] <= m["offers"] and m["mapped_gpu_offers"] <= m["gpu_offers"]
+    # the shipped snapshot records the commit of each cloud's file it was built from
+    shipped = json.loads(resources.files("infer_prof.catalog.data").joinpath(
+        SNAPSHOT_PROVENANCE).read_text())
+    assert shipped["commit"] == "per-file" and len(shipped["clouds"]) == 29
+    assert all(len(c["commit"]) == 40 for c in shipped["clouds"].values())
 
 
 def test_script_reads_a_bare_git_repository(tmp_path):
@@ -263,7 +304,7 @@ def test_script_reads_a_bare_git_repository(tmp_path):
 
 def test_find_instance_names_the_nearest_match():
     market = snapshot_market()
-    assert find_instance(market, "aws:p5.48xlarge:us-east-1").on_demand_usd_per_hour == 98.32
+    assert find_instance(market, "aws:p5.48xlarge:us-east-1").on_demand_usd_per_hour == 55.04
     # no region: its cheapest on-demand region
     assert find_instance(market, "AWS:p5.48xlarge").region == "us-east-1"
     with pytest.raises(ValueError, match="nearest: p5.48xlarge"):
@@ -273,6 +314,8 @@ def test_find_instance_names_the_nearest_match():
     with pytest.raises(ValueError, match="region 'us-est-1'; nearest: .*us-east-1"):
         find_instance(market, "aws:p5.48xlarge:us-est-1")
     with pytest.raises(ValueError, match="aws has no RTX-4090 instance"):
+        find_instance(market, "aws:g6.xlarg", gpu="RTX-4090")
+    with pytest.raises(ValueError, match="has 1x L4, not RTX-4090"):
         find_instance(market, "aws:g6.xlarge", gpu="RTX-4090")
     with pytest.raises(ValueError, match="write CLOUD:TYPE"):
         find_instance(market, "p5.48xlarge")

@@ -138,15 +138,24 @@ def test_runpod_v8_header_order_and_gib_sizes():
         ("shadeform", "scaleway_H100x2", "H100", 80, "H100-PCIe"),
         ("aws", "g6e.xlarge", "L40S", 45776 / 1024, "L40S"),
         ("aws", "p5e.48xlarge", "H200", 141, "H200"),
+        ("aws", "g6.xlarge", "L4", 22.4, "L4"),
+        ("aws", "g5.xlarge", "A10G", 22.4, "A10G"),
+        ("aws", "g4dn.xlarge", "T4", 16, "T4"),
+        ("aws", "g5g.xlarge", "T4g", 16, "T4"),
+        ("oci", "BM.GPU.MI300X.8", "MI300X", 192, "MI300X"),
+        ("nebius", "gpu-b200-sxm_8gpu-160vcpu-1792gb", "B200", 180, "B200"),
+        ("oci", "BM.GPU.GB200.4", "GB200", 192, "GB200"),
+        ("lambda", "gpu_1x_gh200", "GH200", 96, "GH200"),
+        ("ovhcloud", "t2-45", "V100-32GB", 32, "V100-32GB"),
+        ("runpod", "1x_RTXPRO6000-WK_SECURE", "RTXPRO6000-WK", 96, "RTX-PRO-6000"),
+        ("runpod", "1x_NVIDIA-H200-NVL_SECURE", "NVIDIA-H200-NVL", 143, "H200-NVL"),
+        # the memory picks the variant of a family
+        ("mithril", "a100-80gb.sxm.1x", "A100", 80, "A100-80GB-SXM"),
+        ("verda", "1V100.6V", "Tesla-V100", 32, "V100-32GB"),
         # not in infer-prof's GPU catalog: listed with their own name, never merged
-        ("aws", "g6.xlarge", "L4", 22.4, None),
-        ("aws", "g5.xlarge", "A10G", 22.4, None),
-        ("aws", "g4dn.xlarge", "T4", 16, None),
-        ("oci", "BM.GPU.MI300X.8", "MI300X", 192, None),
-        ("nebius", "gpu-b200-sxm_8gpu-160vcpu-1792gb", "B200", 180, None),
-        ("lambda", "gpu_1x_gh200", "GH200", 96, None),
-        ("ovhcloud", "t2-45", "V100-32GB", 32, None),
         ("fluidstack", "H100_NVLINK_80GB::8", "H100-NVLINK", 80, None),
+        ("aws", "g4ad.xlarge", "Radeon Pro V520", 8, None),
+        ("vast", "1x-RTX4090-8-32768", "RTX4090", 48, None),  # a 48 GB modded card
     ],
 )
 def test_other_clouds_names_map_to_the_gpu_catalog_or_stay_unknown(cloud, itype, acc, gib, key):
@@ -190,6 +199,17 @@ def test_each_cloud_is_read_from_the_newest_version_that_has_it(tmp_path):
     assert set(prov["clouds"]) == {"lambda", "paperspace"}
 
 
+def test_an_unknown_accelerator_says_why():
+    assert "does not say which H100" in (match_accelerator(
+        "fluidstack", "x", "H100-NVLINK", 80).note or "")
+    assert "not in infer-prof's GPU catalog" in (match_accelerator(
+        "simplepod", "x", "RTX3060", 12).note or "")
+    assert match_accelerator("aws", "inf2.xlarge", "Inferentia2", None).note == (
+        "not an NVIDIA or AMD GPU")
+    assert "is not RTX-4090 (24 GiB)" in (match_accelerator(
+        "vast", "x", "RTX4090", 48).note or "")
+
+
 def test_the_snapshot_covers_the_other_clouds():
     market = snapshot_market()
     clouds = {o.cloud for o in market.offers}
@@ -203,6 +223,25 @@ def test_the_snapshot_covers_the_other_clouds():
     a100 = {o.instance_type for o in filter_offers(market.offers, gpu="A100-40GB-SXM",
                                                    cloud="gcp")}
     assert {"a2-highgpu-1g", "a2-highgpu-8g"} <= a100
+    # shared/skypilot-catalog keeps GCP's accelerator rows but not its host VMs' rows: the
+    # built-in GPUs are priced alone, and say so
+    a2 = [o for o in market.offers if o.instance_type == "a2-highgpu-1g"]
+    assert a2 and all("has no price for its host VM a2-highgpu-1g" in (o.note or "") for o in a2)
+
+
+def test_the_snapshot_maps_98_percent_of_its_nvidia_and_amd_gpu_offers():
+    from infer_prof.catalog.accelerators import is_gpu_accelerator
+
+    market = snapshot_market()
+    gpus = [o for o in market.offers if is_gpu_accelerator(o.accelerator)]
+    mapped = [o for o in gpus if o.gpu]
+    assert len(mapped) / len(gpus) >= 0.98
+    assert market.provenance["mapped"] == {
+        "offers": len(market.offers), "gpu_offers": len(gpus), "mapped_gpu_offers": len(mapped),
+        "mapped_share": round(len(mapped) / len(gpus), 4)}
+    # every GPU clouds rent most is there, from several clouds
+    for key in ("B200", "L4", "T4", "A10G", "MI300X", "H200", "RTX-PRO-6000"):
+        assert len({o.cloud for o in gpus if o.gpu == key}) >= 2 or key == "A10G", key
 
 
 @pytest.fixture()
@@ -214,13 +253,22 @@ def app(tmp_path, monkeypatch) -> typer.Typer:
 
 
 def test_prices_lists_an_accelerator_the_gpu_catalog_lacks(app):
-    res = CliRunner().invoke(app, ["--gpu", "L4", "--json"])
+    res = CliRunner().invoke(app, ["--gpu", "Radeon Pro V520", "--json"])
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)
     assert rows and all(r["kind"] == "instance" and r["gpu"] is None for r in rows)
-    assert {r["accelerator"] for r in rows} == {"L4"} and "aws" in {r["cloud"] for r in rows}
-    table = CliRunner().invoke(app, ["--gpu", "a10g"])
-    assert table.exit_code == 0 and "? A10G" in table.stdout
+    assert {r["accelerator"] for r in rows} == {"Radeon Pro V520"}
+    assert {r["cloud"] for r in rows} == {"aws"}
+    table = CliRunner().invoke(app, ["--gpu", "rtx3060"])
+    assert table.exit_code == 0 and "? RTX3060" in table.stdout
     assert "not in infer-prof's GPU catalog" in table.stdout
-    res = CliRunner().invoke(app, ["--gpu", "A10G", "--cloud", "lambda"])
-    assert res.exit_code == 2 and "lambda has no A10G instance" in res.stderr
+    res = CliRunner().invoke(app, ["--gpu", "RTX3060", "--cloud", "lambda"])
+    assert res.exit_code == 2 and "lambda has no RTX3060 instance" in res.stderr
+
+
+def test_prices_lists_l4_from_the_clouds_that_rent_it(app):
+    res = CliRunner().invoke(app, ["--gpu", "L4", "--json"])
+    assert res.exit_code == 0, res.output
+    rows = [r for r in json.loads(res.stdout) if r["kind"] == "instance"]
+    assert rows and all(r["gpu"] == "L4" for r in rows)
+    assert {"aws", "gcp", "runpod"} <= {r["cloud"] for r in rows}

@@ -20,6 +20,7 @@ SPEC_FIGURES = (
     "fp16_tflops",
     "bf16_tflops",
     "fp8_tflops",
+    "fp4_tflops",
     "tdp_watts",
     "architecture",
     "compute_capability",
@@ -50,9 +51,12 @@ class GpuSpec:
     Units: ``memory_gib`` in GiB (2^30 B), the nominal size; ``cuda_visible_gib`` the total CUDA
     reports (``torch.cuda.mem_get_info``), a little less; ``memory_bandwidth_gbps`` in GB/s
     (10^9 B/s);
-    ``*_tflops`` dense tensor-core peaks in 10^12 FLOP/s (``None`` where the GPU lacks that math);
-    ``tdp_watts`` in W. ``compute_capability`` is ``"major.minor"`` for NVIDIA, a ROCm gfx target
-    (``"gfx908"``) for AMD. ``sources`` pairs each figure's name with where it comes from.
+    ``*_tflops`` dense tensor-core peaks in 10^12 FLOP/s (``None`` where the GPU lacks that math,
+    or where no source states the figure); ``fp4_tflops`` the FP4 (NVFP4/MXFP4) peak, on NVIDIA
+    Blackwell and AMD CDNA 4 only; ``tdp_watts`` in W (``None`` where unpublished).
+    ``family`` the name that means every variant of the GPU (``A100``, ``H100``).
+    ``compute_capability`` is ``"major.minor"`` for NVIDIA, a ROCm gfx target (``"gfx908"``) for
+    AMD. ``sources`` pairs each figure's name with where it comes from.
     """
 
     key: str
@@ -66,7 +70,7 @@ class GpuSpec:
     fp16_tflops: float | None
     bf16_tflops: float | None
     fp8_tflops: float | None
-    tdp_watts: float
+    tdp_watts: float | None
     nvlink: bool
     form_factor: str = ""
     nvml_names: tuple[str, ...] = ()
@@ -74,6 +78,8 @@ class GpuSpec:
     sources: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
     cuda_visible_gib: float | None = None
+    fp4_tflops: float | None = None
+    family: str = ""
 
     @classmethod
     def from_dict(cls, key: str, entry: dict[str, Any]) -> GpuSpec:
@@ -91,7 +97,7 @@ class GpuSpec:
                 fp16_tflops=_opt_float(entry.get("fp16_tflops")),
                 bf16_tflops=_opt_float(entry.get("bf16_tflops")),
                 fp8_tflops=_opt_float(entry.get("fp8_tflops")),
-                tdp_watts=float(entry["tdp_watts"]),
+                tdp_watts=_opt_float(entry["tdp_watts"]),
                 nvlink=bool(entry["nvlink"]),
                 form_factor=str(entry.get("form_factor", "")),
                 nvml_names=tuple(entry.get("nvml_names", ())),
@@ -100,6 +106,8 @@ class GpuSpec:
                                      for k, v in entry.get("sources", {}).items())),
                 notes=tuple(entry.get("notes", ())),
                 cuda_visible_gib=_opt_float(entry.get("cuda_visible_gib")),
+                fp4_tflops=_opt_float(entry.get("fp4_tflops")),
+                family=str(entry.get("family") or key),
             )
         except KeyError as exc:
             raise ValueError(f"GPU catalog entry {key!r} lacks the field {exc.args[0]!r}") from None
@@ -125,14 +133,26 @@ class GpuSpec:
 
     @property
     def supports_fp8(self) -> bool:
-        """True when vLLM runs FP8 W8A8 here: CUDA compute capability >= 8.9 and FP8 tensor math."""
+        """True when the GPU has FP8 tensor math vLLM runs W8A8 on: CUDA compute capability >= 8.9
+        (every such GPU has it, whether or not the catalog has a source for its TFLOPS), or an AMD
+        GPU with an FP8 figure (CDNA 3/4: MI300X, MI325X, MI355X; vLLM's ROCm build runs FP8)."""
         cc = self.cuda_capability
-        return cc is not None and cc >= FP8_MIN_CAPABILITY and self.fp8_tflops is not None
+        if cc is None:
+            return self.fp8_tflops is not None
+        return cc >= FP8_MIN_CAPABILITY
 
     @property
     def supports_bf16(self) -> bool:
-        """True when the GPU has BF16 tensor math (Ampere and newer, CDNA)."""
-        return self.bf16_tflops is not None
+        """True when the GPU has BF16 tensor math: a BF16 figure, or CUDA compute capability >= 8.0
+        (Ampere and newer, whether or not the catalog has a source for its TFLOPS)."""
+        cc = self.cuda_capability
+        return self.bf16_tflops is not None or (cc is not None and cc >= BF16_MIN_CAPABILITY)
+
+    @property
+    def supports_fp4(self) -> bool:
+        """True when the GPU has FP4 tensor math (NVFP4/MXFP4): an ``fp4_tflops`` figure
+        (NVIDIA Blackwell, compute capability >= 10.0 or 12.x; AMD CDNA 4, gfx950)."""
+        return self.fp4_tflops is not None
 
     @property
     def source_map(self) -> dict[str, str]:
@@ -158,6 +178,7 @@ class GpuSpec:
             "fp16_tflops": self.fp16_tflops,
             "bf16_tflops": self.bf16_tflops,
             "fp8_tflops": self.fp8_tflops,
+            "fp4_tflops": self.fp4_tflops,
             "tdp_watts": self.tdp_watts,
             "nvlink": self.nvlink,
         }

@@ -8,6 +8,17 @@ one token for each of the B running sequences and reads every weight byte once p
 of the B sequences at their mean context length L:
 
     bytes_per_step      = weight_bytes + B x L x kv_bytes_per_token
+
+For a mixture-of-experts model a step reads only the routed experts its B tokens are sent to:
+with E experts per layer and top-k routing, E x (1 - (1 - k/E)^B) distinct ones per layer in
+expectation, so of the routed experts' bytes ``routed_expert_bytes`` a step reads the share
+(1 - (1 - k/E)^B), and every other weight (attention, shared experts, dense layers, routers,
+the LM head) in full. A sliding-window layer reads at most its window of each sequence's KV:
+
+    bytes_per_step      = weight_bytes - routed_expert_bytes x (1 - k/E)^B
+                          + B x L x kv_bytes_per_token x kv_read_share(L)
+
+with kv_read_share(L) = (sum over layers of min(L, window)) / (layers x L), 1 without windows.
     step_time_min       = bytes_per_step / bandwidth
     bandwidth ceiling   = B / step_time_min                                 (output tokens/s)
 
@@ -28,7 +39,9 @@ at 128 streams (B = 114.3 running, 4,258 output tok/s, ITL p50 19.4 ms) a step m
 window MBU 53.4 %, decode-step MBU 73.9 %.
 
 A decode step also cannot beat compute: compute ceiling = peak_flops / decode_flops_per_token,
-decode_flops_per_token = 2 x linear_params + 2 x vocab x hidden (LM head) + 4 x layers x L x q_dim.
+decode_flops_per_token = 2 x active linear params + 2 x vocab x hidden (LM head)
++ 4 x layers x L x q_dim (active: the top-k experts of a MoE layer, not all; L at most the window
+on sliding layers).
 The decode ceiling is the lower of the two.
 
 Prefill (compute bound). FLOPs per prompt token, a prompt of length P attending causally to a
@@ -51,6 +64,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from infer_prof.core.catalog.kv_layout import kv_groups
 from infer_prof.core.catalog.models import ModelSpec
 
 
@@ -66,6 +80,36 @@ def decode_bytes_per_step(
     if weight_bytes < 0 or kv_bytes_per_token < 0 or batch_size < 0 or mean_context_len < 0:
         raise ValueError("weight bytes, KV bytes/token, batch size and context must be >= 0")
     return weight_bytes + batch_size * mean_context_len * kv_bytes_per_token
+
+
+def kv_read_share(spec: ModelSpec, context_len: float) -> float:
+    """Share of ``layers x context_len`` KV positions a decoded token reads: 1 unless some
+    layers attend to a window shorter than the context (then those read the window only)."""
+    groups = kv_groups(spec, 1, 1)
+    full = sum(g.layers * g.bytes_per_token for g in groups) * context_len
+    if full <= 0:
+        return 1.0
+    return sum(g.layers * g.bytes_per_token * g.tokens_read(context_len) for g in groups) / full
+
+
+def model_decode_bytes_per_step(
+    spec: ModelSpec,
+    weight_bytes: float,
+    kv_bytes_per_token: float,
+    batch_size: float,
+    mean_context_len: float,
+    routed_expert_bytes: float = 0.0,
+) -> float:
+    """Bytes one decode step of ``batch_size`` sequences reads (module docstring):
+    ``weight_bytes - routed_expert_bytes x (1 - k/E)^B + B x L x kv_bytes_per_token x
+    kv_read_share(L)``; the plain :func:`decode_bytes_per_step` for a dense model without
+    sliding windows."""
+    weights = weight_bytes
+    if spec.moe is not None and routed_expert_bytes > 0:
+        untouched = 1.0 - spec.moe.expected_distinct(batch_size) / spec.moe.num_experts
+        weights -= routed_expert_bytes * untouched
+    kv = kv_bytes_per_token * kv_read_share(spec, mean_context_len)
+    return decode_bytes_per_step(weights, kv, batch_size, mean_context_len)
 
 
 def decode_step_time_min_s(bytes_per_step: float, bandwidth_bytes_per_s: float) -> float:
@@ -86,19 +130,20 @@ def decode_bandwidth_ceiling(
 def decode_flops_per_token(spec: ModelSpec, context_len: float) -> float:
     """FLOPs to decode one token at a context of ``context_len`` positions.
 
-    2 x linear_params + 2 x vocab x hidden (LM head) + 4 x layers x context_len x q_dim.
+    2 x active linear params + 2 x vocab x hidden (LM head) + 4 x layers x context_len x q_dim
+    (a sliding-window layer attends to at most its window).
     """
     lm_head = 2.0 * spec.vocab_size * spec.hidden_size
-    return 2.0 * spec.linear_params() + lm_head + _attention_flops(spec, context_len)
+    return 2.0 * spec.active_linear_params() + lm_head + _attention_flops(spec, context_len)
 
 
 def prefill_flops_per_token(spec: ModelSpec, attended_context: float) -> float:
-    """FLOPs per prompt token: 2 x linear_params + 4 x layers x attended_context x q_dim.
+    """FLOPs per prompt token: 2 x active linear params + 4 x layers x attended_context x q_dim.
 
     For a causal prompt of length P, the mean attended context is (P + 1) / 2
     (see :func:`causal_mean_context`).
     """
-    return 2.0 * spec.linear_params() + _attention_flops(spec, attended_context)
+    return 2.0 * spec.active_linear_params() + _attention_flops(spec, attended_context)
 
 
 def causal_mean_context(prompt_len: float) -> float:
@@ -111,7 +156,8 @@ def causal_mean_context(prompt_len: float) -> float:
 def _attention_flops(spec: ModelSpec, context: float) -> float:
     if context < 0:
         raise ValueError(f"context length must be >= 0, got {context}")
-    return 4.0 * spec.num_layers * context * spec.q_dim
+    positions = sum(g.layers * g.tokens_read(context) for g in kv_groups(spec, 1, 1))
+    return 4.0 * positions * spec.q_dim
 
 
 def compute_ceiling(flops_per_token: float, peak_flops: float) -> float:
@@ -151,7 +197,9 @@ def decode_step_mbu(
 MBU_DEFINITIONS: dict[str, str] = {
     "decode_bytes_per_step": (
         "bytes one decode step reads: weight_bytes + batch_size x mean_context_len x "
-        "kv_bytes_per_token"
+        "kv_bytes_per_token; for a mixture of experts only the routed experts its tokens reach "
+        "(E x (1 - (1 - k/E)^batch_size) of E per layer), and for sliding-window layers only "
+        "the window of each sequence's KV"
     ),
     "batch_size": "sequences in a decode step: see batch_source",
     "mbu": (
@@ -188,7 +236,8 @@ class RooflineInputs:
     context length (tokens); the measured output tokens/s; optionally the measured prefill
     (prompt) tokens/s and the mean prompt length (tokens; without it the prefill attention term
     is left out, which raises the prefill ceiling: never a false flag); and the decode step time
-    (seconds) with the name of the figure it came from."""
+    (seconds) with the name of the figure it came from; ``routed_expert_bytes`` the part of
+    ``weight_bytes`` that is routed experts (0 for a dense model)."""
 
     spec: ModelSpec
     weight_bytes: float | None
@@ -202,6 +251,7 @@ class RooflineInputs:
     mean_prompt_len: float | None = None
     decode_step_time_s: float | None = None
     decode_step_time_source: str | None = None
+    routed_expert_bytes: float = 0.0
 
 
 def roofline_report(inputs: RooflineInputs) -> dict[str, Any]:
@@ -277,8 +327,9 @@ def _decode(i: RooflineInputs, out: dict[str, Any]) -> None:
     ):
         return
     assert batch_size is not None
-    step_bytes = decode_bytes_per_step(
-        i.weight_bytes, i.kv_bytes_per_token, batch_size, i.mean_context_len
+    step_bytes = model_decode_bytes_per_step(
+        i.spec, i.weight_bytes, i.kv_bytes_per_token, batch_size, i.mean_context_len,
+        i.routed_expert_bytes,
     )
     out["decode_bytes_per_step"] = step_bytes
     ceilings: dict[str, float] = {}

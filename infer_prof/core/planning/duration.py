@@ -8,7 +8,9 @@ Per decode step of a batch of ``b`` sequences at a mean context of ``L = P + O/2
 ``P``, output ``O``), the step is bound by memory or by compute, whichever is slower, plus a fixed
 per-step cost of the engine (scheduling, sampling, Python):
 
-    step_bytes(b) = weight_bytes + b x L x kv_bytes_per_token    (roofline.decode_bytes_per_step)
+    step_bytes(b) = weight_bytes + b x L x kv_bytes_per_token
+                    (roofline.model_decode_bytes_per_step: a MoE step reads only the experts
+                    its b tokens are routed to, a sliding-window layer only its window)
     step_time(b)  = max(step_bytes(b) / bandwidth,
                         b x decode_flops_per_token(L) / flops) + step_overhead
 
@@ -48,8 +50,8 @@ from typing import Any
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.catalog.roofline import (
     causal_mean_context,
-    decode_bytes_per_step,
     decode_flops_per_token,
+    model_decode_bytes_per_step,
     prefill_flops_per_token,
 )
 
@@ -169,11 +171,15 @@ def step_time_s(
     device: DeviceSpeed,
     batch: int,
     mean_context: float,
+    routed_expert_bytes: float = 0.0,
 ) -> float:
-    """One decode step at ``batch`` sequences: max(memory time, compute time) + overhead."""
+    """One decode step at ``batch`` sequences: max(memory time, compute time) + overhead; the
+    bytes are :func:`~infer_prof.core.catalog.roofline.model_decode_bytes_per_step` (a MoE
+    step reads the experts its tokens are routed to)."""
     if batch <= 0:
         return 0.0
-    step_bytes = decode_bytes_per_step(weight_bytes, kv_bytes_per_token, batch, mean_context)
+    step_bytes = model_decode_bytes_per_step(spec, weight_bytes, kv_bytes_per_token, batch,
+                                             mean_context, routed_expert_bytes)
     memory = step_bytes / device.bandwidth_bytes_per_s
     compute = batch * decode_flops_per_token(spec, mean_context) / device.flops_per_s
     return max(memory, compute) + device.step_overhead_s
@@ -186,6 +192,7 @@ def estimate_run(
     device: DeviceSpeed,
     points: Sequence[PointLoad],
     max_sequences: int | None = None,
+    routed_expert_bytes: float = 0.0,
 ) -> Estimate:
     """Estimate the run's wall time (see the module docstring for every formula)."""
     if not points:
@@ -207,7 +214,8 @@ def estimate_run(
         one_prefill = P * prefill_flops_per_token(spec, causal_mean_context(P)) / device.flops_per_s
 
         def step(b: int, L: float = L) -> float:  # noqa: N803
-            return step_time_s(spec, weight_bytes, kv_bytes_per_token, device, b, L)
+            return step_time_s(spec, weight_bytes, kv_bytes_per_token, device, b, L,
+                               routed_expert_bytes)
 
         if n is None:
             wave = min(p.timeout_s, batch * one_prefill + O * step(batch))
@@ -224,7 +232,8 @@ def estimate_run(
         total_decode += decode
         per_point.append(t + p.warmup_s)
     single = 1.0 / step_time_s(
-        spec, weight_bytes, kv_bytes_per_token, device, 1, points[0].input_len
+        spec, weight_bytes, kv_bytes_per_token, device, 1, points[0].input_len,
+        routed_expert_bytes,
     )
     return Estimate(
         total_s=startup + sum(per_point),

@@ -46,7 +46,9 @@ The planner (:mod:`infer_prof.core.planning.planner`) chooses a precision from t
 
 from __future__ import annotations
 
+from infer_prof.core.catalog import kv_layout
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
+from infer_prof.core.catalog.model_tensors import TensorGroup
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.precisions import PlanError
 
@@ -92,19 +94,12 @@ GPU_LOGITS_BYTES = 2
 """GPU (vLLM 0.26): bytes per ``max_num_seqs x vocab`` element at the profiling peak."""
 
 FP8_SCALE_MATRICES = 7
-"""Per-tensor fp32 scales per layer under vLLM's fp8: q, k, v, o, gate, up, down."""
+"""Per-tensor fp32 scales per dense layer under vLLM's fp8: q, k, v, o, gate, up, down (one per
+quantized tensor in general: per expert for MoE layers)."""
 
-
-def _bias_params(model: ModelSpec) -> int:
-    return model.num_layers * (model.q_dim + 2 * model.kv_dim) if model.attention_bias else 0
-
-
-def _norm_params(model: ModelSpec) -> int:
-    return model.num_layers * 2 * model.hidden_size + model.hidden_size
-
-
-def _output_rows_per_layer(model: ModelSpec) -> int:
-    return model.q_dim + 2 * model.kv_dim + model.hidden_size + 3 * model.intermediate_size
+ONLINE_PRECISIONS = ("bf16", "fp8", "int8", "bnb-nf4", "awq", "gptq", "nvfp4", "mxfp4")
+"""Precisions :func:`weight_bytes` sizes for a 16-bit checkpoint (quantized while loading, or
+the size a pre-quantized checkpoint of that format would have)."""
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -112,42 +107,123 @@ def ceil_div(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _quantized(model: ModelSpec, g: TensorGroup, precision: str) -> bool:
+    """Whether ``precision`` applies to tensor group ``g`` of ``model``."""
+    q = model.quant
+    if q is not None and precision == q.precision:
+        if g.role == "lm_head":
+            return q.lm_head
+        if not g.linear or q.skips(g.name):
+            return False
+        return g.role == "experts" if q.experts_only else True
+    if not g.linear or precision == "bf16":
+        return False
+    if precision == "int8" and model.moe is not None:
+        return g.role == "experts"  # vLLM's int8 weight-only shorthand: MoE experts only
+    return True
+
+
+def _quantized_bytes(model: ModelSpec, groups: list[TensorGroup], precision: str
+                     ) -> tuple[int, int]:
+    """(bytes split over GPUs, bytes each GPU holds whole) of the quantized groups."""
+    params = sum(g.params for g in groups)
+    tensors = sum(g.count for g in groups)
+    q = model.quant
+    if q is not None and precision == q.precision:
+        return sum(q.linear_bytes(g.rows, g.cols) * g.count for g in groups), 0
+    if precision == "bf16":
+        return 2 * params, 0
+    if precision == "fp8":
+        return params, 4 * tensors
+    if precision == "int8":
+        return params + 4 * sum(g.rows * g.count for g in groups), 0
+    if precision == "bnb-nf4":
+        return ceil_div(params * 9, 16), 0  # 1/2 + 4/64 bytes a weight
+    if precision in ("awq", "gptq"):
+        return ceil_div(params * 133, 256), 0  # 1/2 + 2/128 + 0.5/128 bytes a weight
+    if precision == "nvfp4":
+        return ceil_div(params * 9, 16), 8 * tensors  # 1/2 + 1/16, two fp32 scalars a tensor
+    if precision == "mxfp4":
+        return ceil_div(params * 17, 32), 0  # 1/2 + 1/32
+    raise PlanError(f"unknown precision {precision!r}")
+
+
 def weight_bytes(model: ModelSpec, precision: str, tp: int = 1) -> int:
     """Weight bytes on one of ``tp`` GPUs (the whole model when ``tp == 1``).
 
-    ``linear`` (decoder linear weights) and embeddings/LM head/biases are split over ``tp``;
-    norms are replicated. Formulas per precision are in the module docstring. ``"int8"`` gives the
-    size an int8 weight-only checkpoint *would* have; see :data:`INT8_DENSE_NOTE` for why vLLM
-    loads a dense model at 16-bit size under its int8 shorthand.
+    ``precision`` is one of :data:`ONLINE_PRECISIONS`, or the checkpoint's own
+    (``model.quant.precision``: each linear weight in its stored format, scales included,
+    :class:`~infer_prof.core.catalog.checkpoint_quant.CheckpointQuant`). Linear weights,
+    embeddings, the LM head and biases are split over ``tp``; norms and MoE routers are
+    replicated; every tensor weight quantization leaves alone is 16-bit. Formulas per precision
+    are in the module docstring. ``"int8"`` gives the size an int8 weight-only checkpoint *would*
+    have for a dense model (see :data:`INT8_DENSE_NOTE` for why vLLM loads it at 16-bit size)
+    and quantizes the experts alone of a MoE model.
     """
-    linear = model.linear_params()
-    other_split = 2 * (ceil_div(model.embedding_params(), tp) + ceil_div(_bias_params(model), tp))
-    other = other_split + 2 * _norm_params(model)
-    if precision == "bf16":
-        lin = ceil_div(2 * linear, tp)
-    elif precision == "fp8":
-        lin = ceil_div(linear, tp) + 4 * FP8_SCALE_MATRICES * model.num_layers
-    elif precision == "int8":
-        rows = model.num_layers * _output_rows_per_layer(model)
-        lin = ceil_div(linear + 4 * rows, tp)
-    elif precision == "bnb-nf4":
-        # 1/2 + 4/64 = 9/16 bytes per weight (fp32 absmax per block of 64)
-        lin = ceil_div(linear * 9, 16 * tp)
-    elif precision in ("awq", "gptq"):
-        # 1/2 + 2/128 + 0.5/128 = 133/256 bytes per weight
-        lin = ceil_div(linear * 133, 256 * tp)
-    else:
+    if precision not in ONLINE_PRECISIONS and precision != checkpoint_precision(model):
         raise PlanError(f"unknown precision {precision!r}")
-    return lin + other
+    groups = list(model.tensors())
+    flags = [_quantized(model, g, precision) for g in groups]
+    quant = [g for g, f in zip(groups, flags, strict=True) if f]
+    rest = [g for g, f in zip(groups, flags, strict=True) if not f]
+    split_q, whole_q = _quantized_bytes(model, quant, precision)
+    linear16 = sum(g.params for g in rest if g.linear and g.split)
+    lin = ceil_div(split_q + 2 * linear16, tp) + whole_q
+    emb = sum(g.params for g in rest if g.role in ("embed", "lm_head", "vision"))
+    bias = sum(g.params for g in rest if g.role in ("bias", "sink") and g.split)
+    whole = sum(g.params for g in rest if not g.split)
+    return lin + 2 * (ceil_div(emb, tp) + ceil_div(bias, tp)) + 2 * whole
+
+
+def checkpoint_precision(model: ModelSpec) -> str:
+    """The precision the checkpoint is stored in: its quantization's, else ``bf16``."""
+    return model.quant.precision if model.quant is not None else "bf16"
+
+
+def checkpoint_bytes(model: ModelSpec) -> int:
+    """Bytes of the whole checkpoint's weights as stored (what a safetensors index's
+    ``metadata.total_size`` counts, for a 16-bit or pre-quantized checkpoint)."""
+    return weight_bytes(model, checkpoint_precision(model), 1)
+
+
+def routed_expert_bytes(model: ModelSpec, precision: str) -> int:
+    """Bytes of all routed experts (whole model) at ``precision``: the part of the weights a
+    decode step reads only for the experts its tokens are routed to."""
+    experts = [g for g in model.tensors() if g.role == "experts"]
+    quant = [g for g in experts if _quantized(model, g, precision)]
+    split_q, whole_q = _quantized_bytes(model, quant, precision) if quant else (0, 0)
+    plain = sum(g.params for g in experts if not _quantized(model, g, precision))
+    return split_q + whole_q + 2 * plain
+
+
+def decode_weight_bytes(model: ModelSpec, precision: str, batch: float) -> float:
+    """Weight bytes a decode step of ``batch`` sequences reads (whole model): every dense part,
+    and of each MoE layer's routed experts the expected distinct ones,
+    ``E x (1 - (1 - k/E)^B)`` of ``E`` (:meth:`MoeSpec.expected_distinct`)."""
+    total = weight_bytes(model, precision, 1)
+    if model.moe is None:
+        return float(total)
+    experts = routed_expert_bytes(model, precision)
+    share = model.moe.expected_distinct(batch) / model.moe.num_experts
+    return total - experts + share * experts
 
 
 def kv_bytes_per_token(model: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> int:
-    """KV-cache bytes per token on one GPU: ``2 x layers x max(1, kv_heads/tp) x head_dim x bytes``.
+    """KV-cache bytes per token on one GPU when every layer keeps the token: full and sliding
+    layers ``2 x max(1, kv_heads/tp) x head_dim x bytes`` each, MLA layers ``(kv_lora_rank +
+    qk_rope_head_dim) x bytes`` each (:func:`infer_prof.core.catalog.kv_layout.kv_bytes_per_token`).
 
     With more GPUs than KV heads, vLLM replicates heads so each GPU keeps one.
     """
-    heads = max(1, model.num_kv_heads // tp)
-    return 2 * model.num_layers * heads * model.head_dim * kv_dtype_bytes
+    return kv_layout.kv_bytes_per_token(model, tp, kv_dtype_bytes)
+
+
+def kv_bytes_per_sequence(model: ModelSpec, tokens: int, tp: int = 1,
+                          kv_dtype_bytes: int = 2) -> int:
+    """KV bytes one sequence of ``tokens`` tokens holds on one GPU in whole blocks of
+    :data:`BLOCK_SIZE`, sliding-window layers keeping only their window
+    (:func:`infer_prof.core.catalog.kv_layout.kv_bytes_per_sequence`)."""
+    return kv_layout.kv_bytes_per_sequence(model, tokens, tp, kv_dtype_bytes, BLOCK_SIZE)
 
 
 def activation_bytes(model: ModelSpec, tp: int, max_num_batched_tokens: int,

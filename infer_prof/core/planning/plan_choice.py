@@ -19,6 +19,8 @@ from infer_prof.core.planning.memory import (
     BLOCK_SIZE,
     MIB,
     ceil_div,
+    checkpoint_precision,
+    kv_bytes_per_sequence,
     kv_bytes_per_token,
     weight_bytes,
 )
@@ -26,6 +28,7 @@ from infer_prof.core.planning.plan_result import Candidate, MemoryBreakdown
 from infer_prof.core.planning.precisions import (
     AUTO_LADDER,
     INT8_DENSE_NOTE,
+    PREQUANTIZED_ONLY,
     EngineCaps,
     PlanError,
     why_not,
@@ -52,7 +55,14 @@ class PlanSetup:
 
 
 def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBreakdown:
-    memory_precision = "bf16" if precision == "int8" else precision  # see INT8_DENSE_NOTE
+    """Per-GPU memory of ``precision``: weights, overhead, and the KV cache left, in blocks of
+    :data:`BLOCK_SIZE` tokens of every layer (``kv_bytes_per_token`` sums the layers); a
+    sequence takes ``ceil(its KV bytes / block bytes)`` blocks, its KV bytes counting only the
+    window of sliding-window layers (:func:`kv_bytes_per_sequence`), so for a model without
+    them ``ceil(seq_len / 16)``."""
+    memory_precision = precision
+    if precision == "int8" and s.model.moe is None:
+        memory_precision = "bf16"  # see INT8_DENSE_NOTE
     weights = weight_bytes(s.model, memory_precision, s.tp)
     total = weight_bytes(s.model, memory_precision, 1)
     overhead = s.fixed + s.activation
@@ -61,7 +71,7 @@ def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBrea
     per_token = kv_bytes_per_token(s.model, s.tp, kv_bytes)
     block_bytes = BLOCK_SIZE * per_token
     blocks = max(0, kv_cache) // block_bytes
-    per_seq = ceil_div(s.seq_len, BLOCK_SIZE)
+    per_seq = ceil_div(kv_bytes_per_sequence(s.model, s.seq_len, s.tp, kv_bytes), block_bytes)
     max_seqs = blocks // per_seq
     kv_needed = s.concurrency * per_seq * block_bytes
     return MemoryBreakdown(
@@ -92,7 +102,9 @@ def gib(n: int) -> str:
 
 def availability(s: PlanSetup, precision: str) -> str:
     """Empty when ``precision`` can run here, else the reason it cannot."""
-    return why_not(precision, s.gpu, s.caps, s.load_format)
+    own = s.model.quant is not None and precision == checkpoint_precision(s.model)
+    return why_not(precision, s.gpu, s.caps, s.load_format, checkpoint=own,
+                   moe=s.model.moe is not None)
 
 
 def memory_reason(m: MemoryBreakdown, seq_len: int, concurrency: int) -> str:
@@ -140,10 +152,17 @@ class Choice:
     notes: list[str] = field(default_factory=list)
 
 
+def ladder(model: ModelSpec) -> tuple[str, ...]:
+    """The precisions ``auto`` walks: :data:`AUTO_LADDER` for a 16-bit checkpoint; a
+    pre-quantized checkpoint's own precision alone (vLLM loads it as stored and cannot
+    quantize it again)."""
+    return AUTO_LADDER if model.quant is None else (checkpoint_precision(model),)
+
+
 def choose_auto(s: PlanSetup, kv_dtype: str) -> Choice:
     """Walk the ladder; on a GPU with a 16-bit KV cache, add the fp8-KV rows, and take one of
     them when no precision holds even one sequence otherwise."""
-    cands = candidates(s, AUTO_LADDER, kv_dtype)
+    cands = candidates(s, ladder(s.model), kv_dtype)
     chosen = pick(cands)
     stop = cands.index(chosen) if chosen else len(cands)
     rejected = list(cands[:stop])
@@ -167,8 +186,15 @@ def choose_auto(s: PlanSetup, kv_dtype: str) -> Choice:
 
 
 def choose_forced(s: PlanSetup, wanted: str, kv_dtype: str, quantization: str) -> Choice:
-    """The one precision ``--quantization`` forces, or :class:`PlanError` when it cannot run."""
+    """The one precision ``--quantization`` forces, or :class:`PlanError` when it cannot run
+    (a pre-quantized checkpoint runs at its own precision only)."""
     warnings: list[str] = []
+    q = s.model.quant
+    if q is not None and wanted != q.precision:
+        raise PlanError(
+            f"{s.model.name} is a pre-quantized checkpoint ({q.describe()}); vLLM loads it as "
+            f"it is and cannot quantize it to {wanted}: drop --quantization or give "
+            f"{q.precision}")
     why = availability(s, wanted)
     if wanted == "fp8" and why and not s.caps.missing("fp8"):
         cc = s.gpu.cuda_capability if s.gpu else None
@@ -183,7 +209,7 @@ def choose_forced(s: PlanSetup, wanted: str, kv_dtype: str, quantization: str) -
         why = ""
     if why:
         raise PlanError(f"cannot force {wanted}: {why}")
-    if wanted in ("awq", "gptq"):
+    if wanted in PREQUANTIZED_ONLY and q is None:
         warnings.append(f"{wanted} needs a pre-quantized {wanted.upper()} checkpoint: --model "
                         "must point at one (vLLM does not quantize to it while loading)")
     mem = evaluate(s, wanted, kv_dtype)

@@ -16,7 +16,8 @@ would hold a load that does not fit.
 from dataclasses import dataclass, replace
 from typing import Any
 
-from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.catalog.gpus import GIB, GpuSpec
+from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.memory import (
     BLOCK_SIZE,
     NON_TORCH_GPU,
@@ -26,6 +27,8 @@ from infer_prof.core.planning.memory import (
     check_tensor_parallel,
     default_scheduler_limits,
     gpu_activation_bytes,
+    kv_bytes_per_sequence,
+    weight_bytes,
 )
 from infer_prof.core.planning.plan_choice import (
     Choice,
@@ -36,11 +39,12 @@ from infer_prof.core.planning.plan_choice import (
     choose_forced,
     evaluate,
     gib,
+    ladder,
 )
 from infer_prof.core.planning.plan_request import PlanRequest
 from infer_prof.core.planning.plan_result import EngineSettings, Plan
 from infer_prof.core.planning.precisions import (
-    AUTO_LADDER,
+    NVFP4_MIN_CAPABILITY,
     EngineCaps,
     PlanError,
     default_caps,
@@ -150,6 +154,7 @@ def _device_notes(r: PlanRequest, s: PlanSetup, vllm_version: tuple[int, ...] | 
     """What the plan must say about the context length, tensor parallelism, the budget and the
     vLLM version the overhead model follows."""
     model = r.model
+    choice.notes += _model_notes(model, s)
     if s.seq_len > model.max_position_embeddings:
         choice.warnings.append(f"input+output ({s.seq_len} tokens) exceeds {model.name}'s "
                                f"context of {model.max_position_embeddings}; vLLM will refuse "
@@ -170,6 +175,48 @@ def _device_notes(r: PlanRequest, s: PlanSetup, vllm_version: tuple[int, ...] | 
             "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), leaving less KV cache")
 
 
+def _model_notes(model: ModelSpec, s: PlanSetup) -> list[str]:
+    """What the plan says about the architecture: a pre-quantized checkpoint, experts (total
+    and active weights), MLA, sliding-window layers, parts left uncounted."""
+    out: list[str] = []
+    q = model.quant
+    if q is not None:
+        out.append(f"pre-quantized checkpoint ({q.describe()}): planned at its own bytes; vLLM "
+                   "loads it as stored and cannot quantize it to another precision")
+        cc = s.gpu.cuda_capability if s.gpu is not None else None
+        if q.precision == "fp8" and cc is not None and s.gpu is not None \
+                and not s.gpu.supports_fp8:
+            out.append(f"{s.gpu.key} has no FP8 tensor math: vLLM runs the fp8 checkpoint "
+                       "weight-only (W8A16, Marlin kernels)")
+        if q.precision == "nvfp4" and cc is not None and cc < NVFP4_MIN_CAPABILITY:
+            out.append(f"{s.gpu.key if s.gpu else '?'} has no FP4 tensor math (Blackwell has): "
+                       "vLLM emulates NVFP4, weight-only")
+    if model.moe is not None:
+        e = model.moe
+        prec = q.precision if q is not None else "bf16"
+        total = weight_bytes(model, prec, 1)
+        out.append(
+            f"mixture of experts: {model.num_moe_layers()} of {model.num_layers} layers route "
+            f"each token to {e.top_k} of {e.num_experts} experts"
+            + (f" plus shared experts {e.shared_intermediate} wide" if e.shared_intermediate
+               else "")
+            + f"; every expert stays in memory (the checkpoint holds {total / GIB:.2f} GiB); "
+            f"{model.active_param_count() / 1e9:.2f} B of "
+            f"{model.param_count() / 1e9:.2f} B parameters are active per token")
+    if model.mla is not None:
+        out.append(f"latent attention (MLA): the KV cache keeps one latent of kv_lora_rank + "
+                   f"qk_rope_head_dim = {model.mla.latent_width} values per layer and token, "
+                   "the same on every GPU")
+    kinds = model.attention_kinds()
+    windowed = sum(k in ("sliding", "chunked") for k in kinds)
+    if windowed:
+        out.append(f"{windowed} of {model.num_layers} layers attend to a window of "
+                   f"{model.sliding_window} tokens and keep only that in the KV cache (vLLM's "
+                   "hybrid KV cache manager); a sequence's KV bytes count the window there")
+    out += list(model.notes)
+    return out
+
+
 def _engine_settings(r: PlanRequest, s: PlanSetup, choice: Choice,
                      kv_dtype: str) -> tuple[str, EngineSettings | None, str]:
     """The engine settings the choice needs (dtype, KV cache size or utilization, a short
@@ -185,11 +232,13 @@ def _engine_settings(r: PlanRequest, s: PlanSetup, choice: Choice,
     if chosen is None or m is None:
         return dtype, None, chosen_kv
     budgeted = r.memory_budget_bytes is not None
-    short = m.kv_tokens < r.model.max_position_embeddings
+    kv_bytes = 1 if chosen_kv == "fp8" else r.kv_cache_dtype_bytes
+    short = kv_bytes_per_sequence(r.model, r.model.max_position_embeddings, r.gpus,
+                                  kv_bytes) > m.kv_cache_bytes
     settings = EngineSettings(
         dtype=dtype,
         tensor_parallel=r.gpus,
-        precision=chosen.precision,
+        precision=None if r.model.quant is not None else chosen.precision,
         kv_cache_dtype="fp8" if chosen_kv == "fp8" else None,
         kv_cache_bytes=m.kv_blocks * BLOCK_SIZE * m.kv_bytes_per_token if budgeted else None,
         memory_utilization=None if budgeted else r.gpu_memory_utilization,
@@ -197,9 +246,9 @@ def _engine_settings(r: PlanRequest, s: PlanSetup, choice: Choice,
     )
     if short:
         choice.notes.append(f"max_model_len={s.seq_len}: the KV cache holds {m.kv_tokens} "
-                            f"tokens, fewer than the model's context of "
-                            f"{r.model.max_position_embeddings}, and vLLM refuses to start "
-                            "unless one max-length sequence fits")
+                            f"tokens, less than one sequence of the model's context of "
+                            f"{r.model.max_position_embeddings} needs, and vLLM refuses to "
+                            "start unless one max-length sequence fits")
     return dtype, settings, chosen_kv
 
 
@@ -257,6 +306,8 @@ def plan(request: PlanRequest, *, with_suggestions: bool = True) -> Plan:
     suggestions: list[str] = []
     if with_suggestions and not fits_load:
         suggestions = _suggest(r, s, wanted, kv_dtype, caps, vllm_version)
+    if with_suggestions and wanted == "auto" and chosen is not None:
+        choice.notes += _higher_precisions(r, chosen.precision, kv_dtype, caps, vllm_version)
     return Plan(
         model=r.model.name,
         device=r.gpu.key if r.gpu else "memory-budget",
@@ -295,8 +346,8 @@ def _suggest(r: PlanRequest, s: PlanSetup, wanted: str, kv_dtype: str, caps: Eng
              vllm_version: tuple[int, ...] | None) -> list[str]:
     """What would hold the whole load: memory needed, more of these GPUs, another catalog GPU."""
     out: list[str] = []
-    ladder = AUTO_LADDER if wanted == "auto" else (wanted,)
-    for p in ladder:
+    rungs = ladder(r.model) if wanted == "auto" else (wanted,)
+    for p in rungs:
         if not availability(s, p) or wanted != "auto":
             m = evaluate(s, p, kv_dtype)
             out.append(f"{p}: the whole load needs {gib(m.needed_bytes)} per GPU (weights "
@@ -313,14 +364,47 @@ def _suggest(r: PlanRequest, s: PlanSetup, wanted: str, kv_dtype: str, caps: Eng
         out.append(_more_gpus(r, common, gpu))
     if r.memory_budget_bytes is None:
         out += _other_gpu(r, common)
-    if wanted == "auto":
-        awq = evaluate(s, "awq", kv_dtype)
-        if awq.max_sequences > max((c.memory.max_sequences for c in
-                                    candidates(s, AUTO_LADDER, kv_dtype) if c.available),
-                                   default=0):
-            out.append(f"a pre-quantized AWQ/GPTQ 4-bit checkpoint (group 128) takes "
-                       f"{gib(awq.weights_bytes)} per GPU and would hold {awq.max_sequences} "
-                       "sequences")
+    if wanted == "auto" and r.model.quant is None:
+        best = max((c.memory.max_sequences for c in candidates(s, ladder(r.model), kv_dtype)
+                    if c.available), default=0)
+        for p, what in (("nvfp4", "NVFP4 checkpoint (fp8 scale per 16)"),
+                        ("awq", "AWQ/GPTQ 4-bit checkpoint (group 128)")):
+            if p == "nvfp4" and (r.gpu is None or availability(s, p)
+                                 or (r.gpu.cuda_capability or (0, 0)) < NVFP4_MIN_CAPABILITY):
+                continue  # FP4 compute: Blackwell only
+            m4 = evaluate(s, p, kv_dtype)
+            if m4.max_sequences > best or (p == "nvfp4" and m4.max_sequences >= best):
+                fp4 = ", on the FP4 tensor cores" if p == "nvfp4" else ""
+                out.append(f"a pre-quantized {what} takes {gib(m4.weights_bytes)} per GPU "
+                           f"and would hold {m4.max_sequences} sequences{fp4}")
+    return out
+
+
+def _higher_precisions(r: PlanRequest, chosen: str, kv_dtype: str, caps: EngineCaps,
+                       vllm_version: tuple[int, ...] | None) -> list[str]:
+    """For each precision of the ladder above ``chosen`` that runs here but does not hold the
+    load on the GPUs given: the fewest of these GPUs (tensor parallel, up to 16) that hold it
+    at that precision."""
+    gpu = r.gpu
+    rungs = ladder(r.model)
+    if gpu is None or r.memory_budget_bytes is not None or chosen not in rungs:
+        return []
+    out = []
+    for p in rungs[:rungs.index(chosen)]:
+        if p == "int8" and r.model.moe is None:
+            continue  # sized as 16-bit: see INT8_DENSE_NOTE
+        common = replace(r, quantization=p, kv_cache_dtype=kv_dtype, caps=caps,
+                         vllm_version=vllm_version, max_num_batched_tokens=None,
+                         max_num_seqs=None, catalog=())
+        for n in range(r.gpus + 1, 17):
+            try:
+                more = plan(replace(common, gpus=n), with_suggestions=False)
+            except PlanError:
+                continue
+            if more.fits_load and more.memory is not None:
+                out.append(f"at {p}: {n} x {gpu.key} (tensor parallel {n}) hold the whole load, "
+                           f"{more.memory.max_sequences} sequences at once")
+                break
     return out
 
 

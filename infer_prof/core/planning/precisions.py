@@ -13,7 +13,16 @@ from infer_prof.core.catalog.gpus import GpuSpec
 AUTO_LADDER = ("bf16", "fp8", "int8", "bnb-nf4")
 """Precisions ``auto`` considers, best quality first."""
 
-PRECISIONS = ("bf16", "fp8", "int8", "bnb-nf4", "awq", "gptq")
+PRECISIONS = ("bf16", "fp8", "int8", "bnb-nf4", "awq", "gptq", "nvfp4", "mxfp4")
+
+PREQUANTIZED_ONLY = ("awq", "gptq", "nvfp4", "mxfp4")
+"""Precisions vLLM runs only from a checkpoint already stored in them (it does not quantize
+to them while loading)."""
+
+CHECKPOINT_PRECISIONS = ("fp8", "int8", "int4", "awq", "gptq", "nvfp4", "mxfp4", "bnb-nf4",
+                         "bnb-int8")
+"""Precisions a pre-quantized checkpoint can be stored in
+(:class:`~infer_prof.core.catalog.checkpoint_quant.CheckpointQuant`)."""
 
 PRECISION_LABELS = {
     "bf16": "bf16/fp16 (16-bit weights)",
@@ -22,7 +31,20 @@ PRECISION_LABELS = {
     "bnb-nf4": "bitsandbytes 4-bit nf4 (in-flight)",
     "awq": "AWQ 4-bit, group 128 (pre-quantized checkpoint)",
     "gptq": "GPTQ 4-bit, group 128 (pre-quantized checkpoint)",
+    "nvfp4": "NVFP4 4-bit, fp8 scale per 16 (pre-quantized checkpoint)",
+    "mxfp4": "MXFP4 4-bit, E8M0 scale per 32 (pre-quantized checkpoint)",
+    "int4": "int4 weight-only (pre-quantized checkpoint)",
+    "bnb-int8": "bitsandbytes 8-bit (pre-quantized checkpoint)",
 }
+
+NVFP4_MIN_CAPABILITY = (10, 0)
+"""NVFP4 runs on FP4 tensor cores from Blackwell (compute capability 10.0); vLLM's
+``ModelOptNvFp4Config.get_min_capability`` is 75 because it emulates it (weight-only, Marlin) on
+older GPUs, without FP4 compute."""
+
+MXFP4_MIN_CAPABILITY = (8, 0)
+"""vLLM's ``Mxfp4Config.get_min_capability``: 80 (Marlin or Triton kernels below Blackwell; it
+was 90 in the release that brought gpt-oss), vllm/model_executor/layers/quantization/mxfp4.py."""
 
 _PRECISION_ALIASES = {
     "bf16": "bf16", "fp16": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16",
@@ -32,6 +54,8 @@ _PRECISION_ALIASES = {
     "bitsandbytes": "bnb-nf4", "bnb": "bnb-nf4", "bnbnf4": "bnb-nf4", "nf4": "bnb-nf4",
     "bnb4bit": "bnb-nf4", "4bit": "bnb-nf4",
     "awq": "awq", "gptq": "gptq",
+    "nvfp4": "nvfp4", "modeloptfp4": "nvfp4", "fp4": "nvfp4", "mxfp4": "mxfp4",
+    "int4": "int4", "w4a16": "int4", "bnbint8": "bnb-int8",
 }
 
 INT8_DENSE_NOTE = (
@@ -58,7 +82,8 @@ def normalize_precision(name: str) -> str:
     if flat in _PRECISION_ALIASES:
         return _PRECISION_ALIASES[flat]
     raise PlanError(
-        f"unknown quantization {name!r}; use auto, bf16, fp8, int8, bitsandbytes, awq or gptq"
+        f"unknown quantization {name!r}; use auto, bf16, fp8, int8, bitsandbytes, awq, gptq, "
+        "nvfp4 or mxfp4"
     )
 
 
@@ -124,17 +149,35 @@ def default_caps(gpu: GpuSpec | None) -> EngineCaps:
 
 
 def why_not(precision: str, gpu: GpuSpec | None, caps: EngineCaps,
-            load_format: str | None) -> str:
+            load_format: str | None, checkpoint: bool = False, moe: bool = False) -> str:
     """Empty when ``precision`` runs with this engine, GPU and load format, else the reason.
 
-    The combinations: fp8 (online W8A8) needs a GPU of compute capability >= 8.9; int8
-    weight-only quantizes no dense layer (:data:`INT8_DENSE_NOTE`); bitsandbytes needs its
-    runtime importable (and ``vllm-bnb-plugin`` on vLLM builds without it) and real weights,
-    since both builds force ``load_format=bitsandbytes`` (:data:`BNB_DUMMY_NOTE`).
+    The combinations: fp8 (online W8A8) needs a GPU of compute capability >= 8.9 (an fp8
+    checkpoint (``checkpoint``) loads from 8.0, weight-only); int8 weight-only quantizes no
+    dense layer (:data:`INT8_DENSE_NOTE`; ``moe``: it quantizes the experts); bitsandbytes
+    needs its runtime importable (and ``vllm-bnb-plugin`` on vLLM builds without it) and real
+    weights, since both builds force ``load_format=bitsandbytes`` (:data:`BNB_DUMMY_NOTE`);
+    NVFP4 needs a GPU, with FP4 compute from :data:`NVFP4_MIN_CAPABILITY` (an NVFP4 checkpoint
+    loads below it, emulated); MXFP4 needs :data:`MXFP4_MIN_CAPABILITY`.
     """
     missing = caps.missing(precision)
     if missing:
         return missing
+    if precision in ("nvfp4", "mxfp4"):
+        cc = gpu.cuda_capability if gpu is not None else None
+        if cc is None:
+            where = gpu.key if gpu is not None else "a --memory-budget plan"
+            return f"{precision} needs an NVIDIA GPU; {where} has none"
+        low = NVFP4_MIN_CAPABILITY if precision == "nvfp4" and not checkpoint else (
+            (7, 5) if precision == "nvfp4" else MXFP4_MIN_CAPABILITY)
+        if cc < low:
+            return (f"{precision} needs compute capability >= {low[0]}.{low[1]}; "
+                    f"{gpu.key if gpu else '?'} is {gpu.compute_capability if gpu else '?'}")
+        return ""
+    if precision == "fp8" and checkpoint and gpu is not None:
+        cc = gpu.cuda_capability
+        if cc is not None and cc >= (8, 0):
+            return ""
     if precision == "fp8":
         if gpu is None:
             return "fp8 needs a GPU of compute capability >= 8.9; a --memory-budget plan has none"
@@ -143,7 +186,7 @@ def why_not(precision: str, gpu: GpuSpec | None, caps: EngineCaps,
         if not gpu.supports_fp8:
             return (f"fp8 needs compute capability >= 8.9 (Ada, Hopper, Blackwell); "
                     f"{gpu.key} is {gpu.compute_capability}")
-    if precision == "int8":
+    if precision == "int8" and not moe and not checkpoint:
         return INT8_DENSE_NOTE
     if precision == "bnb-nf4" and (load_format or "").lower() == "dummy":
         return BNB_DUMMY_NOTE

