@@ -42,7 +42,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "matrix": ("infer_prof.cli.matrix", "matrix_command",
                "Run a comparison matrix, here or on Ray."),
     "quality": ("infer_prof.cli.quality", "quality_command",
-                "Check a served model's answers: accuracy, perplexity, against a reference."),
+                "Check the answers: accuracy, perplexity, vs a reference."),
 }
 
 
