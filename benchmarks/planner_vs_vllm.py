@@ -108,6 +108,10 @@ def _err(plan_value: float, vllm_value: float) -> float:
     return (plan_value - vllm_value) / vllm_value * 100.0
 
 
+#: vLLM-CPU's KV block size in tokens (its default ``--block-size`` on CPU)
+CPU_BLOCK_SIZE = 128
+
+
 def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: float | None,
             input_len: int, output_len: int, quantization: str | None,
             utilization: float | None) -> dict[str, Any]:
@@ -119,6 +123,7 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
     from infer_prof.catalog.models import resolve_model
     from infer_prof.core.planning.memory import (
         BLOCK_SIZE,
+        default_scheduler_limits,
         kv_bytes_per_sequence,
         kv_bytes_per_token,
     )
@@ -165,13 +170,20 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
         kv_bytes = int(explicit) if explicit else int(round((log.cpu_kv_gib or 0) * GIB))
         kv_dtype_bytes = 1 if kv_dtype == "fp8" else 2
         per_token = kv_bytes_per_token(spec, 1, kv_dtype_bytes)
-        blocks = kv_bytes // (BLOCK_SIZE * per_token)
-        tokens = blocks * BLOCK_SIZE
+        # vLLM-CPU pages its cache in blocks of 128 tokens (16 for MLA's latent cache)
+        block = BLOCK_SIZE if spec.mla is not None else CPU_BLOCK_SIZE
+        blocks = kv_bytes // (block * per_token)
+        tokens = blocks * block
         if log.max_model_len:
             # vLLM 0.32 logs its capacity as max_model_len x the sequences of that length the
-            # blocks hold; the planner's sequence takes its own blocks (sliding layers: the window)
-            per_seq = -(-kv_bytes_per_sequence(spec, log.max_model_len, 1, kv_dtype_bytes)
-                        // (BLOCK_SIZE * per_token))
+            # blocks hold; the planner's sequence takes its own blocks (sliding layers: the
+            # window plus the tokens one scheduler step brings in, max_num_batched_tokens)
+            in_flight = int(args.get("max_num_batched_tokens") or
+                            default_scheduler_limits(None, 0)[0])
+            # (each group of layers pages its own blocks: a sequence's share of the pool is its
+            # bytes, not a whole number of all-layer blocks)
+            per_seq = kv_bytes_per_sequence(spec, log.max_model_len, 1, kv_dtype_bytes,
+                                            in_flight, block) / (block * per_token)
             tokens = int(blocks / per_seq * log.max_model_len)
         rows.append(("KV cache given (GiB)", kv_bytes / GIB, log.cpu_kv_gib,
                      _err(kv_bytes / GIB, log.cpu_kv_gib) if log.cpu_kv_gib else None))

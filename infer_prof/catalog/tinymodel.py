@@ -243,7 +243,12 @@ def tiny_arch_config(arch: TinyArch) -> dict[str, Any]:
     import transformers
 
     cls = getattr(transformers, arch.config_class)
-    config = cls(**{**_COMMON, **arch.fields})
+    verbosity = transformers.logging.get_verbosity()
+    transformers.logging.set_verbosity_error()  # gpt-oss's YaRN factor is gpt-oss's own
+    try:
+        config = cls(**{**_COMMON, **arch.fields})
+    finally:
+        transformers.logging.set_verbosity(verbosity)
     config.architectures = [arch.architecture]
     config.dtype = "bfloat16"
     out: dict[str, Any] = config.to_dict()

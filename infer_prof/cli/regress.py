@@ -1,9 +1,10 @@
 """``infer-prof regress``: the regression gate (exit 1 on a regression, 0 otherwise, 2 on bad
-input), with a Markdown summary and JUnit XML for CI systems."""
+input), each metric judged over runs (:mod:`infer_prof.results.gate`), with a Markdown summary and
+JUnit XML for CI systems; how groups are judged and confirmed is
+:mod:`infer_prof.cli.regress_judging`."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 from dataclasses import dataclass
@@ -17,19 +18,20 @@ from rich.table import Table
 
 from infer_prof.cli.common import fail
 from infer_prof.cli.declared import declared_command
+from infer_prof.cli.regress_judging import Judge, confirm_groups, gate_groups
 from infer_prof.config.options import Opt
 from infer_prof.core.analysis.regression import (
     DEFAULT_THRESHOLD_PCT,
     MetricComparison,
     Significance,
 )
+from infer_prof.core.analysis.run_to_run import DEFAULT_ALPHA, format_pct
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
 from infer_prof.results import history, history_database
 from infer_prof.results.gate import (
     DEFAULT_MAX_SAMPLES,
     RunData,
-    evaluate,
     run_from_history,
     run_from_result,
     verdict,
@@ -49,18 +51,18 @@ def _console() -> Console:
     return console if console.is_terminal else Console(width=400)
 
 
-def parse_thresholds(items: list[str] | None) -> dict[str, float]:
+def parse_thresholds(items: list[str] | None, option: str = "--threshold") -> dict[str, float]:
     """``["5%", "ttft_ms.p99=10%", "ttft_ms.*=8"]`` -> ``{"*": 5.0, "ttft_ms.p99": 10.0, ...}``.
 
     A bare percentage is the default for every metric; ``NAME=PCT`` sets one metric (or a glob
-    pattern of names). A malformed item is a bad-input error.
+    pattern of names). A malformed item is a bad-input error naming ``option``.
     """
     out: dict[str, float] = {}
     for item in items or []:
         name, sep, value = item.rpartition("=")
         m = _PCT.fullmatch(value)
         if not m or (sep and not name.strip()):
-            fail(f"--threshold {item!r} is not PCT or METRIC=PCT; write e.g. 5% or ttft_ms.p99=10%")
+            fail(f"{option} {item!r} is not PCT or METRIC=PCT; write e.g. 5% or ttft_ms.p99=10%")
         out[name.strip() if sep else "*"] = float(m.group(1))
     return out
 
@@ -92,26 +94,32 @@ def _fmt(v: float | None, digits: int = 2, signed: bool = False) -> str:
 
 def _table(comparisons: list[MetricComparison], verdicts: list[str]) -> Table:
     t = Table(box=box.SIMPLE_HEAVY)
-    for h in ("metric", "baseline", "current", "change %", "CI of change %", "p", "thr %"):
+    rerun = any(c.confirm_current is not None for c in comparisons)
+    heads = ["metric", "baseline", "current", "change %"]
+    if rerun:
+        heads += ["rerun", "rerun %"]
+    heads += ["interval", "p", "run spread %", "can see", "thr %"]
+    for h in heads:
         t.add_column(h, justify="left" if h == "metric" else "right")
     t.add_column("verdict")
     for c, v in zip(comparisons, verdicts, strict=True):
         ci = (
-            f"[{c.ci_low_pct:+.2f}, {c.ci_high_pct:+.2f}]"
+            f"[{format_pct(c.ci_low_pct, True)}, {format_pct(c.ci_high_pct, True)}]"
             if c.ci_low_pct is not None and c.ci_high_pct is not None
             else "n/a"
         )
         style = "bold red" if c.regression else ("green" if c.improvement else "")
-        t.add_row(
-            c.name,
-            _fmt(c.baseline, 3),
-            _fmt(c.current, 3),
-            _fmt(c.change_pct, 2, signed=True),
-            ci,
-            _fmt(c.p_value, 4),
-            f"{c.threshold_pct:g}",
-            f"[{style}]{v}[/{style}]" if style else v,
-        )
+        cells = [c.name, _fmt(c.baseline, 3), _fmt(c.current, 3),
+                 _fmt(c.change_pct, 2, signed=True)]
+        if rerun:
+            cells += [_fmt(c.confirm_current, 3), _fmt(c.confirm_change_pct, 2, signed=True)]
+        spread = _fmt(c.spread_pct, 1)
+        if c.spread_basis.startswith("assumed"):
+            spread += " (assumed)"
+        can_see = "n/a" if c.detectable_pct is None else format_pct(c.detectable_pct)
+        cells += [ci, _fmt(c.p_value, 4), spread, can_see,
+                  f"{c.threshold_pct:g}", f"[{style}]{v}[/{style}]" if style else v]
+        t.add_row(*cells)
     return t
 
 
@@ -148,13 +156,15 @@ def _pair_groups(
     history_db: str | Path,
     force: bool,
     notes: list[str],
+    exclude_ids: frozenset[str] | set[str] = frozenset(),
 ) -> list[tuple[str, list[RunData], list[RunData], str]]:
     """Pair current runs with their baseline, one group per configuration:
     (label, baseline runs, current runs, baseline description).
 
     A history baseline takes, for each configuration among the current runs, the last N
-    recorded runs of it. File baselines pair by configuration when either side holds several
-    (a nightly suite); with one configuration a side, differing settings need --force.
+    recorded runs of it, less the current runs and ``exclude_ids`` (a confirming rerun). File
+    baselines pair by configuration when either side holds several (a nightly suite); with one
+    configuration a side, differing settings need --force.
     """
     groups: list[tuple[str, list[RunData], list[RunData], str]] = []
     cur_groups = _by_fingerprint(cur)
@@ -163,7 +173,7 @@ def _pair_groups(
         for fp, cur_g in cur_groups.items():
             assert fp is not None
             label = _config_label(cur_g[0])
-            exclude = {r.run_id for r in cur_g}
+            exclude = {r.run_id for r in cur_g} | exclude_ids  # never its own baseline
             records = [
                 r
                 for r in history.last_runs(history_db, fp, n_hist + len(exclude))
@@ -241,53 +251,85 @@ class RegressOptions:
         ("--history",), "History for history:N / --last: sqlite:///PATH (or a path) or "
         "postgresql://USER@HOST:PORT/DB. Default: $INFER_PROF_HISTORY, else "
         f"{DEFAULT_HISTORY}.")] = None
-    alpha: Annotated[float, Opt(
-        ("--alpha",), "Significance level; the CI is at confidence 1 - alpha.")] = 0.05
+    alpha: Annotated[float | None, Opt(
+        ("--alpha",), "The gate's false-alarm rate: identical runs fail it with at most this "
+        f"probability, over all its metrics together (default {DEFAULT_ALPHA:g}; 0.05 per metric "
+        "with --within-run).")] = None
+    assumed_spread: Annotated[list[str] | None, Opt(
+        ("--assumed-spread",), "Run-to-run spread (CV) to assume where nothing measured it (one "
+        "run a side, no launch spread in --history): 10% for every metric or METRIC=PCT for one "
+        "(glob patterns allowed). Repeatable. Default: 2%, TTFT 10%, p99 10%, TTFT and ITL p99 25% "
+        "(docs/nightly.md).")] = None
+    confirm: Annotated[list[str] | None, Opt(
+        ("--confirm",), "A rerun of the current configuration (files, folders, globs): a metric "
+        "fails the gate only if this confirming measurement is a regression too.")] = None
+    within_run: Annotated[bool, Opt(
+        ("--within-run",), "The earlier gate, to compare with: latencies judged by a bootstrap "
+        "over the requests of the runs (request-to-request spread; flags identical runs).")] = False
     rule: Annotated[str, Opt(
-        ("--rule",), "What makes a latency change significant: ci (bootstrap CI excludes 0), mwu "
-        "(Mann-Whitney p < alpha), both, either.")] = "ci"
-    n_boot: Annotated[int, Opt(("--n-boot",), "Bootstrap replicates.")] = 2000
+        ("--rule",), "--within-run: what makes a latency change significant: ci (bootstrap CI "
+        "excludes 0), mwu (Mann-Whitney p < alpha), both, either.")] = "ci"
+    n_boot: Annotated[int, Opt(("--n-boot",), "--within-run: bootstrap replicates.")] = 2000
     max_samples: Annotated[int, Opt(
-        ("--max-samples",), "Per side, thin larger latency samples to this many quantiles "
-        "(conservative).")] = DEFAULT_MAX_SAMPLES
+        ("--max-samples",), "--within-run: per side, thin larger latency samples to this many "
+        "quantiles (conservative).")] = DEFAULT_MAX_SAMPLES
     force: Annotated[bool, Opt(
         ("--force",), "Gate even when baseline and current settings differ.")] = False
     json_output: Annotated[bool, Opt(("--json",), "Print the verdicts as JSON.")] = False
 
 
 def regress(o: RegressOptions) -> None:
-    """Is the current run worse than the baseline? Per metric: change, significance, threshold."""
+    """Is the current run worse than the baseline? Each metric judged against the spread between
+    runs, with the smallest change it could see; --confirm a rerun before failing."""
     if o.rule not in RULES:
         fail(f"--rule {o.rule!r} is not one of {', '.join(RULES)}")
-    if not 0.0 < o.alpha < 1.0:
+    alpha = o.alpha if o.alpha is not None else (0.05 if o.within_run else DEFAULT_ALPHA)
+    if not 0.0 < alpha < 1.0:
         fail("--alpha must be within (0, 1)")
     if o.n_boot < 1:
         fail("--n-boot must be at least 1")
     thresholds = parse_thresholds(o.threshold)
     default_pct = thresholds.pop("*", DEFAULT_THRESHOLD_PCT)
+    assumed = parse_thresholds(o.assumed_spread, "--assumed-spread")
     baseline = list(o.baseline or [])
     n_hist = _history_n(baseline, o.last)
     if n_hist is None and not baseline:
         fail("give --baseline (files, folders, globs, or history:N) or --last N")
     cur = _load_side(list(o.current), "current")
+    confirm = _load_side(list(o.confirm), "confirm") if o.confirm else []
     notes: list[str] = []
     db = history_database.resolve(o.history_db)
     try:
         if n_hist is not None:
             history_database.parse_location(db)
-        groups = _pair_groups(cur, baseline, n_hist, db, o.force, notes)
+        groups = _pair_groups(cur, baseline, n_hist, db, o.force, notes,
+                              exclude_ids={r.run_id for r in confirm})
     except history_database.HistoryError as exc:
         fail(str(exc))
-    significance = Significance(alpha=o.alpha, rule=o.rule, n_boot=o.n_boot)  # type: ignore[arg-type]
-    comparisons = _gate_groups(groups, notes, thresholds, default_pct, significance,
-                               o.max_samples)
+    judge = Judge(
+        thresholds=thresholds,
+        default_pct=default_pct,
+        alpha=alpha,
+        assumed=assumed,
+        within_run=o.within_run,
+        significance=Significance(alpha=alpha, rule=o.rule, n_boot=o.n_boot),  # type: ignore[arg-type]
+        max_samples=o.max_samples,
+        history_db=db,
+        against="this history" if n_hist is not None else "this baseline",
+    )
+    comparisons = gate_groups(groups, notes, judge)
     if not comparisons:
         fail("no metric is present on both sides; nothing to gate")
+    if confirm:
+        comparisons = confirm_groups(groups, confirm, comparisons, notes, judge)
+    current_desc = ", ".join(r.source for r in cur)
+    if confirm:
+        current_desc += "; confirming rerun: " + ", ".join(r.source for r in confirm)
     out = _Outcome(
         comparisons=comparisons,
         verdicts=[verdict(c) for c in comparisons],
         baseline_desc="; ".join(desc for _, _, _, desc in groups),
-        current_desc=", ".join(r.source for r in cur),
+        current_desc=current_desc,
         notes=notes,
     )
     _write_files(out, o.markdown, o.junit)
@@ -333,43 +375,6 @@ class _Outcome:
         }
 
 
-def _gate_groups(
-    groups: list[tuple[str, list[RunData], list[RunData], str]],
-    notes: list[str],
-    thresholds: dict[str, float],
-    default_pct: float,
-    significance: Significance,
-    max_samples: int,
-) -> list[MetricComparison]:
-    """Every group's comparisons (named ``label: metric`` when there are several groups), with a
-    note for incomplete runs and for groups judged on summary percentiles."""
-    comparisons: list[MetricComparison] = []
-    for label, base, cur_g, _ in groups:
-        for r in (*base, *cur_g):
-            if not r.complete:
-                notes.append(f"run {r.run_id} is incomplete")
-        if any(r.samples is None for r in (*base, *cur_g)):
-            notes.append(
-                f"{label or 'runs'}: latency judged on per-run summary percentiles "
-                "(requests files not at hand)"
-            )
-        try:
-            found = evaluate(
-                base,
-                cur_g,
-                thresholds=thresholds,
-                default_threshold_pct=default_pct,
-                significance=significance,
-                max_samples=max_samples,
-            )
-        except ValueError as exc:
-            fail(str(exc))
-        if len(groups) > 1:
-            found = [dataclasses.replace(c, name=f"{label}: {c.name}") for c in found]
-        comparisons.extend(found)
-    return comparisons
-
-
 def _write_files(out: _Outcome, markdown: Path | None, junit: Path | None) -> None:
     """The Markdown summary and the JUnit XML, where asked for."""
     if markdown is not None:
@@ -393,6 +398,12 @@ def _print_outcome(out: _Outcome) -> None:
     for n in out.notes:
         console.print(f"note: {n}", highlight=False)
     console.print(_table(out.comparisons, out.verdicts))
+    blind = [c.note for c in out.comparisons
+             if c.detectable_pct is not None and c.detectable_pct > c.threshold_pct]
+    if blind:
+        console.print("what this gate cannot see:", highlight=False)
+        for line in blind:
+            console.print(f"  {line}", highlight=False)
     if out.regressions:
         console.print(f"[bold red]REGRESSION[/bold red] in {', '.join(out.regressions)}")
     else:

@@ -13,7 +13,9 @@ def _num(v: float | None, digits: int = 2) -> str:
 
 
 def describe(c: MetricComparison) -> str:
-    """One line: baseline -> current, change, CI, p-value, threshold, method."""
+    """One line: baseline -> current, change, CI, p-value, threshold, method, the confirming
+    rerun (when there was one), and the note (for a gate over runs: the run-to-run spread and the
+    smallest change it could see)."""
     ci = (
         f"CI [{_num(c.ci_low_pct)}%, {_num(c.ci_high_pct)}%]"
         if c.ci_low_pct is not None and c.ci_high_pct is not None
@@ -27,6 +29,11 @@ def describe(c: MetricComparison) -> str:
         f"change {_num(c.change_pct)}%, {ci}, p={_num(c.p_value, 4)}, {sig}, "
         f"threshold {c.threshold_pct:g}%; {c.method}; n={c.n_baseline} vs {c.n_current}"
     )
+    if c.confirm_current is not None:
+        text += (
+            f"; confirming rerun: {c.confirm_current:.4g}, change {_num(c.confirm_change_pct)}%, "
+            f"{'a regression too' if c.confirm_regression else 'not a regression'}"
+        )
     return f"{text}; {c.note}" if c.note else text
 
 
@@ -61,7 +68,9 @@ def junit_xml(
                 "failure",
                 type="regression",
                 message=f"{c.name} changed {_num(c.change_pct)}% "
-                f"(threshold {c.threshold_pct:g}%, {c.direction} is better)",
+                + (f"and {_num(c.confirm_change_pct)}% in the confirming rerun "
+                   if c.confirm_change_pct is not None else "")
+                + f"(threshold {c.threshold_pct:g}%, {c.direction} is better)",
             )
             f.text = describe(c)
         out = ET.SubElement(tc, "system-out")

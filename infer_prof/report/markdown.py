@@ -7,6 +7,7 @@ from typing import Any
 
 from infer_prof.core.analysis.comparison import COLUMNS, format_value
 from infer_prof.core.analysis.regression import MetricComparison
+from infer_prof.core.analysis.run_to_run import format_pct
 
 
 def _cell(text: str) -> str:
@@ -38,7 +39,9 @@ def regress_markdown(
     current_desc: str,
     notes: Sequence[str] = (),
 ) -> str:
-    """A Markdown summary of the gate: a headline, then one table row per metric."""
+    """A Markdown summary of the gate: a headline, then one table row per metric (with the
+    confirming rerun's value and change when there was one, the run-to-run spread it was judged
+    against and the smallest change it could see), then what the gate could not see."""
     n_reg = sum(1 for c in comparisons if c.regression)
     head = f"**{n_reg} regression{'s' if n_reg != 1 else ''}**" if n_reg else "**No regression**"
     lines = [
@@ -50,19 +53,37 @@ def regress_markdown(
         f"- current: {current_desc}",
         *(f"- {n}" for n in notes),
         "",
-        "| metric | baseline | current | change | CI of change | p | threshold | verdict |",
-        "|---|---:|---:|---:|---|---:|---:|---|",
     ]
+    rerun = any(c.confirm_current is not None for c in comparisons)
+    heads = ["metric", "baseline", "current", "change"]
+    if rerun:
+        heads += ["rerun", "rerun change"]
+    heads += ["interval of change", "p", "run-to-run spread", "can see", "threshold", "verdict"]
+    lines += ["| " + " | ".join(heads) + " |",
+              "|---|" + "---:|" * (len(heads) - 2) + "---|"]
     for c, v in zip(comparisons, verdicts, strict=True):
         ci = (
-            f"[{c.ci_low_pct:+.2f}%, {c.ci_high_pct:+.2f}%]"
+            f"[{format_pct(c.ci_low_pct, True)}, {format_pct(c.ci_high_pct, True)}]"
             if c.ci_low_pct is not None and c.ci_high_pct is not None
             else "n/a"
         )
         p = "n/a" if c.p_value is None else f"{c.p_value:.3g}"
         verdict = f"**{v}**" if c.regression else v
-        lines.append(
-            f"| {c.name} | {c.baseline:.4g} | {c.current:.4g} | {_pct(c.change_pct)} | {ci} | "
-            f"{p} | {c.threshold_pct:g}% | {verdict} |"
+        cells = [c.name, f"{c.baseline:.4g}", f"{c.current:.4g}", _pct(c.change_pct)]
+        if rerun:
+            cells += ["n/a" if c.confirm_current is None else f"{c.confirm_current:.4g}",
+                      _pct(c.confirm_change_pct)]
+        spread = "n/a" if c.spread_pct is None else f"±{c.spread_pct:.1f}%"
+        if c.spread_basis:
+            spread += f" ({c.spread_basis})"
+        can_see = (
+            "n/a" if c.detectable_pct is None
+            else "≥ " + format_pct(max(c.detectable_pct, c.threshold_pct))
         )
+        cells += [ci, p, _cell(spread), can_see, f"{c.threshold_pct:g}%", verdict]
+        lines.append("| " + " | ".join(cells) + " |")
+    blind = [c.note for c in comparisons
+             if c.detectable_pct is not None and c.detectable_pct > c.threshold_pct]
+    if blind:
+        lines += ["", "What this gate cannot see:", "", *(f"- {_cell(n)}" for n in blind)]
     return "\n".join(lines) + "\n"

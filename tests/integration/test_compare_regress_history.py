@@ -235,3 +235,58 @@ def test_history_lists_runs_and_shows_a_planted_change_point(
         out = {m["name"]: m for m in json.loads(p.stdout)["metrics"]}
         assert out["output_throughput"]["n_baseline"] == 5
         assert out["output_throughput"]["regression"] is (code == 1)
+
+
+def test_confirm_fails_only_when_the_rerun_agrees(runs: dict[str, Path], tmp_path: Path) -> None:
+    # the slow run looked regressed; a rerun at the old speed (a2) does not agree: passes
+    junit, md = tmp_path / "gate.xml", tmp_path / "gate.md"
+    p = cli("regress", "--baseline", str(runs["a1"]), "--current", str(runs["b"]),
+            "--confirm", str(runs["a2"]), "--junit", str(junit), "--markdown", str(md))
+    assert p.returncode == 0, p.stdout + p.stderr
+    assert "not confirmed by the rerun" in p.stdout
+    text = md.read_text()
+    assert "| rerun | rerun change |" in text and "the rerun did not: passes" in text
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite is not None and suite.get("failures") == "0"
+    out = {c.get("name"): c.findtext("system-out") or "" for c in suite.findall("testcase")}
+    assert "confirming rerun" in out["tpot_ms.p50"] and "not a regression" in out["tpot_ms.p50"]
+    # a rerun as slow as the first measurement agrees: fails, both measurements shown
+    p = cli("regress", "--baseline", str(runs["a1"]), "--current", str(runs["b"]),
+            "--confirm", str(runs["b"]), "--junit", str(junit), "--markdown", str(md))
+    assert p.returncode == 1, p.stdout + p.stderr
+    assert "REGRESSION, confirmed" in p.stdout
+    failed = [c for c in ET.parse(junit).iter("testcase") if c.find("failure") is not None]
+    assert "tpot_ms.p50" in {c.get("name") for c in failed}
+    assert "in the confirming rerun" in (failed[0].find("failure").get("message") or "")
+    assert "**REGRESSION, confirmed**" in md.read_text()
+
+
+def test_the_earlier_within_run_gate_is_kept_to_compare(runs: dict[str, Path]) -> None:
+    p = cli("regress", "--baseline", str(runs["a1"]), "--current", str(runs["b"]),
+            "--within-run", "--json")
+    assert p.returncode == 1, p.stdout + p.stderr
+    tpot = next(m for m in json.loads(p.stdout)["metrics"] if m["name"] == "tpot_ms.p50")
+    assert tpot["statistic"] == "p50" and "bootstrap" in tpot["method"]
+    p = cli("regress", "--baseline", str(runs["a1"]), "--current", str(runs["a2"]),
+            "--assumed-spread", "ten")
+    assert p.returncode == 2 and "--assumed-spread" in p.stderr
+
+
+def test_a_launch_spread_stored_in_the_history_replaces_the_assumed_one(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    from infer_prof.results import history
+    from infer_prof.results.schema import load_result
+
+    db = tmp_path / "h.sqlite"
+    fp = config_fingerprint(typed(load_result(runs["b"])))
+    history.record_launch_spread(db, fp, "tpot_ms.p50", 0.5, 8, source="run --repeat-relaunch")
+    p = cli("regress", "--baseline", str(runs["a1"]), "--current", str(runs["b"]),
+            "--history", str(db), "--json")
+    metrics = {m["name"]: m for m in json.loads(p.stdout)["metrics"]}
+    tpot = metrics["tpot_ms.p50"]
+    assert tpot["spread_basis"] == (
+        f"launch spread measured on 8 launches, run --repeat-relaunch, in {db}")
+    assert not tpot["regression"] and tpot["detectable_pct"] > 100  # 50 % between launches
+    assert metrics["e2e_ms.p50"]["spread_basis"] == "assumed 2.0 %, not measured"
+    assert metrics["e2e_ms.p50"]["regression"] and p.returncode == 1

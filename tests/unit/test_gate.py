@@ -1,5 +1,6 @@
-"""The regression gate's pieces on hand-made data: samples from records, thinning, the rule for
-tail percentiles, verdicts, JUnit/Markdown output, thresholds, and recording a result."""
+"""The earlier (within-run) regression gate's pieces on hand-made data: samples from records,
+thinning, the rule for tail percentiles, verdicts, JUnit/Markdown output, thresholds, and recording
+a result."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from infer_prof.results import history
 from infer_prof.results.document import decode_result as typed
 from infer_prof.results.gate import (
     RunData,
-    evaluate,
+    evaluate_within_run,
     samples_from_records,
     thin,
     too_few_beyond,
@@ -88,7 +89,7 @@ def test_too_few_beyond_tail_percentiles_only() -> None:
 
 def test_thin_tail_is_reported_but_never_a_regression() -> None:
     out = {
-        c.name: c for c in evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.3, 1000.0)],
+        c.name: c for c in evaluate_within_run([_side(1, 1.0, 1000.0)], [_side(2, 1.3, 1000.0)],
                                     significance=Significance(n_boot=200))
     }
     p99 = out["tpot_ms.p99"]
@@ -116,7 +117,7 @@ def _side(seed: int, scale: float, tput: float, n: int = 300) -> RunData:
 
 
 def test_planted_ten_percent_slowdown_is_caught() -> None:
-    out = {c.name: c for c in evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.1, 910.0)],
+    out = {c.name: c for c in evaluate_within_run([_side(1, 1.0, 1000.0)], [_side(2, 1.1, 910.0)],
                                        significance=Significance(n_boot=400))}
     for name in ("tpot_ms.p50", "itl_ms.p50", "e2e_ms.p50", "output_throughput"):
         assert out[name].regression, name
@@ -128,7 +129,7 @@ def test_planted_ten_percent_slowdown_is_caught() -> None:
 
 
 def test_same_distribution_is_not_flagged() -> None:
-    out = evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.0, 1003.0)],
+    out = evaluate_within_run([_side(1, 1.0, 1000.0)], [_side(2, 1.0, 1003.0)],
                    significance=Significance(n_boot=400))
     assert [c.name for c in out if c.regression] == []
     assert len(out) == 2 + 8  # no cost or energy on either side: not compared
@@ -140,7 +141,7 @@ def test_history_style_sides_use_per_run_values() -> None:
         for i, v in enumerate([1000.0, 1010.0, 990.0, 1005.0, 995.0])
     ]
     cur = [RunData("c", "c", {"output_throughput": 850.0, "ttft_ms.p99": 40.5})]
-    out = {c.name: c for c in evaluate(base, cur)}
+    out = {c.name: c for c in evaluate_within_run(base, cur)}
     assert set(out) == {"output_throughput", "ttft_ms.p99"}
     assert out["output_throughput"].regression
     assert "prediction-interval" in out["output_throughput"].method
@@ -159,7 +160,7 @@ def test_thresholds_parse_and_apply() -> None:
         parse_thresholds(["=5%"])
     out = {
         c.name: c
-        for c in evaluate(
+        for c in evaluate_within_run(
             [_side(1, 1.0, 1000.0)],
             [_side(2, 1.1, 910.0)],
             thresholds={"tpot_ms.*": 15.0},
@@ -172,7 +173,7 @@ def test_thresholds_parse_and_apply() -> None:
 
 
 def test_junit_and_markdown_outputs_parse() -> None:
-    comps = evaluate([_side(1, 1.0, 1000.0)], [_side(2, 1.1, 910.0)],
+    comps = evaluate_within_run([_side(1, 1.0, 1000.0)], [_side(2, 1.1, 910.0)],
                      significance=Significance(n_boot=400))
     root = ET.fromstring(junit_xml(comps, properties={"baseline": "a"}))
     suite = root.find("testsuite")
@@ -185,7 +186,7 @@ def test_junit_and_markdown_outputs_parse() -> None:
     md = regress_markdown(comps, [verdict(c) for c in comps], "a", "b", ["note one"])
     table = [line for line in md.splitlines() if line.startswith("|")]
     assert len(table) == 2 + len(comps)
-    assert all(line.count("|") == 9 for line in table)
+    assert all(line.count("|") == 11 for line in table)
     assert "**REGRESSION**" in md and "- note one" in md
 
 

@@ -286,3 +286,17 @@ def test_an_unusable_sqlite_location_is_a_history_error(tmp_path: Path) -> None:
     junk.write_bytes(b"this is not a database" * 100)
     with pytest.raises(hdb.HistoryError, match="not a database"):
         h.list_runs(junk)
+
+
+def test_launch_spread_is_recorded_per_configuration_and_metric(tmp_path: Path) -> None:
+    db = tmp_path / "h.sqlite"
+    assert h.launch_spread(db, "fp1") == {}  # a missing database has none
+    h.record_launch_spread(db, "fp1", "tpot_ms.p50", 0.08, 5, source="calibrate")
+    h.record_launch_spread(db, "fp1", "tpot_ms.p50", 0.09, 6)  # a new measurement replaces it
+    h.record_launch_spread(db, "fp1", "output_throughput", 0.03, 6)
+    h.record_launch_spread(db, "fp2", "tpot_ms.p50", 0.5, 3)
+    assert h.launch_spread(db, "fp1") == {"tpot_ms.p50": (0.09, 6), "output_throughput": (0.03, 6)}
+    assert h.launch_spreads(db, "fp2")["tpot_ms.p50"].cv == 0.5
+    for bad in ((-0.1, 3), (float("nan"), 3), (0.1, 1)):
+        with pytest.raises(ValueError):
+            h.record_launch_spread(db, "fp1", "tpot_ms.p50", *bad)

@@ -33,7 +33,7 @@ from infer_prof.results.comparison_rows import row_for
 from infer_prof.results.document import decode_result as typed
 from infer_prof.results.endpoint_rows import EndpointRun, endpoint_rows
 from infer_prof.results.gate import RunData as GateRun
-from infer_prof.results.gate import evaluate, samples_from_records
+from infer_prof.results.gate import evaluate, evaluate_within_run, samples_from_records
 from infer_prof.results.history import flatten_summary
 from infer_prof.results.loading import history_summary, record_result
 from infer_prof.results.schema import public_summary
@@ -146,7 +146,9 @@ def test_gate_judges_every_gate_metric() -> None:
                 samples_from_records(records))
         for i in range(2)
     ]
-    judged = {c.name for c in evaluate(runs[:1], runs[1:], significance=Significance(n_boot=50))}
+    judged = {c.name for c in evaluate(runs[:1], runs[1:])}
+    within = evaluate_within_run(runs[:1], runs[1:], significance=Significance(n_boot=50))
+    assert judged == {c.name for c in within}
     for c in mt.columns_at("gate"):
         assert judged & set(c.history_name.split("|")), f"the gate does not judge {c.key}"
 

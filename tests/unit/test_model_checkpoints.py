@@ -166,11 +166,15 @@ def test_sliding_layers_keep_only_their_window():
     # 768 tokens: 12 full layers x 48 blocks, 12 sliding layers (window 128) x (ceil(127/16)+1)
     assert kv_bytes_per_sequence(spec, 768) == per_layer_block * (12 * 48 + 12 * 9)
     assert kv_bytes_per_sequence(spec, 64) == per_layer_block * 24 * 4
-    # the planner counts a 768-token sequence as ceil(684 layer-blocks / 24 layers) = 29 blocks
-    # of every layer, not 48: more sequences fit than a full-attention count says
+    # what vLLM reserves per sequence while a step may bring in T tokens (max_num_batched_tokens:
+    # 2048 here): a sliding layer holds ceil(min(127 + T, n) / 16) + 1 blocks
+    assert kv_bytes_per_sequence(spec, 8192, in_flight=2048) == per_layer_block * (
+        12 * 512 + 12 * (-(-(127 + 2048) // 16) + 1))
+    # on an H100 (T = 8192) a 768-token sequence keeps all its tokens in the sliding layers too
+    # (49 blocks each), and the planner counts the sequence's bytes: 12 x 48 + 12 x 49 blocks
     p = plan(PlanRequest(spec, find_gpu("H100-SXM"), concurrency=64))
-    assert p.memory is not None and p.memory.blocks_per_sequence == 29
-    assert p.memory.max_sequences == p.memory.kv_blocks // 29
+    assert p.memory is not None and p.memory.blocks_per_sequence == 49
+    assert p.memory.max_sequences == p.memory.kv_blocks * 24 // (12 * 48 + 12 * 49)
 
 
 def test_text_config_is_the_decoder_with_transformers_defaults():

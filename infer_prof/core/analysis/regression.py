@@ -210,6 +210,16 @@ class MetricComparison:
     n_baseline: int
     n_current: int
     note: str = ""
+    #: judged over runs (:mod:`infer_prof.core.analysis.run_to_run`): the run-to-run spread used
+    #: (CV, %), where it came from, and the smallest worsening (%) this comparison could flag
+    spread_pct: float | None = None
+    spread_basis: str = ""
+    detectable_pct: float | None = None
+    #: ``regress --confirm``: the confirming measurement (its value, its change in %, and whether
+    #: it is a regression too); the gate fails on a metric only when both are
+    confirm_current: float | None = None
+    confirm_change_pct: float | None = None
+    confirm_regression: bool | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict of the fields."""

@@ -11,10 +11,15 @@ Per layer and token, with ``b`` bytes per KV element:
 
 How many tokens a layer keeps for one sequence of ``n`` tokens, in blocks of ``block`` tokens:
 a full (or MLA) layer all of them, ``ceil(n / block)`` blocks; a sliding layer only its window
-``w`` (vLLM's ``SlidingWindowManager`` frees blocks that fall out of it), at most
-``ceil((w - 1) / block) + 1`` blocks; a chunked-local layer (Llama-4) at most
-``ceil(w / block) + 1``. Every layer's blocks come from one pool of equal pages (the hybrid
-allocator groups layers of one kind), so the bytes a sequence holds are the sum over layers.
+``w`` (vLLM's ``SlidingWindowManager`` frees blocks that fall out of it) plus the tokens one
+scheduler step may bring in, ``T`` (``max_num_batched_tokens``: a prefill chunk is written before
+the blocks behind the window are freed), ``ceil(min(w - 1 + T, n) / block) + 1`` blocks
+(vLLM's ``SlidingWindowSpec.max_memory_usage_bytes``, which both its logged capacity and its
+admission use); a chunked-local layer (Llama-4) at most ``ceil(min(w + T, n) / block)``
+(``ChunkedLocalAttentionSpec``). With ``T = 0`` these are the steady-state holdings, ``ceil((w -
+1) / block) + 1`` and ``ceil(w / block) + 1``. Every layer's blocks come from one pool of equal
+pages (the hybrid allocator groups layers of one kind), so the bytes a sequence holds are the
+sum over layers.
 """
 
 from __future__ import annotations
@@ -37,14 +42,19 @@ class KvGroup:
     bytes_per_token: int
     window: int | None
 
-    def blocks(self, tokens: int, block: int) -> int:
+    def blocks(self, tokens: int, block: int, in_flight: int = 0) -> int:
         """Blocks of ``block`` tokens one layer of the group holds for a sequence of
-        ``tokens`` tokens (see the module docstring)."""
+        ``tokens`` tokens when a scheduler step may bring in ``in_flight`` tokens (see the
+        module docstring)."""
         need = -(-tokens // block)
         if self.window is None:
             return need
         if self.kind == "chunked":
+            if in_flight:
+                return -(-min(self.window + in_flight, tokens) // block)
             return min(need, -(-self.window // block) + 1)
+        if in_flight:  # vLLM reserves the +1 even for a sequence shorter than the window
+            return -(-min(self.window - 1 + in_flight, tokens) // block) + 1
         return min(need, -(-(self.window - 1) // block) + 1)
 
     def tokens_read(self, context: float) -> float:
@@ -75,10 +85,11 @@ def kv_bytes_per_token(m: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> in
 
 
 def kv_bytes_per_sequence(m: ModelSpec, tokens: int, tp: int = 1, kv_dtype_bytes: int = 2,
-                          block: int = 16) -> int:
+                          block: int = 16, in_flight: int = 0) -> int:
     """KV bytes one sequence of ``tokens`` tokens holds on one GPU, in whole blocks of
-    ``block`` tokens, sliding layers keeping only their window (module docstring)."""
-    return sum(g.layers * g.bytes_per_token * block * g.blocks(tokens, block)
+    ``block`` tokens, sliding layers keeping only their window plus the ``in_flight`` tokens
+    of one scheduler step (``max_num_batched_tokens``; module docstring)."""
+    return sum(g.layers * g.bytes_per_token * block * g.blocks(tokens, block, in_flight)
                for g in kv_groups(m, tp, kv_dtype_bytes))
 
 

@@ -219,11 +219,13 @@ def kv_bytes_per_token(model: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -
 
 
 def kv_bytes_per_sequence(model: ModelSpec, tokens: int, tp: int = 1,
-                          kv_dtype_bytes: int = 2) -> int:
-    """KV bytes one sequence of ``tokens`` tokens holds on one GPU in whole blocks of
-    :data:`BLOCK_SIZE`, sliding-window layers keeping only their window
+                          kv_dtype_bytes: int = 2, in_flight: int = 0,
+                          block: int = BLOCK_SIZE) -> int:
+    """KV bytes one sequence of ``tokens`` tokens holds on one GPU in whole blocks of ``block``
+    tokens (:data:`BLOCK_SIZE` on a GPU), sliding-window layers keeping only their window plus
+    the ``in_flight`` tokens of one scheduler step (``max_num_batched_tokens``)
     (:func:`infer_prof.core.catalog.kv_layout.kv_bytes_per_sequence`)."""
-    return kv_layout.kv_bytes_per_sequence(model, tokens, tp, kv_dtype_bytes, BLOCK_SIZE)
+    return kv_layout.kv_bytes_per_sequence(model, tokens, tp, kv_dtype_bytes, block, in_flight)
 
 
 def activation_bytes(model: ModelSpec, tp: int, max_num_batched_tokens: int,

@@ -58,8 +58,9 @@ def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBrea
     """Per-GPU memory of ``precision``: weights, overhead, and the KV cache left, in blocks of
     :data:`BLOCK_SIZE` tokens of every layer (``kv_bytes_per_token`` sums the layers); a
     sequence takes ``ceil(its KV bytes / block bytes)`` blocks, its KV bytes counting only the
-    window of sliding-window layers (:func:`kv_bytes_per_sequence`), so for a model without
-    them ``ceil(seq_len / 16)``."""
+    window of sliding-window layers plus one scheduler step's tokens
+    (``max_num_batched_tokens``, as vLLM reserves them: :func:`kv_bytes_per_sequence`), so for a
+    model without them ``ceil(seq_len / 16)``."""
     memory_precision = precision
     if precision == "int8" and s.model.moe is None:
         memory_precision = "bf16"  # see INT8_DENSE_NOTE
@@ -71,9 +72,13 @@ def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBrea
     per_token = kv_bytes_per_token(s.model, s.tp, kv_bytes)
     block_bytes = BLOCK_SIZE * per_token
     blocks = max(0, kv_cache) // block_bytes
-    per_seq = ceil_div(kv_bytes_per_sequence(s.model, s.seq_len, s.tp, kv_bytes), block_bytes)
-    max_seqs = blocks // per_seq
-    kv_needed = s.concurrency * per_seq * block_bytes
+    # each group of layers (full, sliding) pages its own blocks from the pool: a sequence
+    # takes its bytes of it, which for a model of one kind of layer are whole blocks
+    seq_bytes = kv_bytes_per_sequence(s.model, s.seq_len, s.tp, kv_bytes,
+                                      s.max_num_batched_tokens)
+    per_seq = ceil_div(seq_bytes, block_bytes)
+    max_seqs = blocks * block_bytes // seq_bytes
+    kv_needed = s.concurrency * seq_bytes
     return MemoryBreakdown(
         precision=precision,
         budget_bytes=s.budget,

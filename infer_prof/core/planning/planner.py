@@ -234,7 +234,7 @@ def _engine_settings(r: PlanRequest, s: PlanSetup, choice: Choice,
     budgeted = r.memory_budget_bytes is not None
     kv_bytes = 1 if chosen_kv == "fp8" else r.kv_cache_dtype_bytes
     short = kv_bytes_per_sequence(r.model, r.model.max_position_embeddings, r.gpus,
-                                  kv_bytes) > m.kv_cache_bytes
+                                  kv_bytes, s.max_num_batched_tokens) > m.kv_cache_bytes
     settings = EngineSettings(
         dtype=dtype,
         tensor_parallel=r.gpus,
