@@ -30,6 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from infer_prof.core.analysis.regression import MetricComparison  # noqa: E402
 from infer_prof.results.gate import (  # noqa: E402
+    LaunchSpread,
     RunData,
     evaluate,
     evaluate_within_run,
@@ -141,7 +142,7 @@ def measured_pairs(runs: list[RunData]) -> list[list[str]]:
             if len(vals) >= 2:
                 spread[name] = (statistics.stdev(vals) / statistics.fmean(vals), len(vals))
         for b, c in ((i, i + 1), (i + 1, i)):
-            cmp = evaluate([runs[b]], [runs[c]], launch_spread=spread)
+            cmp = evaluate([runs[b]], [runs[c]], launch_spread=LaunchSpread(spread))
             out.append([x.name for x in cmp if x.regression])
     return out
 

@@ -20,7 +20,12 @@ from infer_prof.cli.common import fail
 from infer_prof.cli.compare_frontiers import compare_frontiers
 from infer_prof.cli.declared import declared_command
 from infer_prof.config.options import Opt
-from infer_prof.core.analysis.comparison import COLUMNS, format_value
+from infer_prof.core.analysis.comparison import (
+    COLUMNS,
+    METRIC_COLUMNS,
+    format_cell,
+    format_interval,
+)
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.comparison_rows import comparison_table
 from infer_prof.results.document import Result
@@ -54,7 +59,10 @@ def _csv(rows: list[dict[str, Any]], best: dict[str, set[int]], paths: list[str]
 
 
 def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
-    t = Table(box=box.SIMPLE_HEAVY, caption="* best in its column", caption_justify="left")
+    repeated = any(row.get("repeats") for row in rows)
+    caption = "* best in its column" + (
+        "; a run of repeats shows the mean ±SD across them (intervals below)" if repeated else "")
+    t = Table(box=box.SIMPLE_HEAVY, caption=caption, caption_justify="left")
     for c in COLUMNS:
         t.add_column(
             c.header,
@@ -64,11 +72,29 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
     for i, row in enumerate(rows):
         cells = []
         for c in COLUMNS:
-            text = escape(format_value(c, row.get(c.key)))
+            text = escape(format_cell(c, row))
             if c.key == "status" and text != "ok":
                 text = f"[bold red]{text}[/bold red]"  # a run whose numbers do not hold
             cells.append(f"[bold]{text}*[/bold]" if i in best.get(c.key, set()) else text)
         t.add_row(*cells)
+    return t
+
+
+def _interval_table(rows: list[dict[str, Any]]) -> Table | None:
+    """The runs of repeats: each metric's Student-t 95 % interval of the mean across them and
+    its CV (None when no row is such a run)."""
+    repeated = [row for row in rows if row.get("repeats")]
+    if not repeated:
+        return None
+    cols = [c for c in METRIC_COLUMNS if any(format_interval(c, r) for r in repeated)]
+    t = Table(box=box.SIMPLE_HEAVY, title="across repeats: 95 % interval of the mean (CV)",
+              title_justify="left")
+    for head in ("run", "repeats", *(c.header for c in cols)):
+        t.add_column(head, no_wrap=True)
+    for row in repeated:
+        where = "launches" if row.get("repeats_relaunch") else "in one launch"
+        t.add_row(escape(str(row.get("run_id", ""))), f"{row['repeats']} ({where})",
+                  *(escape(format_interval(c, row)) for c in cols))
     return t
 
 
@@ -213,6 +239,9 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
         if not console.is_terminal:
             console = Console(width=400)  # a pipe or file: never squeeze or wrap the columns
         console.print(_table(rows, best))
+        intervals = _interval_table(rows)
+        if intervals is not None:
+            console.print(intervals)
         if tier_costs is not None:
             from infer_prof.cli.compare_tiers import print_tiers
 

@@ -11,7 +11,7 @@ from pathlib import Path
 from infer_prof.cli.common import fail
 from infer_prof.core.analysis.regression import MetricComparison, Significance
 from infer_prof.results import history, history_database
-from infer_prof.results.gate import RunData, evaluate, evaluate_within_run
+from infer_prof.results.gate import LaunchSpread, RunData, evaluate, evaluate_within_run
 
 Group = tuple[str, list[RunData], list[RunData], str]
 
@@ -63,8 +63,7 @@ class Judge:
             return evaluate(
                 base, cur, thresholds=self.thresholds, default_threshold_pct=self.default_pct,
                 alpha=self.alpha, assumed_spread=self.assumed,
-                launch_spread=spread,
-                launch_spread_source=source,
+                launch_spread=LaunchSpread(spread, source) if spread else None,
                 against=self.against,
             )
         except ValueError as exc:

@@ -21,6 +21,7 @@ from rich.table import Table
 from infer_prof.cli.common import fail
 from infer_prof.core.measurement.metric_table import columns_at
 from infer_prof.report.console import fmt_value
+from infer_prof.report.repeat_table import print_repeats
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.multi_endpoint import (
     EndpointTarget,
@@ -92,6 +93,7 @@ def run_many(cfg: RunConfig, targets: list[EndpointTarget], json_output: bool) -
         if not out.is_terminal:
             out = Console(width=400)  # a pipe or file: never squeeze or wrap the columns
         out.print(endpoints_table(outcome.rows))
+        print_repeats([r for run in outcome.runs for r, _ in run.results], out)  # --repeat N
     for run in outcome.runs:
         for _, path in run.results:
             err.print(f"result: {path}", soft_wrap=True)

@@ -205,6 +205,16 @@ class LoadConfig:
         "$/1M tokens at (interpolated along the front, never extrapolated).", LOAD,
         range=Range("positive tokens/s/user", low=0, low_open=True, high=math.inf,
                     high_open=True))] = None
+    # run --repeat N (infer_prof.run.repeats): every point N times, each an ordinary result
+    repeat: Annotated[int, Opt(
+        ("--repeat",), "Measure each load point N times, each an ordinary result and run in the "
+        "history; from the second on, a result holds each metric's mean, spread (SD, CV) and "
+        "95 % interval across the repeats so far (the last: across all N). All in one server "
+        "launch unless --repeat-relaunch.", LOAD, range=POSITIVE_INT)] = 1
+    repeat_relaunch: Annotated[bool, Opt(
+        ("--repeat-relaunch",), "With --repeat N: stop the server and start it afresh before "
+        "each repeat, so the spread is between launches; with the history on, each metric's "
+        "launch-to-launch CV is stored there for `regress` to judge against.", LOAD)] = False
     engine_sweep: Annotated[str | None, Opt(  # a TOML file or "setting=v1,v2"
         ("--engine-sweep",), "--frontier per engine configuration: a TOML file of named "
         "configurations, or one setting's values (max-num-seqs=64,128,256).", LOAD)] = None

@@ -5,7 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from infer_prof.core.analysis.comparison import COLUMNS, format_value
+from infer_prof.core.analysis.comparison import (
+    COLUMNS,
+    METRIC_COLUMNS,
+    format_cell,
+    format_interval,
+)
 from infer_prof.core.analysis.regression import MetricComparison
 from infer_prof.core.analysis.run_to_run import format_pct
 
@@ -22,10 +27,27 @@ def compare_markdown(rows: Sequence[Mapping[str, Any]], best: Mapping[str, set[i
     for i, row in enumerate(rows):
         cells = []
         for c in COLUMNS:
-            text = _cell(format_value(c, row.get(c.key)))
+            text = _cell(format_cell(c, row))
             cells.append(f"**{text}**" if i in best.get(c.key, set()) else text)
         lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _interval_lines(rows)) + "\n"
+
+
+def _interval_lines(rows: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Below the table, for the runs of repeats (mean ±SD in the table): each metric's 95 %
+    Student-t interval of the mean and its CV."""
+    repeated = [r for r in rows if r.get("repeats")]
+    if not repeated:
+        return []
+    cols = [c for c in METRIC_COLUMNS if any(format_interval(c, r) for r in repeated)]
+    lines = ["", "Across repeats (mean ±SD above): 95 % interval of the mean (CV)", "",
+             "| run | repeats | " + " | ".join(_cell(c.header) for c in cols) + " |",
+             "|---|---:|" + "---:|" * len(cols)]
+    for r in repeated:
+        cells = [_cell(format_interval(c, r)) for c in cols]
+        lines.append(f"| {_cell(str(r.get('run_id', '')))} | {r['repeats']} | "
+                     + " | ".join(cells) + " |")
+    return lines
 
 
 def _pct(v: float | None) -> str:

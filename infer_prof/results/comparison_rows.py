@@ -20,6 +20,7 @@ from infer_prof.core.analysis.comparison import (
     finite_number,
     labels_text,
 )
+from infer_prof.core.analysis.repeats import metric_name
 from infer_prof.results.document import Result
 from infer_prof.results.identity import model_name, precision_of
 
@@ -94,7 +95,26 @@ def row_for(result: Result) -> dict[str, Any]:
     }
     for col in METRIC_COLUMNS:
         row[col.key] = finite_number(value_at(result, col.path))
+    _repeat_cells(result, row)
     return row
+
+
+def _repeat_cells(result: Result, row: dict[str, Any]) -> None:
+    """A result closing a ``run --repeat`` group: each metric's mean across the repeats in its
+    column, with ``<key>_sd``, ``_cv``, ``_low``, ``_high`` and ``repeats``
+    (:mod:`infer_prof.core.analysis.comparison`)."""
+    rep = result.repeats
+    if rep is None or not rep.metrics:
+        return
+    row["repeats"] = len(rep.run_ids)
+    row["repeats_relaunch"] = rep.relaunch
+    for col in METRIC_COLUMNS:
+        m = rep.metrics.get(metric_name(col.path))
+        if m is None or m.mean is None:
+            continue
+        row[col.key] = m.mean
+        row.update({f"{col.key}_sd": m.sd, f"{col.key}_cv": m.cv, f"{col.key}_low": m.low,
+                    f"{col.key}_high": m.high})
 
 
 def comparison_table(

@@ -25,7 +25,8 @@ plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, `
 :mod:`infer_prof.results.frontier_sections`; ``server`` and ``telemetry`` in
 :mod:`infer_prof.results.server_sections`; ``matrix`` in
 :mod:`infer_prof.results.matrix_sections`; ``quality`` in
-:mod:`infer_prof.results.quality_sections`; the section base and :class:`Distribution` in
+:mod:`infer_prof.results.quality_sections`; ``repeats`` (``run --repeat N``) in
+:mod:`infer_prof.results.repeat_sections`; the section base and :class:`Distribution` in
 :mod:`infer_prof.results.document_base`. ``workload`` is the workload file mapping, declared
 once in :mod:`infer_prof.core.workload.workload_record` (what ``Workload.to_dict`` writes).
 
@@ -58,6 +59,7 @@ from infer_prof.results.load_sections import (
 from infer_prof.results.matrix_sections import MatrixSection
 from infer_prof.results.model_sections import ChatTemplateTokens, ModelArchitecture, WeightsUsed
 from infer_prof.results.quality_sections import Quality
+from infer_prof.results.repeat_sections import Repeats
 from infer_prof.results.server_sections import Server, Telemetry
 
 ApiName = Literal["completions", "chat"]
@@ -269,6 +271,7 @@ class Result(Section):
     precision_stop: PrecisionStop | None = None
     matrix: MatrixSection | None = None
     quality: Quality | None = None
+    repeats: Repeats | None = None
 
 
 def decode_result(data: Any) -> Result:

@@ -379,6 +379,16 @@ def distinct_tests(per_run: Sequence[Sequence[float]]) -> int:
     return len(keys)
 
 
+@dataclass(frozen=True)
+class LaunchSpread:
+    """A measured launch-to-launch spread of one configuration: ``{metric: (cv, n_runs)}`` (cv a
+    fraction of the mean, measured over ``n_runs`` launches) and where it comes from, in words
+    (named in each verdict that uses it)."""
+
+    cvs: Mapping[str, tuple[float, int]]
+    source: str = "stored in the history"
+
+
 def evaluate(
     baseline: Sequence[RunData],
     current: Sequence[RunData],
@@ -387,16 +397,15 @@ def evaluate(
     default_threshold_pct: float = DEFAULT_THRESHOLD_PCT,
     alpha: float = DEFAULT_ALPHA,
     assumed_spread: Mapping[str, float] | None = None,
-    launch_spread: Mapping[str, tuple[float, int]] | None = None,
-    launch_spread_source: str = "stored in the history",
+    launch_spread: LaunchSpread | None = None,
     against: str = "this history",
 ) -> list[MetricComparison]:
     """One :class:`MetricComparison` per metric both sides have (module docstring), judged over
     runs by :func:`infer_prof.core.analysis.run_to_run.judge`:
 
     * the per-run values are each run's flattened summary value (``tpot_ms.p50`` of each run);
-    * ``launch_spread`` ``{metric: (cv, n_runs)}`` (cv a fraction: the history's measured
-      launch-to-launch spread of this configuration) is pooled with the spread between the runs
+    * ``launch_spread`` (:class:`LaunchSpread`: the history's measured launch-to-launch spread
+      of this configuration, ``{metric: (cv, n_runs)}``) is pooled with the spread between the runs
       here, or used alone with one run a side;
     * with nothing measured, the CV of ``assumed_spread`` (``{name or glob: %}``, falling back
       to :data:`DEFAULT_ASSUMED_CV`) is assumed and the verdict says so;
@@ -426,12 +435,12 @@ def evaluate(
     for name, b, c in judged:
         direction = direction_for(name)
         prior = None
-        if launch_spread and name in launch_spread:
-            cv, n_runs = launch_spread[name]
+        if launch_spread and name in launch_spread.cvs:
+            cv, n_runs = launch_spread.cvs[name]
             if n_runs >= 2:
                 prior = Spread(
                     sigma_of_cv(cv), float(n_runs - 1),
-                    f"launch spread measured on {n_runs} launches, {launch_spread_source}",
+                    f"launch spread measured on {n_runs} launches, {launch_spread.source}",
                 )
         assumed_pct = threshold_for(name, assumed_spread or {}, -1.0)
         if assumed_pct < 0:

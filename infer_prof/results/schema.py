@@ -161,6 +161,8 @@ def public_result(result: Result) -> dict[str, Any]:
     out["warmup"] = msgspec.to_builtins(result.warmup)
     if result.sessions:  # multi-turn runs: per-turn figures and the prefix-cache hit rate
         out["sessions"] = msgspec.to_builtins(result.sessions)
+    if result.repeats:  # run --repeat N: which repeat, and the statistics across them so far
+        out["repeats"] = msgspec.to_builtins(result.repeats)
     out["valid"] = result.validity.valid if result.validity else None
     out["complete"] = result.complete
     return out

@@ -172,6 +172,19 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
         "of them",
     ),
     _rule(
+        lambda c: c.load.repeat_relaunch and c.load.repeat < 2,
+        "--repeat-relaunch restarts the server between repeats: give --repeat N (2 or more)",
+    ),
+    _rule(
+        lambda c: c.load.repeat_relaunch and c.engine.endpoint,
+        "--repeat-relaunch restarts the server it started; it cannot with --endpoint (drop one)",
+    ),
+    _rule(
+        lambda c: c.load.repeat > 1 and (c.load.frontier or c.load.find_max),
+        "--repeat measures the given load points again; --frontier and --find-max choose "
+        "their own: drop --repeat or them",
+    ),
+    _rule(
         lambda c: c.load.target_interactivity is not None and not c.load.frontier,
         "--target-interactivity reads a frontier: add --frontier (or use compare "
         "--target-interactivity on frontier results)",

@@ -164,12 +164,16 @@ def check_duration(
     """
     if cfg.engine.endpoint or device is None or cfg.engine.server != "vllm":
         return None  # the estimate models vLLM on this device; other servers set their speed
-    est = estimate(model, points[:1] if cfg.load.find_max else points, the_plan, device,
-                   cfg.load.timeout_s)
+    rounds = cfg.load.repeat  # --repeat N: every point N times
+    est = estimate(model, points[:1] if cfg.load.find_max else list(points) * rounds, the_plan,
+                   device, cfg.load.timeout_s)
     if est is None:
         return None
+    if cfg.load.repeat_relaunch:  # a start-up per round
+        est = replace(est, startup_s=est.startup_s * rounds,
+                      total_s=est.total_s + est.startup_s * (rounds - 1))
     asked = max((w.duration_s or 0.0 for w in points), default=0.0)
-    limit = max(LIMIT_S, asked * len(points) + cfg.load.timeout_s if asked else LIMIT_S)
+    limit = max(LIMIT_S, asked * len(points) * rounds + cfg.load.timeout_s if asked else LIMIT_S)
     line = (
         f"{model.name}: estimated run time {human_duration(est.total_s)} on {device.name} "
         f"(start-up {human_duration(est.startup_s)}, prefill {human_duration(est.prefill_s)}, "

@@ -96,13 +96,17 @@ def check_history(cfg: RunConfig, progress: ProgressLine) -> None:
             warn(progress, f"warning: {exc} (the run goes on; its result files are written)")
 
 
-def point_files(ctx: RunContext, wl: Workload, many: bool) -> tuple[str, str, str, Path]:
+def point_files(
+    ctx: RunContext, wl: Workload, many: bool, repeat: int | None = None
+) -> tuple[str, str, str, Path]:
     """A load point's label, run ID (a new UUIDv7), readable run name and result file (as
     asked: the file is created exclusively at the end, :func:`save_point`, so a name another
     run took meanwhile becomes ``-2``; ``--output`` with ``many`` points gets the label
-    appended)."""
+    appended). ``repeat`` (1-based, ``--repeat``) ends the label with ``-r<repeat>``."""
     cfg = ctx.cfg
     label = point_label(wl) if wl.name == "custom" else f"{wl.name}-{point_label(wl)}"
+    if repeat is not None:
+        label = f"{label}-r{repeat}"
     if cfg.results.run_tag:  # several endpoints in one command: the endpoint's label
         label = f"{cfg.results.run_tag}-{label}"
     run_name = make_run_name(now().strftime("%Y%m%d-%H%M%S"), ctx.model.name, label)
@@ -258,12 +262,15 @@ def record_sweep(
     search: dict[str, Any] | None,
     frontier: dict[str, Any] | None = None,
     frontiers: list[dict[str, Any]] | None = None,
+    several: bool = True,
 ) -> SweepOutcome:
     """The execution's outcome; with several points, --find-max or --frontier, the sweep
     summary (with ``frontier``: :mod:`infer_prof.run.frontier_run`) written to
-    ``<results dir>/<stamp>-<model>[-<tag>].sweep.json``."""
+    ``<results dir>/<stamp>-<model>[-<tag>].sweep.json``. ``several``: the run has more than
+    one load point (one point repeated, ``--repeat``, is no sweep)."""
     results_dir = Path(cfg.results.results_dir)
-    if not (len(outcomes) > 1 or cfg.load.find_max or frontier is not None or frontiers):
+    many = several and len(outcomes) > 1
+    if not (many or cfg.load.find_max or frontier is not None or frontiers):
         return SweepOutcome(outcomes)
     sweep = sweep_summary(outcomes, search)
     sweep["frontier"] = frontier

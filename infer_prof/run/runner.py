@@ -4,12 +4,14 @@ and kind: :mod:`infer_prof.run.warmup`) -> load with telemetry (a warm-up under 
 itself is the load's first seconds) -> record (result files, history) -> the quality check
 (``--quality``, on the same server: :mod:`infer_prof.run.quality_phase`) -> the sweep summary.
 Every exit path stops the server it started; Ctrl-C, SIGTERM and SIGHUP are handled alike
-(:mod:`infer_prof.run.stopping`).
+(:mod:`infer_prof.run.stopping`). With ``--repeat N`` the points run N rounds, in one launch or,
+with ``--repeat-relaunch``, each round on a fresh launch (:mod:`infer_prof.run.repeats`).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from infer_prof.core.analysis.sweep import find_max_float, find_max_int
@@ -31,7 +33,7 @@ from infer_prof.run.frontier_run import (
 )
 from infer_prof.run.load import drive_point, request_builder
 from infer_prof.run.load_points import base_workload, build_specs
-from infer_prof.run.planning import announce_plan, plan_run
+from infer_prof.run.planning import RunPlan, announce_plan, history_location, plan_run
 from infer_prof.run.point_document import PointRun, build_result
 from infer_prof.run.record import (
     RunOutcome,
@@ -43,15 +45,18 @@ from infer_prof.run.record import (
     save_point,
     server_section,
 )
+from infer_prof.run.repeats import RepeatPlan, record_launch_spreads
 from infer_prof.run.result_files import check_result_location
 from infer_prof.run.startup import (
     RunContext,
     new_server,
     open_context,
+    relaunched,
     start_server,
+    warn,
 )
 from infer_prof.run.stopping import Stopper, stop_signals
-from infer_prof.servers.base import Server
+from infer_prof.servers.base import Server, ServerStartError
 
 
 def execute(cfg: RunConfig) -> SweepOutcome:
@@ -76,16 +81,17 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     frontier: dict[str, Any] | None = None
     frontiers: list[dict[str, Any]] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")
-    server: Server | None = None
+    launch = _Launch()  # the server of the moment
     outcomes: list[RunOutcome] = []
     progress = ProgressLine(total=None, enabled=cfg.results.progress)
     announce_plan(plan, progress)
     check_history(cfg, progress)
     search: dict[str, Any] | None = None
+    repeats = RepeatPlan(cfg.load.repeat, cfg.load.repeat_relaunch)
     with stop_signals() as stopper:
         try:
-            server = new_server(plan, stamp)  # --endpoint: attached, nothing to start
-            with stopper.kill_on_second(server.kill):
+            server = launch.server = new_server(plan, stamp)  # --endpoint: nothing to start
+            with stopper.kill_on_second(launch.kill):
                 endpoint, served, server_info = start_server(server, plan, progress)
             ctx = open_context(plan, endpoint, served, server, server_info)
             if quality_plan is not None:  # random weights, another model, no logprobs: now
@@ -98,7 +104,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 return stopper.requested
 
             slo_text = format_slos(plan.slos) if plan.slos else None
-            with stopper.shielded(), stopper.kill_on_second(server.kill):
+            with stopper.shielded(), stopper.kill_on_second(launch.kill):
                 if cfg.load.find_max:
                     search = _find_max(ctx, points[0], outcomes, stopper)
                 elif fspec is not None and fspec.loop == "suite":
@@ -120,13 +126,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                         write_result(last.result_path, doc)  # held to the declared type
                         last.document = decode_result(doc)
                 else:
-                    for w in points:
-                        if stopper.requested:  # between points: end the sweep here
-                            break
-                        out = _run_point(ctx, w, len(points) > 1)
-                        outcomes.append(out)
-                        if not out.document.complete:
-                            break
+                    ctx = _run_rounds(plan, ctx, launch, outcomes, stopper, repeats, stamp,
+                                      progress)
                 if quality_plan is not None and quality is None and outcomes \
                         and not stopper.requested:  # on the same server, after the load
                     quality = quality_phase.after_load(quality_plan, ctx, progress.status)
@@ -136,25 +137,107 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             progress.status("interrupted before any load was sent")
             raise
         finally:
-            if server is not None:
-                with stopper.shielded(), stopper.kill_on_second(server.kill):
-                    server.stop()
+            if launch.server is not None:
+                with stopper.shielded(), stopper.kill_on_second(launch.kill):
+                    launch.server.stop()
         with stopper.shielded():
             swept = record_sweep(cfg, plan.model.name, stamp, outcomes, search, frontier,
-                                 frontiers)
+                                 frontiers, several=len(points) > 1)
+            _record_spreads(plan, repeats, progress)
         # a signal that cut the sweep short (an interrupted point says so itself)
-        cut = cfg.load.find_max or len(outcomes) < len(points)
+        cut = cfg.load.find_max or len(outcomes) < len(points) * repeats.count
         swept.stopped_by = stopper.signal_name if cut or not swept.complete else None
         return swept
 
 
+@dataclass
+class _Launch:
+    """The server of the moment: ``--repeat-relaunch`` starts a new one each round."""
+
+    server: Server | None = None
+
+    def kill(self) -> None:
+        if self.server is not None:
+            self.server.kill()
+
+
+def _run_rounds(
+    plan: RunPlan,
+    ctx: RunContext,
+    launch: _Launch,
+    outcomes: list[RunOutcome],
+    stopper: Stopper,
+    repeats: RepeatPlan,
+    stamp: str,
+    progress: ProgressLine,
+) -> RunContext:
+    """The run's points, ``--repeat`` rounds of them (one round without it); with
+    ``--repeat-relaunch`` the server is stopped and started afresh before each round after
+    the first. Ends early at a stop signal or a point that did not complete. Returns the
+    context of the server that ran the last round."""
+    points = plan.points
+    many = len(points) > 1 or repeats.active
+    for index in range(repeats.count):
+        if index and repeats.relaunch:  # a fresh launch for each round
+            if stopper.requested or not outcomes[-1].document.complete:
+                return ctx
+            if launch.server is not None:
+                launch.server.stop()
+            server = launch.server = new_server(plan, stamp)
+            try:
+                endpoint, served, server_info = start_server(server, plan, progress)
+            except ServerStartError:  # exit 1, the earlier repeats kept
+                warn(progress, f"warning: the server did not start again for repeat "
+                     f"{index + 1}; written: " + " ".join(str(o.result_path) for o in outcomes))
+                raise
+            ctx = relaunched(ctx, endpoint, served, server, server_info)
+        if not _run_round(ctx, points, many, outcomes, stopper, (repeats, index)):
+            return ctx
+    return ctx
+
+
+def _run_round(
+    ctx: RunContext,
+    points: list[Workload],
+    many: bool,
+    outcomes: list[RunOutcome],
+    stopper: Stopper,
+    repeat: tuple[RepeatPlan, int],
+) -> bool:
+    """Run every point once (one round of ``--repeat``), appending each outcome; False when
+    the run must end here (a stop signal, or a point that did not complete)."""
+    for i, w in enumerate(points):
+        if stopper.requested:  # between points: end the sweep here
+            return False
+        out = _run_point(ctx, w, many, repeat=(*repeat, i))
+        outcomes.append(out)
+        if not out.document.complete:
+            return False
+    return True
+
+
+def _record_spreads(plan: RunPlan, repeats: RepeatPlan, progress: ProgressLine) -> None:
+    """``--repeat-relaunch`` with the history on: store each metric's launch-to-launch CV
+    (:func:`infer_prof.run.repeats.record_launch_spreads`); a failure is one warning line."""
+    results = plan.cfg.results
+    db = history_location(results) if results.history else None
+    for problem in record_launch_spreads(repeats, db):
+        warn(progress, f"warning: {problem}")
+
+
 def _run_point(
-    ctx: RunContext, wl: Workload, many: bool, precision: PrecisionRule | None = None
+    ctx: RunContext,
+    wl: Workload,
+    many: bool,
+    precision: PrecisionRule | None = None,
+    repeat: tuple[RepeatPlan, int, int] | None = None,
 ) -> RunOutcome:
     """Drive one load point against the session's server and write its result (with a
-    ``precision`` rule: measured until precise, the intervals in ``result["precision_stop"]``)."""
+    ``precision`` rule: measured until precise, the intervals in ``result["precision_stop"]``;
+    with ``repeat`` = (the run's repeats, round, point): its ``repeats`` section)."""
     cfg = ctx.cfg
-    label, run_id, run_name, result_path = point_files(ctx, wl, many)
+    label, run_id, run_name, result_path = point_files(
+        ctx, wl, many, repeat[1] + 1 if repeat and repeat[0].active else None)
     started = now()
     progress = ProgressLine(total=wl.num_requests, duration_s=wl.duration_s,
                             enabled=cfg.results.progress)
@@ -177,7 +260,12 @@ def _run_point(
         ctx.interrupted = True
     server_info = server_section(ctx, driven.state, driven.records)
     result = build_result(PointRun(ctx, wl, run_id, run_name, started, driven, server_info))
-    return save_point(cfg, result, driven.records, result_path, progress)
+    if repeat is not None:
+        result = repeat[0].section(repeat[2], repeat[1], result)
+    out = save_point(cfg, result, driven.records, result_path, progress)
+    if repeat is not None:
+        repeat[0].done(repeat[2], out.document)
+    return out
 
 
 def _find_max(

@@ -7,6 +7,7 @@ share. The caller stops the server it started, on every exit path.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Callable
@@ -230,6 +231,20 @@ def open_context(
         trace=plan.trace,
         sessions=plan.sessions,
     )
+
+
+def relaunched(
+    ctx: RunContext,
+    endpoint: Endpoint,
+    served: str,
+    server: Server,
+    server_info: dict[str, Any],
+) -> RunContext:
+    """``ctx`` on a server started afresh (``run --repeat-relaunch``): the new server, its
+    endpoint and ``server`` section; the plan, prompts and tokenizer stay."""
+    return dataclasses.replace(ctx, endpoint=endpoint, served=served,
+                               server=server if server.launched else None,
+                               server_info=server_info)
 
 
 def check_tls(endpoint: Endpoint, progress: ProgressLine) -> dict[str, Any] | None:

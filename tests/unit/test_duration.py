@@ -180,3 +180,21 @@ def test_warm_up_counts_as_its_requests_or_its_seconds():
     timed = estimate_run(llama, WEIGHTS, KV, TOY, [PointLoad(10, 16, 16, 1, warmup_s=30)])
     untimed = estimate_run(llama, WEIGHTS, KV, TOY, [PointLoad(10, 16, 16, 1)])
     assert timed.total_s == pytest.approx(untimed.total_s + 30)
+
+
+def test_repeats_count_every_round_and_a_start_up_per_relaunch():
+    model = resolve_model("llama-2-7b")
+    h100 = find_gpu("H100-SXM")
+    gpu = gpu_speed("H100-SXM", 1, h100.memory_bandwidth_gbps, h100.bf16_tflops)
+    once = RunConfig(model="llama-2-7b", load_format="dummy", concurrency=[128])
+    one = check_duration(once, model, _points(once), None, gpu)
+    thrice = once.with_options(repeat=3)
+    three = check_duration(thrice, model, _points(thrice), None, gpu)
+    relaunched = once.with_options(repeat=3, repeat_relaunch=True)
+    fresh = check_duration(relaunched, model, _points(relaunched), None, gpu)
+    assert one is not None and three is not None and fresh is not None
+    load = one.total_s - one.startup_s
+    assert three.startup_s == one.startup_s
+    assert three.total_s == pytest.approx(one.startup_s + 3 * load)
+    assert fresh.startup_s == pytest.approx(3 * one.startup_s)
+    assert fresh.total_s == pytest.approx(3 * one.total_s)

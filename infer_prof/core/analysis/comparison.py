@@ -46,6 +46,12 @@ marked in every table.
 
 A value that is missing (not measured, no price, no energy reading) is None, never 0, and never
 best. A column's best is marked only when at least two rows have a value; ties are all best.
+
+A result that closes a ``run --repeat N`` group (its ``repeats`` section holds statistics) gives
+each metric's mean across the repeats as the column's value, with ``<key>_sd``, ``<key>_cv``,
+``<key>_low`` and ``<key>_high`` (the sample SD, CV and Student-t interval of the mean) and
+``repeats`` (how many) beside it; its cell reads ``mean ±SD`` (:func:`format_cell`), and the
+best is judged on the means.
 """
 
 from __future__ import annotations
@@ -137,6 +143,24 @@ def best_rows(rows: Sequence[Mapping[str, Any]]) -> dict[str, set[int]]:
         best = pick(v for _, v in present)
         out[col.key] = {i for i, v in present if v == best}
     return out
+
+
+def format_cell(col: Column, row: Mapping[str, Any]) -> str:
+    """A row's cell in column ``col``: :func:`format_value`, with `` ±SD`` after a mean across
+    repeats (the row's ``<key>_sd``)."""
+    text = format_value(col, row.get(col.key))
+    sd = row.get(f"{col.key}_sd")
+    return text if sd is None or col.better is None else f"{text} ±{sd:,.{col.digits}f}"
+
+
+def format_interval(col: Column, row: Mapping[str, Any]) -> str:
+    """``low-high (cv 4.5 %)`` of a mean across repeats in column ``col``; empty when the row
+    holds none."""
+    low, high, cv = (row.get(f"{col.key}_{k}") for k in ("low", "high", "cv"))
+    if low is None or high is None:
+        return ""
+    spread = "" if cv is None else f" (cv {100 * cv:.1f} %)"
+    return f"{low:,.{col.digits}f}-{high:,.{col.digits}f}{spread}"
 
 
 def format_value(col: Column, value: Any) -> str:

@@ -152,7 +152,8 @@ def why_not(precision: str, gpu: GpuSpec | None, caps: EngineCaps,
             load_format: str | None, checkpoint: bool = False, moe: bool = False) -> str:
     """Empty when ``precision`` runs with this engine, GPU and load format, else the reason.
 
-    The combinations: fp8 (online W8A8) needs a GPU of compute capability >= 8.9 (an fp8
+    The combinations: fp8 (online W8A8) needs a GPU of compute capability >= 8.9, or an AMD GPU
+    with FP8 tensor math (MI300X, MI325X, MI355X: ``GpuSpec.supports_fp8``) (an fp8
     checkpoint (``checkpoint``) loads from 8.0, weight-only); int8 weight-only quantizes no
     dense layer (:data:`INT8_DENSE_NOTE`; ``moe``: it quantizes the experts); bitsandbytes
     needs its runtime importable (and ``vllm-bnb-plugin`` on vLLM builds without it) and real
@@ -181,8 +182,9 @@ def why_not(precision: str, gpu: GpuSpec | None, caps: EngineCaps,
     if precision == "fp8":
         if gpu is None:
             return "fp8 needs a GPU of compute capability >= 8.9; a --memory-budget plan has none"
-        if gpu.cuda_capability is None:
-            return f"{gpu.key} ({gpu.compute_capability}) has no FP8 tensor math"
+        if gpu.cuda_capability is None:  # AMD: CDNA 3/4 (an FP8 figure) run it on vLLM's ROCm
+            return "" if gpu.supports_fp8 else (
+                f"{gpu.key} ({gpu.compute_capability}) has no FP8 tensor math")
         if not gpu.supports_fp8:
             return (f"fp8 needs compute capability >= 8.9 (Ada, Hopper, Blackwell); "
                     f"{gpu.key} is {gpu.compute_capability}")
