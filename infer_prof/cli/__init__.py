@@ -41,6 +41,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "Write one self-contained HTML report of runs."),
     "matrix": ("infer_prof.cli.matrix", "matrix_command",
                "Run a comparison matrix, here or on Ray."),
+    "quality": ("infer_prof.cli.quality", "quality_command",
+                "Check the answers: accuracy, perplexity, vs a reference."),
 }
 
 

@@ -33,6 +33,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from infer_prof.quality.check import quality_line
 from infer_prof.report.console import print_summary, print_sweep
 from infer_prof.report.frontier_table import frontier_problems, print_frontiers
 from infer_prof.report.repeat_table import print_repeats
@@ -64,6 +65,9 @@ def print_outcome(outcome: SweepOutcome, json_output: bool, out: Console) -> Non
             for p in outcome.points:
                 print_summary(p.document, out)
             print_repeats([p.document for p in outcome.points], out)  # run --repeat N
+            quality = outcome.points[-1].document.quality if outcome.points else None
+            if quality is not None:  # one check per run, on the last point's server
+                out.print(escape(quality_line(quality)), soft_wrap=True, highlight=False)
             if outcome.sweep:
                 print_sweep(outcome.sweep, out)
                 print_frontiers(outcome.sweep, out)

@@ -218,6 +218,18 @@ class LoadConfig:
     engine_sweep: Annotated[str | None, Opt(  # a TOML file or "setting=v1,v2"
         ("--engine-sweep",), "--frontier per engine configuration: a TOML file of named "
         "configurations, or one setting's values (max-num-seqs=64,128,256).", LOAD)] = None
+    # --quality: the quality check after the load, on the same server (infer_prof.quality)
+    quality: Annotated[str | None, Opt(
+        ("--quality",), "After the load, check the answers on the same server: addition (the "
+        "set for tiny-adder) or tasks=FILE,text=FILE[,top_k=N,max_tokens=N]: task accuracy and "
+        "perplexity, in the result's quality section (docs/quality.md).", LOAD)] = None
+    quality_reference: Annotated[str | None, Opt(
+        ("--quality-reference",), "--quality: a result of the same model at a higher precision "
+        "to compare with (accuracy difference, perplexity ratio, KL).", LOAD)] = None
+    min_quality: Annotated[float | None, Opt(
+        ("--min-quality",), "--quality-reference: the share of the reference's accuracy required "
+        "(0.99); a run under it is marked below the floor.", LOAD,
+        range=Range("a share in (0, 1]", low=0, high=1, low_open=True))] = None
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,8 @@ plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, `
 :mod:`infer_prof.results.cost_sections`; ``frontier`` and ``precision_stop`` in
 :mod:`infer_prof.results.frontier_sections`; ``server`` and ``telemetry`` in
 :mod:`infer_prof.results.server_sections`; ``matrix`` in
-:mod:`infer_prof.results.matrix_sections`; ``repeats`` (``run --repeat N``) in
+:mod:`infer_prof.results.matrix_sections`; ``quality`` in
+:mod:`infer_prof.results.quality_sections`; ``repeats`` (``run --repeat N``) in
 :mod:`infer_prof.results.repeat_sections`; the section base and :class:`Distribution` in
 :mod:`infer_prof.results.document_base`. ``workload`` is the workload file mapping, declared
 once in :mod:`infer_prof.core.workload.workload_record` (what ``Workload.to_dict`` writes).
@@ -57,6 +58,7 @@ from infer_prof.results.load_sections import (
 )
 from infer_prof.results.matrix_sections import MatrixSection
 from infer_prof.results.model_sections import ChatTemplateTokens, ModelArchitecture, WeightsUsed
+from infer_prof.results.quality_sections import Quality
 from infer_prof.results.repeat_sections import Repeats
 from infer_prof.results.server_sections import Server, Telemetry
 
@@ -268,6 +270,7 @@ class Result(Section):
     frontier: Frontier | None = None
     precision_stop: PrecisionStop | None = None
     matrix: MatrixSection | None = None
+    quality: Quality | None = None
     repeats: Repeats | None = None
 
 

@@ -189,6 +189,14 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
         "--target-interactivity reads a frontier: add --frontier (or use compare "
         "--target-interactivity on frontier results)",
     ),
+    _rule(
+        lambda c: c.load.quality_reference and not c.load.quality,
+        "--quality-reference compares a quality check: add --quality SPEC",
+    ),
+    _rule(
+        lambda c: c.load.min_quality is not None and not c.load.quality_reference,
+        "--min-quality is a share of a reference's accuracy: add --quality-reference RESULT",
+    ),
 )
 
 

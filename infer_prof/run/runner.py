@@ -1,7 +1,8 @@
 """Orchestration of a run, phase by phase: plan (validate, decide what will run) -> start (or
 attach to) the server -> for each load point: warm-up and measured specs (the warm-up's size
 and kind: :mod:`infer_prof.run.warmup`) -> load with telemetry (a warm-up under the load
-itself is the load's first seconds) -> record (result files, history) -> the sweep summary.
+itself is the load's first seconds) -> record (result files, history) -> the quality check
+(``--quality``, on the same server: :mod:`infer_prof.run.quality_phase`) -> the sweep summary.
 Every exit path stops the server it started; Ctrl-C, SIGTERM and SIGHUP are handled alike
 (:mod:`infer_prof.run.stopping`). With ``--repeat N`` the points run N rounds, in one launch or,
 with ``--repeat-relaunch``, each round on a fresh launch (:mod:`infer_prof.run.repeats`).
@@ -20,6 +21,7 @@ from infer_prof.core.workload.workloads import Workload
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results.document import decode_result
 from infer_prof.results.store import write_result
+from infer_prof.run import quality_phase
 from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
 from infer_prof.run.frontier_run import (
@@ -74,6 +76,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     cfg, points = plan.cfg, plan.points
     check_result_location(cfg.results)
+    quality_plan = quality_phase.prepare(cfg)  # --quality: files and reference, before starting
+    quality = None
     frontier: dict[str, Any] | None = None
     frontiers: list[dict[str, Any]] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")
@@ -90,6 +94,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
             with stopper.kill_on_second(launch.kill):
                 endpoint, served, server_info = start_server(server, plan, progress)
             ctx = open_context(plan, endpoint, served, server, server_info)
+            if quality_plan is not None:  # random weights, another model, no logprobs: now
+                quality = quality_phase.before_load(quality_plan, ctx, progress.status)
 
             def run_at(w: Workload, rule: PrecisionRule | None) -> RunOutcome:
                 return _run_point(ctx, w, True, rule)
@@ -120,7 +126,13 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                         write_result(last.result_path, doc)  # held to the declared type
                         last.document = decode_result(doc)
                 else:
-                    _run_rounds(plan, ctx, launch, outcomes, stopper, repeats, stamp, progress)
+                    ctx = _run_rounds(plan, ctx, launch, outcomes, stopper, repeats, stamp,
+                                      progress)
+                if quality_plan is not None and quality is None and outcomes \
+                        and not stopper.requested:  # on the same server, after the load
+                    quality = quality_phase.after_load(quality_plan, ctx, progress.status)
+                if quality is not None:
+                    quality_phase.attach(outcomes, quality)
         except KeyboardInterrupt:  # during server start-up: nothing measured yet
             progress.status("interrupted before any load was sent")
             raise
@@ -158,16 +170,17 @@ def _run_rounds(
     repeats: RepeatPlan,
     stamp: str,
     progress: ProgressLine,
-) -> None:
+) -> RunContext:
     """The run's points, ``--repeat`` rounds of them (one round without it); with
     ``--repeat-relaunch`` the server is stopped and started afresh before each round after
-    the first. Ends early at a stop signal or a point that did not complete."""
+    the first. Ends early at a stop signal or a point that did not complete. Returns the
+    context of the server that ran the last round."""
     points = plan.points
     many = len(points) > 1 or repeats.active
     for index in range(repeats.count):
         if index and repeats.relaunch:  # a fresh launch for each round
             if stopper.requested or not outcomes[-1].document.complete:
-                return
+                return ctx
             if launch.server is not None:
                 launch.server.stop()
             server = launch.server = new_server(plan, stamp)
@@ -179,7 +192,8 @@ def _run_rounds(
                 raise
             ctx = relaunched(ctx, endpoint, served, server, server_info)
         if not _run_round(ctx, points, many, outcomes, stopper, (repeats, index)):
-            return
+            return ctx
+    return ctx
 
 
 def _run_round(

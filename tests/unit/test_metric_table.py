@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from rich.console import Console
@@ -46,6 +46,7 @@ def _result(run_id: str = "r1", concurrency: int = 4) -> dict[str, Any]:
     r = make_result(run_id, concurrency)
     r["summary"] = summary_with_axes(r)
     r["cost"].setdefault("usd_per_hour", 2.0)
+    r["quality"] = {"status": "measured", "accuracy": 0.96, "perplexity": 1.8}
     return r
 
 
@@ -67,7 +68,7 @@ def test_table_keys_are_unique_and_typed() -> None:
         values = [getattr(m, attr) for m in mt.METRICS]
         assert len(values) == len(set(values)), attr
     for m in mt.METRICS:
-        assert m.better in ("lower", "higher") and m.kind in ("latency", "rate", "cost", "energy")
+        assert m.better in ("lower", "higher") and m.kind in get_args(mt.Kind)
         assert set(m.shows) <= set(mt.PLACES)
         if m.kind == "latency":  # a latency has its per-request formula and shows statistics
             assert m.samples_ns is not None and m.unit == "ms"

@@ -42,8 +42,9 @@ from infer_prof.core.measurement.metrics import (
 )
 
 Better = Literal["lower", "higher"]
-#: latency: a distribution over requests (ms); rate: per second; cost: $; energy: J
-Kind = Literal["latency", "rate", "cost", "energy"]
+#: latency: a distribution over requests (ms); rate: per second; cost: $; energy: J; quality:
+#: the quality check's figures (a share of items, a perplexity)
+Kind = Literal["latency", "rate", "cost", "energy", "quality"]
 Place = Literal["console", "slo", "gate", "compare", "history", "endpoints", "report", "sweep"]
 PLACES: tuple[Place, ...] = get_args(Place)
 
@@ -223,6 +224,10 @@ METRICS: tuple[Metric, ...] = (
            "energy.joules_per_output_token", _at("gate", "compare"), digits=4),
     Metric("joules_per_total_token", "joules_per_total_token", "J/tot tok", "J", "lower",
            "energy", "summary.joules_per_total_token", _at("gate", "compare"), digits=4),
+    Metric("quality_accuracy", "accuracy", "accuracy", "share of task items", "higher",
+           "quality", "quality.accuracy", _at("compare"), digits=3),
+    Metric("quality_perplexity", "perplexity", "perplexity", "", "lower", "quality",
+           "quality.perplexity", _at("compare"), digits=3),
 )
 
 

