@@ -26,6 +26,7 @@ from infer_prof.core.analysis.comparison import (
     format_cell,
     format_interval,
 )
+from infer_prof.core.measurement.metric_table import columns_at
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.comparison_rows import comparison_table
 from infer_prof.results.document import Result
@@ -58,12 +59,18 @@ def _csv(rows: list[dict[str, Any]], best: dict[str, set[int]], paths: list[str]
     return buf.getvalue()
 
 
+_QUALITY_KEYS = {c.key for c in columns_at("compare", "quality")}
+
+
 def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
     repeated = any(row.get("repeats") for row in rows)
     caption = "* best in its column" + (
         "; a run of repeats shows the mean ±SD across them (intervals below)" if repeated else "")
     t = Table(box=box.SIMPLE_HEAVY, caption=caption, caption_justify="left")
-    for c in COLUMNS:
+    # the quality check's columns only where a run measured it (JSON and CSV keep every column)
+    columns = [c for c in COLUMNS
+               if c.key not in _QUALITY_KEYS or any(row.get(c.key) is not None for row in rows)]
+    for c in columns:
         t.add_column(
             c.header,
             justify="right" if c.better or c.key == "concurrency" else "left",
@@ -71,7 +78,7 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
         )
     for i, row in enumerate(rows):
         cells = []
-        for c in COLUMNS:
+        for c in columns:
             text = escape(format_cell(c, row))
             if c.key == "status" and text != "ok":
                 text = f"[bold red]{text}[/bold red]"  # a run whose numbers do not hold
