@@ -97,14 +97,16 @@ def _validity_rows(validity: Validity | None) -> list[tuple[str, str]]:
     proxy on the way (late or bunched delivery), or the client (could not keep up)."""
     if validity is None or validity.valid:
         return []
-    groups: dict[str, list[str]] = {}
+    groups: dict[tuple[str, str], list[str]] = {}
     for reason in validity.reasons:
         name = reason.split(":", 1)[0]
-        head = ("INVALID: server or proxy delivered late or in bursts" if name in _STREAM_REASONS
-                else "INVALID: client could not keep up" if name in _CLIENT_REASONS
-                else "INVALID")
+        # (row, what it blames): the row name fits the summary's key column (28)
+        head = (("INVALID (server or proxy)", "delivered late or in bursts: ")
+                if name in _STREAM_REASONS
+                else ("INVALID (client)", "could not keep up: ") if name in _CLIENT_REASONS
+                else ("INVALID", ""))
         groups.setdefault(head, []).append(reason)
-    return [(head, "; ".join(rs)) for head, rs in groups.items()]
+    return [(head, blame + "; ".join(rs)) for (head, blame), rs in groups.items()]
 
 
 def _stream_rows(result: Result) -> list[tuple[str, str]]:
