@@ -342,7 +342,7 @@ def _cost_rows(cost: Cost) -> list[tuple[str, str]]:
         filled = cost.filled
         if filled:
             rows.append((
-                f"$ per 1M output tokens, {filled.replicas} replicas",
+                f"$ per 1M out, {filled.replicas} replicas",  # fits the key column (28)
                 f"{fmt_value(filled.usd_per_million_output_tokens, 4)} (the engine used "
                 f"{cost.run_gpus} of the instance's {cost.gpus} GPUs; this fills "
                 "them with copies of it)"))

@@ -161,7 +161,7 @@ def _old_rows_sql(sqlite: bool) -> list[str]:
 def _check_migrated(location: str | Path) -> None:
     assert hdb.schema_version_of(location) == 2  # reading the version migrates nothing
     assert hdb.check(location)  # first use migrates
-    assert hdb.schema_version_of(location) == 3
+    assert hdb.schema_version_of(location) == hdb.SCHEMA_VERSION  # 4: launch_spread too
     runs = h.list_runs(location, limit=0)
     assert sorted(r.run_id for r in runs) == sorted(r[0] for r in OLD_ROWS)
     assert all(r.run_name == r.run_id for r in runs)  # the old key was the readable name

@@ -44,7 +44,7 @@ def test_run_costed_as_an_instance(synthetic, tmp_path, monkeypatch):
     text = cli(*BASE, "--endpoint", server.url, "--instance", "aws:p5.48xlarge:us-east-1")
     assert text.returncode == 0, text.stderr
     flat = " ".join(text.stdout.split())
-    assert "$ per 1M output tokens, 8 replicas" in flat
+    assert "$ per 1M out, 8 replicas" in flat
     assert "the engine used 1 of the instance's 8 GPUs" in flat
 
 
