@@ -1,5 +1,5 @@
 """The soak benchmark's code (benchmarks/soak.py) as a test: a run at 256 streams against the
-synthetic server for ``INFER_PROF_SOAK_MINUTES`` minutes (default 3: the CI version of the
+synthetic server for ``INFER_PROF_SOAK_MINUTES`` minutes (default 2: the CI version of the
 hour-long benchmark; the test takes that long plus about 30 s).
 
 Holds: the run ends by itself with exit 0; open file descriptors stay flat after the first
@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
 import soak  # noqa: E402
 
-MINUTES = float(os.environ.get("INFER_PROF_SOAK_MINUTES", "3"))
+MINUTES = float(os.environ.get("INFER_PROF_SOAK_MINUTES", "2"))
 
 
 @pytest.mark.soak
