@@ -12,7 +12,6 @@ Nothing is mocked.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -22,6 +21,8 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.benchmark_scripts import load_benchmark
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
@@ -54,13 +55,7 @@ class Launch:
 
 
 def _planner_vs_vllm() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "planner_vs_vllm", REPO / "benchmarks" / "planner_vs_vllm.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["planner_vs_vllm"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("planner_vs_vllm")
 
 
 def run_tiny(model: str, folder: Path) -> Launch:

