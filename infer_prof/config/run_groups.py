@@ -317,7 +317,9 @@ class ResultsConfig:
         "$INFER_PROF_HISTORY, else <results dir>/history.sqlite.", OUTPUT)] = None
     output: Annotated[str | None, Opt(
         ("--output", "-o"), "Result file path (default: <results dir>/<run name>.json, a new "
-        "name if taken); one that exists is refused unless --overwrite.", OUTPUT)] = None
+        "name if taken); of several points (a sweep, --frontier) the sweep file, each point's "
+        "result beside it as <stem>-<point>.json. One that exists is refused unless "
+        "--overwrite.", OUTPUT)] = None
     overwrite: Annotated[bool, Opt(
         ("--overwrite",), "Replace the --output file if it exists.", OUTPUT)] = False
     results_dir: Annotated[str, Opt(

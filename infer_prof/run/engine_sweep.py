@@ -3,7 +3,9 @@ vLLM launch, every frontier kept and the upper envelope marked (which configurat
 
 Every configuration is checked and planned before the first server starts (an unknown setting,
 or one the planner says does not fit: one line, exit 2); then each runs as ``run --frontier``
-does (:func:`infer_prof.run.runner.execute`), its files tagged with the configuration's name.
+does (:func:`infer_prof.run.runner.execute`), its files tagged with the configuration's name
+(with ``--output FILE``: the engine sweep's summary is ``FILE``, each configuration's frontier
+``<FILE stem>-<configuration>.json`` and its points ``<FILE stem>-<configuration>-<point>.json``).
 """
 
 from __future__ import annotations
@@ -23,13 +25,14 @@ from infer_prof.core.analysis.engine_sweep import (
     parse_flag,
 )
 from infer_prof.results.schema import SCHEMA_VERSION
-from infer_prof.results.store import safe_name, write_result
+from infer_prof.results.store import result_paths, safe_name, write_result
 from infer_prof.results.sweep_document import decode_sweep
 from infer_prof.run.config import ConfigError, RunConfig, validate
 from infer_prof.run.frontier_run import prepare
 from infer_prof.run.load_points import base_workload
 from infer_prof.run.planning import plan_run
 from infer_prof.run.record import SweepOutcome, now, sweep_summary
+from infer_prof.run.result_files import check_result_location
 
 #: Settings passed to vLLM as engine arguments (the others are run options of their own).
 _ENGINE_ARGS = ("max-num-seqs", "max-num-batched-tokens")
@@ -75,7 +78,11 @@ def configured(cfg: RunConfig, ec: EngineConfig) -> RunConfig:
         else:
             fields[_FIELDS[key]] = value
     tag = safe_name(ec.name)
-    return cfg.with_options(**fields, engine_args=args, engine_sweep=None,
+    output = cfg.results.output
+    if output:  # --output names the engine sweep's file; each frontier's file is beside it
+        out = Path(output)
+        output = str(out.with_name(f"{out.stem}-{tag}{out.suffix or '.json'}"))
+    return cfg.with_options(**fields, engine_args=args, engine_sweep=None, output=output,
                    run_tag=f"{cfg.results.run_tag}-{tag}" if cfg.results.run_tag else tag,
                    labels={**cfg.results.labels, "engine_config": ec.name})
 
@@ -104,6 +111,7 @@ def execute_engine_sweep(
     ``engine_sweep.configs`` (each frontier, as ``run --frontier`` writes it) and
     ``engine_sweep.envelope``."""
     checked = check(cfg)  # ConfigError before anything starts
+    check_result_location(cfg.results)  # --output: absent (or --overwrite), writable
     stamp = now().strftime("%Y%m%d-%H%M%S")
     outcomes = []
     configs: list[dict[str, Any]] = []
@@ -128,7 +136,7 @@ def execute_engine_sweep(
              for c in configs if (c["frontier"] or {}).get("problems")]
     if configs and len(short) == len(configs):  # no configuration gives an answer
         summary["engine_sweep"]["problems"] = short
-    name = f"{stamp}-{safe_name(cfg.engine.model)}.engine-sweep.json"
-    path = Path(cfg.results.results_dir) / name
+    name = f"{stamp}-{safe_name(cfg.engine.model)}.engine-sweep"
+    path = result_paths(cfg.results.output, Path(cfg.results.results_dir), name)[0]
     write_result(path, summary)  # held to its declared type (Sweep) first
     return SweepOutcome(outcomes, decode_sweep(summary), path)

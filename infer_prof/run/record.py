@@ -31,6 +31,7 @@ from infer_prof.results.store import (
     make_run_name,
     result_paths,
     safe_name,
+    write_file,
     write_new_file,
 )
 from infer_prof.results.sweep_document import Sweep, decode_sweep
@@ -265,9 +266,11 @@ def record_sweep(
     several: bool = True,
 ) -> SweepOutcome:
     """The execution's outcome; with several points, --find-max or --frontier, the sweep
-    summary (with ``frontier``: :mod:`infer_prof.run.frontier_run`) written to
-    ``<results dir>/<stamp>-<model>[-<tag>].sweep.json``. ``several``: the run has more than
-    one load point (one point repeated, ``--repeat``, is no sweep)."""
+    summary (with ``frontier``: :mod:`infer_prof.run.frontier_run`) written to ``--output``
+    when given (the run's file: the points' files are ``<output stem>-<label>.json`` beside
+    it, :func:`point_files`), else to ``<results dir>/<stamp>-<model>[-<tag>].sweep.json``.
+    ``several``: the run has more than one load point (one point repeated, ``--repeat``, is
+    no sweep)."""
     results_dir = Path(cfg.results.results_dir)
     many = several and len(outcomes) > 1
     if not (many or cfg.load.find_max or frontier is not None or frontiers):
@@ -278,10 +281,16 @@ def record_sweep(
         sweep["frontiers"] = frontiers
     check_result_type(sweep)  # held to its declared type (Sweep) before it is written
     tag = f"-{cfg.results.run_tag}" if cfg.results.run_tag else ""
-    sweep_path = write_new_file(
-        results_dir / f"{stamp}-{safe_name(model_name)}{tag}.sweep.json",
-        json.dumps(sweep, indent=2, default=str) + "\n",
-    )
+    name = f"{stamp}-{safe_name(model_name)}{tag}.sweep"
+    text = json.dumps(sweep, indent=2, default=str) + "\n"
+    if cfg.results.output:  # checked before the run started: absent, or --overwrite
+        sweep_path, _ = result_paths(cfg.results.output, results_dir, name)
+        if cfg.results.overwrite:
+            write_file(sweep_path, text)
+        else:  # taken meanwhile: the next free name (-2), never another run's file replaced
+            sweep_path = write_new_file(sweep_path, text)
+    else:
+        sweep_path = write_new_file(results_dir / f"{name}.json", text)
     return SweepOutcome(outcomes, decode_sweep(sweep), sweep_path)
 
 

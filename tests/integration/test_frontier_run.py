@@ -148,3 +148,25 @@ def test_a_frontier_priced_as_a_rented_instance(synthetic, tmp_path, monkeypatch
             per_gpu / (pt["output_tok_s_per_gpu"] * 3600 / 1e6))
         assert pt["usd_per_million_output_tokens"] == pytest.approx(
             cost["filled"]["usd_per_million_output_tokens"])
+
+
+def test_frontier_output_names_the_frontier_file(synthetic, tmp_path, monkeypatch):
+    """--output FILE: the sweep summary (the frontier) is FILE, each point's result beside it
+    as <FILE stem>-<point>.json; nothing lands in the results folder (or the working one)."""
+    server = synthetic("--itl-per-stream-ms", str(SLOPE_MS), ttft_ms=TTFT_MS, itl_ms=ITL_MS,
+                       tokens=TOKENS)
+    results, out = tmp_path / "results", tmp_path / "asked" / "front.json"
+    p = cli(*BASE, "--endpoint", server.url, "--frontier", "--concurrency", "1,2", "-n", "8",
+            "--warmup-requests", "1", "--results-dir", str(results), "--output", str(out))
+    assert p.returncode == 0, p.stderr
+    doc = json.loads(out.read_text())
+    assert doc["kind"] == "infer-prof.sweep"
+    assert [pt["concurrency"] for pt in doc["frontier"]["points"]] == [1, 2]
+    points = sorted(q.name for q in out.parent.glob("front-*.json"))
+    assert points == ["front-c1.json", "front-c2.json"]
+    assert f"sweep: {out}" in p.stderr
+    assert not results.exists() or not list(results.glob("*.json"))
+    # given again, the file is refused before anything runs (exit 2), unless --overwrite
+    again = cli(*BASE, "--endpoint", server.url, "--frontier", "--concurrency", "1,2",
+                "--output", str(out), timeout=60)
+    assert again.returncode == 2 and "--overwrite" in again.stderr
