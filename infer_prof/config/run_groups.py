@@ -295,6 +295,12 @@ class CostConfig:
     prices_from: Annotated[str | None, Opt(
         ("--prices-from",), "Folder of SkyPilot catalogs to price from (default: "
         "~/.sky/catalogs, else the shipped snapshot).", COST)] = None
+    max_cost: Annotated[float | None, Opt(  # infer_prof.run.run_cost
+        ("--max-cost",), "Refuse to start (exit 2) when the rented time's expected cost is above "
+        "USD, or cannot be known (no price, no duration estimate); the expected time and cost "
+        "are said before a --frontier or a priced run starts.", COST,
+        range=Range("positive USD", low=0, low_open=True, high=math.inf,
+                    high_open=True))] = None
     purchase_usd: Annotated[float | None, Opt(
         ("--purchase-price",), "Owned hardware: USD per GPU; adds amortized cost and break-even "
         "hours.", COST)] = None

@@ -129,6 +129,14 @@ def estimate(
     timeout_s: float,
 ) -> Estimate | None:
     """The run's estimated duration (None when the architecture is unknown)."""
+    return estimate_loads(model, point_loads(points, timeout_s), the_plan, device)
+
+
+def estimate_loads(
+    model: ResolvedModel, loads: Sequence[PointLoad], the_plan: Plan | None, device: DeviceSpeed
+) -> Estimate | None:
+    """:func:`estimate` of load points given as the duration planner sees them (None when
+    the architecture is unknown)."""
     spec = model.spec
     if spec is None:
         return None
@@ -142,7 +150,7 @@ def estimate(
         weight_bytes,
         spec.kv_cache_bytes_per_token(2.0),
         device,
-        point_loads(points, timeout_s),
+        loads,
         max_sequences=mem.max_sequences if mem and mem.max_sequences > 0 else None,
         routed_expert_bytes=float(routed_expert_bytes(spec, precision)),
     )

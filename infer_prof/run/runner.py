@@ -47,6 +47,7 @@ from infer_prof.run.record import (
 )
 from infer_prof.run.repeats import RepeatPlan, record_launch_spreads
 from infer_prof.run.result_files import check_result_location
+from infer_prof.run.run_cost import check_cost
 from infer_prof.run.startup import (
     RunContext,
     new_server,
@@ -74,6 +75,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     if cfg.load.frontier:  # the levels to try, checked before anything starts
         cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
+    check_cost(plan, fspec)  # the expected rented time and cost; --max-cost refuses here
     cfg, points = plan.cfg, plan.points
     check_result_location(cfg.results)
     quality_plan = quality_phase.prepare(cfg)  # --quality: files and reference, before starting

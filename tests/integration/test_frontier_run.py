@@ -170,3 +170,28 @@ def test_frontier_output_names_the_frontier_file(synthetic, tmp_path, monkeypatc
     again = cli(*BASE, "--endpoint", server.url, "--frontier", "--concurrency", "1,2",
                 "--output", str(out), timeout=60)
     assert again.returncode == 2 and "--overwrite" in again.stderr
+
+
+def test_expected_cost_said_before_and_max_cost_refuses_before_anything_runs(synthetic, tmp_path):
+    """The rented time and cost are said before the frontier starts; --max-cost below them (or
+    with no price to check it by) refuses with one line, exit 2, nothing measured or written."""
+    server = synthetic("--itl-per-stream-ms", str(SLOPE_MS), ttft_ms=TTFT_MS, itl_ms=ITL_MS,
+                       tokens=TOKENS)
+    priced = ("--endpoint", server.url, "--frontier", "--gpu", "H100-SXM", "--price-per-hour",
+              "2.0", "--results-dir", str(tmp_path))
+    # until precise, 1, 2, 4 streams: each point at its 35 s ceiling, $2/h -> about $0.06
+    p = cli(*BASE, *priced, "--max-concurrency", "4", "--max-cost", "0.01", timeout=60)
+    assert p.returncode == 2, p.stderr
+    errors = [line for line in p.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "above --max-cost 0.01" in errors[0], p.stderr
+    assert "expected rented time 1.8 min" in p.stderr and "3 points" in p.stderr
+    assert not list(tmp_path.glob("*.json"))
+    p = cli(*BASE, "--endpoint", server.url, "--frontier", "--max-cost", "5",
+            "--results-dir", str(tmp_path), timeout=60)  # no --gpu, no price: cannot be checked
+    assert p.returncode == 2 and "--max-cost 5 cannot be checked" in p.stderr
+    assert not list(tmp_path.glob("*.json"))
+    p = cli(*BASE, *priced, "--concurrency", "1,2", "-n", "8", "--warmup-requests", "1",
+            "--max-cost", "1")
+    assert p.returncode == 0, p.stderr
+    assert "2 points); expected cost $" in p.stderr and "--price-per-hour" in p.stderr
+    assert len(_sweep(tmp_path)["frontier"]["points"]) == 2
