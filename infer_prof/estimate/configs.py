@@ -3,11 +3,12 @@ serve the model, and how many sequences its KV cache holds at once.
 
 The planner (:func:`infer_prof.core.planning.planner.plan`, as ``infer-prof plan`` runs it) is
 asked for one sequence of ``input_len + output_len`` tokens on ``n`` GPUs (tensor parallel),
-``n`` the one given (``--gpus``), else each of 1, 2, 4, 8 that splits the model's heads
-evenly and holds it (more GPUs hold more sequences, or the model at a higher precision: the
-cheapest per token at the target may be any of them). The frontier then runs up to ``max_concurrency`` =
-``min(max_sequences, max_num_seqs)``: what the KV cache holds at once, capped by vLLM's default
-``max_num_seqs`` for the GPU.
+``n`` the one given (``--gpus``), else the smallest of 1, 2, 4, 8 that splits the model's heads
+evenly and holds it. (Not every count that holds it: while the GPU catalog has no interconnect
+bandwidth, a tensor-parallel configuration is predicted without its all-reduce time, which
+would rank more GPUs ahead of fewer for no reason.) The frontier then runs up to
+``max_concurrency`` = ``min(max_sequences, max_num_seqs)``: what the KV cache holds at once,
+capped by vLLM's default ``max_num_seqs`` for the GPU.
 """
 
 from __future__ import annotations
@@ -45,8 +46,8 @@ class Config:
 def plan_configs(model: ModelSpec, gpu: GpuSpec, *, input_len: int, output_len: int,
                  quantization: str = "auto", gpus: int | None = None,
                  catalog: Sequence[GpuSpec] = ()) -> list[Config] | str:
-    """The :class:`Config` the planner gives for ``model`` on ``gpu`` at each GPU count
-    (module docstring), or one line saying why there is none (no count holds it, no FLOP/s
+    """The :class:`Config` the planner gives for ``model`` on ``gpu`` (a list of one: the
+    smallest GPU count that holds it, module docstring), or one line saying why there is none (no count holds it, no FLOP/s
     figure, a forced precision the GPU cannot run)."""
     counts = (gpus,) if gpus else GPU_COUNTS
     why = ""
@@ -66,7 +67,9 @@ def plan_configs(model: ModelSpec, gpu: GpuSpec, *, input_len: int, output_len: 
                    f"{n} x {gpu.key}")
             continue
         if peak_tflops(gpu, p.precision) is None:
-            return f"the GPU catalog has no {p.precision} FLOP/s figure for {gpu.key}"
+            math = "fp8" if p.precision == "fp8" else "16-bit"
+            return (f"the GPU catalog has no {math} FLOP/s figure for {gpu.key} (what "
+                    f"{p.precision} computes at)")
         budget, max_seqs = default_scheduler_limits(gpu, gpu.cuda_memory_bytes, n)
         out.append(Config(gpu=gpu, gpu_count=n, precision=p.precision,
                       kv_dtype_bytes=1.0 if p.kv_cache_dtype == "fp8" else 2.0,
@@ -74,6 +77,5 @@ def plan_configs(model: ModelSpec, gpu: GpuSpec, *, input_len: int, output_len: 
                       max_num_batched_tokens=budget,
                       notes=(("fp8 KV cache (the planner's choice)",)
                              if p.kv_cache_dtype == "fp8" else ())))
-    if out:
         return out
     return why or f"no GPU count of {', '.join(map(str, counts))} holds the model"

@@ -69,7 +69,8 @@ def _ttft_at(points: Sequence[PredictedPoint], x: float) -> float | None:
 
 
 def read_row(points: Sequence[PredictedPoint], usd: float | None, read_at: ReadAt,
-             target: float | None, slos: Sequence[Slo], output_len: int) -> tuple[AtTarget | None, float | None]:
+             target: float | None, slos: Sequence[Slo], output_len: int
+             ) -> tuple[AtTarget | None, float | None]:
     """(the read as a result file's ``at_target``, predicted TTFT ms there) or (None, None)."""
     fpoints = _frontier_points(points, usd)
     slowest = min(p.interactivity for p in points)

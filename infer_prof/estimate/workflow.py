@@ -3,8 +3,8 @@ read its frontier, price it, rank the rows.
 
 1. GPUs: the ones asked for (``--gpu``), else every catalog GPU the market prices in the tier
    (and cloud) asked; ``--instance`` means its GPU.
-2. Per GPU, the planner's configuration at each GPU count (:mod:`.configs`); a GPU where nothing fits, or
-   without a FLOP/s figure, is listed in ``skipped`` with the reason.
+2. Per GPU, the planner's configuration at each GPU count (:mod:`.configs`); a GPU where
+   nothing fits, or without a FLOP/s figure, is listed in ``skipped`` with the reason.
 3. Per configuration, the factors of its architecture family
    (:func:`infer_prof.core.estimate.factors.default_factors`), the predicted frontier read at
    the target and priced (:mod:`.rows`, :mod:`.pricing`).
