@@ -205,6 +205,10 @@ class LoadConfig:
         "$/1M tokens at (interpolated along the front, never extrapolated).", LOAD,
         range=Range("positive tokens/s/user", low=0, low_open=True, high=math.inf,
                     high_open=True))] = None
+    concurrency_from_estimate: Annotated[bool, Opt(  # infer_prof.run.frontier_estimate
+        ("--concurrency-from-estimate",), "--frontier --target-interactivity: measure only the "
+        "concurrencies around the target on the predicted curve (1, half, at, double the "
+        "predicted one, the KV limit) instead of doubling from 1.", LOAD)] = False
     # run --repeat N (infer_prof.run.repeats): every point N times, each an ordinary result
     repeat: Annotated[int, Opt(
         ("--repeat",), "Measure each load point N times, each an ordinary result and run in the "

@@ -190,6 +190,16 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
         "--target-interactivity on frontier results)",
     ),
     _rule(
+        lambda c: c.load.concurrency_from_estimate and not (
+            c.load.frontier and c.load.target_interactivity is not None),
+        "--concurrency-from-estimate picks a frontier's concurrencies around a target: add "
+        "--frontier --target-interactivity X",
+    ),
+    _rule(
+        lambda c: c.load.concurrency_from_estimate and c.load.suite,
+        "--concurrency-from-estimate chooses the load points, and so does --suite: give one",
+    ),
+    _rule(
         lambda c: c.load.quality_reference and not c.load.quality,
         "--quality-reference compares a quality check: add --quality SPEC",
     ),

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from infer_prof.catalog.prices import PriceError, PriceQuote
-from infer_prof.core.analysis.frontier import expected_levels
+from infer_prof.core.analysis.frontier_levels import expected_levels
 from infer_prof.core.catalog.market import InstanceQuote
 from infer_prof.core.planning.duration import DeviceSpeed, PointLoad, gpu_speed
 from infer_prof.core.planning.run_cost import (

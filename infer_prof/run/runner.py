@@ -24,6 +24,7 @@ from infer_prof.results.store import write_result
 from infer_prof.run import quality_phase
 from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
+from infer_prof.run.frontier_estimate import from_estimate
 from infer_prof.run.frontier_run import (
     FrontierSpec,
     answer,
@@ -35,6 +36,7 @@ from infer_prof.run.load import drive_point, request_builder
 from infer_prof.run.load_points import base_workload, build_specs
 from infer_prof.run.planning import RunPlan, announce_plan, history_location, plan_run
 from infer_prof.run.point_document import PointRun, build_result
+from infer_prof.run.preflight import say
 from infer_prof.run.record import (
     RunOutcome,
     SweepOutcome,
@@ -73,7 +75,11 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         return execute_engine_sweep(cfg, execute)
     fspec: FrontierSpec | None = None
     if cfg.load.frontier:  # the levels to try, checked before anything starts
+        given = cfg
         cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
+        if given.load.concurrency_from_estimate:  # around the target on the predicted curve
+            cfg, fspec, chosen = from_estimate(given, cfg, fspec)
+            say(chosen)
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     check_cost(plan, fspec)  # the expected rented time and cost; --max-cost refuses here
     cfg, points = plan.cfg, plan.points

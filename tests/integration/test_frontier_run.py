@@ -195,3 +195,26 @@ def test_expected_cost_said_before_and_max_cost_refuses_before_anything_runs(syn
     assert p.returncode == 0, p.stderr
     assert "2 points); expected cost $" in p.stderr and "--price-per-hour" in p.stderr
     assert len(_sweep(tmp_path)["frontier"]["points"]) == 2
+
+
+def test_concurrencies_from_the_estimate_are_the_ones_measured(synthetic, tmp_path):
+    """--concurrency-from-estimate: the levels said before the run (from the H100's predicted
+    curve for llama-2-7b, capped by --max-concurrency) are exactly the points measured, as a
+    list (no plateau stop), and fewer than the doubling would measure."""
+    server = synthetic("--itl-per-stream-ms", str(SLOPE_MS), ttft_ms=TTFT_MS, itl_ms=ITL_MS,
+                       tokens=TOKENS)
+    p = cli(*BASE, "--endpoint", server.url, "--frontier", "--gpu", "H100-SXM",
+            "--target-interactivity", "100", "--concurrency-from-estimate",
+            "--max-concurrency", "16", "-n", "8", "--warmup-requests", "1",
+            "--results-dir", str(tmp_path))
+    said = [line for line in p.stderr.splitlines() if line.startswith("frontier from the estimate")]
+    assert len(said) == 1, p.stderr
+    listed = said[0].split("measuring ")[1].split(" (")[0]
+    levels = [float(x) for x in listed.split(", ")]
+    f = _sweep(tmp_path)["frontier"]
+    assert [pt["concurrency"] for pt in f["points"]] == levels
+    assert levels[0] == 1 and levels[-1] == 16 and len(levels) < 5  # doubling: 1..16 is 5
+    assert f["stopped_because"].startswith("list")
+    # this server's interactivity falls from 143 (1 stream) to 27 (16): 100 is bracketed
+    assert p.returncode == 0, p.stderr
+    assert f["at_target"] is not None

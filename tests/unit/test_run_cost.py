@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from infer_prof.core.analysis.frontier import expected_levels
+from infer_prof.core.analysis.frontier_levels import expected_levels
 from infer_prof.core.planning.run_cost import (
     RunCost,
     describe,

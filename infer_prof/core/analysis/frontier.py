@@ -224,34 +224,6 @@ def plateaued(prev_total_tok_s: float, total_tok_s: float, min_gain: float = 0.0
     return total_tok_s < prev_total_tok_s * (1 + min_gain)
 
 
-def expected_levels(
-    levels: Sequence[float],
-    total_tok_s: Sequence[float],
-    max_sequences: int | None = None,
-    min_gain: float = 0.05,
-    closed: bool = True,
-    explicit: bool = False,
-) -> int:
-    """How many of a frontier's ``levels`` (in order) are expected to be measured, with
-    ``total_tok_s[i]`` the predicted total (prompt + output) tokens/s at ``levels[i]``.
-
-    The frontier's stop rules, on predictions: a closed-loop level above ``max_sequences`` is
-    not run; after each level past the first, a gain under ``min_gain`` over the level before
-    (:func:`~infer_prof.core.analysis.frontier.plateaued`) ends the frontier with that level
-    measured. ``explicit`` (a list given, or a suite): every level is run, no plateau stop.
-    Returns 0 when even the first level is above ``max_sequences`` (nothing is measured)."""
-    if len(levels) != len(total_tok_s):
-        raise ValueError("one predicted throughput per level")
-    n = 0
-    for i, level in enumerate(levels):
-        if closed and max_sequences and level > max_sequences:
-            break
-        n += 1
-        if not explicit and i > 0 and plateaued(total_tok_s[i - 1], total_tok_s[i], min_gain):
-            break
-    return n
-
-
 @dataclass(frozen=True)
 class AtTarget:
     """Throughput per GPU and costs read off a frontier at one interactivity.

@@ -10,7 +10,7 @@ Pure: seconds (from :mod:`infer_prof.core.planning.duration`) and a price in, mo
 (a named instance: its whole price). A frontier does not run every level it may try: it stops
 when total throughput plateaus or the next level passes the planner's maximum of concurrent
 sequences (:mod:`infer_prof.run.frontier_run`);
-:func:`infer_prof.core.analysis.frontier.expected_levels` applies the same rules
+:func:`infer_prof.core.analysis.frontier_levels.expected_levels` applies the same rules
 to the predicted throughput of each level, so the expected time counts the levels expected to be
 measured, and :attr:`RunCost.at_most_s` every level that may be.
 
