@@ -100,11 +100,31 @@ class FrontierTarget(Section):
     slo: str | None = None
 
 
+class ExpectedCost(Section):
+    """What the run expected the measurement to take, said before it started
+    (``core.planning.run_cost.RunCost``): the rented seconds (start-up and each point expected
+    to run; ``at_most_s`` every level that may run), the price for the rented GPUs together
+    and where it came from, the expected USD, and why it was unknown (None when known)."""
+
+    seconds: float | None = None
+    startup_s: float | None = None
+    points_s: list[float] = []
+    at_most_s: float | None = None
+    usd: float | None = None
+    at_most_usd: float | None = None
+    usd_per_hour: float | None = None
+    gpus: int | None = None
+    price_source: str | None = None
+    unknown: str | None = None
+
+
 class Frontier(Section):
     """A ``--frontier`` run (``run.frontier_run.run_frontier`` and ``answer``): the points
     measured, why it stopped, the loop and its variable, the GPUs each point used and the price
     per GPU-hour (and where it came from), the target and the answers at it and at the SLOs,
-    and what could not be answered."""
+    and what could not be answered; what it expected to cost before it started
+    (``run.run_cost``) and, with ``--concurrency-from-estimate``, how its levels were chosen
+    (``run.frontier_estimate``)."""
 
     points: list[FrontierRow] = []
     stopped_because: str | None = None
@@ -117,3 +137,5 @@ class Frontier(Section):
     target: FrontierTarget | None = None
     at_slo: AtTarget | None = None
     problems: list[str] = []
+    expected_cost: ExpectedCost | None = None
+    levels_from_estimate: str | None = None

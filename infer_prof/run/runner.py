@@ -74,14 +74,15 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     if cfg.load.engine_sweep:  # one frontier per engine configuration, each on its own launch
         return execute_engine_sweep(cfg, execute)
     fspec: FrontierSpec | None = None
+    chosen_levels: str | None = None  # --concurrency-from-estimate: how the levels were chosen
     if cfg.load.frontier:  # the levels to try, checked before anything starts
         given = cfg
         cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
         if given.load.concurrency_from_estimate:  # around the target on the predicted curve
-            cfg, fspec, chosen = from_estimate(given, cfg, fspec)
-            say(chosen)
+            cfg, fspec, chosen_levels = from_estimate(given, cfg, fspec)
+            say(chosen_levels)
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
-    check_cost(plan, fspec)  # the expected rented time and cost; --max-cost refuses here
+    expected = check_cost(plan, fspec)  # the expected rented time and cost; --max-cost here
     cfg, points = plan.cfg, plan.points
     check_result_location(cfg.results)
     quality_plan = quality_phase.prepare(cfg)  # --quality: files and reference, before starting
@@ -128,6 +129,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                         stop_requested,
                     )
                     frontier["problems"] = answer(frontier, fspec.target, slo_text)
+                    frontier["expected_cost"] = expected.to_dict() if expected else None
+                    frontier["levels_from_estimate"] = chosen_levels
                     if outcomes:  # the frontier run's result: its last point's file carries it
                         last = outcomes[-1]
                         doc = {**last.result, "frontier": frontier}

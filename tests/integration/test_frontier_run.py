@@ -194,7 +194,11 @@ def test_expected_cost_said_before_and_max_cost_refuses_before_anything_runs(syn
             "--max-cost", "1")
     assert p.returncode == 0, p.stderr
     assert "2 points); expected cost $" in p.stderr and "--price-per-hour" in p.stderr
-    assert len(_sweep(tmp_path)["frontier"]["points"]) == 2
+    f = _sweep(tmp_path)["frontier"]
+    assert len(f["points"]) == 2
+    expected = f["expected_cost"]  # recorded beside what was measured
+    assert len(expected["points_s"]) == 2 and expected["usd_per_hour"] == 2.0
+    assert expected["usd"] == pytest.approx(expected["seconds"] / 3600 * 2.0)
 
 
 def test_concurrencies_from_the_estimate_are_the_ones_measured(synthetic, tmp_path):
@@ -217,4 +221,4 @@ def test_concurrencies_from_the_estimate_are_the_ones_measured(synthetic, tmp_pa
     assert f["stopped_because"].startswith("list")
     # this server's interactivity falls from 143 (1 stream) to 27 (16): 100 is bracketed
     assert p.returncode == 0, p.stderr
-    assert f["at_target"] is not None
+    assert f["at_target"] is not None and f["levels_from_estimate"] in said[0]
