@@ -27,7 +27,7 @@ from infer_prof.core.estimate.frontier_model import predict_point
 from infer_prof.estimate.configs import plan_configs
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.engine_setup import resolve_gpu
-from infer_prof.run.frontier_run import FrontierSpec
+from infer_prof.run.frontier_run import FrontierSpec, prepare
 from infer_prof.run.load_points import base_workload
 
 FLAG = "--concurrency-from-estimate"
@@ -96,3 +96,13 @@ def from_estimate(
     return new, replace(spec, levels=levels, explicit=True,
                         ceiling_reason="list: every level predicted around the target was run"), \
         line
+
+
+def frontier_levels(given: RunConfig) -> tuple[RunConfig, FrontierSpec, str | None]:
+    """A ``--frontier`` run's configuration and levels (:func:`~infer_prof.run.frontier_run.
+    prepare`; with ``--concurrency-from-estimate`` :func:`from_estimate`'s), and the line that
+    says how the estimate chose them (None without it). ConfigError before anything starts."""
+    cfg, spec = prepare(given, base_workload(given).arrival.mode == "open")
+    if not given.load.concurrency_from_estimate:
+        return cfg, spec, None
+    return from_estimate(given, cfg, spec)

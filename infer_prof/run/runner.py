@@ -24,16 +24,15 @@ from infer_prof.results.store import write_result
 from infer_prof.run import quality_phase
 from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
-from infer_prof.run.frontier_estimate import from_estimate
+from infer_prof.run.frontier_estimate import frontier_levels
 from infer_prof.run.frontier_run import (
     FrontierSpec,
     answer,
-    prepare,
     run_frontier,
     suite_frontiers,
 )
 from infer_prof.run.load import drive_point, request_builder
-from infer_prof.run.load_points import base_workload, build_specs
+from infer_prof.run.load_points import build_specs
 from infer_prof.run.planning import RunPlan, announce_plan, history_location, plan_run
 from infer_prof.run.point_document import PointRun, build_result
 from infer_prof.run.preflight import say
@@ -75,11 +74,9 @@ def execute(cfg: RunConfig) -> SweepOutcome:
         return execute_engine_sweep(cfg, execute)
     fspec: FrontierSpec | None = None
     chosen_levels: str | None = None  # --concurrency-from-estimate: how the levels were chosen
-    if cfg.load.frontier:  # the levels to try, checked before anything starts
-        given = cfg
-        cfg, fspec = prepare(cfg, base_workload(cfg).arrival.mode == "open")
-        if given.load.concurrency_from_estimate:  # around the target on the predicted curve
-            cfg, fspec, chosen_levels = from_estimate(given, cfg, fspec)
+    if cfg.load.frontier:  # the levels to try (or the estimate's), before anything starts
+        cfg, fspec, chosen_levels = frontier_levels(cfg)
+        if chosen_levels:
             say(chosen_levels)
     plan = plan_run(cfg)  # ConfigError on bad input, before anything starts
     expected = check_cost(plan, fspec)  # the expected rented time and cost; --max-cost here

@@ -101,3 +101,21 @@ def test_envelope_matches_brute_force_on_random_sets():
         got = sorted((r["config"], r["concurrency"]) for r in env if r["envelope"])
         assert got == want
         assert len(env) == len(flat)
+
+
+def test_output_names_the_engine_sweep_and_each_frontier_beside_it(tmp_path):
+    out = tmp_path / "sweep.json"
+    (a, _), (b, _) = [(configured(RunConfig(frontier=True, output=str(out)), ec), ec)
+                      for ec in engine_configs("max-num-seqs=4,8")]
+    assert a.results.output == str(tmp_path / "sweep-max-num-seqs_4.json")
+    assert b.results.output == str(tmp_path / "sweep-max-num-seqs_8.json")
+
+
+def test_max_cost_counts_every_configuration_before_any_starts(capsys):
+    cfg = RunConfig(model="tiny-llama", frontier=True, engine_sweep="max-num-seqs=4,8",
+                    concurrency=[1, 2], num_requests=8, price_per_hour=1.0, max_cost=1e-6)
+    with pytest.raises(ConfigError, match=r"above --max-cost 1e-06"):
+        check(cfg)
+    said = capsys.readouterr().err
+    assert "engine sweep of 2 configurations: expected rented time" in said
+    assert "4 points" in said  # two launches of two points each

@@ -12,6 +12,7 @@ from infer_prof.core.planning.run_cost import (
     describe,
     max_cost_refusal,
     rented_cost,
+    sweep_cost,
 )
 from infer_prof.run.config import RunConfig
 from infer_prof.run.frontier_run import prepare
@@ -92,3 +93,14 @@ def test_no_gpu_no_price_the_cost_is_unknown_and_says_why() -> None:
     plan, spec = _plan(price_per_hour=2.0, concurrency=[1, 2], num_requests=8)
     c = expected_cost(plan, spec)  # priced, but the endpoint's GPU (its speed) is unknown
     assert c.usd is None and c.unknown is not None and "--gpu" in c.unknown
+
+
+def test_an_engine_sweep_adds_its_configurations() -> None:
+    one = RunCost(100.0, (35.0,), 200.0, 2.0, 1, "--price-per-hour")  # 135 s at $2/h
+    two = RunCost(100.0, (35.0, 35.0), 300.0, 4.0, 2, "--price-per-hour")  # 170 s at $4/h
+    total = sweep_cost([one, two])
+    assert total.seconds == pytest.approx(305.0) and len(total.points_s) == 3
+    assert total.usd == pytest.approx(135 / 3600 * 2 + 170 / 3600 * 4)
+    assert total.gpus == 2 and total.at_most_s == 500.0
+    unknown = RunCost(None, (), None, None, 1, None, "no price")
+    assert sweep_cost([one, unknown]).unknown == "no price"

@@ -21,6 +21,7 @@ checked is not passed silently.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -80,6 +81,29 @@ class RunCost:
         """JSON-ready: the fields, ``seconds``, ``usd`` and ``at_most_usd``."""
         return {**asdict(self), "seconds": self.seconds, "usd": self.usd,
                 "at_most_usd": self.at_most_usd}
+
+
+def sweep_cost(costs: Sequence[RunCost]) -> RunCost:
+    """Several runs one after another (``--engine-sweep``: a launch each) as one: start-ups,
+    points and the most they may take added; the hourly price the total USD over the total
+    hours (configurations on different GPU counts cost differently), so ``usd`` is the sum of
+    theirs; unknown when any is."""
+    if not costs:
+        return RunCost(None, (), None, None, 1, None, "nothing to run")
+    first = costs[0]
+    unknown = next((c for c in costs if c.seconds is None or c.usd is None), None)
+    if unknown is not None:
+        return RunCost(None, (), None, first.usd_per_hour, first.gpus, first.price_source,
+                       unknown.unknown)
+    seconds = sum(c.seconds or 0.0 for c in costs)
+    usd = sum(c.usd or 0.0 for c in costs)
+    return RunCost(
+        sum(c.startup_s or 0.0 for c in costs),
+        tuple(s for c in costs for s in c.points_s),
+        sum(c.at_most_s or 0.0 for c in costs),
+        usd / seconds * SECONDS_PER_HOUR if seconds > 0 else first.usd_per_hour,
+        max(c.gpus for c in costs), first.price_source,
+    )
 
 
 def max_cost_refusal(cost: RunCost, max_cost: float | None) -> str | None:
