@@ -24,17 +24,13 @@ from infer_prof.core.analysis.engine_sweep import (
     parse_document,
     parse_flag,
 )
-from infer_prof.core.planning.run_cost import describe, max_cost_refusal, sweep_cost
 from infer_prof.results.schema import SCHEMA_VERSION
 from infer_prof.results.store import result_paths, safe_name, write_result
 from infer_prof.results.sweep_document import decode_sweep
 from infer_prof.run.config import ConfigError, RunConfig, validate
-from infer_prof.run.frontier_estimate import frontier_levels
-from infer_prof.run.planning import plan_run
-from infer_prof.run.preflight import say
 from infer_prof.run.record import SweepOutcome, now, sweep_summary
 from infer_prof.run.result_files import check_result_location
-from infer_prof.run.run_cost import expected_cost
+from infer_prof.run.run_cost import check_total_cost
 
 #: Settings passed to vLLM as engine arguments (the others are run options of their own).
 _ENGINE_ARGS = ("max-num-seqs", "max-num-batched-tokens")
@@ -93,21 +89,10 @@ def check(cfg: RunConfig) -> list[tuple[EngineConfig, RunConfig]]:
     """Every configuration, checked and planned before anything starts (ConfigError naming the
     configuration on bad input or when the planner says it does not fit)."""
     validate(cfg)  # the options' rules (run/config.py): needs --frontier, not --endpoint
-    out = []
-    costs = []
-    for ec in engine_configs(cfg.load.engine_sweep or ""):
-        one = configured(cfg, ec)
-        try:
-            ready, spec, _ = frontier_levels(one)
-            costs.append(expected_cost(plan_run(ready), spec))
-        except ConfigError as exc:
-            raise ConfigError(f"engine configuration {ec.name!r}: {exc}") from None
-        out.append((ec, one))
-    total = sweep_cost(costs)  # every configuration's launch and points together
-    say(f"engine sweep of {len(costs)} configurations: {describe(total)}")
-    refusal = max_cost_refusal(total, cfg.cost.max_cost)
-    if refusal:
-        raise ConfigError(refusal)
+    out = [(ec, configured(cfg, ec)) for ec in engine_configs(cfg.load.engine_sweep or "")]
+    # each planned (bad input, does not fit), and every launch's expected cost together
+    check_total_cost([(f"engine configuration {ec.name!r}", one) for ec, one in out],
+                     cfg.cost.max_cost, "engine configurations")
     return out
 
 

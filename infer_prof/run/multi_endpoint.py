@@ -267,6 +267,11 @@ def check_targets(cfg: RunConfig, targets: Sequence[EndpointTarget]) -> None:
             raise ConfigError(
                 text if text.startswith("endpoint ") else f"endpoint {t.label}: {text}"
             ) from None
+    if cfg.cost.max_cost is not None:  # the limit holds for all the endpoints together
+        from infer_prof.run.run_cost import check_total_cost
+
+        check_total_cost([(str(t.label), target_config(cfg, t)) for t in targets],
+                         cfg.cost.max_cost, "endpoints")
 
 
 @dataclass

@@ -21,6 +21,7 @@ market's cheapest instance of the GPU, the seed rows); the arithmetic is
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from infer_prof.catalog.prices import PriceError, PriceQuote
@@ -31,12 +32,13 @@ from infer_prof.core.planning.run_cost import (
     RunCost,
     describe,
     max_cost_refusal,
+    sweep_cost,
 )
 from infer_prof.core.workload.workloads import Workload
-from infer_prof.run.config import ConfigError
+from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.economics import CostOptions, choose_price
 from infer_prof.run.frontier_run import MIN_GAIN, FrontierSpec
-from infer_prof.run.planning import RunPlan
+from infer_prof.run.planning import RunPlan, plan_run
 from infer_prof.run.preflight import device_speed, estimate, estimate_loads, say
 
 #: Batch at which an open-loop frontier's capacity is predicted without a planned KV limit.
@@ -189,3 +191,29 @@ def check_cost(plan: RunPlan, spec: FrontierSpec | None) -> RunCost | None:
     if refusal:
         raise ConfigError(refusal)
     return cost
+
+
+def check_total_cost(runs: Sequence[tuple[str, RunConfig]], max_cost: float | None,
+                     what: str) -> RunCost:
+    """Several runs made one after another by one command (``--engine-sweep``'s
+    configurations, several ``--endpoint``), each planned as it will run (its frontier's levels
+    too): their expected costs added (:func:`~infer_prof.core.planning.run_cost.sweep_cost`),
+    said, and held to ``max_cost`` before the first starts (ConfigError naming the run a
+    planning error came from, or the refusal)."""
+    from infer_prof.run.frontier_estimate import frontier_levels  # (it imports frontier_run)
+
+    costs = []
+    for name, cfg in runs:
+        try:
+            spec = None
+            if cfg.load.frontier:
+                cfg, spec, _ = frontier_levels(cfg)
+            costs.append(expected_cost(plan_run(cfg), spec))
+        except ConfigError as exc:
+            raise ConfigError(f"{name}: {exc}") from None
+    total = sweep_cost(costs)
+    say(f"{len(costs)} {what}: {describe(total)}")
+    refusal = max_cost_refusal(total, max_cost)
+    if refusal:
+        raise ConfigError(refusal)
+    return total

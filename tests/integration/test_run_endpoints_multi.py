@@ -173,3 +173,17 @@ def test_ctrl_c_keeps_the_run_so_far_and_skips_the_rest(synthetic, tmp_path):
     assert [r["status"] for r in rows] == ["incomplete: interrupted", "not run: interrupted"]
     assert rows[0]["request_throughput"] is not None
     assert len(list(tmp_path.glob("*-c4.json"))) == 1
+
+
+def test_max_cost_holds_for_every_endpoint_together(tmp_path):
+    """--max-cost with several endpoints: their expected costs added, refused before any is
+    contacted (two dead ports: a run that started would fail on them instead)."""
+    p = cli("run", *LOAD, "-c", "1", "-n", "8", "--output-len", "8",
+            "--endpoint", dead_url(), "--gpu", "H100-SXM", "--price-per-hour", "3.0",
+            "--endpoint", dead_url(), "--gpu", "H100-SXM", "--price-per-hour", "1.0",
+            "--max-cost", "1e-9", "--results-dir", str(tmp_path), timeout=60)
+    assert p.returncode == 2, p.stderr
+    assert "2 endpoints: expected rented time" in p.stderr and "2 points" in p.stderr
+    errors = [line for line in p.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "above --max-cost 1e-09" in errors[0]
+    assert not list(tmp_path.glob("*.json"))

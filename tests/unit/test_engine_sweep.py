@@ -117,5 +117,5 @@ def test_max_cost_counts_every_configuration_before_any_starts(capsys):
     with pytest.raises(ConfigError, match=r"above --max-cost 1e-06"):
         check(cfg)
     said = capsys.readouterr().err
-    assert "engine sweep of 2 configurations: expected rented time" in said
+    assert "2 engine configurations: expected rented time" in said
     assert "4 points" in said  # two launches of two points each
