@@ -47,8 +47,8 @@ def plan_configs(model: ModelSpec, gpu: GpuSpec, *, input_len: int, output_len: 
                  quantization: str = "auto", gpus: int | None = None,
                  catalog: Sequence[GpuSpec] = ()) -> list[Config] | str:
     """The :class:`Config` the planner gives for ``model`` on ``gpu`` (a list of one: the
-    smallest GPU count that holds it, module docstring), or one line saying why there is none (no count holds it, no FLOP/s
-    figure, a forced precision the GPU cannot run)."""
+    smallest GPU count that holds it, module docstring), or one line saying why there is
+    none (no count holds it, no FLOP/s figure, a forced precision the GPU cannot run)."""
     counts = (gpus,) if gpus else GPU_COUNTS
     why = ""
     out: list[Config] = []
