@@ -105,7 +105,8 @@ def _gpus(names: list[str]) -> tuple[GpuSpec, ...]:
 def _lengths(o: EstimateOptions) -> tuple[int, int, tuple[Slo, ...]]:
     from infer_prof.core.workload.slo import SloError, parse_slos, slos_from_mapping
 
-    inp, out, slos = o.input_len, o.output_len, ()
+    inp, out = o.input_len, o.output_len
+    slos: tuple[Slo, ...] = ()
     try:
         if o.workload is not None:
             from infer_prof.catalog.workloads import load_workload
@@ -173,8 +174,9 @@ def estimate_options(o: EstimateOptions) -> None:
     configs, skipped = plan_all(request, chosen, list(cat.values()))
     if not configs:
         first = skipped[0].why if skipped else ""
-        _fail(f"{spec.name} fits on none of the {len(chosen)} GPUs asked "
-              f"({input_len_text(inp, out)}; e.g. {first})")
+        names = ", ".join(g.key for g in chosen[:3]) + (", ..." if len(chosen) > 3 else "")
+        _fail(f"{spec.name} fits on none of the GPUs asked ({names}) for "
+              f"{input_len_text(inp, out)}: {first}")
     doc = estimate(request, configs, skipped, market.offers, prices=market.describe(),
                    expected=load_expected_error())
     if o.json_output:
