@@ -234,7 +234,7 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
                       _num(r.usd_per_million_output_tokens, ".2f"),
                       _num(r.usd_per_million_input_tokens, ".2f"), _num(r.ttft_ms_p50),
                       _num(r.tpot_ms_p50, ".1f"), inst)
-    print_fitted(console, table, ("$/1M in", "instance", "TTFT ms"), shorten=("instance",))
+    print_fitted(console, table, ("$/1M in",), shorten=("instance",))
     lines = []
     if any(r.at_target is None for r in rows):
         lines.append(f"max N: does not reach {doc.target_interactivity:g} tokens/s per user; "
