@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 from importlib import resources
 
 import pytest
@@ -123,3 +124,30 @@ def test_bad_input_one_line_exit_2(app, args, says):
     assert res.exit_code == 2, res.output
     errors = [line for line in res.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and says in errors[0], res.stderr
+
+
+def test_report_draws_predicted_frontiers_dashed_beside_measured(app, tmp_path):
+    from infer_prof.estimate.curves import EstimateFileError, load_estimate, predicted_curves
+    from infer_prof.report.frontier_section import frontier_section
+    from tests.unit.test_report_frontier import _runs
+
+    res = run(app, "--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpu", "L4", "--json")
+    assert res.exit_code == 0, res.output
+    path = tmp_path / "estimate.json"
+    path.write_text(res.stdout)
+    curves = predicted_curves(load_estimate(path))
+    assert [c.gpu for c in curves] == [r["gpu"] for r in json.loads(res.stdout)["rows"]]
+    plots: list = []
+    html = frontier_section(_runs(), plots, target=60.0, predicted=curves)
+    svg = plots[0].svg
+    series = re.findall(r'data-series="([^"]+) · predicted"', svg)
+    assert set(series) >= {"H100-SXM", "L4"}
+    # dashed, and the measured fronts still there; the table reads measured curves only
+    assert re.search(r'data-series="H100-SXM · predicted"><polyline [^>]*'
+                     r'stroke-dasharray="6 3"', svg)
+    assert 'data-series="H100-SXM · cloud=a · front"' in svg
+    assert "predicted" not in html.split("frontier-at-target")[1]
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"kind": "something else"}')
+    with pytest.raises(EstimateFileError, match="not an infer-prof estimate --json file"):
+        load_estimate(bad)
