@@ -6,9 +6,9 @@ asked for one sequence of ``input_len + output_len`` tokens on ``n`` GPUs (tenso
 ``n`` the one given (``--gpus``), else the smallest of 1, 2, 4, 8 that splits the model's heads
 evenly and holds it. (Not every count that holds it: on a GPU without an interconnect figure,
 :mod:`infer_prof.catalog.interconnects`, a tensor-parallel configuration is predicted without its
-all-reduce time, which would rank more GPUs ahead of fewer for no reason.) The frontier then runs up to
-``max_concurrency`` = ``min(max_sequences, max_num_seqs)``: what the KV cache holds at once,
-capped by vLLM's default ``max_num_seqs`` for the GPU.
+all-reduce time, which would rank more GPUs ahead of fewer for no reason.) The frontier then
+runs up to ``max_concurrency`` = ``min(max_sequences, max_num_seqs)``: what the KV cache holds
+at once, capped by vLLM's default ``max_num_seqs`` for the GPU.
 """
 
 from __future__ import annotations
