@@ -27,6 +27,9 @@ from infer_prof.core.workload.slo import Slo
 from infer_prof.estimate.document import EstimateDocument, Row
 from infer_prof.report.fit import print_fitted
 
+WEIGHT_ONLY = ("int8", "bnb-nf4", "awq", "gptq", "int4", "bnb-int8")
+"""Precisions whose weights are dequantized to 16-bit before each matmul."""
+
 DEFAULT_INPUT_LEN = 512
 DEFAULT_OUTPUT_LEN = 256
 
@@ -105,7 +108,8 @@ def _gpus(names: list[str]) -> tuple[GpuSpec, ...]:
 def _lengths(o: EstimateOptions) -> tuple[int, int, tuple[Slo, ...]]:
     from infer_prof.core.workload.slo import SloError, parse_slos, slos_from_mapping
 
-    inp, out, slos = o.input_len, o.output_len, ()
+    inp, out = o.input_len, o.output_len
+    slos: tuple[Slo, ...] = ()
     try:
         if o.workload is not None:
             from infer_prof.catalog.workloads import load_workload
@@ -173,8 +177,9 @@ def estimate_options(o: EstimateOptions) -> None:
     configs, skipped = plan_all(request, chosen, list(cat.values()))
     if not configs:
         first = skipped[0].why if skipped else ""
-        _fail(f"{spec.name} fits on none of the {len(chosen)} GPUs asked "
-              f"({input_len_text(inp, out)}; e.g. {first})")
+        names = ", ".join(g.key for g in chosen[:3]) + (", ..." if len(chosen) > 3 else "")
+        _fail(f"{spec.name} fits on none of the GPUs asked ({names}) for "
+              f"{input_len_text(inp, out)}: {first}")
     doc = estimate(request, configs, skipped, market.offers, prices=market.describe(),
                    expected=load_expected_error())
     if o.json_output:
@@ -219,7 +224,7 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
     for col in ("GPU", "prec", "tok/s/GPU", "$/1M out", "$/1M in", "TTFT ms", "TPOT ms",
                 "instance"):
         table.add_column(col, justify="left" if col in ("GPU", "prec", "instance") else "right",
-                         no_wrap=col in ("GPU", "instance"))
+                         no_wrap=col in ("GPU", "instance", "$/1M out"))
     rows = best_per_gpu(doc.rows)
     for r in rows:
         gpu = f"{r.gpu_count}x {r.gpu}" if r.gpu_count > 1 else r.gpu
@@ -232,7 +237,7 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
                       _num(r.usd_per_million_output_tokens, ".2f"),
                       _num(r.usd_per_million_input_tokens, ".2f"), _num(r.ttft_ms_p50),
                       _num(r.tpot_ms_p50, ".1f"), inst)
-    print_fitted(console, table, ("$/1M in", "instance", "TTFT ms"), shorten=("instance",))
+    print_fitted(console, table, ("$/1M in",), shorten=("instance",))
     lines = []
     if any(r.at_target is None for r in rows):
         lines.append(f"max N: does not reach {doc.target_interactivity:g} tokens/s per user; "
@@ -248,8 +253,12 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
         lines.append(f"factors: {figures} ({said}; sources in --json)")
     notes = sorted({n for r in rows for n in r.notes if "all-reduce" in n})
     if notes:
-        lines.append(f"{len(notes)} tensor-parallel rows without all-reduce cost: the GPU "
-                     "catalog has no interconnect bandwidth")
+        lines.append(f"{len(notes)} tensor-parallel rows without all-reduce time (optimistic):"
+                     " no interconnect figure (NVLink domains only, see --json notes)")
+    weight_only = sorted({r.precision for r in rows if r.precision in WEIGHT_ONLY})
+    if weight_only:
+        lines.append(f"{', '.join(weight_only)} rows: the weights' dequantization is not "
+                     "modelled (only their bytes): optimistic")
     lines.append(doc.expected_error)
     for s in doc.skipped:
         lines.append(f"left out {s.gpu}: {s.why}")

@@ -6,8 +6,9 @@ read its frontier, price it, rank the rows.
 2. Per GPU, the planner's configuration at each GPU count (:mod:`.configs`); a GPU where
    nothing fits, or without a FLOP/s figure, is listed in ``skipped`` with the reason.
 3. Per configuration, the factors of its architecture family
-   (:func:`infer_prof.core.estimate.factors.default_factors`), the predicted frontier read at
-   the target and priced (:mod:`.rows`, :mod:`.pricing`).
+   (:func:`infer_prof.core.estimate.factors.default_factors`), its interconnect
+   (:mod:`infer_prof.catalog.interconnects`), the predicted frontier read at the target and
+   priced (:mod:`.rows`, :mod:`.pricing`).
 4. Rows ranked cheapest first (:func:`.rows.rank`).
 """
 
@@ -16,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.market import InstanceOffer, Tier
 from infer_prof.core.catalog.models import ModelSpec
@@ -94,7 +96,8 @@ def estimate(request: EstimateRequest, configs: Sequence[Config], skipped: Seque
             request.model, c, input_len=request.input_len, output_len=request.output_len,
             factors=default_factors(c.gpu), quote=quote, read_at=request.read_at,
             target=request.target_interactivity, slos=request.slos,
-            expected_error_pct=expected.for_family(family_of(c.gpu))))
+            expected_error_pct=expected.for_family(family_of(c.gpu)),
+            link_gbps=link_gbps(c.gpu.key, c.gpu_count)))
     return EstimateDocument(
         model=request.model.name, input_len=request.input_len, output_len=request.output_len,
         target_interactivity=request.target_interactivity,
