@@ -215,9 +215,12 @@ def _num(x: float | None, fmt: str = ",.0f") -> str:
 def print_estimate(doc: EstimateDocument, console: Console) -> None:
     """The ranked table (each GPU's best configuration), then the footer: where prices and
     factors come from, the expected error, the GPUs left out."""
-    where = {"target": f"at {doc.target_interactivity:g} tokens/s per user",
-             "slo": f"at the best point meeting {doc.slo}",
-             "max-throughput": "at each configuration's highest throughput"}[doc.read_at]
+    if doc.read_at == "target":
+        where = f"at {doc.target_interactivity:g} tokens/s per user"
+    elif doc.read_at == "slo":
+        where = f"at the best point meeting {doc.slo}"
+    else:
+        where = "at each configuration's highest throughput"
     console.print(f"[bold]{doc.model}[/], {input_len_text(doc.input_len, doc.output_len)}, "
                   f"read {where}: PREDICTED, not measured", highlight=False)
     table = Table(box=box.SIMPLE_HEAVY, show_edge=False)

@@ -161,3 +161,14 @@ def test_tensor_parallel_counts_the_allreduce_only_on_a_listed_nvlink_domain(app
     assert rows["H100-SXM"]["gpu_count"] == 4
     assert not any("all-reduce" in n for n in rows["H100-SXM"]["notes"])
     assert any("all-reduce not counted" in n for n in rows["L40S"]["notes"])
+
+
+@pytest.mark.parametrize(("extra", "heading"), [
+    ((), "at each configuration's highest throughput"),
+    (("--slo", "ttft_p99=2000"), "at the best point meeting"),
+])
+def test_the_table_reads_at_an_slo_or_at_the_highest_throughput(app, extra, heading):
+    res = run(app, "--model", "llama-2-7b", "--gpu", "H100-SXM", "--input-len", "512",
+              "--output-len", "128", *extra)
+    assert res.exit_code == 0, res.output
+    assert heading in " ".join(res.stdout.split()) and "H100-SXM" in res.stdout
