@@ -18,6 +18,8 @@ from dataclasses import dataclass
 
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.estimate.deployment import Deployment
+from infer_prof.core.estimate.factors import StepFactors
 from infer_prof.core.estimate.peaks import peak_tflops
 from infer_prof.core.planning.memory import check_tensor_parallel, default_scheduler_limits
 from infer_prof.core.planning.plan_request import PlanRequest
@@ -41,6 +43,15 @@ class Config:
     max_concurrency: int
     max_num_batched_tokens: int
     notes: tuple[str, ...] = ()
+
+    def deployment(self, model: ModelSpec, factors: StepFactors,
+                   link_gbps: float | None = None) -> Deployment:
+        """This configuration serving ``model`` with the achieved shares ``factors`` and an
+        interconnect of ``link_gbps`` bidirectional GB/s (None: unknown)."""
+        return Deployment(arch=model, gpu=self.gpu, gpu_count=self.gpu_count,
+                          precision=self.precision, factors=factors,
+                          kv_dtype_bytes=self.kv_dtype_bytes, link_gbps=link_gbps,
+                          max_num_batched_tokens=self.max_num_batched_tokens)
 
 
 def plan_configs(model: ModelSpec, gpu: GpuSpec, *, input_len: int, output_len: int,

@@ -19,6 +19,7 @@ price follow, highest best interactivity first.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from infer_prof.core.analysis.frontier import (
     FrontierPoint,
@@ -28,8 +29,7 @@ from infer_prof.core.analysis.frontier import (
     steffen,
 )
 from infer_prof.core.catalog.market import InstanceQuote
-from infer_prof.core.catalog.models import ModelSpec
-from infer_prof.core.estimate.factors import StepFactors
+from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.frontier_model import PredictedPoint, predict_frontier
 from infer_prof.core.workload.slo import Slo
 from infer_prof.estimate.configs import Config
@@ -93,20 +93,30 @@ def read_row(points: Sequence[PredictedPoint], usd: float | None, read_at: ReadA
     return AtTarget(**d), ttft
 
 
-def build_row(model: ModelSpec, config: Config, *, input_len: int, output_len: int,
-              factors: StepFactors, quote: InstanceQuote | None, read_at: ReadAt,
-              target: float | None, slos: Sequence[Slo], expected_error_pct: float | None,
-              link_gbps: float | None = None) -> Row:
-    """Predict ``config``'s frontier (:func:`~infer_prof.core.estimate.frontier_model.
-    predict_frontier`), read it (module docstring) and price it at ``quote``."""
-    g = config.gpu
-    points = predict_frontier(
-        model, g, gpu_count=config.gpu_count, precision=config.precision, input_len=input_len,
-        output_len=output_len, max_concurrency=config.max_concurrency, factors=factors,
-        max_num_batched_tokens=config.max_num_batched_tokens,
-        kv_dtype_bytes=config.kv_dtype_bytes, link_gbps=link_gbps)
+@dataclass(frozen=True)
+class Reading:
+    """Where a row's frontier is read: the workload (``input_len`` prompt and ``output_len``
+    output tokens), and ``read_at`` the target interactivity ``target`` (tokens/s per user),
+    the SLOs ``slos``, or the highest throughput."""
+
+    input_len: int
+    output_len: int
+    read_at: ReadAt
+    target: float | None
+    slos: Sequence[Slo]
+
+
+def build_row(d: Deployment, config: Config, reading: Reading, *,
+              quote: InstanceQuote | None, expected_error_pct: float | None) -> Row:
+    """Predict the frontier of ``config`` deployed as ``d`` (:func:`~infer_prof.core.estimate.
+    frontier_model.predict_frontier`), read it at ``reading`` (module docstring) and price it
+    at ``quote``."""
+    g, factors, output_len = config.gpu, d.factors, reading.output_len
+    points = predict_frontier(d, input_len=reading.input_len, output_len=output_len,
+                              max_concurrency=config.max_concurrency)
     usd = quote.usd_per_hour if quote is not None else None
-    hit, ttft = read_row(points, usd, read_at, target, slos, output_len)
+    hit, ttft = read_row(points, usd, reading.read_at, reading.target, reading.slos,
+                         output_len)
     notes = list(config.notes)
     if config.gpu_count > 1 and not all(p.allreduce_counted for p in points):
         notes.append(f"tensor-parallel all-reduce not counted: no interconnect figure for "

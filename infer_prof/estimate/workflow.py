@@ -27,7 +27,7 @@ from infer_prof.estimate.configs import Config, plan_configs
 from infer_prof.estimate.document import EstimateDocument, ReadAt, Row, Skipped
 from infer_prof.estimate.expected_error import ExpectedError
 from infer_prof.estimate.pricing import priced_gpus, quote_for
-from infer_prof.estimate.rows import build_row, rank
+from infer_prof.estimate.rows import Reading, build_row, rank
 
 
 @dataclass(frozen=True)
@@ -89,15 +89,15 @@ def estimate(request: EstimateRequest, configs: Sequence[Config], skipped: Seque
              ) -> EstimateDocument:
     """Steps 3 and 4: predict, read, price and rank each configuration."""
     rows: list[Row] = []
+    reading = Reading(request.input_len, request.output_len, request.read_at,
+                      request.target_interactivity, request.slos)
     for c in configs:
         quote = quote_for(offers, c.gpu.key, c.gpu_count, tier=request.tier,
                           cloud=request.cloud, instance=request.instance)
-        rows.append(build_row(
-            request.model, c, input_len=request.input_len, output_len=request.output_len,
-            factors=default_factors(c.gpu), quote=quote, read_at=request.read_at,
-            target=request.target_interactivity, slos=request.slos,
-            expected_error_pct=expected.for_family(family_of(c.gpu)),
-            link_gbps=link_gbps(c.gpu.key, c.gpu_count)))
+        d = c.deployment(request.model, default_factors(c.gpu),
+                         link_gbps(c.gpu.key, c.gpu_count))
+        rows.append(build_row(d, c, reading, quote=quote,
+                              expected_error_pct=expected.for_family(family_of(c.gpu))))
     return EstimateDocument(
         model=request.model.name, input_len=request.input_len, output_len=request.output_len,
         target_interactivity=request.target_interactivity,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.catalog.models import ModelError, resolve_model
 from infer_prof.core.analysis.frontier_levels import LevelChoice, levels_around_target
 from infer_prof.core.estimate.factors import default_factors
@@ -60,13 +61,10 @@ def choose_levels(cfg: RunConfig) -> LevelChoice:
         raise ConfigError(f"{FLAG}: {model.name} on {gpu.key}: {configs}")
     c, arch = configs[0], model.spec
     limit = min(c.max_concurrency, cfg.load.max_concurrency or c.max_concurrency)
-    factors = default_factors(gpu)
+    deployment = c.deployment(arch, default_factors(gpu), link_gbps(gpu.key, c.gpu_count))
 
     def interactivity_at(streams: int) -> float:
-        p = predict_point(arch, gpu, gpu_count=c.gpu_count, precision=c.precision,
-                          input_len=i, output_len=o, concurrency=streams, factors=factors,
-                          max_num_batched_tokens=c.max_num_batched_tokens,
-                          kv_dtype_bytes=c.kv_dtype_bytes)
+        p = predict_point(deployment, input_len=i, output_len=o, concurrency=streams)
         return p.interactivity if math.isfinite(p.interactivity) else 0.0
 
     try:

@@ -12,6 +12,7 @@ from infer_prof.catalog.gpus import find_gpu
 from infer_prof.catalog.models import resolve_model
 from infer_prof.core.estimate.collectives import allreduce_step_s, ring_allreduce_s
 from infer_prof.core.estimate.decode_step import step_cost
+from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import HOPPER_FIT, StepFactors, default_factors
 from infer_prof.core.estimate.frontier_model import (
     concurrency_levels,
@@ -23,6 +24,13 @@ from infer_prof.core.estimate.prefill import chunks, prefill_s
 H100 = find_gpu("H100-SXM")  # 3,350 GB/s, 989.5 bf16 TFLOP/s
 LLAMA = resolve_model("llama-2-7b").spec
 MIXTRAL = resolve_model("mixtral-8x7b").spec
+
+
+def D(arch, gpu, **kw) -> Deployment:  # noqa: N802 - reads as the deployment it builds
+    """A deployment of ``arch`` on ``gpu`` (keywords as :class:`Deployment`'s)."""
+    return Deployment(arch=arch, gpu=gpu, **kw)
+
+
 #: Round factors, so the hand arithmetic below stays readable.
 HALF = StepFactors(mbu=0.5, mbu_kv=0.5, mfu_decode=0.5, mfu_prefill=0.5, step_overhead_ms=1.0,
                    allreduce_efficiency=1.0, allreduce_latency_us=10.0, family="test",
@@ -39,8 +47,7 @@ def test_memory_bound_decode_step_by_hand():
     #               + 4 x 32 layers x 576 x 4,096) FLOP = 13,516,144,640 FLOP
     #              / (989.5e12 x 0.5)                       = 0.02732 ms  -> memory bound
     #   step     = 8.22616 + 1 ms overhead                  = 9.22616 ms
-    s = step_cost(LLAMA, H100, gpu_count=1, precision="bf16", batch=1, context=576,
-                  factors=HALF)
+    s = step_cost(D(LLAMA, H100, gpu_count=1, precision="bf16", factors=HALF), batch=1, context=576)
     assert s.weight_bytes == 13_476_831_232
     assert s.kv_bytes == 301_989_888
     assert s.decode_flops == 13_516_144_640
@@ -58,11 +65,12 @@ def test_compute_bound_prefill_by_hand():
     #   compute  = / (989.5e12 x 0.5) = 55.8378 ms; weights 13.48e9 B / 1.675e12 = 8.05 ms
     #   -> compute bound; + 1 ms overhead = 56.8378 ms
     assert chunks(2048, 8192, 0) == [2048]
-    t = prefill_s(LLAMA, H100, gpu_count=1, precision="bf16", input_len=2048, decode_batch=0,
-                  decode_context=0, max_num_batched_tokens=8192, factors=HALF)
+    t = prefill_s(D(LLAMA, H100, gpu_count=1, precision="bf16", max_num_batched_tokens=8192,
+                    factors=HALF),
+                  input_len=2048, decode_batch=0, decode_context=0)
     assert t * 1e3 == pytest.approx(56.8378, abs=1e-3)
-    s = step_cost(LLAMA, H100, gpu_count=1, precision="bf16", batch=0, context=0,
-                  prefill_tokens=2048, prefill_context=1024.5, factors=HALF)
+    s = step_cost(D(LLAMA, H100, gpu_count=1, precision="bf16", factors=HALF),
+                  batch=0, context=0, prefill_tokens=2048, prefill_context=1024.5)
     assert s.bound == "compute"
     assert s.prefill_flops == pytest.approx(27_625_766_518_784)
 
@@ -78,19 +86,19 @@ def test_moe_reads_two_of_eight_experts_at_batch_1_and_all_at_256():
     # 32 layers x 8 experts x 3 x 4,096 x 14,336 x 2 B = 90,194,313,216 B.
     # batch 1, top-2 of 8: 8 x (1 - (6/8)^1) = 2 experts a layer, so 6/8 of the experts unread:
     #   93,405,585,408 - 0.75 x 90,194,313,216 = 25,759,850,496 B
-    one = step_cost(MIXTRAL, H100, gpu_count=1, precision="bf16", batch=1, context=0,
-                    factors=HALF)
+    one = step_cost(D(MIXTRAL, H100, gpu_count=1, precision="bf16", factors=HALF),
+                    batch=1, context=0)
     assert MIXTRAL.moe is not None and MIXTRAL.moe.expected_distinct(1) == 2.0
     assert one.weight_bytes == pytest.approx(25_759_850_496)
     # batch 256: 8 x (1 - 0.75^256) = 8 - 8 x 1e-32: every expert of every layer
-    full = step_cost(MIXTRAL, H100, gpu_count=1, precision="bf16", batch=256, context=0,
-                     factors=HALF)
+    full = step_cost(D(MIXTRAL, H100, gpu_count=1, precision="bf16", factors=HALF),
+                     batch=256, context=0)
     assert MIXTRAL.moe.expected_distinct(256) == pytest.approx(8.0)
     assert full.weight_bytes == pytest.approx(93_405_585_408)
     # the step's prompt tokens route to experts too: 1 decode + 3 prompt tokens reach
     # 8 x (1 - 0.75^4) = 5.46875 experts
-    mixed = step_cost(MIXTRAL, H100, gpu_count=1, precision="bf16", batch=1, context=0,
-                      prefill_tokens=3, prefill_context=2, factors=HALF)
+    mixed = step_cost(D(MIXTRAL, H100, gpu_count=1, precision="bf16", factors=HALF),
+                      batch=1, context=0, prefill_tokens=3, prefill_context=2)
     assert mixed.weight_bytes == pytest.approx(93_405_585_408 - 0.75**4 * 90_194_313_216)
 
 
@@ -111,32 +119,32 @@ def test_tensor_parallel_allreduce_by_hand():
 
 
 def test_tensor_parallel_splits_the_step_and_counts_the_allreduce_only_with_a_link():
-    one = step_cost(LLAMA, H100, gpu_count=1, precision="bf16", batch=8, context=576,
-                    factors=HALF)
-    two = step_cost(LLAMA, H100, gpu_count=2, precision="bf16", batch=8, context=576,
-                    factors=HALF, link_bytes_per_s=450e9)
+    one = step_cost(D(LLAMA, H100, gpu_count=1, precision="bf16", factors=HALF),
+                    batch=8, context=576)
+    two = step_cost(D(LLAMA, H100, gpu_count=2, precision="bf16", factors=HALF, link_gbps=900),
+                    batch=8, context=576)
     assert two.weight_bytes == pytest.approx(one.weight_bytes / 2, rel=1e-4)
     assert two.kv_bytes == pytest.approx(one.kv_bytes / 2)
     assert two.allreduce_s is not None and two.allreduce_s > 0
-    p = predict_point(LLAMA, H100, gpu_count=2, precision="bf16", input_len=512,
-                      output_len=128, concurrency=8, factors=HALF)
+    p = predict_point(D(LLAMA, H100, gpu_count=2, precision="bf16", factors=HALF),
+                      input_len=512, output_len=128, concurrency=8)
     assert not p.allreduce_counted and p.allreduce_ms is None
 
 
 def test_closed_loop_rates_follow_from_ttft_and_tpot():
     # R = TTFT + (O - 1) x TPOT; output tok/s per GPU = C x O / R / n
-    p = predict_point(LLAMA, H100, gpu_count=1, precision="bf16", input_len=512,
-                      output_len=128, concurrency=16, factors=HALF)
+    p = predict_point(D(LLAMA, H100, gpu_count=1, precision="bf16", factors=HALF),
+                      input_len=512, output_len=128, concurrency=16)
     r_s = (p.ttft_ms_p50 + 127 * p.tpot_ms_p50) / 1e3
     assert p.output_tok_s_per_gpu == pytest.approx(16 * 128 / r_s)
     assert p.total_tok_s_per_gpu == pytest.approx(16 * 640 / r_s)
     assert p.interactivity == pytest.approx(1000 / p.tpot_ms_p50)
     # at one stream nothing waits: TTFT is the prompt's own step
-    one = predict_point(LLAMA, H100, gpu_count=1, precision="bf16", input_len=512,
-                        output_len=128, concurrency=1, factors=HALF)
-    alone = prefill_s(LLAMA, H100, gpu_count=1, precision="bf16", input_len=512,
-                      decode_batch=0, decode_context=576, max_num_batched_tokens=8192,
-                      factors=HALF)
+    one = predict_point(D(LLAMA, H100, gpu_count=1, precision="bf16", factors=HALF),
+                        input_len=512, output_len=128, concurrency=1)
+    alone = prefill_s(D(LLAMA, H100, gpu_count=1, precision="bf16", max_num_batched_tokens=8192,
+                        factors=HALF),
+                      input_len=512, decode_batch=0, decode_context=576)
     assert one.ttft_ms_p50 == pytest.approx(alone * 1e3)
 
 
@@ -144,8 +152,8 @@ def test_frontier_runs_to_the_kv_limit_and_trades_interactivity_for_throughput()
     assert concurrency_levels(100) == [1, 2, 4, 8, 16, 32, 64, 100]
     assert concurrency_levels(64) == [1, 2, 4, 8, 16, 32, 64]
     assert concurrency_levels(0) == []
-    pts = predict_frontier(LLAMA, H100, gpu_count=1, precision="bf16", input_len=512,
-                           output_len=128, max_concurrency=128, factors=HOPPER_FIT)
+    pts = predict_frontier(D(LLAMA, H100, gpu_count=1, precision="bf16", factors=HOPPER_FIT),
+                           input_len=512, output_len=128, max_concurrency=128)
     tput = [p.output_tok_s_per_gpu for p in pts]
     inter = [p.interactivity for p in pts]
     assert tput == sorted(tput) and inter == sorted(inter, reverse=True)
@@ -157,8 +165,9 @@ def test_frontier_runs_to_the_kv_limit_and_trades_interactivity_for_throughput()
 ])
 def test_hopper_defaults_reproduce_the_h100_runs(precision, concurrency, out_tok_s, tpot_ms):
     # ../shared/measurements/h100-2026-11-23.csv, llama-2-7b, 512 in / 128 out, vLLM 0.26.0
-    p = predict_point(LLAMA, H100, gpu_count=1, precision=precision, input_len=512,
-                      output_len=128, concurrency=concurrency, factors=default_factors(H100))
+    p = predict_point(D(LLAMA, H100, gpu_count=1, precision=precision,
+                        factors=default_factors(H100)),
+                      input_len=512, output_len=128, concurrency=concurrency)
     assert p.output_tok_s_per_gpu == pytest.approx(out_tok_s, rel=0.10)
     assert p.tpot_ms_p50 == pytest.approx(tpot_ms, rel=0.10)
 
@@ -176,16 +185,15 @@ def test_default_factors_say_where_they_come_from():
 def test_above_the_kv_limit_requests_queue_and_wait_in_ttft():
     # 64 streams where 16 run at once: the rates of 16, and by Little's law
     # R_64 = 64 / lambda_16 = 4 x R_16, the extra wait all in TTFT
-    kw = {"gpu_count": 1, "precision": "bf16", "input_len": 512, "output_len": 128,
-          "factors": HALF}
-    m = predict_point(LLAMA, H100, concurrency=16, **kw)
-    q = predict_point(LLAMA, H100, concurrency=64, max_running=16, **kw)
+    kw = {"input_len": 512, "output_len": 128}
+    m = predict_point(D(LLAMA, H100, factors=HALF), concurrency=16, **kw)
+    q = predict_point(D(LLAMA, H100, factors=HALF, max_running=16), concurrency=64, **kw)
     assert q.concurrency == 64
     assert q.output_tok_s_per_gpu == m.output_tok_s_per_gpu and q.tpot_ms_p50 == m.tpot_ms_p50
     r16 = m.ttft_ms_p50 + 127 * m.tpot_ms_p50
     assert q.ttft_ms_p50 + 127 * q.tpot_ms_p50 == pytest.approx(4 * r16)
-    assert predict_point(LLAMA, H100, concurrency=8, max_running=16, **kw) == predict_point(
-        LLAMA, H100, concurrency=8, **kw)
+    assert predict_point(D(LLAMA, H100, factors=HALF, max_running=16), concurrency=8,
+                         **kw) == predict_point(D(LLAMA, H100, factors=HALF), concurrency=8, **kw)
 
 
 def test_interconnect_figures_name_catalog_gpus_and_their_stated_figure():

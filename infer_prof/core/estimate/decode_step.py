@@ -36,11 +36,10 @@ from typing import Literal
 import msgspec
 
 from infer_prof.core.catalog import kv_layout
-from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.catalog.roofline import decode_flops_per_token, prefill_flops_per_token
 from infer_prof.core.estimate.collectives import allreduce_step_s
-from infer_prof.core.estimate.factors import StepFactors
+from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.peaks import bandwidth_bytes_per_s, peak_flops
 from infer_prof.core.planning.memory import decode_weight_bytes
 
@@ -71,14 +70,13 @@ def kv_share_per_gpu(arch: ModelSpec, gpus: int) -> float:
     return kv_layout.kv_bytes_per_token(arch, gpus, 1) / whole if whole else 0.0
 
 
-def step_cost(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
-              batch: float, context: float, prefill_tokens: float = 0.0,
-              prefill_context: float = 0.0, factors: StepFactors,
-              kv_dtype_bytes: float = 2.0, link_bytes_per_s: float | None = None) -> StepCost:
+def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: float = 0.0,
+              prefill_context: float = 0.0) -> StepCost:
     """One step of ``batch`` decode tokens at mean context ``context`` (tokens) and
     ``prefill_tokens`` prompt tokens attending a mean of ``prefill_context`` positions, on one
-    of ``gpu_count`` GPUs (module docstring for every formula). Raises ValueError when the
-    catalog has no peak FLOP/s for ``precision`` on ``gpu``."""
+    of ``d.gpu_count`` GPUs of the deployment ``d`` (module docstring for every formula).
+    Raises ValueError when the catalog has no peak FLOP/s for ``d.precision`` on ``d.gpu``."""
+    arch, gpu, gpu_count, precision, factors = d.arch, d.gpu, d.gpu_count, d.precision, d.factors
     if batch < 0 or prefill_tokens < 0 or context < 0 or gpu_count < 1:
         raise ValueError("batch, prefill tokens and context must be >= 0, gpu_count >= 1")
     peak = peak_flops(gpu, precision)
@@ -87,7 +85,8 @@ def step_cost(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
     n = gpu_count
     tokens = batch + prefill_tokens
     weights = decode_weight_bytes(arch, precision, tokens) / n
-    kv = batch * kv_layout.kv_bytes_read(arch, context, kv_dtype_bytes) * kv_share_per_gpu(arch, n)
+    kv = (batch * kv_layout.kv_bytes_read(arch, context, d.kv_dtype_bytes)
+          * kv_share_per_gpu(arch, n))
     flops_d = batch * decode_flops_per_token(arch, context) / n if batch else 0.0
     flops_p = (prefill_tokens * prefill_flops_per_token(arch, prefill_context) / n
                if prefill_tokens else 0.0)
@@ -96,7 +95,7 @@ def step_cost(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
     compute = flops_d / (peak * factors.mfu_decode) + flops_p / (peak * factors.mfu_prefill)
     allreduce = allreduce_step_s(
         tokens=tokens, hidden=arch.hidden_size, layers=arch.num_layers, gpus=n,
-        link_bytes_per_s=link_bytes_per_s, efficiency=factors.allreduce_efficiency,
+        link_bytes_per_s=d.link_bytes_per_s(), efficiency=factors.allreduce_efficiency,
         latency_s=factors.allreduce_latency_us * 1e-6)
     overhead = factors.step_overhead_ms * 1e-3
     return StepCost(
@@ -106,11 +105,7 @@ def step_cost(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
         bound="memory" if memory >= compute else "compute")
 
 
-def decode_step_s(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
-                  batch: float, context: float, factors: StepFactors,
-                  kv_dtype_bytes: float = 2.0, link_bytes_per_s: float | None = None) -> float:
+def decode_step_s(d: Deployment, *, batch: float, context: float) -> float:
     """Seconds of a pure decode step (no prefill tokens) of ``batch`` sequences at mean context
     ``context``: :func:`step_cost`'s ``time_s``."""
-    return step_cost(arch, gpu, gpu_count=gpu_count, precision=precision, batch=batch,
-                     context=context, factors=factors, kv_dtype_bytes=kv_dtype_bytes,
-                     link_bytes_per_s=link_bytes_per_s).time_s
+    return step_cost(d, batch=batch, context=context).time_s

@@ -40,16 +40,13 @@ from typing import Literal
 
 import msgspec
 
-from infer_prof.core.catalog.gpus import GpuSpec
-from infer_prof.core.catalog.models import ModelSpec
-from infer_prof.core.estimate.collectives import link_bytes_per_s
 from infer_prof.core.estimate.decode_step import step_cost
-from infer_prof.core.estimate.factors import StepFactors, default_factors
+from infer_prof.core.estimate.deployment import Deployment
+from infer_prof.core.estimate.factors import default_factors
 from infer_prof.core.estimate.prefill import queued_prefill_s
-from infer_prof.core.planning.memory import default_scheduler_limits
 
-__all__ = ["PredictedPoint", "concurrency_levels", "default_factors", "predict_frontier",
-           "predict_point"]
+__all__ = ["Deployment", "PredictedPoint", "concurrency_levels", "default_factors",
+           "predict_frontier", "predict_point"]
 
 
 class PredictedPoint(msgspec.Struct, frozen=True, kw_only=True):
@@ -73,48 +70,31 @@ class PredictedPoint(msgspec.Struct, frozen=True, kw_only=True):
     predicted: bool = True
 
 
-def predict_point(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
-                  input_len: int, output_len: int, concurrency: int, factors: StepFactors,
-                  max_num_batched_tokens: int | None = None, kv_dtype_bytes: float = 2.0,
-                  link_gbps: float | None = None,
-                  max_running: int | None = None) -> PredictedPoint:
+def predict_point(d: Deployment, *, input_len: int, output_len: int,
+                  concurrency: int) -> PredictedPoint:
     """The predicted steady state of ``concurrency`` closed-loop streams of ``input_len`` prompt
-    and ``output_len`` output tokens, served by vLLM on ``gpu_count`` x ``gpu`` (tensor
-    parallel) with ``arch``'s weights at ``precision`` (a planner precision: ``bf16``,
-    ``fp8``, ``int8``, ``bnb-nf4``, ``awq``, ``gptq``, ``nvfp4``, ``mxfp4``).
-
-    ``factors``: the achieved shares (:func:`default_factors`); ``max_num_batched_tokens``
-    vLLM's per-step token budget (default: vLLM's default for the GPU); ``kv_dtype_bytes`` 2,
-    or 1 for an fp8 KV cache; ``link_gbps`` the interconnect's bidirectional GB/s (None: the
-    all-reduce time is unknown and left out, ``allreduce_counted`` False); ``max_running``
-    the most sequences the server runs at once (the planner's ``max_sequences``, capped by
-    ``max_num_seqs``; None: no limit), above which requests queue. Formulas in the module
-    docstring. Raises ValueError for non-positive lengths or concurrency, or a
-    precision the catalog has no peak FLOP/s for on ``gpu``.
+    and ``output_len`` output tokens, served by vLLM as the deployment ``d`` says (model, GPUs,
+    precision, factors, limits: :class:`~infer_prof.core.estimate.deployment.Deployment`).
+    Above ``d.max_running`` sequences the rest queue. Formulas in the module docstring. Raises
+    ValueError for non-positive lengths or concurrency, or a precision the catalog has no peak
+    FLOP/s for on the GPU.
     """
+    gpu_count = d.gpu_count
     if input_len < 0 or output_len < 1 or concurrency < 1 or gpu_count < 1:
         raise ValueError("need input_len >= 0, output_len >= 1, concurrency >= 1, gpu_count >= 1")
-    if max_running is not None and 1 <= max_running < concurrency:
-        return _queued(predict_point(
-            arch, gpu, gpu_count=gpu_count, precision=precision, input_len=input_len,
-            output_len=output_len, concurrency=max_running, factors=factors,
-            max_num_batched_tokens=max_num_batched_tokens, kv_dtype_bytes=kv_dtype_bytes,
-            link_gbps=link_gbps), concurrency, input_len, output_len, gpu_count)
+    if d.max_running is not None and 1 <= d.max_running < concurrency:
+        return _queued(predict_point(d, input_len=input_len, output_len=output_len,
+                                     concurrency=d.max_running),
+                       concurrency, input_len, output_len, gpu_count)
     c, i, o = concurrency, input_len, output_len
-    budget = max_num_batched_tokens or default_scheduler_limits(
-        gpu, gpu.cuda_memory_bytes, gpu_count)[0]
-    link = link_bytes_per_s(link_gbps)
-    common = {"gpu_count": gpu_count, "precision": precision, "factors": factors,
-              "kv_dtype_bytes": kv_dtype_bytes, "link_bytes_per_s": link}
     context = i + o / 2.0
-    step = step_cost(arch, gpu, batch=c, context=context, prefill_tokens=c * i / o,
-                     prefill_context=(i + 1) / 2.0, **common)  # type: ignore[arg-type]
+    step = step_cost(d, batch=c, context=context, prefill_tokens=c * i / o,
+                     prefill_context=(i + 1) / 2.0)
     tpot = step.time_s
     wait = (c - 1) / c * tpot / 2.0
     ahead = (c - 1) / 2.0
-    ttft = wait + queued_prefill_s(
-        arch, gpu, queued_tokens=(ahead + 1) * i, input_len=i, decode_batch=ahead,
-        decode_context=context, max_num_batched_tokens=budget, **common)  # type: ignore[arg-type]
+    ttft = wait + queued_prefill_s(d, queued_tokens=(ahead + 1) * i, input_len=i,
+                                   decode_batch=ahead, decode_context=context)
     if i == 0:
         ttft = wait + tpot
     request_s = ttft + (o - 1) * tpot
@@ -159,15 +139,9 @@ def concurrency_levels(limit: int) -> list[int]:
     return out
 
 
-def predict_frontier(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
-                     input_len: int, output_len: int, max_concurrency: int,
-                     factors: StepFactors, max_num_batched_tokens: int | None = None,
-                     kv_dtype_bytes: float = 2.0,
-                     link_gbps: float | None = None) -> list[PredictedPoint]:
+def predict_frontier(d: Deployment, *, input_len: int, output_len: int,
+                     max_concurrency: int) -> list[PredictedPoint]:
     """:func:`predict_point` at each of :func:`concurrency_levels` ``(max_concurrency)`` (the
     KV limit: the planner's ``max_sequences``, capped by vLLM's ``max_num_seqs``)."""
-    return [predict_point(arch, gpu, gpu_count=gpu_count, precision=precision,
-                          input_len=input_len, output_len=output_len, concurrency=c,
-                          factors=factors, max_num_batched_tokens=max_num_batched_tokens,
-                          kv_dtype_bytes=kv_dtype_bytes, link_gbps=link_gbps)
+    return [predict_point(d, input_len=input_len, output_len=output_len, concurrency=c)
             for c in concurrency_levels(max_concurrency)]

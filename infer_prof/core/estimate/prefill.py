@@ -19,11 +19,10 @@ The whole prompt's FLOPs:
 
 from __future__ import annotations
 
-from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.catalog.roofline import causal_mean_context, prefill_flops_per_token
 from infer_prof.core.estimate.decode_step import StepCost, step_cost
-from infer_prof.core.estimate.factors import StepFactors
+from infer_prof.core.estimate.deployment import Deployment
 
 
 def prefill_flops(arch: ModelSpec, input_len: int) -> float:
@@ -44,47 +43,35 @@ def chunks(input_len: int, max_num_batched_tokens: int, decode_batch: int) -> li
     return [room] * full + ([rest] if rest else [])
 
 
-def prefill_steps(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
-                  input_len: int, decode_batch: int, decode_context: float,
-                  max_num_batched_tokens: int, factors: StepFactors,
-                  kv_dtype_bytes: float = 2.0,
-                  link_bytes_per_s: float | None = None) -> list[StepCost]:
-    """The steps that carry one prompt's chunks, each beside ``decode_batch`` decode tokens at
-    context ``decode_context`` (:func:`~infer_prof.core.estimate.decode_step.step_cost`, with
-    the chunk's mean attended context ``(a + b + 1) / 2``)."""
+def prefill_steps(d: Deployment, *, input_len: int, decode_batch: int,
+                  decode_context: float) -> list[StepCost]:
+    """The steps that carry one prompt's chunks (at most ``d.step_budget()`` tokens a step in
+    all), each beside ``decode_batch`` decode tokens at context ``decode_context``
+    (:func:`~infer_prof.core.estimate.decode_step.step_cost`, with the chunk's mean attended
+    context ``(a + b + 1) / 2``)."""
     out = []
     done = 0
-    for c in chunks(input_len, max_num_batched_tokens, decode_batch):
+    for c in chunks(input_len, d.step_budget(), decode_batch):
         attended = (2 * done + c + 1) / 2.0
-        out.append(step_cost(
-            arch, gpu, gpu_count=gpu_count, precision=precision, batch=decode_batch,
-            context=decode_context, prefill_tokens=c, prefill_context=attended,
-            factors=factors, kv_dtype_bytes=kv_dtype_bytes, link_bytes_per_s=link_bytes_per_s))
+        out.append(step_cost(d, batch=decode_batch, context=decode_context, prefill_tokens=c,
+                             prefill_context=attended))
         done += c
     return out
 
 
-def prefill_s(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
-              input_len: int, decode_batch: int, decode_context: float,
-              max_num_batched_tokens: int, factors: StepFactors,
-              kv_dtype_bytes: float = 2.0, link_bytes_per_s: float | None = None) -> float:
+def prefill_s(d: Deployment, *, input_len: int, decode_batch: int,
+              decode_context: float) -> float:
     """Seconds from a prompt's first scheduled step to its first token: the sum of
     :func:`prefill_steps`' times."""
     return sum(s.time_s for s in prefill_steps(
-        arch, gpu, gpu_count=gpu_count, precision=precision, input_len=input_len,
-        decode_batch=decode_batch, decode_context=decode_context,
-        max_num_batched_tokens=max_num_batched_tokens, factors=factors,
-        kv_dtype_bytes=kv_dtype_bytes, link_bytes_per_s=link_bytes_per_s))
+        d, input_len=input_len, decode_batch=decode_batch, decode_context=decode_context))
 
 
-def queued_prefill_s(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
-                     queued_tokens: float, input_len: int, decode_batch: float,
-                     decode_context: float, max_num_batched_tokens: int,
-                     factors: StepFactors, kv_dtype_bytes: float = 2.0,
-                     link_bytes_per_s: float | None = None) -> float:
+def queued_prefill_s(d: Deployment, *, queued_tokens: float, input_len: int,
+                     decode_batch: float, decode_context: float) -> float:
     """Seconds to prefill ``queued_tokens`` prompt tokens (several prompts of ``input_len``,
     first come first served) in steps that each carry ``decode_batch`` decode tokens and
-    ``room = min(T - B, queued)`` prompt tokens (``T`` = ``max_num_batched_tokens``):
+    ``room = min(T - B, queued)`` prompt tokens (``T`` = ``d.step_budget()``):
 
         queued / room x t(B, room)
 
@@ -92,9 +79,7 @@ def queued_prefill_s(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision
     counts its share). Prompt tokens attend a mean of ``(input_len + 1) / 2`` positions."""
     if queued_tokens <= 0:
         return 0.0
-    room = min(max(1.0, max_num_batched_tokens - decode_batch), queued_tokens)
-    step = step_cost(arch, gpu, gpu_count=gpu_count, precision=precision, batch=decode_batch,
-                     context=decode_context, prefill_tokens=room,
-                     prefill_context=(input_len + 1) / 2.0, factors=factors,
-                     kv_dtype_bytes=kv_dtype_bytes, link_bytes_per_s=link_bytes_per_s)
+    room = min(max(1.0, d.step_budget() - decode_batch), queued_tokens)
+    step = step_cost(d, batch=decode_batch, context=decode_context, prefill_tokens=room,
+                     prefill_context=(input_len + 1) / 2.0)
     return queued_tokens / room * step.time_s

@@ -1,0 +1,48 @@
+"""What serves a predicted load: the model, the GPUs, the precision, the engine's limits and
+the achieved shares, declared once and passed to every step of the estimate. Pure: no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.estimate.collectives import link_bytes_per_s
+from infer_prof.core.estimate.factors import StepFactors
+from infer_prof.core.planning.memory import default_scheduler_limits
+
+
+@dataclass(frozen=True, kw_only=True)
+class Deployment:
+    """One vLLM server as the estimate sees it.
+
+    ``arch`` the model's architecture; ``gpu`` x ``gpu_count`` the tensor-parallel group;
+    ``precision`` a planner precision (``bf16``, ``fp8``, ``int8``, ``bnb-nf4``, ``awq``,
+    ``gptq``, ``nvfp4``, ``mxfp4``); ``factors`` the achieved shares
+    (:func:`infer_prof.core.estimate.factors.default_factors`); ``kv_dtype_bytes`` 2, or 1 for
+    an fp8 KV cache; ``link_gbps`` the interconnect's bidirectional GB/s (None: the all-reduce
+    time is unknown and left out); ``max_num_batched_tokens`` vLLM's per-step token budget
+    (None: vLLM's default for the GPU); ``max_running`` the most sequences the server runs at
+    once (the planner's ``max_sequences`` capped by ``max_num_seqs``; None: no limit)."""
+
+    arch: ModelSpec
+    gpu: GpuSpec
+    gpu_count: int = 1
+    precision: str = "bf16"
+    factors: StepFactors
+    kv_dtype_bytes: float = 2.0
+    link_gbps: float | None = None
+    max_num_batched_tokens: int | None = None
+    max_running: int | None = None
+
+    def step_budget(self) -> int:
+        """Prompt + decode tokens one step may carry: ``max_num_batched_tokens``, or vLLM's
+        default for this GPU and count."""
+        if self.max_num_batched_tokens:
+            return self.max_num_batched_tokens
+        return default_scheduler_limits(self.gpu, self.gpu.cuda_memory_bytes, self.gpu_count)[0]
+
+    def link_bytes_per_s(self) -> float | None:
+        """One direction of the interconnect in bytes/s (half of ``link_gbps`` x 1e9); None
+        when unknown."""
+        return link_bytes_per_s(self.link_gbps)
