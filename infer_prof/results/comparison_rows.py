@@ -112,7 +112,6 @@ def _quality_cells(result: Result, row: dict[str, Any]) -> None:
     row["quality_tasks"] = q.tasks_sha256
     row["quality_share"] = finite_number(ref.quality_share) if ref is not None else None
     row["quality_below_floor"] = q.below_floor
-    row["quality_kl"] = finite_number(ref.mean_kl) if ref is not None else None
 
 
 def _repeat_cells(result: Result, row: dict[str, Any]) -> None:

@@ -54,3 +54,29 @@ def test_compare_ranks_by_cost_among_the_runs_meeting_the_floor(runs):
     md = [ln for ln in marks.stdout.splitlines() if "variant=" in ln]
     assert [ln.split("|")[3].strip() for ln in md] == [f"variant={n}" for n in NAMES]  # as named
     assert "BELOW the floor: 0.900" in md[1] and "meets 0.95" in md[2]
+
+
+def test_history_holds_the_quality_figures_recorded_after_the_check(runs):
+    done = cli("history", "--history", runs.history, "--json")
+    assert done.returncode == 0, done.stderr
+    listed = {r["labels"]["variant"]: r["metrics"] for r in json.loads(done.stdout)}
+    assert listed["cheap_bad"]["quality.accuracy"] == 0.9
+    assert listed["cheap_bad"]["quality.perplexity"] == pytest.approx(2.0)
+    assert listed["cheap_bad"]["quality.reference.mean_kl"] == pytest.approx(0.0, abs=1e-12)
+    assert listed["ref"]["quality.accuracy"] == 1.0
+    assert listed["ref"]["quality.reference.mean_kl"] is None  # no reference
+    assert listed["unchecked"]["quality.accuracy"] is None  # not measured: no row, never a 0
+    table = cli("history", "--history", runs.history)
+    assert "accuracy" in table.stdout and "perplexity" in table.stdout, table.stdout
+    # the result file the history keeps is the one with the quality section (written after it)
+    out = runs.folder / "exported"
+    assert cli("history", "export", "-o", str(out), "--history", runs.history).returncode == 0
+    kept = {json.loads(p.read_text())["labels"]["variant"]: json.loads(p.read_text())
+            for p in out.glob("*.json") if not p.name.endswith(".requests.json")}
+    assert kept["cheap_bad"]["quality"]["below_floor"] is True
+    assert kept["cheap_bad"]["quality"]["items"] == 100
+    # a trend of the accuracy, as of any metric
+    trend = cli("history", "--history", runs.history, "--metric", "quality.accuracy", "--json",
+                "--label", "variant=cheap_bad")
+    assert trend.returncode == 0, trend.stderr
+    assert "0.9" in trend.stdout
