@@ -80,3 +80,36 @@ def test_history_holds_the_quality_figures_recorded_after_the_check(runs):
                 "--label", "variant=cheap_bad")
     assert trend.returncode == 0, trend.stderr
     assert "0.9" in trend.stdout
+
+
+def test_the_gate_fails_a_run_below_its_floor_or_whose_accuracy_dropped(runs, tmp_path):
+    md, xml = tmp_path / "gate.md", tmp_path / "gate.xml"
+    done = cli("regress", "--baseline", str(runs.path("ref")), "--current",
+               str(runs.path("cheap_bad")), "--markdown", str(md), "--junit", str(xml), "--json")
+    assert done.returncode == 1, done.stderr
+    out = json.loads(done.stdout)
+    # (a loaded machine may move a latency too: only the quality rows are asserted)
+    assert [m for m in out["regressions"] if m.startswith("quality.")] == [
+        "quality.floor", "quality.accuracy"]
+    metrics = {m["name"]: m for m in out["metrics"]}
+    acc = metrics["quality.accuracy"]
+    assert (acc["baseline"], acc["current"]) == (1.0, 0.9) and acc["ci_high_pct"] < 0
+    assert "paired bootstrap" in acc["method"] and "99 % interval" in acc["method"]
+    assert metrics["quality.floor"]["current"] == pytest.approx(0.9)
+    assert any("BELOW the floor 0.99" in n for n in out["notes"])
+    text = md.read_text()
+    assert "| quality.accuracy | 1 | 0.9 | -10.00% |" in text and "**REGRESSION**" in text
+    assert "quality.floor: REGRESSION:" in text
+    junit = xml.read_text()
+    assert 'name="quality.accuracy"' in junit and "a drop beyond chance over the items" in junit
+    # the same accuracy as the baseline's: the quality rows pass
+    same = cli("regress", "--baseline", str(runs.path("ref")), "--current",
+               str(runs.path("mid_good")), "--json")
+    verdicts = {m["name"]: m["verdict"] for m in json.loads(same.stdout)["metrics"]}
+    assert verdicts["quality.accuracy"] == "ok" and verdicts["quality.floor"] == "ok"
+    # a current run without the check: not gated on quality, and said
+    none = cli("regress", "--baseline", str(runs.path("ref")), "--current",
+               str(runs.path("unchecked")), "--json")
+    gone = json.loads(none.stdout)
+    assert not [m for m in gone["metrics"] if m["name"].startswith("quality.")]
+    assert "quality: the baseline measured it, the current run did not: not gated" in gone["notes"]
