@@ -113,3 +113,15 @@ def test_the_gate_fails_a_run_below_its_floor_or_whose_accuracy_dropped(runs, tm
     gone = json.loads(none.stdout)
     assert not [m for m in gone["metrics"] if m["name"].startswith("quality.")]
     assert "quality: the baseline measured it, the current run did not: not gated" in gone["notes"]
+
+
+def test_run_json_carries_the_quality_figures(runs):
+    bad = json.loads(runs.stdout["cheap_bad"])
+    q = bad["quality"]
+    assert q["status"] == "measured" and q["accuracy"] == 0.9 and q["items"] == 100
+    assert q["accuracy_low"] < 0.9 < q["accuracy_high"] and q["perplexity"] == pytest.approx(2.0)
+    assert q["below_floor"] is True and q["min_quality"] == 0.99
+    assert q["reference"]["quality_share"] == pytest.approx(0.9)
+    assert q["reference"]["accuracy_difference"] == pytest.approx(-0.1)
+    assert "outcomes" not in q and "passages" not in q  # the result file holds the records
+    assert "quality" not in json.loads(runs.stdout["unchecked"])  # no check asked: no section
