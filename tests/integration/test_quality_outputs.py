@@ -125,3 +125,22 @@ def test_run_json_carries_the_quality_figures(runs):
     assert q["reference"]["accuracy_difference"] == pytest.approx(-0.1)
     assert "outcomes" not in q and "passages" not in q  # the result file holds the records
     assert "quality" not in json.loads(runs.stdout["unchecked"])  # no check asked: no section
+
+
+def test_html_report_plots_accuracy_against_cost_when_quality_was_measured(runs, tmp_path):
+    html, png = tmp_path / "r.html", tmp_path / "png"
+    done = cli("report", *_files(runs), "-o", str(html), "--png-dir", str(png))
+    assert done.returncode == 0, done.stderr
+    page = html.read_text()
+    assert '<section id="quality">' in page and 'href="#quality"' in page
+    section = page.split('<section id="quality">')[1].split("</section>")[0]
+    svg = section.split('<figure id="fig-accuracy_vs_cost">')[1].split("</figure>")[0]
+    for name in ("ref", "cheap_bad", "mid_good"):  # a point each, the unchecked run not
+        assert f"variant={name}" in svg
+    assert "variant=unchecked" not in section
+    assert "floor 0.99 × reference 100.0%" in svg
+    assert "BELOW 0.99" in section and "meets 0.99" in section
+    assert (png / "accuracy_vs_cost.png").stat().st_size > 0
+    alone = tmp_path / "alone.html"
+    assert cli("report", str(runs.path("unchecked")), "-o", str(alone)).returncode == 0
+    assert 'id="quality"' not in alone.read_text()  # no check: no section
