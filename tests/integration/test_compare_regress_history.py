@@ -53,9 +53,9 @@ def _run(url: str, folder: Path, label: str, concurrency: int = 4) -> Path:
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """a1, a2: two runs against one server (TTFT 20 ms, ITL 20 ms); b: ITL 26 ms (30 % slower, far beyond
-    what a loaded 2-core machine's scheduling adds between two runs);
-    c: the first server at concurrency 8 (different settings)."""
+    """a1, a2: two runs against one server (TTFT 20 ms, ITL 20 ms); b: ITL 26 ms (30 % slower,
+    far beyond what a loaded 2-core machine's scheduling adds between two runs); c: the first
+    server at concurrency 8 (different settings)."""
     root = tmp_path_factory.mktemp("cmp")
     out: dict[str, Path] = {}
     base = start_synthetic(20.0, 20.0, 16)
