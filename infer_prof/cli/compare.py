@@ -165,6 +165,10 @@ def compare(o: CompareOptions) -> None:
     by what a million tokens costs at the speed the users need."""
     if o.output_format not in FORMATS:
         fail(f"--format {o.output_format!r} is not one of {', '.join(FORMATS)}")
+    ranked = o.rank_by_cost or o.min_quality is not None
+    if ranked and (o.target_interactivity is not None or o.slo is not None or o.tiers):
+        fail("--rank-by-cost and --min-quality rank result files by their own cost; leave out "
+             "--target-interactivity, --slo and --tiers")
     if o.target_interactivity is not None or o.slo is not None:
         compare_frontiers(o.results or [], o.output_format, o.force, o.target_interactivity, o.slo,
                           o.history_db, o.model)
@@ -179,7 +183,7 @@ def compare(o: CompareOptions) -> None:
     for row, name in zip(rows, runs.names, strict=True):
         row["run_id"] = name
     _warn_about_status(runs)
-    if o.rank_by_cost or o.min_quality is not None:
+    if ranked:
         from infer_prof.cli.compare_quality import print_ranked
 
         print_ranked(o.output_format, rows, [str(x.path) for x in runs.loaded], o.min_quality,

@@ -55,6 +55,11 @@ def test_compare_ranks_by_cost_among_the_runs_meeting_the_floor(runs):
     assert [ln.split("|")[3].strip() for ln in md] == [f"variant={n}" for n in NAMES]  # as named
     assert "BELOW the floor: 0.900" in md[1] and "meets 0.95" in md[2]
 
+    for bad, says in ((("--min-quality", "1.5"), "--min-quality"),
+                      (("--rank-by-cost", "--tiers"), "leave out")):
+        done = cli("compare", *_files(runs), *bad)
+        assert done.returncode == 2 and says in done.stderr, done.stderr
+
 
 def test_history_holds_the_quality_figures_recorded_after_the_check(runs):
     done = cli("history", "--history", runs.history, "--json")
