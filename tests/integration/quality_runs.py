@@ -24,10 +24,11 @@ def _prompts(n: int) -> set[str]:
 
 @dataclass(frozen=True)
 class QualityRuns:
-    """The result files: ``ref`` (every sum right, $4/h), ``cheap_bad`` (10 of 100 wrong, $2/h,
-    below a 0.99 floor of ``ref``), ``mid_good`` (every sum right, $3/h, against ``ref``),
-    ``unchecked`` (no --quality, $1/h); the history they are recorded in; and what each run
-    printed (``stdout`` by name: ``--json`` for all but ``ref``)."""
+    """The result files: ``ref`` (every sum right, $16/h), ``cheap_bad`` (10 of 100 wrong, $1/h,
+    below a 0.99 floor of ``ref``), ``mid_good`` (every sum right, $4/h, against ``ref``),
+    ``unchecked`` (no --quality, $0.25/h); the history they are recorded in; and what each run
+    printed (``stdout`` by name: ``--json`` for all but ``ref``). The prices are 4x apart, so
+    that a loaded machine's throughput swings between runs cannot reorder their $/1M tokens."""
 
     folder: Path
     history: str
@@ -56,10 +57,10 @@ def run_once(folder: Path, name: str, price: float, wrong: int, *extra: str) -> 
 def make_runs(folder: Path) -> QualityRuns:
     """The four runs of :class:`QualityRuns` in ``folder``."""
     ref = str(folder / "ref.json")
-    out = {"ref": run_once(folder, "ref", 4.0, 0, "--quality", "addition")}
+    out = {"ref": run_once(folder, "ref", 16.0, 0, "--quality", "addition")}
     floor = ("--quality", "addition", "--quality-reference", ref, "--min-quality", "0.99",
              "--json")
-    out["cheap_bad"] = run_once(folder, "cheap_bad", 2.0, 10, *floor)
-    out["mid_good"] = run_once(folder, "mid_good", 3.0, 0, *floor)
-    out["unchecked"] = run_once(folder, "unchecked", 1.0, 0, "--json")
+    out["cheap_bad"] = run_once(folder, "cheap_bad", 1.0, 10, *floor)
+    out["mid_good"] = run_once(folder, "mid_good", 4.0, 0, *floor)
+    out["unchecked"] = run_once(folder, "unchecked", 0.25, 0, "--json")
     return QualityRuns(folder, f"sqlite:///{folder / 'h.db'}", out)
