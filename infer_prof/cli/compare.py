@@ -19,7 +19,7 @@ from rich.table import Table
 from infer_prof.cli.common import fail
 from infer_prof.cli.compare_frontiers import compare_frontiers
 from infer_prof.cli.declared import declared_command
-from infer_prof.config.options import Opt
+from infer_prof.config.options import Opt, Range
 from infer_prof.core.analysis.comparison import (
     COLUMNS,
     METRIC_COLUMNS,
@@ -145,6 +145,17 @@ class CompareOptions:
     prices_from: Annotated[str | None, Opt(
         ("--prices-from",),
         "With --tiers: a folder of SkyPilot catalogs to price from.")] = None
+    rank_by_cost: Annotated[bool, Opt(
+        ("--rank-by-cost",),
+        ("Order the runs by $/1M output tokens, cheapest first, among those meeting the quality "
+        "floor; the others (below it, quality not measured, no price) are listed apart "
+        "(docs/quality.md)."))] = False
+    min_quality: Annotated[float | None, Opt(
+        ("--min-quality",),
+        ("The quality floor: a share of the reference's accuracy (0.99): the run's recorded "
+        "--quality-reference, else the most accurate compared run of the same model and task "
+        "file. Runs under it are marked BELOW."),
+        range=Range("a share in (0, 1]", low=0, high=1, low_open=True))] = None
 
 
 def compare(o: CompareOptions) -> None:
@@ -154,6 +165,10 @@ def compare(o: CompareOptions) -> None:
     by what a million tokens costs at the speed the users need."""
     if o.output_format not in FORMATS:
         fail(f"--format {o.output_format!r} is not one of {', '.join(FORMATS)}")
+    ranked = o.rank_by_cost or o.min_quality is not None
+    if ranked and (o.target_interactivity is not None or o.slo is not None or o.tiers):
+        fail("--rank-by-cost and --min-quality rank result files by their own cost; leave out "
+             "--target-interactivity, --slo and --tiers")
     if o.target_interactivity is not None or o.slo is not None:
         compare_frontiers(o.results or [], o.output_format, o.force, o.target_interactivity, o.slo,
                           o.history_db, o.model)
@@ -168,6 +183,12 @@ def compare(o: CompareOptions) -> None:
     for row, name in zip(rows, runs.names, strict=True):
         row["run_id"] = name
     _warn_about_status(runs)
+    if ranked:
+        from infer_prof.cli.compare_quality import print_ranked
+
+        print_ranked(o.output_format, rows, [str(x.path) for x in runs.loaded], o.min_quality,
+                     o.rank_by_cost)
+        return
     tier_costs = _tiers([r.result for r in runs.loaded], o.prices_from) if o.tiers else None
     _print_comparison(o.output_format, rows, best, runs, tier_costs)
 

@@ -43,6 +43,8 @@ history_app = typer.Typer(
 #: (header, metric name, decimals) of the key metrics in the run list: the metric table's
 #: ``history`` place, named as the history names them (``|``: alternative spellings).
 KEY_METRICS = tuple((c.label, c.history_name, c.digits) for c in columns_at("history"))
+#: The quality check's (``run --quality``): shown in the table only where a listed run has one.
+_QUALITY_NAMES = {c.history_name for c in columns_at("history", "quality")}
 
 
 def _metric(metrics: dict[str, float], name: str) -> float | None:
@@ -91,19 +93,21 @@ def _list_table(runs: list[history.RunRecord], db: str | Path) -> Table:
     )
     for h in ("time (UTC)", "run", "model", "GPU", "conc."):
         t.add_column(h, justify="right" if h == "conc." else "left")
-    for h, _, _ in KEY_METRICS:
+    measured = [r.metrics() for r in runs]
+    shown = [k for k in KEY_METRICS
+             if k[1] not in _QUALITY_NAMES or any(_metric(m, k[1]) is not None for m in measured)]
+    for h, _, _ in shown:
         t.add_column(h, justify="right")
     t.add_column("config")
     t.add_column("labels")
-    for r in runs:
-        m = r.metrics()
+    for r, m in zip(runs, measured, strict=True):
         t.add_row(
             _time(r.started_at),
             _run_cell(r),
             r.model or "",
             r.gpu or "",
             fmt_value(r.concurrency),
-            *(fmt_value(_metric(m, name), d) for _, name, d in KEY_METRICS),
+            *(fmt_value(_metric(m, name), d) for _, name, d in shown),
             r.config_fingerprint,
             ",".join(f"{k}={v}" for k, v in sorted(r.labels.items())),
         )

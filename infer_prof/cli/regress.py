@@ -322,6 +322,8 @@ def regress(o: RegressOptions) -> None:
         fail("no metric is present on both sides; nothing to gate")
     if confirm:
         comparisons = confirm_groups(groups, confirm, comparisons, notes, judge)
+    notes += [f"{c.name}: REGRESSION: {c.note}" for c in comparisons
+              if c.regression and c.name.rpartition(": ")[2].startswith("quality.")]
     current_desc = ", ".join(r.source for r in cur)
     if confirm:
         current_desc += "; confirming rerun: " + ", ".join(r.source for r in confirm)

@@ -12,6 +12,7 @@ from infer_prof.cli.common import fail
 from infer_prof.core.analysis.regression import MetricComparison, Significance
 from infer_prof.results import history, history_database
 from infer_prof.results.gate import LaunchSpread, RunData, evaluate, evaluate_within_run
+from infer_prof.results.quality_gate import quality_comparisons
 
 Group = tuple[str, list[RunData], list[RunData], str]
 
@@ -51,23 +52,27 @@ class Judge:
     def __call__(
         self, base: list[RunData], cur: list[RunData], notes: list[str]
     ) -> list[MetricComparison]:
-        """The comparisons of one group (bad input exits 2)."""
+        """The comparisons of one group (bad input exits 2), then its quality verdicts
+        (:mod:`infer_prof.results.quality_gate`, intervals at 1 - alpha)."""
         try:
             if self.within_run:
-                return evaluate_within_run(
+                found = evaluate_within_run(
                     base, cur, thresholds=self.thresholds,
                     default_threshold_pct=self.default_pct, significance=self.significance,
                     max_samples=self.max_samples,
                 )
-            spread, source = self.launch_spread(cur[0].fingerprint, notes)
-            return evaluate(
-                base, cur, thresholds=self.thresholds, default_threshold_pct=self.default_pct,
-                alpha=self.alpha, assumed_spread=self.assumed,
-                launch_spread=LaunchSpread(spread, source) if spread else None,
-                against=self.against,
-            )
+            else:
+                spread, source = self.launch_spread(cur[0].fingerprint, notes)
+                found = evaluate(
+                    base, cur, thresholds=self.thresholds,
+                    default_threshold_pct=self.default_pct, alpha=self.alpha,
+                    assumed_spread=self.assumed,
+                    launch_spread=LaunchSpread(spread, source) if spread else None,
+                    against=self.against,
+                )
         except ValueError as exc:
             fail(str(exc))
+        return found + quality_comparisons(base, cur, 1.0 - self.alpha, notes)
 
 
 def gate_groups(

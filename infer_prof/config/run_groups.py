@@ -225,8 +225,9 @@ class LoadConfig:
     # --quality: the quality check after the load, on the same server (infer_prof.quality)
     quality: Annotated[str | None, Opt(
         ("--quality",), "After the load, check the answers on the same server: addition (the "
-        "set for tiny-adder) or tasks=FILE,text=FILE[,top_k=N,max_tokens=N]: task accuracy and "
-        "perplexity, in the result's quality section (docs/quality.md).", LOAD)] = None
+        "set for tiny-adder), gsm8k (50 GSM8K problems, MIT) or "
+        "tasks=FILE,text=FILE[,top_k=N,max_tokens=N]: task accuracy and perplexity, in the "
+        "result's quality section (docs/quality.md).", LOAD)] = None
     quality_reference: Annotated[str | None, Opt(
         ("--quality-reference",), "--quality: a result of the same model at a higher precision "
         "to compare with (accuracy difference, perplexity ratio, KL).", LOAD)] = None

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from infer_prof.core.analysis.frontier_compare import Curve
 from infer_prof.report.frontier_section import frontier_section
 from infer_prof.report.html_fragments import esc
+from infer_prof.report.quality_section import quality_section
 from infer_prof.report.run_data import RunData, gpu_label, model_label, run_names
 from infer_prof.report.sections import (
     cost_section,
@@ -94,6 +95,7 @@ def build_report(
         sweep_section(runs, plots),
         frontier_section(runs, plots, target_interactivity, predicted),
         cost_section(runs, plots),
+        quality := quality_section(runs, plots),  # empty when no run measured quality
         telemetry_section(runs, names, plots),
     ]
     models = sorted({model_label(r.result) for r in runs})
@@ -108,7 +110,8 @@ def build_report(
         f"hardware: {esc(', '.join(gpus))} · generated {esc(when)}</p>"
         '<nav><a href="#summary">Summary</a><a href="#latency">Latency</a>'
         '<a href="#sweeps">Sweeps</a><a href="#frontier">Frontier</a><a href="#cost">Cost</a>'
-        '<a href="#telemetry">Telemetry</a></nav></header>'
+        + ('<a href="#quality">Quality</a>' if quality else "")
+        + '<a href="#telemetry">Telemetry</a></nav></header>'
         f"<main>{''.join(body)}</main>{footer(runs)}</body></html>\n"
     )
     return Report(doc, plots)

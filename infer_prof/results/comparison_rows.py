@@ -96,7 +96,22 @@ def row_for(result: Result) -> dict[str, Any]:
     for col in METRIC_COLUMNS:
         row[col.key] = finite_number(value_at(result, col.path))
     _repeat_cells(result, row)
+    _quality_cells(result, row)
     return row
+
+
+def _quality_cells(result: Result, row: dict[str, Any]) -> None:
+    """What ranking at equal quality needs (:mod:`infer_prof.core.analysis.quality_ranking`):
+    ``quality_tasks`` (the task file's SHA-256), ``quality_share`` (accuracy / the recorded
+    reference's), ``quality_below_floor`` (as the run recorded it), ``quality_kl`` (mean KL
+    against that reference, nats/token)."""
+    q = result.quality
+    if q is None or q.status == "not_measured":
+        return
+    ref = q.reference
+    row["quality_tasks"] = q.tasks_sha256
+    row["quality_share"] = finite_number(ref.quality_share) if ref is not None else None
+    row["quality_below_floor"] = q.below_floor
 
 
 def _repeat_cells(result: Result, row: dict[str, Any]) -> None:

@@ -24,6 +24,9 @@ names as in the history database, so ``--threshold ttft_ms.p99=10%`` works):
   ``cost.usd_per_million_output_tokens`` (or
   ``cost.usd_per_1m_output_tokens``), ``energy.joules_per_output_token`` (cost and energy when
   both sides have them), and ``ttft_ms``, ``tpot_ms``, ``itl_ms``, ``e2e_ms`` at p50 and p99.
+* the quality check's ``quality.floor`` and ``quality.accuracy`` (a run marked below its
+  ``--min-quality``, an accuracy drop beyond chance over the items):
+  :mod:`infer_prof.results.quality_gate`, added by ``infer-prof regress`` to each group.
 
 **The earlier gate** (:func:`evaluate_within_run`, ``regress --within-run``, kept to compare
 with; it flags identical runs as regressions, issue 36) judged the rates one value per run

@@ -94,12 +94,13 @@ def device_name(result: Result) -> str:
 
 
 def precision_of(result: Result) -> str:
-    """``plan.precision``, else the result's ``precision``, else ``config.quantization``, else
-    ``config.dtype``, else ``"auto"``."""
+    """The result's ``precision`` (what was served: ``run.point_document.served_precision``),
+    else ``plan.precision``, else ``config.quantization``, else ``config.dtype``, else
+    ``"auto"``."""
     cfg = result.config
     value = (
-        (result.plan.precision if result.plan else None)
-        or result.precision
+        result.precision
+        or (result.plan.precision if result.plan else None)
         or cfg.quantization
         or cfg.dtype
         or "auto"

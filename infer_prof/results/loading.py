@@ -142,13 +142,23 @@ def _finite(value: Any) -> Any:
     return value
 
 
+#: What the history leaves out of a result's ``quality`` section: the per-item and per-token
+#: records (the result file, kept in the history too, holds them).
+_QUALITY_RECORDS = ("outcomes", "passages")
+
+
 def history_summary(result: Mapping[str, Any]) -> dict[str, Any]:
     """What the history stores of a result: its summary, plus ``cost`` and ``energy`` subtrees
-    when present (so ``cost.usd_per_1m_output_tokens`` is a metric like ``ttft_ms.p99``)."""
+    when present (so ``cost.usd_per_1m_output_tokens`` is a metric like ``ttft_ms.p99``), and
+    the ``quality`` section's figures (``quality.accuracy``, ``quality.perplexity``,
+    ``quality.reference.mean_kl``, ...; not its per-item and per-token records)."""
     summary = dict(_as_dict(result.get("summary")))
     for key in ("cost", "energy"):
         if isinstance(result.get(key), dict):
             summary[key] = result[key]
+    quality = result.get("quality")
+    if isinstance(quality, dict):
+        summary["quality"] = {k: v for k, v in quality.items() if k not in _QUALITY_RECORDS}
     out = _finite(summary)
     assert isinstance(out, dict)
     return out

@@ -135,7 +135,10 @@ def public_summary(summary: Summary) -> dict[str, Any]:
 
 def public_result(result: Result) -> dict[str, Any]:
     """The ``--json`` view of a run: :func:`public_summary` plus cost, energy and efficiency
-    next to the speeds (each null, with its reason, when it could not be known)."""
+    next to the speeds (each null, with its reason, when it could not be known), and with
+    ``run --quality`` the ``quality`` section's figures (status, accuracy with its interval,
+    perplexity, the reference's comparison and the floor; not the per-item and per-token
+    records, which the result file holds)."""
     out = public_summary(result.summary)
     cost, energy = result.cost, result.energy
     roof = msgspec.to_builtins(result.roofline) or {}
@@ -163,6 +166,9 @@ def public_result(result: Result) -> dict[str, Any]:
         out["sessions"] = msgspec.to_builtins(result.sessions)
     if result.repeats:  # run --repeat N: which repeat, and the statistics across them so far
         out["repeats"] = msgspec.to_builtins(result.repeats)
+    if result.quality is not None:  # run --quality: the check's figures, not its records
+        q = msgspec.to_builtins(result.quality)
+        out["quality"] = {k: v for k, v in q.items() if k not in ("outcomes", "passages")}
     out["valid"] = result.validity.valid if result.validity else None
     out["complete"] = result.complete
     return out

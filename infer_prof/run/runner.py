@@ -2,7 +2,8 @@
 attach to) the server -> for each load point: warm-up and measured specs (the warm-up's size
 and kind: :mod:`infer_prof.run.warmup`) -> load with telemetry (a warm-up under the load
 itself is the load's first seconds) -> record (result files, history) -> the quality check
-(``--quality``, on the same server: :mod:`infer_prof.run.quality_phase`) -> the sweep summary.
+(``--quality``, on the same server: :mod:`infer_prof.run.quality_phase`; with it the history
+rows are written after the check, with its section) -> the sweep summary.
 Every exit path stops the server it started; Ctrl-C, SIGTERM and SIGHUP are handled alike
 (:mod:`infer_prof.run.stopping`). With ``--repeat N`` the points run N rounds, in one launch or,
 with ``--repeat-relaunch``, each round on a fresh launch (:mod:`infer_prof.run.repeats`).
@@ -42,6 +43,7 @@ from infer_prof.run.record import (
     check_history,
     now,
     point_files,
+    record_in_history,
     record_sweep,
     save_point,
     server_section,
@@ -149,6 +151,9 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                 with stopper.shielded(), stopper.kill_on_second(launch.kill):
                     launch.server.stop()
         with stopper.shielded():
+            if quality_plan is not None:  # the history row holds the quality section
+                for out in outcomes:
+                    record_in_history(cfg, out, progress)
             swept = record_sweep(cfg, plan.model.name, stamp, outcomes, search, frontier,
                                  frontiers, several=len(points) > 1)
             _record_spreads(plan, repeats, progress)

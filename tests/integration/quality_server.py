@@ -2,7 +2,9 @@
 sums a task file asks (``a+b=``), wrong on the items ``wrong`` names, and scores a prompt's
 characters with known log-probabilities (each character after the first ln ``p_char``, its
 top-2 the character and ``"#"``). ``logprobs=False`` answers without log-probabilities;
-``fail_after`` answers HTTP 500 from that many requests on."""
+``fail_after`` answers HTTP 500 from that many requests on. A streamed request (the load of
+``run --endpoint``) gets ``max_tokens`` tokens ``" x"`` as server-sent events, vLLM's
+completions form, with the usage in the last chunk."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import json
 import math
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -52,6 +55,9 @@ class QualityServer:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:  # noqa: N802 (http.server's name)
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                if body.get("stream"):
+                    self._stream(int(body.get("max_tokens") or 8))
+                    return
                 status, reply = _answer(b, body)
                 data = json.dumps(reply).encode()
                 self.send_response(status)
@@ -59,6 +65,24 @@ class QualityServer:
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
+
+            def _stream(self, n: int) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.end_headers()  # HTTP/1.0: the body ends when the connection closes
+                for i in range(1, n + 1):
+                    usage = {"prompt_tokens": 8, "completion_tokens": i,
+                             "total_tokens": 8 + i}
+                    chunk = {"object": "text_completion", "model": b.model, "usage": usage,
+                             "choices": [{"index": 0, "text": " x", "logprobs": None,
+                                          "finish_reason": "length" if i == n else None}]}
+                    self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                    self.wfile.flush()
+                    time.sleep(0.002)
+                last = {"object": "text_completion", "model": b.model, "choices": [],
+                        "usage": {"prompt_tokens": 8, "completion_tokens": n,
+                                  "total_tokens": 8 + n}}
+                self.wfile.write(f"data: {json.dumps(last)}\n\ndata: [DONE]\n\n".encode())
 
             def do_GET(self) -> None:  # noqa: N802 (http.server's name): /v1/models
                 data = json.dumps({"object": "list", "data": [{"id": b.model}]}).encode()

@@ -30,6 +30,9 @@ usd_per_1m_total          summary.usd_per_million_total_tokens ($)   lower
 output_tokens_per_usd     cost.output_tokens_per_usd                 higher
 joules_per_token          energy.joules_per_output_token (J)         lower
 joules_per_total_token    summary.joules_per_total_token (J)         lower
+accuracy                  quality.accuracy (share of task items)     higher
+perplexity                quality.perplexity                         lower
+kl                        quality.reference.mean_kl (nats/token)     lower
 ========================  =========================================  ==========
 
 Interactivity is tokens/s each user sees (1000 / TPOT p50, p90), throughput per GPU and $ per

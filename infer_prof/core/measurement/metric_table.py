@@ -43,7 +43,8 @@ from infer_prof.core.measurement.metrics import (
 
 Better = Literal["lower", "higher"]
 #: latency: a distribution over requests (ms); rate: per second; cost: $; energy: J; quality:
-#: the quality check's figures (a share of items, a perplexity)
+#: the quality check's figures (a share of items, a perplexity, a KL divergence against the
+#: reference run in nats per token)
 Kind = Literal["latency", "rate", "cost", "energy", "quality"]
 Place = Literal["console", "slo", "gate", "compare", "history", "endpoints", "report", "sweep"]
 PLACES: tuple[Place, ...] = get_args(Place)
@@ -225,9 +226,12 @@ METRICS: tuple[Metric, ...] = (
     Metric("joules_per_total_token", "joules_per_total_token", "J/tot tok", "J", "lower",
            "energy", "summary.joules_per_total_token", _at("gate", "compare"), digits=4),
     Metric("quality_accuracy", "accuracy", "accuracy", "share of task items", "higher",
-           "quality", "quality.accuracy", _at("compare"), digits=3),
+           "quality", "quality.accuracy", _at("compare", "history"), digits=3),
     Metric("quality_perplexity", "perplexity", "perplexity", "", "lower", "quality",
-           "quality.perplexity", _at("compare"), digits=3),
+           "quality.perplexity", _at("compare", "history"), digits=3),
+    Metric("quality_mean_kl", "kl", "KL", "nats per token", "lower", "quality",
+           "quality.reference.mean_kl",
+           _at("compare", "history", compare=Show(label="KL nats/tok")), digits=4),
 )
 
 

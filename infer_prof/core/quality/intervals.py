@@ -7,6 +7,11 @@
   (``mean(a) - mean(b)``), with a percentile bootstrap interval over items resampled with
   replacement, the pair of outcomes of one item kept together (the items are the unit of
   variation; the two runs answer the same items).
+- :func:`newcombe_difference`: the difference ``k1/n1 - k2/n2`` of two independent accuracies
+  (no item-by-item outcomes to pair) with Newcombe's hybrid score interval (Newcombe 1998,
+  method 10): from the two Wilson intervals ``[l1, u1]``, ``[l2, u2]``, ``low = d -
+  sqrt((p1 - l1)² + (u2 - p2)²)``, ``high = d + sqrt((u1 - p1)² + (p2 - l2)²)``.
+- :func:`z_for`: the two-sided normal quantile of a level (0.95 -> 1.96).
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ import math
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 #: The two-sided 95 % normal quantile.
 Z_95 = 1.959963984540054
@@ -62,3 +68,20 @@ def paired_bootstrap_difference(
     low = means[min(resamples - 1, int(math.floor(tail * resamples)))]
     high = means[min(resamples - 1, int(math.ceil((1 - tail) * resamples)) - 1)]
     return Interval(sum(diffs) / n, low, high, level, f"paired bootstrap, {resamples} resamples")
+
+
+def z_for(level: float) -> float:
+    """The two-sided standard normal quantile of ``level`` (0 < level < 1): 0.95 -> 1.960,
+    0.99 -> 2.576."""
+    return NormalDist().inv_cdf(0.5 + level / 2)
+
+
+def newcombe_difference(k1: int, n1: int, k2: int, n2: int, level: float = 0.95) -> Interval:
+    """``k1/n1 - k2/n2`` (two independent accuracies) with Newcombe's hybrid score interval at
+    ``level`` (see the module). ``n1`` and ``n2`` must be at least 1."""
+    z = z_for(level)
+    a, b = wilson_interval(k1, n1, z), wilson_interval(k2, n2, z)
+    d = a.value - b.value
+    low = d - math.sqrt((a.value - a.low) ** 2 + (b.high - b.value) ** 2)
+    high = d + math.sqrt((a.high - a.value) ** 2 + (b.value - b.low) ** 2)
+    return Interval(d, low, high, level, "Newcombe hybrid score (independent samples)")
