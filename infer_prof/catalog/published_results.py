@@ -53,7 +53,8 @@ class PublishedPoint(msgspec.Struct, frozen=True):
     ``output_tok_s_per_gpu = output_tok_s / gpu_count``. ``concurrency`` is the closed-loop
     concurrency (``load == "closed-loop"``), the number of requests sent at once (``"burst"``), or
     ``None`` (``"offline-max"``). ``latency_stat`` names the statistic of ``ttft_ms``/``tpot_ms``
-    (``p50``, ``mean`` or ``unspecified``).
+    (``p50``, ``mean`` or ``unspecified``). ``kv_cache_dtype``: ``fp8`` where the source ran an
+    fp8 KV cache, ``None`` for the engine's default (16-bit).
     """
 
     id: str
@@ -76,6 +77,7 @@ class PublishedPoint(msgspec.Struct, frozen=True):
     ttft_ms: float | None = None
     tpot_ms: float | None = None
     latency_stat: str | None = None
+    kv_cache_dtype: str | None = None
     note: str = ""
 
 
