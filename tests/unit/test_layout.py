@@ -25,10 +25,10 @@ CORE_MAY_IMPORT = frozenset({
 #: Builtins that do I/O; ``core`` calls none of them.
 IO_BUILTINS = frozenset({"open", "print", "input", "exec", "eval", "__import__"})
 #: The package's folders, top to bottom: each imports only folders below it (docs/development.md).
-LAYERS = ["cli", "run", "quality", "report", "servers", "loadgen", "telemetry", "results", "config",
-          "catalog", "core"]
+LAYERS = ["cli", "run", "estimate", "quality", "report", "servers", "loadgen", "telemetry",
+          "results", "config", "catalog", "core"]
 #: ``core``'s concept folders, top to bottom, by the same rule (docs/development.md).
-CORE_FOLDERS = ["analysis", "quality", "planning", "workload", "measurement", "catalog"]
+CORE_FOLDERS = ["analysis", "quality", "estimate", "planning", "workload", "measurement", "catalog"]
 #: Modules at ``core``'s top level (not one concept's), each with the reason.
 CORE_SHARED = {"messages": "one-line error text for bad input, used by every concept's parser"}
 MAX_LINES = 500

@@ -1,0 +1,116 @@
+"""The time of one engine step of vLLM's continuous batching. Pure: no I/O.
+
+One step runs ``B`` decode tokens (one per running sequence, each at a context of ``L``
+tokens) and, with chunked prefill, ``p`` prompt tokens in the same forward pass. Per GPU of a
+tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
+
+    flops_d  = B x decode_flops_per_token(L) / n
+    flops_p  = p x prefill_flops_per_token(Lp) / n
+    t_memory = W(B + p) / n / (bandwidth x mbu) + B x kv_read(L) x s_kv / (bandwidth x mbu_kv)
+    t_compute= flops_d / (peak x mfu_decode) + flops_p / (peak x mfu_prefill)
+    t_step   = max(t_memory, t_compute) + t_allreduce + step_overhead
+
+- ``W(T)``: the weight bytes a step of ``T`` tokens reads (whole model, at the precision's
+  size): every dense weight, and of each MoE layer's routed experts only those the ``T`` tokens
+  are routed to, ``E x (1 - (1 - k/E)^T)`` of ``E`` in expectation (tokens route independently
+  and uniformly; :func:`infer_prof.core.planning.memory.decode_weight_bytes`).
+- ``kv_read(L)``: KV bytes one decoded token reads at context ``L`` (whole model), each layer at
+  most its sliding window; MLA layers read their latent
+  (:func:`infer_prof.core.catalog.kv_layout.kv_bytes_read`). ``s_kv`` the share one GPU holds:
+  ``kv_bytes_per_token(tp=n) / kv_bytes_per_token(tp=1)`` (``1/n``, more when KV heads are
+  replicated).
+- ``decode_flops_per_token(L)`` = 2 x active linear params + 2 x vocab x hidden + attention;
+  ``prefill_flops_per_token(Lp)`` = 2 x active linear params + attention at the mean attended
+  context ``Lp`` (:mod:`infer_prof.core.catalog.roofline`).
+- ``peak`` the precision's dense FLOP/s (:mod:`.peaks`), ``bandwidth`` the GPU's.
+- ``t_allreduce``: :mod:`.collectives` (0 on one GPU; unknown without a link figure, then left
+  out and said so).
+
+The step is "memory" bound when ``t_memory >= t_compute``, else "compute" bound.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from infer_prof.core.catalog import kv_layout
+from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.catalog.roofline import decode_flops_per_token, prefill_flops_per_token
+from infer_prof.core.estimate.collectives import allreduce_step_s
+from infer_prof.core.estimate.factors import StepFactors
+from infer_prof.core.estimate.peaks import bandwidth_bytes_per_s, peak_flops
+from infer_prof.core.planning.memory import decode_weight_bytes
+
+Bound = Literal["memory", "compute"]
+
+
+class StepCost(msgspec.Struct, frozen=True, kw_only=True):
+    """One engine step on one GPU. Bytes and FLOPs per GPU; times in seconds.
+    ``allreduce_s`` None when tensor parallel and the link bandwidth is unknown (left out of
+    ``time_s``)."""
+
+    weight_bytes: float
+    kv_bytes: float
+    decode_flops: float
+    prefill_flops: float
+    memory_s: float
+    compute_s: float
+    allreduce_s: float | None
+    overhead_s: float
+    time_s: float
+    bound: Bound
+
+
+def kv_share_per_gpu(arch: ModelSpec, gpus: int) -> float:
+    """Share of the model's KV bytes one of ``gpus`` tensor-parallel GPUs holds (and reads):
+    ``kv_bytes_per_token(tp) / kv_bytes_per_token(1)``."""
+    whole = kv_layout.kv_bytes_per_token(arch, 1, 1)
+    return kv_layout.kv_bytes_per_token(arch, gpus, 1) / whole if whole else 0.0
+
+
+def step_cost(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
+              batch: float, context: float, prefill_tokens: float = 0.0,
+              prefill_context: float = 0.0, factors: StepFactors,
+              kv_dtype_bytes: float = 2.0, link_bytes_per_s: float | None = None) -> StepCost:
+    """One step of ``batch`` decode tokens at mean context ``context`` (tokens) and
+    ``prefill_tokens`` prompt tokens attending a mean of ``prefill_context`` positions, on one
+    of ``gpu_count`` GPUs (module docstring for every formula). Raises ValueError when the
+    catalog has no peak FLOP/s for ``precision`` on ``gpu``."""
+    if batch < 0 or prefill_tokens < 0 or context < 0 or gpu_count < 1:
+        raise ValueError("batch, prefill tokens and context must be >= 0, gpu_count >= 1")
+    peak = peak_flops(gpu, precision)
+    if not peak:
+        raise ValueError(f"the GPU catalog has no {precision} FLOP/s figure for {gpu.key}")
+    n = gpu_count
+    tokens = batch + prefill_tokens
+    weights = decode_weight_bytes(arch, precision, tokens) / n
+    kv = batch * kv_layout.kv_bytes_read(arch, context, kv_dtype_bytes) * kv_share_per_gpu(arch, n)
+    flops_d = batch * decode_flops_per_token(arch, context) / n if batch else 0.0
+    flops_p = (prefill_tokens * prefill_flops_per_token(arch, prefill_context) / n
+               if prefill_tokens else 0.0)
+    bw = bandwidth_bytes_per_s(gpu)
+    memory = weights / (bw * factors.mbu) + kv / (bw * factors.mbu_kv)
+    compute = flops_d / (peak * factors.mfu_decode) + flops_p / (peak * factors.mfu_prefill)
+    allreduce = allreduce_step_s(
+        tokens=tokens, hidden=arch.hidden_size, layers=arch.num_layers, gpus=n,
+        link_bytes_per_s=link_bytes_per_s, efficiency=factors.allreduce_efficiency,
+        latency_s=factors.allreduce_latency_us * 1e-6)
+    overhead = factors.step_overhead_ms * 1e-3
+    return StepCost(
+        weight_bytes=weights, kv_bytes=kv, decode_flops=flops_d, prefill_flops=flops_p,
+        memory_s=memory, compute_s=compute, allreduce_s=allreduce, overhead_s=overhead,
+        time_s=max(memory, compute) + (allreduce or 0.0) + overhead,
+        bound="memory" if memory >= compute else "compute")
+
+
+def decode_step_s(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
+                  batch: float, context: float, factors: StepFactors,
+                  kv_dtype_bytes: float = 2.0, link_bytes_per_s: float | None = None) -> float:
+    """Seconds of a pure decode step (no prefill tokens) of ``batch`` sequences at mean context
+    ``context``: :func:`step_cost`'s ``time_s``."""
+    return step_cost(arch, gpu, gpu_count=gpu_count, precision=precision, batch=batch,
+                     context=context, factors=factors, kv_dtype_bytes=kv_dtype_bytes,
+                     link_bytes_per_s=link_bytes_per_s).time_s

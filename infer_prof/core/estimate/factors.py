@@ -1,0 +1,119 @@
+"""The achieved shares of a GPU's peaks that turn a roofline into a prediction.
+
+Pure: no I/O. A spec sheet gives peak memory bandwidth (GB/s) and peak dense tensor FLOP/s; a
+served model reaches a share of each, and every engine step costs a fixed time besides
+(scheduling, sampling, kernel launches between CUDA graphs). :class:`StepFactors` holds those
+shares, per GPU architecture family, each set with its ``source``:
+
+- ``mbu``: achieved share of peak memory bandwidth while a step reads weights and KV
+  (decode-step MBU: bytes read / step time / peak bandwidth).
+- ``mbu_kv``: the same on KV-cache reads (paged attention gathers blocks scattered over the
+  cache: a lower share than streaming weights).
+- ``mfu_decode``: achieved share of the precision's dense peak FLOP/s on the decode tokens of a
+  step (small matrices: far below peak).
+- ``mfu_prefill``: the same on prompt (prefill) tokens: large matrices, nearer peak.
+- ``step_overhead_ms``: fixed milliseconds per engine step, beside the bound time.
+- ``allreduce_efficiency``: achieved share of the interconnect's per-direction bandwidth in a
+  tensor-parallel all-reduce; ``allreduce_latency_us`` the fixed cost of one all-reduce call.
+
+Only one GPU has been measured by this project (``../shared/measurements/h100-2026-11-23.csv``:
+one H100 SXM, vLLM 0.26.0, llama-2-7b bf16, 512 in / 128 out). The Hopper defaults are fitted
+there; every other family carries the Hopper figures over, and its ``source`` says so.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from infer_prof.core.catalog.gpus import GpuSpec
+
+H100_MEASUREMENTS = "../shared/measurements/h100-2026-11-23.csv"
+"""Where the Hopper defaults were fitted: infer-prof's own runs on one H100 SXM (vLLM 0.26.0)."""
+
+
+class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
+    """Achieved shares of a GPU's peaks and the fixed per-step time (module docstring).
+
+    Fractions in (0, 1] for ``mbu``, ``mfu_decode``, ``mfu_prefill``, ``allreduce_efficiency``;
+    ``step_overhead_ms`` in milliseconds per engine step; ``allreduce_latency_us`` in
+    microseconds per all-reduce call. ``family`` the architecture family the factors are for,
+    ``source`` where they come from (a fit, a carried-over default, a user's runs)."""
+
+    mbu: float
+    mbu_kv: float
+    mfu_decode: float
+    mfu_prefill: float
+    step_overhead_ms: float
+    allreduce_efficiency: float
+    allreduce_latency_us: float
+    family: str
+    source: str
+
+    def __post_init__(self) -> None:
+        for name in ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "allreduce_efficiency"):
+            value = getattr(self, name)
+            if not 0 < value <= 1:
+                raise ValueError(f"{name} must be in (0, 1], got {value}")
+        if self.step_overhead_ms < 0 or self.allreduce_latency_us < 0:
+            raise ValueError("step_overhead_ms and allreduce_latency_us must be >= 0")
+
+    def describe(self) -> str:
+        """One line: the shares, the fixed times, the family and the source."""
+        return (f"MBU {self.mbu:.0%} weights / {self.mbu_kv:.0%} KV, MFU decode "
+                f"{self.mfu_decode:.0%} / prefill {self.mfu_prefill:.0%}, "
+                f"{self.step_overhead_ms:g} ms a step, all-reduce "
+                f"{self.allreduce_efficiency:.0%} of link bandwidth + "
+                f"{self.allreduce_latency_us:g} us a call ({self.family}: {self.source})")
+
+
+HOPPER_FIT = StepFactors(
+    mbu=0.73,
+    mbu_kv=0.58,
+    mfu_decode=0.65,
+    mfu_prefill=0.65,
+    step_overhead_ms=0.5,
+    allreduce_efficiency=0.7,
+    allreduce_latency_us=10.0,
+    family="Hopper",
+    source=(
+        f"fitted on {H100_MEASUREMENTS} (one H100 SXM, vLLM 0.26.0, llama-2-7b bf16, 512/128): "
+        "mbu = decode-step MBU 73 % at 1 and 128 streams; mfu_prefill from TTFT 17.5 ms of one "
+        "512-token prompt; mfu_decode and step_overhead_ms from TPOT 6.15 ms at 1 stream and "
+        "25.7 ms at 128; allreduce_efficiency and allreduce_latency_us are assumptions, not "
+        "measured (no tensor-parallel run yet)"
+    ),
+)
+"""The Hopper defaults: fitted on the project's only GPU measurements (see ``source``)."""
+
+FAMILIES: dict[str, tuple[str, ...]] = {
+    "Hopper": ("hopper",),
+    "Blackwell": ("blackwell",),
+    "Ada": ("ada",),
+    "Ampere": ("ampere",),
+    "CDNA3": ("cdna 3", "cdna 4", "cdna3", "cdna4"),
+    "older": ("volta", "turing", "pascal", "maxwell", "kepler", "cdna", "gcn"),
+}
+"""Architecture families by the words of the GPU catalog's ``architecture`` field (first match
+wins, so ``CDNA 3`` is CDNA3 before the bare ``CDNA`` of ``older``)."""
+
+
+def family_of(gpu: GpuSpec) -> str:
+    """The architecture family of ``gpu`` (a key of :data:`FAMILIES`), or its own
+    ``architecture`` text when none matches."""
+    arch = gpu.architecture.lower()
+    for family, words in FAMILIES.items():
+        if any(w in arch for w in words):
+            return family
+    return gpu.architecture
+
+
+def default_factors(gpu: GpuSpec) -> StepFactors:
+    """The default :class:`StepFactors` for ``gpu``'s architecture family: the Hopper fit
+    (:data:`HOPPER_FIT`) for Hopper; for every other family the same figures carried over,
+    with a ``source`` that says no GPU of that family has been measured."""
+    family = family_of(gpu)
+    if family == "Hopper":
+        return HOPPER_FIT
+    return msgspec.structs.replace(
+        HOPPER_FIT, family=family,
+        source=(f"no {family} GPU measured yet: the Hopper fit carried over ({HOPPER_FIT.source})"))

@@ -1,0 +1,42 @@
+"""The peaks a GPU runs one precision at: bandwidth and dense tensor FLOP/s. Pure: no I/O.
+
+Which tensor math a precision's matrices run on, in vLLM:
+
+- ``bf16`` (and fp16): the 16-bit peak (``bf16_tflops``, else ``fp16_tflops``: Volta and
+  Turing run 16-bit models as fp16).
+- ``fp8`` (W8A8): the fp8 peak; a GPU without fp8 math has no fp8 figure and is refused by the
+  planner before this is asked.
+- ``nvfp4`` / ``mxfp4``: the fp4 peak on GPUs with FP4 tensor cores (Blackwell, CDNA 4); on
+  older GPUs vLLM dequantizes to 16-bit (Marlin), so the 16-bit peak.
+- weight-only formats (``int8``, ``bnb-nf4``, ``awq``, ``gptq``, ``int4``, ``bnb-int8``): the
+  weights are dequantized and multiplied in 16-bit, so the 16-bit peak; only their bytes shrink.
+"""
+
+from __future__ import annotations
+
+from infer_prof.core.catalog.gpus import GpuSpec
+
+TERA = 1e12
+GIGA = 1e9
+
+
+def peak_tflops(gpu: GpuSpec, precision: str) -> float | None:
+    """Dense tensor TFLOP/s one GPU computes ``precision``'s matrices at (module docstring), or
+    None when the catalog has no such figure for this GPU."""
+    sixteen = gpu.bf16_tflops or gpu.fp16_tflops
+    if precision == "fp8":
+        return gpu.fp8_tflops
+    if precision in ("nvfp4", "mxfp4") and gpu.fp4_tflops:
+        return gpu.fp4_tflops
+    return sixteen
+
+
+def peak_flops(gpu: GpuSpec, precision: str) -> float | None:
+    """:func:`peak_tflops` in FLOP/s (x 1e12), or None."""
+    t = peak_tflops(gpu, precision)
+    return None if t is None else t * TERA
+
+
+def bandwidth_bytes_per_s(gpu: GpuSpec) -> float:
+    """Peak memory bandwidth of one GPU in bytes/s: ``memory_bandwidth_gbps x 1e9``."""
+    return gpu.memory_bandwidth_gbps * GIGA
