@@ -25,6 +25,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
             "Profile a model on vLLM: latency, throughput, cost."),
     "plan": ("infer_prof.cli.plan", "plan_command",
              "Precision, parallelism and memory for a model and load."),
+    "estimate": ("infer_prof.cli.estimate", "estimate_command",
+                 "Predict which GPU to rent: frontiers, priced and ranked."),
     "models": ("infer_prof.cli.models", "models_command",
                "List the known model aliases."),
     "prices": ("infer_prof.cli.prices", "prices_command",

@@ -57,6 +57,19 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
         if self.step_overhead_ms < 0 or self.allreduce_latency_us < 0:
             raise ValueError("step_overhead_ms and allreduce_latency_us must be >= 0")
 
+    def basis(self) -> str:
+        """The source's first clause (up to its first parenthesis or colon): a short
+        "where from" for a console footer."""
+        return self.source.split(" (")[0].split(":")[0]
+
+    def figures(self) -> str:
+        """The shares and fixed times in one line, without family or source."""
+        return (f"MBU {self.mbu:.0%} weights / {self.mbu_kv:.0%} KV, MFU decode "
+                f"{self.mfu_decode:.0%} / prefill {self.mfu_prefill:.0%}, "
+                f"{self.step_overhead_ms:g} ms a step, all-reduce "
+                f"{self.allreduce_efficiency:.0%} of link bandwidth + "
+                f"{self.allreduce_latency_us:g} us a call")
+
     def describe(self) -> str:
         """One line: the shares, the fixed times, the family and the source."""
         return (f"MBU {self.mbu:.0%} weights / {self.mbu_kv:.0%} KV, MFU decode "

@@ -1,0 +1,108 @@
+"""What ``infer-prof estimate --json`` writes, as declared types (msgspec Structs).
+
+Every throughput is tokens/s per GPU, every time ms, every cost $ per 1M tokens, and every
+figure predicted (``predicted: true``), never measured. Scripts read these names: ``rows[]``
+with ``gpu``, ``gpu_count``, ``precision``, ``points[]`` (``concurrency``,
+``output_tok_s_per_gpu``, ``interactivity``, ``ttft_ms_p50``, ``tpot_ms_p50``), ``at_target``
+(the shape of a result file's ``frontier.at_target``), ``usd_per_million_output_tokens``,
+``instance``, ``predicted``, ``expected_error_pct``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from infer_prof.core.estimate.factors import StepFactors
+from infer_prof.results.frontier_sections import AtTarget
+
+ReadAt = Literal["target", "slo", "max-throughput"]
+
+
+class Point(msgspec.Struct, kw_only=True):
+    """One predicted load point of a row's frontier (closed loop at ``concurrency`` streams)."""
+
+    concurrency: int
+    output_tok_s_per_gpu: float
+    input_tok_s_per_gpu: float
+    total_tok_s_per_gpu: float
+    interactivity: float
+    ttft_ms_p50: float
+    tpot_ms_p50: float
+    bound: Literal["memory", "compute"]
+    predicted: bool = True
+
+
+class Instance(msgspec.Struct, kw_only=True):
+    """The rented instance a row is priced from: ``usd_per_gpu_hour`` = the instance's price /
+    its GPUs; ``reason`` how it was chosen (cheapest on-demand per GPU-hour, or the one asked
+    for), ``source`` and ``date`` where the price comes from."""
+
+    cloud: str
+    instance_type: str
+    region: str
+    instance_gpus: int
+    tier: Literal["on-demand", "spot"]
+    usd_per_gpu_hour: float
+    instance_usd_per_hour: float
+    source: str
+    date: str | None
+    reason: str
+
+
+class Row(msgspec.Struct, kw_only=True):
+    """One configuration: ``gpu_count`` x ``gpu`` (tensor parallel) at ``precision``, its
+    predicted frontier (``points``, concurrency 1, 2, 4, ... up to ``max_concurrency``, what
+    the KV cache holds), and the read at the target (``at_target``; None when the frontier
+    does not reach it: ``reaches_target`` False, ``best_interactivity`` its highest).
+    ``ttft_ms_p50`` / ``tpot_ms_p50`` are read at the same place; the ``usd_per_million_*``
+    repeat ``at_target``'s. ``expected_error_pct``: the median |error| of predicted output
+    tokens/s per GPU found by validation, None while not yet validated."""
+
+    gpu: str
+    gpu_name: str
+    gpu_count: int
+    precision: str
+    max_concurrency: int
+    points: list[Point]
+    at_target: AtTarget | None
+    reaches_target: bool
+    best_interactivity: float
+    ttft_ms_p50: float | None
+    tpot_ms_p50: float | None
+    usd_per_million_output_tokens: float | None
+    usd_per_million_input_tokens: float | None
+    usd_per_million_total_tokens: float | None
+    instance: Instance | None
+    factors: StepFactors
+    expected_error_pct: float | None
+    notes: list[str] = []
+    predicted: bool = True
+
+
+class Skipped(msgspec.Struct, kw_only=True):
+    """A GPU the estimate has no row for, and why (nothing fits, no price, no FLOP/s figure)."""
+
+    gpu: str
+    why: str
+
+
+class EstimateDocument(msgspec.Struct, kw_only=True):
+    """The whole answer: the question (model, lengths, target or SLOs), where rows are read
+    (``read_at``), the rows cheapest first per 1M output tokens at that place (rows that do
+    not reach it last), the GPUs left out, the price market and the validation's word on the
+    error."""
+
+    kind: Literal["estimate"] = "estimate"
+    model: str
+    input_len: int
+    output_len: int
+    target_interactivity: float | None
+    slo: str | None
+    read_at: ReadAt
+    rows: list[Row]
+    skipped: list[Skipped]
+    prices: str
+    expected_error: str
+    predicted: bool = True
