@@ -25,8 +25,9 @@ in the shipped market snapshot (:mod:`infer_prof.catalog.market`).
     .venv/bin/python benchmarks/estimate_accuracy.py --write    # refit on split "fit", write
         # catalog/data/estimate_factors.json and estimate_errors.json, then report
 
-Factors: the fitted ones shipped in ``estimate_factors.json`` for each GPU's architecture family
-(:mod:`infer_prof.catalog.estimate_factors`), else the estimate's defaults.
+Factors: those ``estimate`` uses (:func:`infer_prof.catalog.estimate_factors.factors_for`: the
+GPU's own fit shipped in ``estimate_factors.json``, else its architecture family's, else the
+estimate's default); ``--write`` refits them first.
 """
 
 from __future__ import annotations
@@ -44,7 +45,12 @@ from typing import Any
 
 import msgspec
 
-from infer_prof.catalog.estimate_factors import FACTORS_FILE, fitted_factors
+from infer_prof.catalog.estimate_factors import (
+    FACTORS_FILE,
+    factors_for,
+    fitted_factors,
+    fitted_gpu_factors,
+)
 from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.interconnect import link_gbps
 from infer_prof.catalog.market import snapshot_market
@@ -74,6 +80,18 @@ class Case:
     model_family: str
     concurrency: int
     kv_dtype_bytes: float
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A fit's factors: per architecture family, and per GPU key where it had enough points."""
+
+    families: dict[str, StepFactors]
+    gpus: dict[str, StepFactors]
+
+
+MIN_GPU_POINTS = 6
+"""Fit points a GPU needs for factors of its own (fewer: its family's serve it)."""
 
 
 @dataclass(frozen=True)
@@ -147,14 +165,25 @@ def predict(factors: StepFactors, case: Case) -> float:
                          link_gbps=link_gbps(p.gpu)).output_tok_s_per_gpu
 
 
-def factors_for(gpu_key: str, fitted: dict[str, StepFactors]) -> StepFactors:
-    """The fitted factors of the GPU's family, else the estimate's default for it."""
-    gpu = catalog()[gpu_key]
-    return fitted.get(family_of(gpu)) or default_factors(gpu)
+Chooser = Callable[[str], StepFactors]
+"""The factors to predict a GPU (by catalog key) with."""
 
 
-def evaluate(points: Iterable[PublishedPoint], fitted: dict[str, StepFactors]) -> list[Row]:
-    """A :class:`Row` for every point, predicted with :func:`factors_for`."""
+def shipped_factors(gpu_key: str) -> StepFactors:
+    """What ``estimate`` predicts with: :func:`infer_prof.catalog.estimate_factors.factors_for`."""
+    return factors_for(catalog()[gpu_key])
+
+
+def chooser(fit: Fitted) -> Chooser:
+    """The GPU's own fit in ``fit``, else its family's, else the estimate's default."""
+    def choose(gpu_key: str) -> StepFactors:
+        gpu = catalog()[gpu_key]
+        return fit.gpus.get(gpu_key) or fit.families.get(family_of(gpu)) or default_factors(gpu)
+    return choose
+
+
+def evaluate(points: Iterable[PublishedPoint], choose: Chooser = shipped_factors) -> list[Row]:
+    """A :class:`Row` for every point, predicted with the factors ``choose`` picks."""
     rows = []
     for p in points:
         case = prepare(p)
@@ -167,7 +196,7 @@ def evaluate(points: Iterable[PublishedPoint], fitted: dict[str, StepFactors]) -
                             predicted_at=None, predicted=None, error_pct=None, why=case))
             continue
         try:
-            value = predict(factors_for(p.gpu, fitted), case)
+            value = predict(choose(p.gpu), case)
         except ValueError as exc:
             rows.append(Row(**base, family=case.family, model_family=case.model_family,
                             predicted_at=case.concurrency, predicted=None, error_pct=None,
@@ -264,7 +293,7 @@ def report(rows: list[Row]) -> dict[str, Any]:
     other = [r for r in hold if not is_vllm(r)]
     prs = pairs(rows)
     vllm_pairs = pair_share([x for x in prs if x["engine"] == "vllm" and x["split"] == "holdout"])
-    headline = summary(vllm_hold)
+    headline = summary(closed)  # the goal is at the measured concurrency: closed loops
     met = None
     if headline and vllm_pairs:
         met = (headline["median_abs_error_pct"] <= GOAL["median"]
@@ -272,7 +301,8 @@ def report(rows: list[Row]) -> dict[str, Any]:
                and vllm_pairs["share_pct"] >= GOAL["pairs"])
     return {
         "command": COMMAND,
-        "factors": {fam: f.source for fam, f in sorted(fitted_factors().items())},
+        "factors": {k: f.source for k, f in
+                    sorted({**fitted_factors(), **fitted_gpu_factors()}.items())},
         "rows": [asdict(r) for r in rows],
         "holdout": {
             "vllm": headline,
@@ -295,9 +325,23 @@ def report(rows: list[Row]) -> dict[str, Any]:
     }
 
 
-def fit_all(day: str) -> dict[str, StepFactors]:
-    """Fit :data:`FITTED` per architecture family on the vLLM points of split ``fit`` (bursts
-    left out: their concurrency is not a steady state), starting from the estimate's defaults."""
+def _fit(members: list[Case], start: StepFactors, what: str, day: str) -> StepFactors:
+    gpus = sorted({c.point.gpu for c in members})
+    source = (f"fitted on {len(members)} published vLLM points (split fit) of "
+              f"{', '.join(gpus)}, {day}, by benchmarks/estimate_accuracy.py --write "
+              "(least squares on log error, infer_prof/core/estimate/calibration.py)")
+    result = fit_factors(members, predict, lambda c: c.point.output_tok_s_per_gpu, start,
+                         source=source)
+    print(f"fit {what}: {result.samples} points, median |error| "
+          f"{result.median_abs_error_pct_before:.1f} % -> "
+          f"{result.median_abs_error_pct_after:.1f} %", file=sys.stderr)
+    return msgspec.structs.replace(result.factors, family=start.family)
+
+
+def fit_all(day: str) -> Fitted:
+    """Fit the factors per architecture family on the vLLM points of split ``fit`` (bursts left
+    out: their concurrency is not a steady state), starting from the estimate's defaults; then
+    per GPU with at least :data:`MIN_GPU_POINTS` points, starting from its family's fit."""
     cases: dict[str, list[Case]] = {}
     for p in published_results().by_split("fit"):
         if p.engine != "vllm" or p.load == "burst":
@@ -305,28 +349,28 @@ def fit_all(day: str) -> dict[str, StepFactors]:
         case = prepare(p)
         if isinstance(case, Case):
             cases.setdefault(case.family, []).append(case)
-    out = {}
+    families: dict[str, StepFactors] = {}
+    gpus: dict[str, StepFactors] = {}
     for family, members in sorted(cases.items()):
-        start = default_factors(catalog()[members[0].point.gpu])
-        gpus = sorted({c.point.gpu for c in members})
-        source = (f"fitted on {len(members)} published vLLM points (split fit) of "
-                  f"{', '.join(gpus)}, {day}, by benchmarks/estimate_accuracy.py --write "
-                  "(least squares on log error, infer_prof/core/estimate/calibration.py)")
-        result = fit_factors(members, predict, lambda c: c.point.output_tok_s_per_gpu, start,
-                             source=source)
-        print(f"fit {family}: {result.samples} points, median |error| "
-              f"{result.median_abs_error_pct_before:.1f} % -> "
-              f"{result.median_abs_error_pct_after:.1f} %", file=sys.stderr)
-        out[family] = result.factors
-    return out
+        families[family] = _fit(members, default_factors(catalog()[members[0].point.gpu]),
+                                family, day)
+        by_gpu: dict[str, list[Case]] = {}
+        for c in members:
+            by_gpu.setdefault(c.point.gpu, []).append(c)
+        for key, own in sorted(by_gpu.items()):
+            if len(own) >= MIN_GPU_POINTS and len(by_gpu) > 1:
+                gpus[key] = _fit(own, families[family], key, day)
+    return Fitted(families, gpus)
 
 
-def write_files(factors: dict[str, StepFactors], doc: dict[str, Any], day: str) -> None:
+def write_files(fit: Fitted, doc: dict[str, Any], day: str) -> None:
     """Write ``estimate_factors.json`` and ``estimate_errors.json`` (module docstring)."""
-    fdoc = {"_comment": ("StepFactors per architecture family, fitted on the 'fit' split of "
-                         "published_results.json by benchmarks/estimate_accuracy.py --write; a "
-                         "family absent here keeps the estimate's built-in default."),
-            "families": {k: msgspec.to_builtins(v) for k, v in factors.items()}}
+    fdoc = {"_comment": ("StepFactors per architecture family and, where the fit split has "
+                         f"{MIN_GPU_POINTS}+ points of one GPU, per GPU; fitted on the 'fit' split "
+                         "of published_results.json by benchmarks/estimate_accuracy.py --write. "
+                         "A GPU uses its own, else its family's, else the estimate's default."),
+            "families": {k: msgspec.to_builtins(v) for k, v in fit.families.items()},
+            "gpus": {k: msgspec.to_builtins(v) for k, v in fit.gpus.items()}}
     (DATA / FACTORS_FILE).write_text(json.dumps(fdoc, indent=1) + "\n")
     hold = doc["holdout"]
     head = hold["vllm_closed_loop"] or {}
@@ -386,8 +430,8 @@ def print_report(doc: dict[str, Any]) -> None:
         if s:
             print(f"  {name:<22} {s['right']}/{s['pairs']} right ({s['share_pct']:.0f} %)")
     g = doc["goal"]
-    print(f"\ngoal (vLLM holdout): median <= {g['median']:.0f} %, p90 <= {g['p90']:.0f} %, "
-          f"pairs >= {g['pairs']:.0f} %: {'met' if g['met'] else 'NOT met'}")
+    print(f"\ngoal (vLLM holdout, closed loop, pairs): median <= {g['median']:.0f} %, p90 <= "
+          f"{g['p90']:.0f} %, pairs >= {g['pairs']:.0f} %: {'met' if g['met'] else 'NOT met'}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -397,13 +441,13 @@ def main(argv: list[str] | None = None) -> int:
                     help="refit on split fit, write estimate_factors.json and estimate_errors.json")
     args = ap.parse_args(argv)
     day = dt.date.today().isoformat()
-    fitted = fitted_factors()
     if args.write:
-        fitted = fit_all(day)
-    doc = report(evaluate(published_results().points, fitted))
-    if args.write:
-        doc["factors"] = {fam: f.source for fam, f in sorted(fitted.items())}
-        write_files(fitted, doc, day)
+        fit = fit_all(day)
+        doc = report(evaluate(published_results().points, chooser(fit)))
+        doc["factors"] = {k: f.source for k, f in sorted({**fit.families, **fit.gpus}.items())}
+        write_files(fit, doc, day)
+    else:
+        doc = report(evaluate(published_results().points))
     if args.json:
         print(json.dumps(doc, indent=1))
     else:

@@ -1,10 +1,13 @@
 """The estimate's factors as fitted on published measurements (``estimate_factors.json``).
 
-The file holds a :class:`StepFactors` per architecture family, fitted on the ``fit`` split of
+The file holds a :class:`StepFactors` per architecture family (``families``) and, for the GPUs
+the fit split has enough points of, per GPU (``gpus``: an H200 reaches a different share of its
+peaks than an H100 of the same family), fitted on the ``fit`` split of
 ``published_results.json`` by ``benchmarks/estimate_accuracy.py --write`` (which also writes
 ``estimate_errors.json``, the error on the ``holdout`` split, read by
-:mod:`infer_prof.estimate.expected_error`). A family absent from the file keeps the estimate's
-built-in default (:func:`infer_prof.core.estimate.factors.default_factors`).
+:mod:`infer_prof.estimate.expected_error`). :func:`factors_for` picks the GPU's own fit, else its
+family's, else the estimate's built-in default
+(:func:`infer_prof.core.estimate.factors.default_factors`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any
 
 import msgspec
 
-from infer_prof.core.estimate.factors import StepFactors
+from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
 
 FACTORS_FILE = "estimate_factors.json"
 
@@ -28,10 +32,12 @@ def _read(name: str) -> dict[str, Any] | None:
     return dict(json.loads(path.read_text("utf-8")))
 
 
-def parse_fitted_factors(doc: dict[str, Any]) -> dict[str, StepFactors]:
-    """``{family: StepFactors}`` from an ``estimate_factors.json`` document (its ``families``)."""
-    return {family: msgspec.convert(entry, StepFactors)
-            for family, entry in doc.get("families", {}).items()}
+def parse_fitted_factors(doc: dict[str, Any], section: str = "families"
+                         ) -> dict[str, StepFactors]:
+    """``{name: StepFactors}`` from one section (``families`` or ``gpus``) of an
+    ``estimate_factors.json`` document."""
+    return {name: msgspec.convert(entry, StepFactors)
+            for name, entry in doc.get(section, {}).items()}
 
 
 @cache
@@ -39,3 +45,17 @@ def fitted_factors() -> dict[str, StepFactors]:
     """The shipped fitted factors by architecture family ({} when the file is absent)."""
     doc = _read(FACTORS_FILE)
     return parse_fitted_factors(doc) if doc else {}
+
+
+@cache
+def fitted_gpu_factors() -> dict[str, StepFactors]:
+    """The shipped fitted factors by GPU catalog key ({} when none)."""
+    doc = _read(FACTORS_FILE)
+    return parse_fitted_factors(doc, "gpus") if doc else {}
+
+
+def factors_for(gpu: GpuSpec) -> StepFactors:
+    """The factors to predict ``gpu`` with: its own fit, else its architecture family's, else
+    the estimate's default for the family (each says where it comes from in ``source``)."""
+    return (fitted_gpu_factors().get(gpu.key) or fitted_factors().get(family_of(gpu))
+            or default_factors(gpu))
