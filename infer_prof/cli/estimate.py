@@ -27,6 +27,9 @@ from infer_prof.core.workload.slo import Slo
 from infer_prof.estimate.document import EstimateDocument, Row
 from infer_prof.report.fit import print_fitted
 
+WEIGHT_ONLY = ("int8", "bnb-nf4", "awq", "gptq", "int4", "bnb-int8")
+"""Precisions whose weights are dequantized to 16-bit before each matmul."""
+
 DEFAULT_INPUT_LEN = 512
 DEFAULT_OUTPUT_LEN = 256
 
@@ -221,7 +224,7 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
     for col in ("GPU", "prec", "tok/s/GPU", "$/1M out", "$/1M in", "TTFT ms", "TPOT ms",
                 "instance"):
         table.add_column(col, justify="left" if col in ("GPU", "prec", "instance") else "right",
-                         no_wrap=col in ("GPU", "instance"))
+                         no_wrap=col in ("GPU", "instance", "$/1M out"))
     rows = best_per_gpu(doc.rows)
     for r in rows:
         gpu = f"{r.gpu_count}x {r.gpu}" if r.gpu_count > 1 else r.gpu
@@ -234,7 +237,7 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
                       _num(r.usd_per_million_output_tokens, ".2f"),
                       _num(r.usd_per_million_input_tokens, ".2f"), _num(r.ttft_ms_p50),
                       _num(r.tpot_ms_p50, ".1f"), inst)
-    print_fitted(console, table, ("$/1M in", "instance", "TTFT ms"), shorten=("instance",))
+    print_fitted(console, table, ("$/1M in",), shorten=("instance",))
     lines = []
     if any(r.at_target is None for r in rows):
         lines.append(f"max N: does not reach {doc.target_interactivity:g} tokens/s per user; "
@@ -252,6 +255,10 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
     if notes:
         lines.append(f"{len(notes)} tensor-parallel rows without all-reduce cost: the GPU "
                      "catalog has no interconnect bandwidth")
+    weight_only = sorted({r.precision for r in rows if r.precision in WEIGHT_ONLY})
+    if weight_only:
+        lines.append(f"{', '.join(weight_only)} rows: the weights' dequantization is not "
+                     "modelled (only their bytes): optimistic")
     lines.append(doc.expected_error)
     for s in doc.skipped:
         lines.append(f"left out {s.gpu}: {s.why}")

@@ -73,6 +73,10 @@ class ReportOptions:
         ("--target-interactivity",),
         ("Tokens/s per user to mark on the frontier charts, with a table of every "
         "frontier read at it (cheapest first)."))] = None
+    predicted: Annotated[Path | None, Opt(
+        ("--predicted",),
+        ("An infer-prof estimate --json file: its predicted frontiers drawn dashed beside "
+        "the measured ones."))] = None
 
 
 def report(o: ReportOptions) -> None:
@@ -99,7 +103,16 @@ def report(o: ReportOptions) -> None:
     if o.target_interactivity is not None and not (
             math.isfinite(o.target_interactivity) and o.target_interactivity > 0):
         fail(f"--target-interactivity {o.target_interactivity:g}: give tokens/s per user > 0")
-    report = build_report(runs, title=o.title, target_interactivity=o.target_interactivity)
+    predicted = []
+    if o.predicted is not None:
+        from infer_prof.estimate.curves import EstimateFileError, load_estimate, predicted_curves
+
+        try:
+            predicted = predicted_curves(load_estimate(o.predicted))
+        except EstimateFileError as exc:
+            fail(str(exc))
+    report = build_report(runs, title=o.title, target_interactivity=o.target_interactivity,
+                          predicted=predicted)
     o.output.parent.mkdir(parents=True, exist_ok=True)
     o.output.write_text(report.html, encoding="utf-8")
     typer.echo(f"report: {o.output} ({len(runs)} runs, {len(report.plots)} plots)")

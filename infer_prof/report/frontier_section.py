@@ -76,9 +76,17 @@ def _y(p: FrontierPoint, value: str, price: float | None, cost: bool) -> float |
     return usd_per_million(price, v) if cost else v
 
 
-def _series(curves: Sequence[Curve], cost: bool) -> list[Series]:
+def _series(curves: Sequence[Curve], cost: bool, predicted: Sequence[Curve] = ()
+            ) -> list[Series]:
     out = []
     value = "output_tok_s_per_gpu" if cost else "total_tok_s_per_gpu"
+    colors = {c.gpu: PALETTE[i % len(PALETTE)] for i, c in enumerate(curves)}
+    for i, c in enumerate(predicted):  # dashed, in the colour of the same GPU's measured curve
+        color = colors.get(c.gpu, PALETTE[(len(curves) + i) % len(PALETTE)])
+        if cost and c.usd_per_gpu_hour is None:
+            continue
+        lx, ly = front_line(c.points, value, c.usd_per_gpu_hour if cost else None)
+        out.append(Series(f"{c.gpu} · predicted", lx, ly, color=color, dashed=True))
     for i, c in enumerate(curves):
         color = PALETTE[i % len(PALETTE)]
         name = curve_label(c, curves)
@@ -124,13 +132,21 @@ def _table(curves: Sequence[Curve], target: float) -> str:
 
 def frontier_section(
     runs: Sequence[RunData], plots: list[Plot], target: float | None = None,
+    predicted: Sequence[Curve] = (),
 ) -> str:
     """The section: two charts and, with a target (given, or a frontier result's own), the
-    table at it; "not measured" without any frontier among the runs."""
+    table at it; "not measured" without any frontier among the runs. ``predicted`` curves
+    (``infer-prof estimate``'s) are drawn dashed beside the measured ones, in the colour of
+    the same GPU's measured curve, and left out of the table."""
     parts = ['<section id="frontier"><h2>Cost-interactivity frontier</h2>']
     curves = [c for c in curves_from_results([(r.source, r.result) for r in runs])
               if sum(p.interactivity is not None for p in c.points) >= 2]
-    if not curves:
+    predicted = [c for c in predicted if sum(p.interactivity is not None for p in c.points) >= 2]
+    if predicted:
+        parts.append(
+            '<p class="note">Dashed: frontiers predicted by <code>infer-prof estimate</code> '
+            "from spec sheets and fitted factors, not measured.</p>")
+    if not curves and not predicted:
         parts.append(not_measured(
             "no frontier among these results",
             "a frontier is a run --frontier result, or two or more load points of one "
@@ -145,10 +161,10 @@ def frontier_section(
         "the front. Throughput and cost count the GPUs the engine used.</p>")
     charts = [
         line_chart("frontier_throughput", "Throughput per GPU vs interactivity",
-                   _series(curves, cost=False), Axis(X_LABEL),
+                   _series(curves, cost=False, predicted=predicted), Axis(X_LABEL),
                    Axis("total tokens/s per GPU", zero=True), marks=Marks(vlines=vlines)),
     ]
-    priced = _series(curves, cost=True)
+    priced = _series(curves, cost=True, predicted=predicted)
     if priced:
         charts.append(line_chart("frontier_cost", "$ per 1M output tokens vs interactivity",
                                  priced, Axis(X_LABEL),
@@ -158,6 +174,6 @@ def frontier_section(
     parts.append('<div class="plots">' + "".join(figure(p) for p in charts) + "</div>")
     if not priced:
         parts.append(not_measured("$ per 1M tokens", "no run has a price per GPU-hour"))
-    if t is not None:
+    if t is not None and curves:
         parts.append(_table(curves, t))
     return "".join(parts) + "</section>"

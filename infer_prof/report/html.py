@@ -12,6 +12,7 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from infer_prof.core.analysis.frontier_compare import Curve
 from infer_prof.report.frontier_section import frontier_section
 from infer_prof.report.html_fragments import esc
 from infer_prof.report.run_data import RunData, gpu_label, model_label, run_names
@@ -77,9 +78,11 @@ def build_report(
     title: str = "infer-prof report",
     generated_at: str | None = None,
     target_interactivity: float | None = None,
+    predicted: Sequence[Curve] = (),
 ) -> Report:
     """The report over ``runs`` (in the order given): one HTML document and its plots;
-    ``target_interactivity`` (tokens/s per user) is marked on the frontier charts."""
+    ``target_interactivity`` (tokens/s per user) is marked on the frontier charts, and
+    ``predicted`` frontiers (``infer-prof estimate``'s) drawn on them dashed."""
     if not runs:
         raise ValueError("a report needs at least one run")
     when = generated_at or dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
@@ -89,7 +92,7 @@ def build_report(
         summary_section(runs, names),
         latency_section(runs, names, plots),
         sweep_section(runs, plots),
-        frontier_section(runs, plots, target_interactivity),
+        frontier_section(runs, plots, target_interactivity, predicted),
         cost_section(runs, plots),
         telemetry_section(runs, names, plots),
     ]

@@ -171,3 +171,18 @@ def test_default_factors_say_where_they_come_from():
     assert default_factors(find_gpu("MI300X")).family == "CDNA3"
     with pytest.raises(ValueError, match="mbu"):
         msgspec.structs.replace(HALF, mbu=1.5).__post_init__()
+
+
+def test_above_the_kv_limit_requests_queue_and_wait_in_ttft():
+    # 64 streams where 16 run at once: the rates of 16, and by Little's law
+    # R_64 = 64 / lambda_16 = 4 x R_16, the extra wait all in TTFT
+    kw = {"gpu_count": 1, "precision": "bf16", "input_len": 512, "output_len": 128,
+          "factors": HALF}
+    m = predict_point(LLAMA, H100, concurrency=16, **kw)
+    q = predict_point(LLAMA, H100, concurrency=64, max_running=16, **kw)
+    assert q.concurrency == 64
+    assert q.output_tok_s_per_gpu == m.output_tok_s_per_gpu and q.tpot_ms_p50 == m.tpot_ms_p50
+    r16 = m.ttft_ms_p50 + 127 * m.tpot_ms_p50
+    assert q.ttft_ms_p50 + 127 * q.tpot_ms_p50 == pytest.approx(4 * r16)
+    assert predict_point(LLAMA, H100, concurrency=8, max_running=16, **kw) == predict_point(
+        LLAMA, H100, concurrency=8, **kw)

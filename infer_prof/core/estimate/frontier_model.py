@@ -19,6 +19,10 @@ interleaved with decode, :mod:`.prefill`). With ``t(B, L, p)`` the step time of
 
 (``R`` and the rates by Little's law: ``C`` requests in the system, each taking ``R``.)
 
+Above the KV limit (``C > M`` sequences running at most, ``max_running``) the other ``C - M``
+wait in vLLM's queue: the server runs the point of ``M``, at ``lambda = M / R_M`` requests/s,
+so ``R_C = C / lambda`` and the wait lands in TTFT: ``TTFT_C = R_C - (O - 1) x TPOT_M``.
+
 TTFT's queue: a closed loop whose streams start together keeps its requests in waves (requests
 of equal lengths finish together and come back together), so a median request finds half of
 the others' prompts ahead of it: the H100 runs this was checked on (llama-2-7b, 512/128)
@@ -72,7 +76,8 @@ class PredictedPoint(msgspec.Struct, frozen=True, kw_only=True):
 def predict_point(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: str,
                   input_len: int, output_len: int, concurrency: int, factors: StepFactors,
                   max_num_batched_tokens: int | None = None, kv_dtype_bytes: float = 2.0,
-                  link_gbps: float | None = None) -> PredictedPoint:
+                  link_gbps: float | None = None,
+                  max_running: int | None = None) -> PredictedPoint:
     """The predicted steady state of ``concurrency`` closed-loop streams of ``input_len`` prompt
     and ``output_len`` output tokens, served by vLLM on ``gpu_count`` x ``gpu`` (tensor
     parallel) with ``arch``'s weights at ``precision`` (a planner precision: ``bf16``,
@@ -81,12 +86,20 @@ def predict_point(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: s
     ``factors``: the achieved shares (:func:`default_factors`); ``max_num_batched_tokens``
     vLLM's per-step token budget (default: vLLM's default for the GPU); ``kv_dtype_bytes`` 2,
     or 1 for an fp8 KV cache; ``link_gbps`` the interconnect's bidirectional GB/s (None: the
-    all-reduce time is unknown and left out, ``allreduce_counted`` False). Formulas in the
-    module docstring. Raises ValueError for non-positive lengths or concurrency, or a
+    all-reduce time is unknown and left out, ``allreduce_counted`` False); ``max_running``
+    the most sequences the server runs at once (the planner's ``max_sequences``, capped by
+    ``max_num_seqs``; None: no limit), above which requests queue. Formulas in the module
+    docstring. Raises ValueError for non-positive lengths or concurrency, or a
     precision the catalog has no peak FLOP/s for on ``gpu``.
     """
     if input_len < 0 or output_len < 1 or concurrency < 1 or gpu_count < 1:
         raise ValueError("need input_len >= 0, output_len >= 1, concurrency >= 1, gpu_count >= 1")
+    if max_running is not None and 1 <= max_running < concurrency:
+        return _queued(predict_point(
+            arch, gpu, gpu_count=gpu_count, precision=precision, input_len=input_len,
+            output_len=output_len, concurrency=max_running, factors=factors,
+            max_num_batched_tokens=max_num_batched_tokens, kv_dtype_bytes=kv_dtype_bytes,
+            link_gbps=link_gbps), concurrency, input_len, output_len, gpu_count)
     c, i, o = concurrency, input_len, output_len
     budget = max_num_batched_tokens or default_scheduler_limits(
         gpu, gpu.cuda_memory_bytes, gpu_count)[0]
@@ -120,6 +133,17 @@ def predict_point(arch: ModelSpec, gpu: GpuSpec, *, gpu_count: int, precision: s
         allreduce_ms=None if step.allreduce_s is None else step.allreduce_s * 1e3,
         allreduce_counted=step.allreduce_s is not None,
     )
+
+
+def _queued(at_limit: PredictedPoint, concurrency: int, input_len: int, output_len: int,
+            gpu_count: int) -> PredictedPoint:
+    """The point of ``concurrency`` streams when only ``at_limit.concurrency`` run at once
+    (module docstring): the same rates and TPOT, the queue's wait added to TTFT."""
+    per_request = at_limit.output_tok_s_per_gpu * gpu_count / output_len  # requests/s
+    request_ms = concurrency / per_request * 1e3
+    ttft = request_ms - (output_len - 1) * at_limit.tpot_ms_p50  # >= the point of m's TTFT
+    return msgspec.structs.replace(at_limit, concurrency=concurrency,
+                                   ttft_ms_p50=max(ttft, at_limit.ttft_ms_p50))
 
 
 def concurrency_levels(limit: int) -> list[int]:
