@@ -58,7 +58,7 @@ from infer_prof.catalog.models import resolve_model
 from infer_prof.catalog.published_results import PublishedPoint, published_results
 from infer_prof.core.catalog.market import cheapest_offer
 from infer_prof.core.catalog.models import ModelSpec
-from infer_prof.core.estimate.calibration import fit_factors, percentile
+from infer_prof.core.estimate.calibration import FITTED, fit_factors, percentile
 from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
 from infer_prof.core.estimate.frontier_model import predict_point
 from infer_prof.core.planning.planner import PlanRequest, plan
@@ -305,7 +305,7 @@ def report(rows: list[Row]) -> dict[str, Any]:
                     sorted({**fitted_factors(), **fitted_gpu_factors()}.items())},
         "rows": [asdict(r) for r in rows],
         "holdout": {
-            "vllm": headline,
+            "vllm": summary(vllm_hold),
             "vllm_closed_loop": summary(closed),
             "vllm_by_gpu_family": grouped(vllm_hold, lambda r: r.family),
             "vllm_closed_loop_by_gpu_family": grouped(closed, lambda r: r.family),
@@ -325,13 +325,21 @@ def report(rows: list[Row]) -> dict[str, Any]:
     }
 
 
-def _fit(members: list[Case], start: StepFactors, what: str, day: str) -> StepFactors:
+GPU_FITTED = ("mbu", "step_overhead_ms")
+"""What a GPU's own fit moves beyond its family's: the weights' bandwidth share and the fixed
+step time. The KV and compute shares stay the family's: one GPU's fit points are mostly one
+model, and letting them move would tune them to that model (an H200 fitted on gpt-oss alone
+read KV at a quarter of its bandwidth, and ranked below an H100 for dense models)."""
+
+
+def _fit(members: list[Case], start: StepFactors, what: str, day: str,
+         fitted: tuple[str, ...] = FITTED) -> StepFactors:
     gpus = sorted({c.point.gpu for c in members})
     source = (f"fitted on {len(members)} published vLLM points (split fit) of "
               f"{', '.join(gpus)}, {day}, by benchmarks/estimate_accuracy.py --write "
               "(least squares on log error, infer_prof/core/estimate/calibration.py)")
     result = fit_factors(members, predict, lambda c: c.point.output_tok_s_per_gpu, start,
-                         source=source)
+                         source=source, fitted=fitted)
     print(f"fit {what}: {result.samples} points, median |error| "
           f"{result.median_abs_error_pct_before:.1f} % -> "
           f"{result.median_abs_error_pct_after:.1f} %", file=sys.stderr)
@@ -359,7 +367,7 @@ def fit_all(day: str) -> Fitted:
             by_gpu.setdefault(c.point.gpu, []).append(c)
         for key, own in sorted(by_gpu.items()):
             if len(own) >= MIN_GPU_POINTS and len(by_gpu) > 1:
-                gpus[key] = _fit(own, families[family], key, day)
+                gpus[key] = _fit(own, families[family], key, day, GPU_FITTED)
     return Fitted(families, gpus)
 
 

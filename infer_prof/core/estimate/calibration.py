@@ -76,11 +76,11 @@ def _log_errors(factors: StepFactors, samples: Sequence[T],
 
 def objective(factors: StepFactors, start: StepFactors, samples: Sequence[T],
               predict: Callable[[StepFactors, T], float], measured: Callable[[T], float],
-              prior_weight: float) -> float:
+              prior_weight: float, fitted: Sequence[str] = FITTED) -> float:
     """``J(f)`` of the module docstring: mean squared log error plus the pull to ``start``."""
     errs = _log_errors(factors, samples, predict, measured)
     fit = sum(e * e for e in errs) / len(errs)
-    pull = sum(math.log(getattr(factors, k) / getattr(start, k)) ** 2 for k in FITTED)
+    pull = sum(math.log(getattr(factors, k) / getattr(start, k)) ** 2 for k in fitted)
     return fit + prior_weight * pull
 
 
@@ -92,26 +92,30 @@ def _clamp(name: str, value: float) -> float:
 def fit_factors(samples: Sequence[T], predict: Callable[[StepFactors, T], float],
                 measured: Callable[[T], float], start: StepFactors, *, source: str,
                 prior_weight: float = 0.01, step: float = 0.5, min_step: float = 0.01,
-                iterations: int = 400) -> FitResult:
-    """Fit :data:`FITTED` of ``start`` to ``samples`` (module docstring for the objective).
+                iterations: int = 400, fitted: Sequence[str] = FITTED) -> FitResult:
+    """Fit the factors named in ``fitted`` (default :data:`FITTED`) of ``start`` to ``samples``
+    (module docstring for the objective); the others keep ``start``'s values.
 
     ``measured(s)``: the measured output tokens/s per GPU of sample ``s`` (> 0);
     ``predict(f, s)``: the predicted figure with factors ``f``. The result's factors carry
-    ``source``. Raises ValueError when there are no samples."""
+    ``source``. Raises ValueError when there are no samples or ``fitted`` names a factor
+    :data:`BOUNDS` does not."""
     if not samples:
         raise ValueError("fit_factors needs at least one sample")
+    if unknown := [k for k in fitted if k not in BOUNDS]:
+        raise ValueError(f"no bounds for {unknown}; fit some of {list(BOUNDS)}")
     start = msgspec.structs.replace(
-        start, **{k: _clamp(k, getattr(start, k)) for k in FITTED})
+        start, **{k: _clamp(k, getattr(start, k)) for k in fitted})
 
     def cost(f: StepFactors) -> float:
-        return objective(f, start, samples, predict, measured, prior_weight)
+        return objective(f, start, samples, predict, measured, prior_weight, fitted)
 
     best, best_cost = start, cost(start)
     for _ in range(iterations):
         if step < min_step:
             break
         moved = False
-        for name in FITTED:
+        for name in fitted:
             for sign in (1.0, -1.0):
                 value = _clamp(name, getattr(best, name) * math.exp(sign * step))
                 if value == getattr(best, name):
@@ -123,11 +127,11 @@ def fit_factors(samples: Sequence[T], predict: Callable[[StepFactors, T], float]
                     break
         if not moved:
             step /= 2.0
-    fitted = msgspec.structs.replace(best, source=source)
+    found = msgspec.structs.replace(best, source=source)
     before = _log_errors(start, samples, predict, measured)
-    after = _log_errors(fitted, samples, predict, measured)
+    after = _log_errors(found, samples, predict, measured)
     return FitResult(
-        factors=fitted,
+        factors=found,
         samples=len(samples),
         rms_log_error_before=math.sqrt(sum(e * e for e in before) / len(before)),
         rms_log_error_after=math.sqrt(sum(e * e for e in after) / len(after)),
