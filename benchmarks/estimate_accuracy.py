@@ -58,7 +58,7 @@ from infer_prof.catalog.models import resolve_model
 from infer_prof.catalog.published_results import PublishedPoint, published_results
 from infer_prof.core.catalog.market import cheapest_offer
 from infer_prof.core.catalog.models import ModelSpec
-from infer_prof.core.estimate.calibration import FITTED, fit_factors, percentile
+from infer_prof.core.estimate.calibration import FITTED, Search, fit_factors, percentile
 from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
 from infer_prof.core.estimate.frontier_model import predict_point
 from infer_prof.core.planning.planner import PlanRequest, plan
@@ -339,7 +339,7 @@ def _fit(members: list[Case], start: StepFactors, what: str, day: str,
               f"{', '.join(gpus)}, {day}, by benchmarks/estimate_accuracy.py --write "
               "(least squares on log error, infer_prof/core/estimate/calibration.py)")
     result = fit_factors(members, predict, lambda c: c.point.output_tok_s_per_gpu, start,
-                         source=source, fitted=fitted)
+                         source=source, search=Search(fitted=fitted))
     print(f"fit {what}: {result.samples} points, median |error| "
           f"{result.median_abs_error_pct_before:.1f} % -> "
           f"{result.median_abs_error_pct_after:.1f} %", file=sys.stderr)

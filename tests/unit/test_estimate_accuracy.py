@@ -11,7 +11,7 @@ import pytest
 
 from infer_prof.catalog.estimate_factors import fitted_factors, fitted_gpu_factors
 from infer_prof.catalog.published_results import published_results
-from infer_prof.core.estimate.calibration import BOUNDS, fit_factors, percentile
+from infer_prof.core.estimate.calibration import BOUNDS, Search, fit_factors, percentile
 from infer_prof.core.estimate.factors import HOPPER_FIT, StepFactors
 from tests.benchmark_scripts import load_benchmark
 
@@ -89,7 +89,7 @@ def test_fit_recovers_a_known_bandwidth_share() -> None:
 
     truth = msgspec.structs.replace(HOPPER_FIT, mbu=0.6, step_overhead_ms=2.0)
     result = fit_factors(samples, predict, lambda s: predict(truth, s), HOPPER_FIT,
-                         source="test", prior_weight=0.0, min_step=1e-4)
+                         source="test", search=Search(prior_weight=0.0, min_step=1e-4))
     assert result.factors.mbu == pytest.approx(0.6, rel=0.02)
     assert result.factors.step_overhead_ms == pytest.approx(2.0, rel=0.05)
     assert result.rms_log_error_after < 0.01 < result.rms_log_error_before
@@ -101,11 +101,12 @@ def test_a_fit_of_some_factors_leaves_the_others_alone() -> None:
         return 1000.0 * f.mbu * f.mbu_kv
 
     result = fit_factors([1.0], predict, lambda s: 300.0, HOPPER_FIT, source="t",
-                         fitted=("mbu",), prior_weight=0.0, min_step=1e-4)
+                         search=Search(fitted=("mbu",), prior_weight=0.0, min_step=1e-4))
     assert result.factors.mbu_kv == HOPPER_FIT.mbu_kv
     assert result.factors.mbu * HOPPER_FIT.mbu_kv == pytest.approx(0.3, rel=0.01)
     with pytest.raises(ValueError, match="no bounds"):
-        fit_factors([1.0], predict, lambda s: 300.0, HOPPER_FIT, source="t", fitted=("family",))
+        fit_factors([1.0], predict, lambda s: 300.0, HOPPER_FIT, source="t",
+                    search=Search(fitted=("family",)))
 
 
 def test_fit_keeps_factors_in_bounds_and_refuses_no_samples() -> None:

@@ -89,17 +89,29 @@ def _clamp(name: str, value: float) -> float:
     return min(hi, max(lo, value))
 
 
+class Search(msgspec.Struct, frozen=True, kw_only=True):
+    """How :func:`fit_factors` searches: which factors it moves (``fitted``), the pull to the
+    start (``prior_weight``, ``w`` of the module docstring), the first log step and the smallest
+    (``step``, ``min_step``), and at most ``iterations`` rounds."""
+
+    fitted: tuple[str, ...] = FITTED
+    prior_weight: float = 0.01
+    step: float = 0.5
+    min_step: float = 0.01
+    iterations: int = 400
+
+
 def fit_factors(samples: Sequence[T], predict: Callable[[StepFactors, T], float],
                 measured: Callable[[T], float], start: StepFactors, *, source: str,
-                prior_weight: float = 0.01, step: float = 0.5, min_step: float = 0.01,
-                iterations: int = 400, fitted: Sequence[str] = FITTED) -> FitResult:
-    """Fit the factors named in ``fitted`` (default :data:`FITTED`) of ``start`` to ``samples``
-    (module docstring for the objective); the others keep ``start``'s values.
+                search: Search = Search()) -> FitResult:
+    """Fit the factors named in ``search.fitted`` (default :data:`FITTED`) of ``start`` to
+    ``samples`` (module docstring for the objective); the others keep ``start``'s values.
 
     ``measured(s)``: the measured output tokens/s per GPU of sample ``s`` (> 0);
     ``predict(f, s)``: the predicted figure with factors ``f``. The result's factors carry
-    ``source``. Raises ValueError when there are no samples or ``fitted`` names a factor
-    :data:`BOUNDS` does not."""
+    ``source``. Raises ValueError when there are no samples or ``search.fitted`` names a
+    factor :data:`BOUNDS` does not."""
+    fitted, prior_weight, step = search.fitted, search.prior_weight, search.step
     if not samples:
         raise ValueError("fit_factors needs at least one sample")
     if unknown := [k for k in fitted if k not in BOUNDS]:
@@ -111,8 +123,8 @@ def fit_factors(samples: Sequence[T], predict: Callable[[StepFactors, T], float]
         return objective(f, start, samples, predict, measured, prior_weight, fitted)
 
     best, best_cost = start, cost(start)
-    for _ in range(iterations):
-        if step < min_step:
+    for _ in range(search.iterations):
+        if step < search.min_step:
             break
         moved = False
         for name in fitted:
