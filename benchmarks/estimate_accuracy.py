@@ -101,6 +101,7 @@ class Row:
 
     id: str
     engine: str
+    source: str
     gpu: str
     family: str
     model: str
@@ -187,7 +188,8 @@ def evaluate(points: Iterable[PublishedPoint], choose: Chooser = shipped_factors
     rows = []
     for p in points:
         case = prepare(p)
-        base = {"id": p.id, "engine": p.engine, "gpu": p.gpu, "model": p.model,
+        base = {"id": p.id, "engine": p.engine, "source": p.source.title.split(" (")[0][:60],
+                "gpu": p.gpu, "model": p.model,
                 "precision": p.precision, "load": p.load, "split": p.split,
                 "concurrency": p.concurrency, "measured": p.output_tok_s_per_gpu}
         if isinstance(case, str):
@@ -311,6 +313,7 @@ def report(rows: list[Row]) -> dict[str, Any]:
             "vllm_closed_loop_by_gpu_family": grouped(closed, lambda r: r.family),
             "vllm_by_model_family": grouped(vllm_hold, lambda r: r.model_family),
             "vllm_by_load": grouped(vllm_hold, lambda r: r.load),
+            "vllm_by_source": grouped(vllm_hold, lambda r: r.source),
             "other_engines": grouped(other, lambda r: r.engine),
             "other_by_gpu_family": grouped(other, lambda r: f"{r.engine} {r.family}"),
         },
@@ -417,7 +420,7 @@ def print_report(doc: dict[str, Any]) -> None:
 
     def line(name: str, s: dict[str, Any] | None) -> None:
         if s:
-            print(f"  {name:<34} n={s['n']:<3} median {s['median_abs_error_pct']:>5.1f} %   "
+            print(f"  {name[:34]:<34} n={s['n']:<3} median {s['median_abs_error_pct']:>5.1f} %   "
                   f"p90 {s['p90_abs_error_pct']:>5.1f} %")
 
     hold = doc["holdout"]
@@ -426,6 +429,7 @@ def print_report(doc: dict[str, Any]) -> None:
     for title, key in (("vLLM by GPU family", "vllm_by_gpu_family"),
                        ("vLLM by model family", "vllm_by_model_family"),
                        ("vLLM by load", "vllm_by_load"),
+                       ("vLLM by source", "vllm_by_source"),
                        ("other engines (not fitted)", "other_engines"),
                        ("other engines by GPU family", "other_by_gpu_family")):
         print(f" {title}:")
