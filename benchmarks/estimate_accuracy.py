@@ -52,7 +52,7 @@ from infer_prof.catalog.estimate_factors import (
     fitted_gpu_factors,
 )
 from infer_prof.catalog.gpus import catalog
-from infer_prof.catalog.interconnect import link_gbps
+from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.catalog.market import snapshot_market
 from infer_prof.catalog.models import resolve_model
 from infer_prof.catalog.published_results import PublishedPoint, published_results
@@ -163,7 +163,7 @@ def predict(factors: StepFactors, case: Case) -> float:
                          precision=p.precision, input_len=p.input_len,
                          output_len=p.output_len, concurrency=case.concurrency,
                          factors=factors, kv_dtype_bytes=case.kv_dtype_bytes,
-                         link_gbps=link_gbps(p.gpu)).output_tok_s_per_gpu
+                         link_gbps=link_gbps(p.gpu, p.gpu_count)).output_tok_s_per_gpu
 
 
 Chooser = Callable[[str], StepFactors]

@@ -253,8 +253,8 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
         lines.append(f"factors: {figures} ({said}; sources in --json)")
     notes = sorted({n for r in rows for n in r.notes if "all-reduce" in n})
     if notes:
-        lines.append(f"{len(notes)} tensor-parallel rows without all-reduce cost: the GPU "
-                     "catalog has no interconnect bandwidth")
+        lines.append(f"{len(notes)} tensor-parallel rows without all-reduce time (optimistic):"
+                     " no interconnect figure (NVLink domains only, see --json notes)")
     weight_only = sorted({r.precision for r in rows if r.precision in WEIGHT_ONLY})
     if weight_only:
         lines.append(f"{', '.join(weight_only)} rows: the weights' dequantization is not "

@@ -4,11 +4,11 @@ serve the model, and how many sequences its KV cache holds at once.
 The planner (:func:`infer_prof.core.planning.planner.plan`, as ``infer-prof plan`` runs it) is
 asked for one sequence of ``input_len + output_len`` tokens on ``n`` GPUs (tensor parallel),
 ``n`` the one given (``--gpus``), else the smallest of 1, 2, 4, 8 that splits the model's heads
-evenly and holds it. (Not every count that holds it: while the GPU catalog has no interconnect
-bandwidth, a tensor-parallel configuration is predicted without its all-reduce time, which
-would rank more GPUs ahead of fewer for no reason.) The frontier then runs up to
-``max_concurrency`` = ``min(max_sequences, max_num_seqs)``: what the KV cache holds at once,
-capped by vLLM's default ``max_num_seqs`` for the GPU.
+evenly and holds it. (Not every count that holds it: on a GPU without an interconnect figure,
+:mod:`infer_prof.catalog.interconnects`, a tensor-parallel configuration is predicted without its
+all-reduce time, which would rank more GPUs ahead of fewer for no reason.) The frontier then
+runs up to ``max_concurrency`` = ``min(max_sequences, max_num_seqs)``: what the KV cache holds
+at once, capped by vLLM's default ``max_num_seqs`` for the GPU.
 """
 
 from __future__ import annotations

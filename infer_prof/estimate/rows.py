@@ -109,8 +109,9 @@ def build_row(model: ModelSpec, config: Config, *, input_len: int, output_len: i
     hit, ttft = read_row(points, usd, read_at, target, slos, output_len)
     notes = list(config.notes)
     if config.gpu_count > 1 and not all(p.allreduce_counted for p in points):
-        notes.append(f"tensor-parallel all-reduce not counted: the GPU catalog has no "
-                     f"interconnect bandwidth for {g.key}")
+        notes.append(f"tensor-parallel all-reduce not counted: no interconnect figure for "
+                     f"{config.gpu_count} x {g.key} (infer_prof/catalog/data/interconnects.json "
+                     "lists NVLink domains only; a PCIe card's bridge is not assumed)")
     if quote is None:
         notes.append(f"no price for {g.key} in the market asked")
     return Row(

@@ -7,8 +7,8 @@ read its frontier, price it, rank the rows.
    nothing fits, or without a FLOP/s figure, is listed in ``skipped`` with the reason.
 3. Per configuration, the GPU's factors (:func:`infer_prof.catalog.estimate_factors.factors_for`:
    fitted on published measurements for the GPU or its architecture family, else the family's
-   default) and its interconnect (:func:`infer_prof.catalog.interconnect.link_gbps`), the
-   predicted frontier read at the target and priced (:mod:`.rows`, :mod:`.pricing`).
+   default), its interconnect (:mod:`infer_prof.catalog.interconnects`), the predicted frontier
+   read at the target and priced (:mod:`.rows`, :mod:`.pricing`).
 4. Rows ranked cheapest first (:func:`.rows.rank`).
 """
 
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infer_prof.catalog.estimate_factors import factors_for
-from infer_prof.catalog.interconnect import link_gbps
+from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.market import InstanceOffer, Tier
 from infer_prof.core.catalog.models import ModelSpec
@@ -98,7 +98,7 @@ def estimate(request: EstimateRequest, configs: Sequence[Config], skipped: Seque
             factors=factors_for(c.gpu), quote=quote, read_at=request.read_at,
             target=request.target_interactivity, slos=request.slos,
             expected_error_pct=expected.for_family(family_of(c.gpu)),
-            link_gbps=link_gbps(c.gpu.key)))
+            link_gbps=link_gbps(c.gpu.key, c.gpu_count)))
     return EstimateDocument(
         model=request.model.name, input_len=request.input_len, output_len=request.output_len,
         target_interactivity=request.target_interactivity,

@@ -186,3 +186,19 @@ def test_above_the_kv_limit_requests_queue_and_wait_in_ttft():
     assert q.ttft_ms_p50 + 127 * q.tpot_ms_p50 == pytest.approx(4 * r16)
     assert predict_point(LLAMA, H100, concurrency=8, max_running=16, **kw) == predict_point(
         LLAMA, H100, concurrency=8, **kw)
+
+
+def test_interconnect_figures_name_catalog_gpus_and_their_stated_figure():
+    from infer_prof.catalog.gpus import catalog
+    from infer_prof.catalog.interconnects import interconnects, link_gbps
+
+    links = interconnects()
+    assert links["H100-SXM"].bidirectional_gbps == 900
+    for key, link in links.items():
+        g = catalog()[key]  # a catalog key
+        assert g.nvlink, key
+        figure = f"{link.bidirectional_gbps:g}"
+        stated = figure in link.source or f"{link.bidirectional_gbps / 1000:g} TB/s" in link.source
+        assert stated or "2x 900" in link.source, (key, link.source)
+    assert link_gbps("H100-SXM", 8) == 900 and link_gbps("H100-SXM", 16) is None
+    assert link_gbps("L40S", 2) is None and link_gbps("A100-80GB-PCIe", 2) is None

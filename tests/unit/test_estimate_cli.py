@@ -151,3 +151,13 @@ def test_report_draws_predicted_frontiers_dashed_beside_measured(app, tmp_path):
     bad.write_text('{"kind": "something else"}')
     with pytest.raises(EstimateFileError, match="not an infer-prof estimate --json file"):
         load_estimate(bad)
+
+
+def test_tensor_parallel_counts_the_allreduce_only_on_a_listed_nvlink_domain(app):
+    res = run(app, "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--gpu", "L40S", "--gpus",
+              "4", "--input-len", "1024", "--output-len", "256", "--json")
+    assert res.exit_code == 0, res.output
+    rows = {r["gpu"]: r for r in json.loads(res.stdout)["rows"]}
+    assert rows["H100-SXM"]["gpu_count"] == 4
+    assert not any("all-reduce" in n for n in rows["H100-SXM"]["notes"])
+    assert any("all-reduce not counted" in n for n in rows["L40S"]["notes"])
