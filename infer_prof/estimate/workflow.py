@@ -5,10 +5,10 @@ read its frontier, price it, rank the rows.
    (and cloud) asked; ``--instance`` means its GPU.
 2. Per GPU, the planner's configuration at each GPU count (:mod:`.configs`); a GPU where
    nothing fits, or without a FLOP/s figure, is listed in ``skipped`` with the reason.
-3. Per configuration, the factors of its architecture family
-   (:func:`infer_prof.core.estimate.factors.default_factors`), its interconnect
-   (:mod:`infer_prof.catalog.interconnects`), the predicted frontier read at the target and
-   priced (:mod:`.rows`, :mod:`.pricing`).
+3. Per configuration, the GPU's factors (:func:`infer_prof.catalog.estimate_factors.factors_for`:
+   fitted on published measurements for the GPU or its architecture family, else the family's
+   default), its interconnect (:mod:`infer_prof.catalog.interconnects`), the predicted frontier
+   read at the target and priced (:mod:`.rows`, :mod:`.pricing`).
 4. Rows ranked cheapest first (:func:`.rows.rank`).
 """
 
@@ -17,11 +17,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from infer_prof.catalog.estimate_factors import factors_for
 from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.market import InstanceOffer, Tier
 from infer_prof.core.catalog.models import ModelSpec
-from infer_prof.core.estimate.factors import default_factors, family_of
+from infer_prof.core.estimate.factors import family_of
 from infer_prof.core.workload.slo import Slo, format_slos
 from infer_prof.estimate.configs import Config, plan_configs
 from infer_prof.estimate.document import EstimateDocument, ReadAt, Row, Skipped
@@ -94,8 +95,7 @@ def estimate(request: EstimateRequest, configs: Sequence[Config], skipped: Seque
     for c in configs:
         quote = quote_for(offers, c.gpu.key, c.gpu_count, tier=request.tier,
                           cloud=request.cloud, instance=request.instance)
-        d = c.deployment(request.model, default_factors(c.gpu),
-                         link_gbps(c.gpu.key, c.gpu_count))
+        d = c.deployment(request.model, factors_for(c.gpu), link_gbps(c.gpu.key, c.gpu_count))
         rows.append(build_row(d, c, reading, quote=quote,
                               expected_error_pct=expected.for_family(family_of(c.gpu))))
     return EstimateDocument(

@@ -20,10 +20,10 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
+from infer_prof.catalog.estimate_factors import factors_for
 from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.catalog.models import ModelError, resolve_model
 from infer_prof.core.analysis.frontier_levels import LevelChoice, levels_around_target
-from infer_prof.core.estimate.factors import default_factors
 from infer_prof.core.estimate.frontier_model import predict_point
 from infer_prof.estimate.configs import plan_configs
 from infer_prof.run.config import ConfigError, RunConfig
@@ -61,7 +61,7 @@ def choose_levels(cfg: RunConfig) -> LevelChoice:
         raise ConfigError(f"{FLAG}: {model.name} on {gpu.key}: {configs}")
     c, arch = configs[0], model.spec
     limit = min(c.max_concurrency, cfg.load.max_concurrency or c.max_concurrency)
-    deployment = c.deployment(arch, default_factors(gpu), link_gbps(gpu.key, c.gpu_count))
+    deployment = c.deployment(arch, factors_for(gpu), link_gbps(gpu.key, c.gpu_count))
 
     def interactivity_at(streams: int) -> float:
         p = predict_point(deployment, input_len=i, output_len=o, concurrency=streams)

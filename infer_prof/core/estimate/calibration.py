@@ -1,0 +1,164 @@
+"""Fitting the estimate's achieved shares and per-step overhead to measured throughputs.
+
+Pure: no I/O. The prediction is passed in as a function, so the fit knows nothing of models or
+GPUs: given samples (each with a measured output tokens/s per GPU) and
+``predict(factors, sample) -> predicted output tokens/s per GPU``, :func:`fit_factors` finds the
+:class:`StepFactors` of one architecture family that minimise
+
+    J(f) = mean_s ( ln(predicted_s(f) / measured_s) )^2  +  w x sum_k ( ln(f_k / f0_k) )^2
+
+over the fitted factors ``k`` (:data:`FITTED`: ``mbu``, ``mbu_kv``, ``mfu_decode``,
+``mfu_prefill``, ``step_overhead_ms``, ``allreduce_efficiency``, ``allreduce_latency_us``), each
+held within :data:`BOUNDS`. The first term is the
+squared log error (a 2x over- and a 2x under-prediction cost the same); the second, with a small
+weight ``w`` (default 0.01), pulls a factor the data cannot see (say ``mfu_prefill`` where every
+sample is decode-bound) back to its starting value ``f0`` instead of letting it wander to a bound.
+
+The search is a bounded coordinate (pattern) search in log space: each factor in turn is
+multiplied by ``exp(+-step)``; a move is kept when it lowers ``J``; when no factor moves, the
+step halves, down to ``min_step``. Deterministic; about ``iterations x 2 x len(FITTED)``
+evaluations of ``J``.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+import msgspec
+
+from infer_prof.core.estimate.factors import StepFactors
+
+T = TypeVar("T")
+
+FITTED: tuple[str, ...] = ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "step_overhead_ms",
+                           "allreduce_efficiency", "allreduce_latency_us")
+"""The factors a fit moves: every field of :class:`StepFactors` but ``family`` and ``source``."""
+
+BOUNDS: dict[str, tuple[float, float]] = {
+    "mbu": (0.2, 1.0),
+    "mbu_kv": (0.1, 1.0),
+    "mfu_decode": (0.05, 1.0),
+    "mfu_prefill": (0.1, 1.0),
+    "step_overhead_ms": (0.02, 30.0),
+    "allreduce_efficiency": (0.1, 1.0),
+    "allreduce_latency_us": (1.0, 200.0),
+}
+"""Each fitted factor's allowed range: shares in (0, 1], the overhead in milliseconds, the
+all-reduce call's fixed cost in microseconds."""
+
+
+class FitResult(msgspec.Struct, frozen=True, kw_only=True):
+    """A fit's outcome: the factors, how many samples, and the error before and after.
+
+    ``rms_log_error_*``: sqrt(mean (ln(predicted / measured))^2) with the starting and the
+    fitted factors; ``median_abs_error_pct_*``: median |predicted / measured - 1| x 100."""
+
+    factors: StepFactors
+    samples: int
+    rms_log_error_before: float
+    rms_log_error_after: float
+    median_abs_error_pct_before: float
+    median_abs_error_pct_after: float
+
+
+def _log_errors(factors: StepFactors, samples: Sequence[T],
+                predict: Callable[[StepFactors, T], float],
+                measured: Callable[[T], float]) -> list[float]:
+    out = []
+    for s in samples:
+        p = predict(factors, s)
+        out.append(math.log(max(p, 1e-9) / measured(s)))
+    return out
+
+
+def objective(factors: StepFactors, start: StepFactors, samples: Sequence[T],
+              predict: Callable[[StepFactors, T], float], measured: Callable[[T], float],
+              prior_weight: float, fitted: Sequence[str] = FITTED) -> float:
+    """``J(f)`` of the module docstring: mean squared log error plus the pull to ``start``."""
+    errs = _log_errors(factors, samples, predict, measured)
+    fit = sum(e * e for e in errs) / len(errs)
+    pull = sum(math.log(getattr(factors, k) / getattr(start, k)) ** 2 for k in fitted)
+    return fit + prior_weight * pull
+
+
+def _clamp(name: str, value: float) -> float:
+    lo, hi = BOUNDS[name]
+    return min(hi, max(lo, value))
+
+
+class Search(msgspec.Struct, frozen=True, kw_only=True):
+    """How :func:`fit_factors` searches: which factors it moves (``fitted``), the pull to the
+    start (``prior_weight``, ``w`` of the module docstring), the first log step and the smallest
+    (``step``, ``min_step``), and at most ``iterations`` rounds."""
+
+    fitted: tuple[str, ...] = FITTED
+    prior_weight: float = 0.01
+    step: float = 0.5
+    min_step: float = 0.01
+    iterations: int = 400
+
+
+def fit_factors(samples: Sequence[T], predict: Callable[[StepFactors, T], float],
+                measured: Callable[[T], float], start: StepFactors, *, source: str,
+                search: Search = Search()) -> FitResult:
+    """Fit the factors named in ``search.fitted`` (default :data:`FITTED`) of ``start`` to
+    ``samples`` (module docstring for the objective); the others keep ``start``'s values.
+
+    ``measured(s)``: the measured output tokens/s per GPU of sample ``s`` (> 0);
+    ``predict(f, s)``: the predicted figure with factors ``f``. The result's factors carry
+    ``source``. Raises ValueError when there are no samples or ``search.fitted`` names a
+    factor :data:`BOUNDS` does not."""
+    fitted, prior_weight, step = search.fitted, search.prior_weight, search.step
+    if not samples:
+        raise ValueError("fit_factors needs at least one sample")
+    if unknown := [k for k in fitted if k not in BOUNDS]:
+        raise ValueError(f"no bounds for {unknown}; fit some of {list(BOUNDS)}")
+    start = msgspec.structs.replace(
+        start, **{k: _clamp(k, getattr(start, k)) for k in fitted})
+
+    def cost(f: StepFactors) -> float:
+        return objective(f, start, samples, predict, measured, prior_weight, fitted)
+
+    best, best_cost = start, cost(start)
+    for _ in range(search.iterations):
+        if step < search.min_step:
+            break
+        moved = False
+        for name in fitted:
+            for sign in (1.0, -1.0):
+                value = _clamp(name, getattr(best, name) * math.exp(sign * step))
+                if value == getattr(best, name):
+                    continue
+                trial = msgspec.structs.replace(best, **{name: value})
+                c = cost(trial)
+                if c < best_cost - 1e-12:
+                    best, best_cost, moved = trial, c, True
+                    break
+        if not moved:
+            step /= 2.0
+    found = msgspec.structs.replace(best, source=source)
+    before = _log_errors(start, samples, predict, measured)
+    after = _log_errors(found, samples, predict, measured)
+    return FitResult(
+        factors=found,
+        samples=len(samples),
+        rms_log_error_before=math.sqrt(sum(e * e for e in before) / len(before)),
+        rms_log_error_after=math.sqrt(sum(e * e for e in after) / len(after)),
+        median_abs_error_pct_before=statistics.median(abs(math.exp(e) - 1) * 100 for e in before),
+        median_abs_error_pct_after=statistics.median(abs(math.exp(e) - 1) * 100 for e in after),
+    )
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0..100) of ``values`` by linear interpolation between the
+    sorted values (numpy's default); ValueError when empty."""
+    if not values:
+        raise ValueError("percentile of no values")
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(xs) - 1)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
