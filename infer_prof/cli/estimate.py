@@ -10,7 +10,7 @@ reaches ``--target-interactivity`` (after the table that says so).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Annotated, NoReturn
+from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import msgspec
 import typer
@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.cli.declared import declared_command
+from infer_prof.cli.estimate_measured import calibration_lines, print_measured
 from infer_prof.config.options import POSITIVE_INT, Opt, Range
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.market import InstanceOffer
@@ -26,6 +27,9 @@ from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.workload.slo import Slo
 from infer_prof.estimate.document import EstimateDocument, Row
 from infer_prof.report.fit import print_fitted
+
+if TYPE_CHECKING:
+    from infer_prof.estimate.measured_runs import MeasuredSet
 
 WEIGHT_ONLY = ("int8", "bnb-nf4", "awq", "gptq", "int4", "bnb-int8")
 """Precisions whose weights are dequantized to 16-bit before each matmul."""
@@ -75,6 +79,14 @@ class EstimateOptions:
         ("--cloud",), "Price only from this cloud's instances (e.g. aws, gcp).")] = None
     instance: Annotated[str | None, Opt(
         ("--instance",), "Price from this instance, CLOUD:TYPE[:REGION] (its GPU only).")] = None
+    calibrate_from: Annotated[list[str] | None, Opt(
+        ("--calibrate-from",), "Refit each GPU family's factors on your measured runs: "
+        "'history' (the run history), a history database, or result files/folders "
+        "(repeatable). Implies --measured from the same runs.")] = None
+    measured: Annotated[list[str] | None, Opt(
+        ("--measured",), "Show your measured runs of the estimated configurations beside the "
+        "prediction: 'history', a history database, or result files/folders (repeatable).")
+        ] = None
     json_output: Annotated[bool, Opt(("--json",), "Print the estimate as JSON.")] = False
 
 
@@ -142,6 +154,23 @@ def _instance(o: EstimateOptions, offers_market: object) -> InstanceOffer | None
         _fail(str(exc))
 
 
+def _measured_sets(o: EstimateOptions) -> tuple[MeasuredSet | None, MeasuredSet | None]:
+    """The ``--calibrate-from`` and ``--measured`` runs (None where not asked)."""
+    from infer_prof.estimate.measured_runs import MeasuredRunsError, read_measured
+
+    try:
+        fit_on = read_measured(o.calibrate_from) if o.calibrate_from else None
+        compare = read_measured(o.measured) if o.measured else None
+    except MeasuredRunsError as exc:
+        _fail(str(exc))
+    if fit_on is not None and not fit_on.runs:
+        said = "; ".join(f"{n} {why}" for why, n in fit_on.unusable.items())
+        _fail(f"--calibrate-from {' '.join(o.calibrate_from or [])}: none of its "
+              f"{fit_on.read} runs can be used ({said}); name runs on a GPU, closed loop, of a "
+              "catalog model")
+    return fit_on, compare
+
+
 def estimate_options(o: EstimateOptions) -> None:
     """Predict throughput per GPU against interactivity for every GPU on the market (or those
     named), at the GPU counts and precisions the planner says fit, and rank them by $ per 1M
@@ -149,6 +178,7 @@ def estimate_options(o: EstimateOptions) -> None:
     from infer_prof.catalog.gpus import catalog
     from infer_prof.catalog.market import load_market
     from infer_prof.core.planning.precisions import PlanError, normalize_precision
+    from infer_prof.estimate.calibrated import calibrate
     from infer_prof.estimate.expected_error import load_expected_error
     from infer_prof.estimate.workflow import EstimateRequest, choose_gpus, estimate, plan_all
 
@@ -159,6 +189,7 @@ def estimate_options(o: EstimateOptions) -> None:
     spec = _model(o.model)
     gpus = _gpus(o.gpu or [])
     inp, out, slos = _lengths(o)
+    fit_on, compare = _measured_sets(o)
     market = load_market()
     instance = _instance(o, market)
     if instance is not None and gpus and instance.gpu not in {g.key for g in gpus}:
@@ -180,8 +211,9 @@ def estimate_options(o: EstimateOptions) -> None:
         names = ", ".join(g.key for g in chosen[:3]) + (", ..." if len(chosen) > 3 else "")
         _fail(f"{spec.name} fits on none of the GPUs asked ({names}) for "
               f"{input_len_text(inp, out)}: {first}")
+    cal = calibrate(fit_on, compare, [c.gpu for c in configs])
     doc = estimate(request, configs, skipped, market.offers, prices=market.describe(),
-                   expected=load_expected_error())
+                   expected=load_expected_error(), calibration=cal)
     if o.json_output:
         typer.echo(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
     else:
@@ -241,6 +273,7 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
                       _num(r.usd_per_million_input_tokens, ".2f"), _num(r.ttft_ms_p50),
                       _num(r.tpot_ms_p50, ".1f"), inst)
     print_fitted(console, table, ("$/1M in",), shorten=("instance",))
+    print_measured(doc, console)
     lines = []
     if any(r.at_target is None for r in rows):
         lines.append(f"max N: does not reach {doc.target_interactivity:g} tokens/s per user; "
@@ -262,6 +295,7 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
     if weight_only:
         lines.append(f"{', '.join(weight_only)} rows: the weights' dequantization is not "
                      "modelled (only their bytes): optimistic")
+    lines.extend(calibration_lines(doc))
     lines.append(doc.expected_error)
     for s in doc.skipped:
         lines.append(f"left out {s.gpu}: {s.why}")

@@ -51,6 +51,29 @@ class Instance(msgspec.Struct, kw_only=True):
     reason: str
 
 
+class MeasuredPoint(msgspec.Struct, kw_only=True):
+    """One measured run of a row's configuration (same model, GPU, GPU count, precision, input
+    and output lengths) beside the prediction at its concurrency: measured ``output_tok_s_per_
+    gpu``, ``interactivity`` (tokens/s per user), ``ttft_ms_p50``, ``tpot_ms_p50`` (None when
+    the run did not record one), the ``predicted_*`` figures with the row's factors, and
+    ``error_pct`` = (predicted / measured - 1) x 100 of output tokens/s per GPU. ``source``:
+    the result file, or ``history:<run_id>``."""
+
+    concurrency: int
+    output_tok_s_per_gpu: float
+    interactivity: float | None
+    ttft_ms_p50: float | None
+    tpot_ms_p50: float | None
+    source: str
+    run_id: str
+    predicted_output_tok_s_per_gpu: float
+    predicted_interactivity: float
+    predicted_ttft_ms_p50: float
+    predicted_tpot_ms_p50: float
+    error_pct: float
+    predicted: bool = False
+
+
 class Row(msgspec.Struct, kw_only=True):
     """One configuration: ``gpu_count`` x ``gpu`` (tensor parallel) at ``precision``, its
     predicted frontier (``points``, concurrency 1, 2, 4, ... up to ``max_concurrency``, what
@@ -78,6 +101,7 @@ class Row(msgspec.Struct, kw_only=True):
     factors: StepFactors
     expected_error_pct: float | None
     notes: list[str] = []
+    measured: list[MeasuredPoint] = []
     predicted: bool = True
 
 
@@ -86,6 +110,31 @@ class Skipped(msgspec.Struct, kw_only=True):
 
     gpu: str
     why: str
+
+
+class MeasuredSource(msgspec.Struct, kw_only=True):
+    """A source of measured runs (``--calibrate-from`` or ``--measured``): ``where`` it is,
+    how many results were ``read``, how many were ``used`` and the others by reason
+    (``unusable``: reason -> count)."""
+
+    where: str
+    read: int
+    used: int
+    unusable: dict[str, int] = {}
+
+
+class FamilyFactors(msgspec.Struct, kw_only=True):
+    """The factors the estimate used for one architecture family and where they came from:
+    ``origin`` ``refitted`` (on ``runs`` measured runs; ``median_abs_error_pct_before`` /
+    ``_after``: median |predicted / measured - 1| x 100 of output tokens/s per GPU at those
+    runs with the shipped and the refitted factors) or ``shipped``; ``says`` one line."""
+
+    family: str
+    origin: Literal["refitted", "shipped"]
+    says: str
+    runs: int = 0
+    median_abs_error_pct_before: float | None = None
+    median_abs_error_pct_after: float | None = None
 
 
 class EstimateDocument(msgspec.Struct, kw_only=True):
@@ -105,4 +154,7 @@ class EstimateDocument(msgspec.Struct, kw_only=True):
     skipped: list[Skipped]
     prices: str
     expected_error: str
+    factors_used: list[FamilyFactors] = []
+    calibrated_from: MeasuredSource | None = None
+    measured_from: MeasuredSource | None = None
     predicted: bool = True

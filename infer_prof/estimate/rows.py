@@ -31,7 +31,9 @@ from infer_prof.core.analysis.frontier import (
 from infer_prof.core.catalog.market import InstanceQuote
 from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.frontier_model import PredictedPoint, predict_frontier
+from infer_prof.core.estimate.measured import MeasuredRun
 from infer_prof.core.workload.slo import Slo
+from infer_prof.estimate.calibrated import measured_points
 from infer_prof.estimate.configs import Config
 from infer_prof.estimate.document import Point, ReadAt, Row
 from infer_prof.estimate.pricing import instance_of
@@ -107,10 +109,12 @@ class Reading:
 
 
 def build_row(d: Deployment, config: Config, reading: Reading, *,
-              quote: InstanceQuote | None, expected_error_pct: float | None) -> Row:
+              quote: InstanceQuote | None, expected_error_pct: float | None,
+              measured: Sequence[MeasuredRun] = ()) -> Row:
     """Predict the frontier of ``config`` deployed as ``d`` (:func:`~infer_prof.core.estimate.
     frontier_model.predict_frontier`), read it at ``reading`` (module docstring) and price it
-    at ``quote``."""
+    at ``quote``; the ``measured`` runs of this configuration are set beside the prediction
+    (:func:`infer_prof.estimate.calibrated.measured_points`)."""
     g, factors, output_len = config.gpu, d.factors, reading.output_len
     points = predict_frontier(d, input_len=reading.input_len, output_len=output_len,
                               max_concurrency=config.max_concurrency)
@@ -141,7 +145,9 @@ def build_row(d: Deployment, config: Config, reading: Reading, *,
         usd_per_million_input_tokens=hit.usd_per_million_input_tokens if hit else None,
         usd_per_million_total_tokens=hit.usd_per_million_total_tokens if hit else None,
         instance=instance_of(quote) if quote is not None else None,
-        factors=factors, expected_error_pct=expected_error_pct, notes=notes)
+        factors=factors, expected_error_pct=expected_error_pct, notes=notes,
+        measured=measured_points(d, measured, model=d.arch.name,
+                                 lengths=(reading.input_len, output_len)))
 
 
 def rank(rows: Sequence[Row]) -> list[Row]:

@@ -1,0 +1,129 @@
+"""A user's measured runs as the estimate uses them: refitting the factors of an architecture
+family on them, and setting each beside the prediction of the same configuration.
+
+Pure: no I/O (reading result files and the history is :mod:`infer_prof.estimate.measured_runs`).
+
+- :func:`refit`: the factors of one family fitted on its runs with
+  :func:`infer_prof.core.estimate.calibration.fit_factors` (the objective the published fit
+  uses: mean squared ``ln(predicted / measured)`` of output tokens/s per GPU at each run's
+  concurrency, plus the pull to the start). With fewer than :data:`FULL_FIT_RUNS` runs only
+  ``mbu`` and ``step_overhead_ms`` move (:data:`FEW_RUNS_FITTED`, what the published fit moves
+  for one GPU's own factors); with more, every factor of
+  :data:`~infer_prof.core.estimate.calibration.FITTED`.
+- :func:`same_configuration`: whether a run measured the configuration of an estimate row (same
+  model, GPU, GPU count, precision, input and output lengths).
+- :func:`error_pct`: ``(predicted / measured - 1) x 100``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+import msgspec
+
+from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.estimate.calibration import FITTED, FitResult, Search, fit_factors
+from infer_prof.core.estimate.deployment import Deployment
+from infer_prof.core.estimate.factors import StepFactors
+from infer_prof.core.estimate.frontier_model import predict_point
+
+FULL_FIT_RUNS = 6
+"""Runs a family needs before every factor is refitted (fewer: ``mbu`` and the step overhead)."""
+
+FEW_RUNS_FITTED: tuple[str, ...] = ("mbu", "step_overhead_ms")
+"""What a fit on fewer than :data:`FULL_FIT_RUNS` runs moves: the weights' share of peak
+bandwidth and the fixed time a step (a handful of runs, mostly of one model, would tune the KV
+and compute shares to that model)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasuredRun:
+    """One measured closed-loop run, usable to calibrate: where it was read (``source``: a file
+    path or ``history:<run_id>``), its ``run_id`` and start (ISO 8601, None when not recorded),
+    what ran (``arch`` the model, ``gpu`` x ``gpu_count`` at ``precision``, ``input_len`` /
+    ``output_len`` tokens a request, ``concurrency`` streams), the interconnect's bidirectional
+    GB/s (``link_gbps``, None: unknown) and what was measured: output tokens/s per GPU,
+    interactivity (tokens/s per user), TTFT and TPOT medians in ms (None when not recorded)."""
+
+    source: str
+    run_id: str
+    started_at: str | None
+    arch: ModelSpec
+    gpu: GpuSpec
+    family: str
+    gpu_count: int
+    precision: str
+    input_len: int
+    output_len: int
+    concurrency: int
+    output_tok_s_per_gpu: float
+    interactivity: float | None = None
+    ttft_ms_p50: float | None = None
+    tpot_ms_p50: float | None = None
+    link_gbps: float | None = None
+
+
+def deployment_of(run: MeasuredRun, factors: StepFactors) -> Deployment:
+    """The :class:`Deployment` the run measured, predicted with ``factors``."""
+    return Deployment(arch=run.arch, gpu=run.gpu, gpu_count=run.gpu_count,
+                      precision=run.precision, factors=factors, link_gbps=run.link_gbps)
+
+
+def predict_run(factors: StepFactors, run: MeasuredRun) -> float:
+    """Predicted output tokens/s per GPU of ``run``'s configuration at its concurrency."""
+    return predict_point(deployment_of(run, factors), input_len=run.input_len,
+                         output_len=run.output_len,
+                         concurrency=run.concurrency).output_tok_s_per_gpu
+
+
+def by_family(runs: Iterable[MeasuredRun]) -> dict[str, list[MeasuredRun]]:
+    """The runs grouped by architecture family, families sorted."""
+    out: dict[str, list[MeasuredRun]] = {}
+    for r in runs:
+        out.setdefault(r.family, []).append(r)
+    return dict(sorted(out.items()))
+
+
+def date_range(runs: Sequence[MeasuredRun]) -> str:
+    """The days the runs started, ``2026-11-20 to 2026-11-27`` (one day: that day; none
+    recorded: ``dates not recorded``)."""
+    days = sorted({r.started_at[:10] for r in runs if r.started_at})
+    if not days:
+        return "dates not recorded"
+    return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
+
+
+def refit_source(runs: Sequence[MeasuredRun], where: str, start: StepFactors) -> str:
+    """``refitted on N runs from WHERE, DATES (moved: ...; from: START's source)``."""
+    moved = FITTED if len(runs) >= FULL_FIT_RUNS else FEW_RUNS_FITTED
+    gpus = ", ".join(sorted({f"{r.gpu_count}x {r.gpu.key}" if r.gpu_count > 1 else r.gpu.key
+                             for r in runs}))
+    return (f"refitted on {len(runs)} run{'s' if len(runs) != 1 else ''} from {where}, "
+            f"{date_range(runs)} ({gpus}; moved {', '.join(moved)} from the shipped "
+            f"{start.family} factors, which were {start.source})")
+
+
+def refit(runs: Sequence[MeasuredRun], start: StepFactors, where: str,
+          predict: Callable[[StepFactors, MeasuredRun], float] = predict_run) -> FitResult:
+    """``start`` refitted on ``runs`` (module docstring: which factors move), its ``source``
+    saying so (:func:`refit_source`) and its ``family`` kept. ValueError for no runs."""
+    fitted = FITTED if len(runs) >= FULL_FIT_RUNS else FEW_RUNS_FITTED
+    result = fit_factors(list(runs), predict, lambda r: r.output_tok_s_per_gpu, start,
+                         source=refit_source(runs, where, start), search=Search(fitted=fitted))
+    return msgspec.structs.replace(
+        result, factors=msgspec.structs.replace(result.factors, family=start.family))
+
+
+def same_configuration(run: MeasuredRun, *, model: str, gpu: str, gpu_count: int,
+                       precision: str, lengths: tuple[int, int]) -> bool:
+    """Whether ``run`` measured this configuration: the model (its architecture's name), the
+    GPU (catalog key) and count, the precision and ``(input_len, output_len)``."""
+    return (run.arch.name == model and run.gpu.key == gpu and run.gpu_count == gpu_count
+            and run.precision == precision and (run.input_len, run.output_len) == lengths)
+
+
+def error_pct(predicted: float, measured: float) -> float:
+    """``(predicted / measured - 1) x 100``: + when the prediction is above the measurement."""
+    return (predicted / measured - 1.0) * 100.0
