@@ -96,13 +96,14 @@ def date_range(runs: Sequence[MeasuredRun]) -> str:
 
 
 def refit_source(runs: Sequence[MeasuredRun], where: str, start: StepFactors) -> str:
-    """``refitted on N runs from WHERE, DATES (moved: ...; from: START's source)``."""
+    """``refitted on N runs from WHERE, DATES (GPUs; moved FACTORS from the shipped factors
+    (FAMILY), which were START's source)``."""
     moved = FITTED if len(runs) >= FULL_FIT_RUNS else FEW_RUNS_FITTED
     gpus = ", ".join(sorted({f"{r.gpu_count}x {r.gpu.key}" if r.gpu_count > 1 else r.gpu.key
                              for r in runs}))
     return (f"refitted on {len(runs)} run{'s' if len(runs) != 1 else ''} from {where}, "
-            f"{date_range(runs)} ({gpus}; moved {', '.join(moved)} from the shipped "
-            f"{start.family} factors, which were {start.source})")
+            f"{date_range(runs)} ({gpus}; moved {', '.join(moved)} from the shipped factors "
+            f"({start.family}), which were {start.source})")
 
 
 def refit(runs: Sequence[MeasuredRun], start: StepFactors, where: str,
