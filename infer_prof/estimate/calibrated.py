@@ -80,8 +80,10 @@ class Calibration:
                 continue
             fit = self.fits.get(fam)
             if fit is not None:
+                runs = sum(1 for r in self.fitted_on.runs if r.family == fam
+                           ) if self.fitted_on is not None else fit.samples
                 out[fam] = FamilyFactors(
-                    family=fam, origin="refitted", says=fit.factors.basis(), runs=fit.samples,
+                    family=fam, origin="refitted", says=fit.factors.basis(), runs=runs,
                     median_abs_error_pct_before=round(fit.median_abs_error_pct_before, 1),
                     median_abs_error_pct_after=round(fit.median_abs_error_pct_after, 1))
                 continue

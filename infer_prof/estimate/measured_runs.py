@@ -10,7 +10,8 @@ as ``infer-prof history`` finds it), a history location (a SQLite file, ``sqlite
   catalog does not know;
 - not a closed loop at a fixed concurrency (an open-loop ``--request-rate`` run, a matrix);
 - incomplete, or marked invalid by its validity checks, or without a throughput;
-- a model whose architecture the planner cannot read offline, or a precision not recorded.
+- a model whose architecture the planner cannot read offline, or a precision not recorded;
+- a configuration the estimate cannot predict (a precision without a FLOP/s figure for the GPU).
 
 Random-weights runs (``--load-format dummy``) are kept: their speed is the real model's.
 """
@@ -23,12 +24,13 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
+from infer_prof.catalog.estimate_factors import factors_for
 from infer_prof.catalog.gpus import catalog, match_gpu_name
 from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.estimate.factors import family_of
-from infer_prof.core.estimate.measured import MeasuredRun
+from infer_prof.core.estimate.measured import MeasuredRun, predict_run
 from infer_prof.results import history, history_database
 from infer_prof.results.config_record import option_value
 from infer_prof.results.document import Result
@@ -126,7 +128,7 @@ def to_measured(result: Result, source: str) -> MeasuredRun | str:
     if precision is None:
         return "precision not recorded"
     assert result.load is not None and result.load.concurrency
-    return MeasuredRun(
+    run = MeasuredRun(
         source=source, run_id=result.run_id, started_at=result.started_at, arch=arch, gpu=gpu,
         family=family_of(gpu), gpu_count=count, precision=precision, input_len=lengths[0],
         output_len=lengths[1], concurrency=result.load.concurrency,
@@ -134,6 +136,11 @@ def to_measured(result: Result, source: str) -> MeasuredRun | str:
         ttft_ms_p50=s.ttft_ms.p50 if s.ttft_ms else None,
         tpot_ms_p50=s.tpot_ms.p50 if s.tpot_ms else None,
         link_gbps=link_gbps(gpu.key, count))
+    try:
+        predict_run(factors_for(gpu), run)
+    except ValueError as exc:
+        return f"the estimate cannot predict it ({exc})"
+    return run
 
 
 def _collect(results: Sequence[tuple[str, Result | str]], where: str) -> MeasuredSet:

@@ -18,6 +18,7 @@ from infer_prof.core.estimate.measured import (
     FULL_FIT_RUNS,
     MeasuredRun,
     date_range,
+    distinct,
     error_pct,
     predict_run,
     refit,
@@ -120,3 +121,13 @@ def test_runs_of_a_family_not_estimated_are_not_fitted_and_counted() -> None:
     stated = cal.fit_source()
     assert stated is not None and stated.used == 0
     assert stated.unusable == {"on a GPU family not estimated here": 2}
+
+
+def test_runs_repeated_alike_are_one_sample_at_their_median() -> None:
+    runs = [_run(4, 100.0), _run(4, 130.0, source="b.json"), _run(4, 110.0, source="c.json"),
+            _run(8, 200.0)]
+    samples = distinct(runs)
+    assert [(s.concurrency, s.output_tok_s_per_gpu) for s in samples] == [(4, 110.0), (8, 200.0)]
+    # counted as 4 runs, fitted as 2 samples: few, so only mbu and the step overhead move
+    assert refit(runs, HOPPER_FIT, "h").factors.source.startswith("refitted on 4 runs from h")
+    assert "moved mbu, step_overhead_ms from" in refit(runs, HOPPER_FIT, "h").factors.source

@@ -6,7 +6,8 @@ Pure: no I/O (reading result files and the history is :mod:`infer_prof.estimate.
 - :func:`refit`: the factors of one family fitted on its runs with
   :func:`infer_prof.core.estimate.calibration.fit_factors` (the objective the published fit
   uses: mean squared ``ln(predicted / measured)`` of output tokens/s per GPU at each run's
-  concurrency, plus the pull to the start). With fewer than :data:`FULL_FIT_RUNS` runs only
+  concurrency, plus the pull to the start; runs repeated alike are one sample, :func:`distinct`).
+  With fewer than :data:`FULL_FIT_RUNS` distinct samples only
   ``mbu`` and ``step_overhead_ms`` move (:data:`FEW_RUNS_FITTED`, what the published fit moves
   for one GPU's own factors); with more, every factor of
   :data:`~infer_prof.core.estimate.calibration.FITTED`.
@@ -17,8 +18,9 @@ Pure: no I/O (reading result files and the history is :mod:`infer_prof.estimate.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import msgspec
 
@@ -95,10 +97,28 @@ def date_range(runs: Sequence[MeasuredRun]) -> str:
     return days[0] if len(days) == 1 else f"{days[0]} to {days[-1]}"
 
 
+def distinct(runs: Sequence[MeasuredRun]) -> list[MeasuredRun]:
+    """One sample per configuration and concurrency: runs repeated alike become the first of
+    them with the median of their output tokens/s per GPU (each measured configuration weighs
+    the same in the fit, and a long history costs no more than its distinct points)."""
+    groups: dict[tuple[object, ...], list[MeasuredRun]] = {}
+    for r in runs:
+        key = (r.arch.name, r.gpu.key, r.gpu_count, r.precision, r.input_len, r.output_len,
+               r.concurrency)
+        groups.setdefault(key, []).append(r)
+    return [replace(g[0], output_tok_s_per_gpu=statistics.median(
+        x.output_tok_s_per_gpu for x in g)) if len(g) > 1 else g[0] for g in groups.values()]
+
+
+def moved_factors(samples: int) -> tuple[str, ...]:
+    """What a fit on ``samples`` distinct points moves (module docstring)."""
+    return FITTED if samples >= FULL_FIT_RUNS else FEW_RUNS_FITTED
+
+
 def refit_source(runs: Sequence[MeasuredRun], where: str, start: StepFactors) -> str:
     """``refitted on N runs from WHERE, DATES (GPUs; moved FACTORS from the shipped factors
     (FAMILY), which were START's source)``."""
-    moved = FITTED if len(runs) >= FULL_FIT_RUNS else FEW_RUNS_FITTED
+    moved = moved_factors(len(distinct(runs)))
     gpus = ", ".join(sorted({f"{r.gpu_count}x {r.gpu.key}" if r.gpu_count > 1 else r.gpu.key
                              for r in runs}))
     return (f"refitted on {len(runs)} run{'s' if len(runs) != 1 else ''} from {where}, "
@@ -108,11 +128,13 @@ def refit_source(runs: Sequence[MeasuredRun], where: str, start: StepFactors) ->
 
 def refit(runs: Sequence[MeasuredRun], start: StepFactors, where: str,
           predict: Callable[[StepFactors, MeasuredRun], float] = predict_run) -> FitResult:
-    """``start`` refitted on ``runs`` (module docstring: which factors move), its ``source``
-    saying so (:func:`refit_source`) and its ``family`` kept. ValueError for no runs."""
-    fitted = FITTED if len(runs) >= FULL_FIT_RUNS else FEW_RUNS_FITTED
-    result = fit_factors(list(runs), predict, lambda r: r.output_tok_s_per_gpu, start,
-                         source=refit_source(runs, where, start), search=Search(fitted=fitted))
+    """``start`` refitted on ``runs`` (module docstring: which factors move; one sample per
+    distinct configuration and concurrency, :func:`distinct`), its ``source`` saying so
+    (:func:`refit_source`) and its ``family`` kept. ValueError for no runs."""
+    samples = distinct(runs)
+    result = fit_factors(samples, predict, lambda r: r.output_tok_s_per_gpu, start,
+                         source=refit_source(runs, where, start),
+                         search=Search(fitted=moved_factors(len(samples))))
     return msgspec.structs.replace(
         result, factors=msgspec.structs.replace(result.factors, family=start.family))
 
