@@ -75,6 +75,9 @@ def calibration_lines(doc: EstimateDocument) -> list[str]:
             else:
                 lines.append(f"{f.family}: factors {f.says}")
         lines.append(_unusable(doc.calibrated_from))
+        if any(f.origin == "refitted" for f in doc.factors_used):
+            lines.append("refitted factors are judged only on the runs they were fitted on; "
+                         "the expected error below is the shipped factors'")
     m = doc.measured_from
     if m is not None and (doc.calibrated_from is None or m.where != doc.calibrated_from.where):
         lines.append(_unusable(m))

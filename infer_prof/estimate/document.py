@@ -5,7 +5,10 @@ figure predicted (``predicted: true``), never measured. Scripts read these names
 with ``gpu``, ``gpu_count``, ``precision``, ``points[]`` (``concurrency``,
 ``output_tok_s_per_gpu``, ``interactivity``, ``ttft_ms_p50``, ``tpot_ms_p50``), ``at_target``
 (the shape of a result file's ``frontier.at_target``), ``usd_per_million_output_tokens``,
-``instance``, ``predicted``, ``expected_error_pct``.
+``instance``, ``predicted``, ``expected_error_pct``. With ``--calibrate-from`` / ``--measured``:
+``factors_used``, ``calibrated_from``, ``measured_from`` and ``rows[].measured`` (the user's
+measured runs of the row's configuration beside the prediction: those figures are measured,
+``predicted: false``).
 """
 
 from __future__ import annotations
