@@ -33,8 +33,8 @@ ESTIMATE = ("estimate", "--model", "llama-2-7b", "--gpu", "H100-SXM", "--input-l
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """Four runs at once against one server, into one folder and one history: two closed loops
-    labelled H100-SXM (2 and 8 streams), one without a GPU (an endpoint whose GPU is unknown),
-    one open loop (--rate)."""
+    labelled H100-SXM (2 and 8 streams), one without a GPU (4 streams: an endpoint whose GPU is
+    unknown), one open loop (--rate). Each has its own file name (-c2, -c8, -c4, -r20)."""
     root = tmp_path_factory.mktemp("calibrate")
     folder, db = root / "results", root / "history.sqlite"
     server = start_synthetic(20.0, 20.0, TOKENS)
@@ -43,7 +43,7 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
               "--min-duration", "0.1", "--no-progress")
     runs = [("-c", "2", "-n", "10", "--gpu", "H100-SXM"),
             ("-c", "8", "-n", "16", "--gpu", "H100-SXM"),
-            ("-c", "2", "-n", "10"),
+            ("-c", "4", "-n", "12"),
             ("--rate", "20", "-n", "10", "--gpu", "H100-SXM")]
     try:
         procs = [subprocess.Popen([sys.executable, "-m", "infer_prof", *common, *extra],
@@ -122,3 +122,42 @@ def test_no_result_files_or_an_unreadable_history_is_one_line_and_exit_2(
         assert p.returncode == 2, (source, p.stdout, p.stderr)
         assert p.stdout == "" and len(p.stderr.strip().splitlines()) == 1, p.stderr
         assert p.stderr.startswith("error: ") and said in p.stderr
+
+
+def test_each_result_is_used_or_refused_with_its_reason(measured: dict[str, Path]) -> None:
+    """Variants of one real result: its GPU as NVML saw it, a CPU run, a model not in the
+    catalog, random weights, an invalid run, an incomplete one, a precision without a FLOP/s
+    figure for the GPU."""
+    from infer_prof.estimate.measured_runs import to_measured
+    from infer_prof.results.document import decode_result
+
+    (path,) = measured["folder"].glob("*-c2.json")
+    real = json.loads(path.read_text())
+
+    def variant(**changes: Any) -> object:
+        doc = json.loads(json.dumps(real))
+        for dotted, value in changes.items():
+            *parents, last = dotted.split("__")
+            node = doc
+            for key in parents:
+                node = node[key]
+            node[last] = value
+        return to_measured(decode_result(doc), "f.json")
+
+    run = variant()
+    assert not isinstance(run, str), run
+    assert (run.gpu.key, run.gpu_count, run.precision, run.concurrency) == ("H100-SXM", 1,
+                                                                           "bf16", 2)
+    assert (run.input_len, run.output_len, run.family) == (32, TOKENS, "Hopper")
+    nvml = variant(gpu=None, environment__gpu_name="NVIDIA H100 80GB HBM3",
+                   environment__gpu_count=1)
+    assert not isinstance(nvml, str) and nvml.gpu.key == "H100-SXM"
+    assert not isinstance(variant(config__load_format="dummy"), str)
+    assert variant(gpu=None, config__endpoint=None) == "CPU run"
+    assert "without --gpu" in str(variant(gpu=None))
+    assert "not in the catalog" in str(variant(gpu__key="NoSuchGPU-9000"))
+    assert "planner cannot read" in str(variant(model__name="org/not-a-model",
+                                                config__model="org/not-a-model"))
+    assert variant(validity__valid=False) == "marked invalid by its validity checks"
+    assert variant(complete=False) == "incomplete"
+    assert "cannot predict" in str(variant(gpu__key="V100-SXM2-32GB", precision="fp8"))
