@@ -116,13 +116,13 @@ def calibrate(fit_on: MeasuredSet | None, compare: MeasuredSet | None,
     return Calibration(fits, fit_on, compare if compare is not None else fit_on)
 
 
-def measured_points(d: Deployment, runs: Sequence[MeasuredRun], *, model: str,
+def measured_points(d: Deployment, runs: Sequence[MeasuredRun], *,
                     lengths: tuple[int, int]) -> list[MeasuredPoint]:
     """The runs that measured ``d``'s configuration (:func:`same_configuration`), each beside
     the prediction of ``d`` at its concurrency, lowest concurrency first."""
     out = []
     for r in runs:
-        if not same_configuration(r, model=model, gpu=d.gpu.key, gpu_count=d.gpu_count,
+        if not same_configuration(r, model=d.arch, gpu=d.gpu.key, gpu_count=d.gpu_count,
                                   precision=d.precision, lengths=lengths):
             continue
         p = predict_point(d, input_len=lengths[0], output_len=lengths[1],

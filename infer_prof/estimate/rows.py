@@ -146,8 +146,7 @@ def build_row(d: Deployment, config: Config, reading: Reading, *,
         usd_per_million_total_tokens=hit.usd_per_million_total_tokens if hit else None,
         instance=instance_of(quote) if quote is not None else None,
         factors=factors, expected_error_pct=expected_error_pct, notes=notes,
-        measured=measured_points(d, measured, model=d.arch.name,
-                                 lengths=(reading.input_len, output_len)))
+        measured=measured_points(d, measured, lengths=(reading.input_len, output_len)))
 
 
 def rank(rows: Sequence[Row]) -> list[Row]:

@@ -5,6 +5,8 @@ the source it states, and which factors each family gets (:mod:`infer_prof.estim
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import msgspec
 import pytest
 
@@ -23,6 +25,7 @@ from infer_prof.core.estimate.measured import (
     predict_run,
     refit,
     same_configuration,
+    same_model,
 )
 from infer_prof.estimate.calibrated import calibrate
 from infer_prof.estimate.measured_runs import MeasuredSet
@@ -92,10 +95,18 @@ def test_date_range_and_error_pct() -> None:
     ("gpu", H200), ("gpu_count", 2), ("precision", "fp8"), ("input_len", 256),
     ("output_len", 64), ("arch", resolve_model("llama-3.1-8b").spec)])
 def test_same_configuration_needs_every_field(field: str, value: object) -> None:
-    want = dict(model=LLAMA.name, gpu="H100-SXM", gpu_count=1, precision="bf16",
+    want = dict(model=LLAMA, gpu="H100-SXM", gpu_count=1, precision="bf16",
                 lengths=(512, 128))
     assert same_configuration(_run(4), **want)  # type: ignore[arg-type]
     assert not same_configuration(_run(4, **{field: value}), **want)  # type: ignore[arg-type]
+
+
+def test_an_alias_and_its_hub_id_are_one_model() -> None:
+    hub = resolve_model("llama-2-7b").spec
+    assert hub is not None and hub.hub_id
+    other = replace(hub, name=hub.hub_id)  # the same model resolved from its hub id
+    assert same_model(other, hub)
+    assert not same_model(replace(other, hub_id="org/other"), hub)
 
 
 def test_refitted_factors_serve_the_family_and_others_keep_the_shipped() -> None:

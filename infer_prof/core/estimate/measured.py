@@ -139,11 +139,17 @@ def refit(runs: Sequence[MeasuredRun], start: StepFactors, where: str,
         result, factors=msgspec.structs.replace(result.factors, family=start.family))
 
 
-def same_configuration(run: MeasuredRun, *, model: str, gpu: str, gpu_count: int,
+def same_model(a: ModelSpec, b: ModelSpec) -> bool:
+    """One model: the same name (a catalog alias resolves to one), or the same hub id (an
+    alias and the hub id it stands for)."""
+    return a.name == b.name or (a.hub_id is not None and a.hub_id == b.hub_id)
+
+
+def same_configuration(run: MeasuredRun, *, model: ModelSpec, gpu: str, gpu_count: int,
                        precision: str, lengths: tuple[int, int]) -> bool:
-    """Whether ``run`` measured this configuration: the model (its architecture's name), the
-    GPU (catalog key) and count, the precision and ``(input_len, output_len)``."""
-    return (run.arch.name == model and run.gpu.key == gpu and run.gpu_count == gpu_count
+    """Whether ``run`` measured this configuration: the model (:func:`same_model`), the GPU
+    (catalog key) and count, the precision and ``(input_len, output_len)``."""
+    return (same_model(run.arch, model) and run.gpu.key == gpu and run.gpu_count == gpu_count
             and run.precision == precision and (run.input_len, run.output_len) == lengths)
 
 
