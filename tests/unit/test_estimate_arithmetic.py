@@ -204,9 +204,12 @@ def test_interconnect_figures_name_catalog_gpus_and_their_stated_figure():
     assert links["H100-SXM"].bidirectional_gbps == 900
     for key, link in links.items():
         g = catalog()[key]  # a catalog key
-        assert g.nvlink, key
+        assert g.nvlink or link.topology == "mesh", key
         figure = f"{link.bidirectional_gbps:g}"
         stated = figure in link.source or f"{link.bidirectional_gbps / 1000:g} TB/s" in link.source
         assert stated or "2x 900" in link.source, (key, link.source)
     assert link_gbps("H100-SXM", 8) == 900 and link_gbps("H100-SXM", 16) is None
     assert link_gbps("L40S", 2) is None and link_gbps("A100-80GB-PCIe", 2) is None
+    # MI300X: one 128 GB/s Infinity Fabric link to each peer, all used at once
+    assert links["MI300X"].topology == "mesh"
+    assert link_gbps("MI300X", 2) == 128 and link_gbps("MI300X", 8) == 7 * 128

@@ -4,12 +4,14 @@ Pure: no I/O.
 ``C`` streams each send a request of ``I`` prompt tokens, wait for its ``O`` output tokens,
 and send the next at once. At steady state all ``C`` are on the server (``C`` at most what the
 KV cache holds: the planner's ``max_sequences``), so a step decodes ``B = C`` tokens at a mean
-context of ``L = I + O / 2``. Each request needs ``I`` prompt tokens for its ``O`` output
-tokens, so on average a step also carries ``p = C x I / O`` prompt tokens (chunked prefill
-interleaved with decode, :mod:`.prefill`). With ``t(B, L, p)`` the step time of
-:mod:`.decode_step`:
+context of ``L = I + O / 2``. While one request decodes, the other ``C - 1`` streams' prompts
+are prefilled beside it: ``p = (C - 1) x I / O`` prompt tokens a step on average (chunked prefill
+interleaved with decode, :mod:`.prefill`), arriving in chunks of ``k = min(I, T - C)`` tokens
+(``T`` = max_num_batched_tokens): a share ``phi = p / k`` of the steps carries a chunk, the rest
+decode only (when ``p >= k`` every step carries ``p``). With ``t(B, L, q)`` the step time of
+:mod:`.decode_step` (``q`` prompt tokens):
 
-    TPOT      = t(C, L, C x I / O)                                   (ms per output token)
+    TPOT      = (1 - phi) x t(C, L, 0) + phi x t(C, L, k)                 (ms per output token)
     TTFT      = (C - 1) / C x TPOT / 2 + prefill of Q = ((C - 1) / 2 + 1) x I prompt tokens
                 in steps of T - (C - 1) / 2 of them beside (C - 1) / 2 decoding sequences
                 (:func:`.prefill.queued_prefill_s`; T = max_num_batched_tokens)
@@ -40,7 +42,7 @@ from typing import Literal
 
 import msgspec
 
-from infer_prof.core.estimate.decode_step import step_cost
+from infer_prof.core.estimate.decode_step import StepCost, step_cost
 from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import default_factors
 from infer_prof.core.estimate.prefill import queued_prefill_s
@@ -88,8 +90,7 @@ def predict_point(d: Deployment, *, input_len: int, output_len: int,
                        concurrency, input_len, output_len, gpu_count)
     c, i, o = concurrency, input_len, output_len
     context = i + o / 2.0
-    step = step_cost(d, batch=c, context=context, prefill_tokens=c * i / o,
-                     prefill_context=(i + 1) / 2.0)
+    step = _mean_step(d, c, i, o)
     tpot = step.time_s
     wait = (c - 1) / c * tpot / 2.0
     ahead = (c - 1) / 2.0
@@ -113,6 +114,42 @@ def predict_point(d: Deployment, *, input_len: int, output_len: int,
         allreduce_ms=None if step.allreduce_s is None else step.allreduce_s * 1e3,
         allreduce_counted=step.allreduce_s is not None,
     )
+
+
+def _mean_step(d: Deployment, c: int, i: int, o: int) -> StepCost:
+    """The mean step one of ``c`` decoding requests sees (module docstring): the other
+    ``c - 1`` streams' ``p = (c - 1) x i / o`` prompt tokens a step, in chunks of
+    ``k = min(i, T - c)`` carried by a share ``phi = p / k`` of the steps; bytes, FLOPs and
+    times are the two kinds of step weighted by their shares (``bound`` by the weighted
+    memory and compute times)."""
+    context = i + o / 2.0
+    p = (c - 1) * i / o
+    k = float(min(i, max(1, d.step_budget() - c)))
+    decode = step_cost(d, batch=c, context=context)
+    if p <= 0 or k <= 0:
+        return decode
+    if p >= k:
+        return step_cost(d, batch=c, context=context, prefill_tokens=p,
+                         prefill_context=(i + 1) / 2.0)
+    phi = p / k
+    mixed = step_cost(d, batch=c, context=context, prefill_tokens=k,
+                      prefill_context=(i + 1) / 2.0)
+
+    def mean(a: float, b: float) -> float:
+        return (1.0 - phi) * a + phi * b
+
+    allreduce = (None if decode.allreduce_s is None or mixed.allreduce_s is None
+                 else mean(decode.allreduce_s, mixed.allreduce_s))
+    memory, compute = mean(decode.memory_s, mixed.memory_s), mean(decode.compute_s,
+                                                                    mixed.compute_s)
+    return StepCost(
+        weight_bytes=mean(decode.weight_bytes, mixed.weight_bytes),
+        kv_bytes=mean(decode.kv_bytes, mixed.kv_bytes),
+        decode_flops=mean(decode.decode_flops, mixed.decode_flops),
+        prefill_flops=mean(decode.prefill_flops, mixed.prefill_flops),
+        memory_s=memory, compute_s=compute, allreduce_s=allreduce,
+        overhead_s=decode.overhead_s, time_s=mean(decode.time_s, mixed.time_s),
+        bound="memory" if memory >= compute else "compute")
 
 
 def _queued(at_limit: PredictedPoint, concurrency: int, input_len: int, output_len: int,
