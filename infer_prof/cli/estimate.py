@@ -281,12 +281,14 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
     if len(doc.rows) > len(rows):
         lines.append(f"each GPU's best configuration shown; {len(doc.rows)} in --json")
     lines.append(f"prices: {doc.prices}, cheapest per GPU-hour")
-    by_figures: dict[str, dict[str, str]] = {}
+    by_figures: dict[tuple[str, str], list[str]] = {}
     for r in doc.rows:
-        by_figures.setdefault(r.factors.figures(), {})[r.factors.family] = r.factors.basis()
-    for figures, families in by_figures.items():
-        said = "; ".join(f"{fam}: {basis}" for fam, basis in families.items())
-        lines.append(f"factors: {figures} ({said}; sources in --json)")
+        key = (r.factors.figures(), f"{r.factors.family}: {r.factors.basis()}")
+        gpus = by_figures.setdefault(key, [])
+        if r.gpu not in gpus:
+            gpus.append(r.gpu)
+    for (figures, said), gpus in by_figures.items():
+        lines.append(f"factors for {', '.join(gpus)}: {figures} ({said}; sources in --json)")
     notes = sorted({n for r in rows for n in r.notes if "all-reduce" in n})
     if notes:
         lines.append(f"{len(notes)} tensor-parallel rows without all-reduce time (optimistic):"

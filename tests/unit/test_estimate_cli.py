@@ -101,7 +101,7 @@ def test_console_table_fits_80_columns_and_says_predicted(app):
     lines = res.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
     assert "PREDICTED" in lines[0]
-    assert any(line.startswith("factors: ") for line in lines)
+    assert any(line.startswith("factors for ") for line in lines)
     assert "published vLLM points" in res.stdout  # the fitted factors (estimate_factors.json)
     assert any("expected error" in line for line in lines)
 

@@ -66,9 +66,9 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
         """The shares and fixed times in one line, without family or source."""
         return (f"MBU {self.mbu:.0%} weights / {self.mbu_kv:.0%} KV, MFU decode "
                 f"{self.mfu_decode:.0%} / prefill {self.mfu_prefill:.0%}, "
-                f"{self.step_overhead_ms:g} ms a step, all-reduce "
+                f"{self.step_overhead_ms:.2g} ms a step, all-reduce "
                 f"{self.allreduce_efficiency:.0%} of link bandwidth + "
-                f"{self.allreduce_latency_us:g} us a call")
+                f"{self.allreduce_latency_us:.2g} us a call")
 
     def describe(self) -> str:
         """One line: the shares, the fixed times, the family and the source."""
