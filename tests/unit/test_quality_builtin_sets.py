@@ -12,7 +12,9 @@ from infer_prof.quality.spec import BUILT_IN, parse_spec
 def test_gsm8k_names_its_source_and_ships_its_licence():
     source = json.loads((DATA_DIR / "gsm8k.source.json").read_text())
     assert source["repository"] == "https://github.com/openai/grade-school-math"
-    assert len(source["commit"]) == 40 and source["licence"].startswith("MIT")
+    assert source["licence"].startswith("MIT") and "huggingface.co" in source["licence"]
+    for key in ("items_from", "shots_from"):  # the file version read, by its commit
+        assert len(source[key].split(" at ")[1].split(":")[0]) == 40
     tasks = (DATA_DIR / "gsm8k.jsonl").read_bytes()
     assert hashlib.sha256(tasks).hexdigest() == source["tasks_sha256"]  # as built, unedited
     licence = (DATA_DIR / "gsm8k.LICENSE").read_text()
