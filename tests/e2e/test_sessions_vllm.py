@@ -19,12 +19,16 @@ pytest.importorskip("vllm", reason="the engine is installed by `make setup`")
 
 
 def test_sessions_hit_the_prefix_cache_on_vllm(tmp_path):
+    """Multi-turn sessions hit vLLM's prefix cache. The same launch has vLLM count its
+    estimated bytes read (``--enable-mfu-metrics``), and that figure stands in the result
+    (without the flag the counter stays 0.0 and the result says null:
+    tests/e2e/test_run_vllm.py's end-to-end run)."""
     out = tmp_path / "s.json"
     p = subprocess.run(
         [sys.executable, "-m", "infer_prof", "run", "--no-progress", "--no-history",
          "--model", "tiny-llama", "--turns", "3", "-c", "4", "-n", "24", "--input-len", "128",
          "--output-len", "32", "--think-time", "0.1", "--output", str(out),
-         "--enforce-eager"],
+         "--enforce-eager", "--engine-arg=--enable-mfu-metrics"],
         cwd=REPO, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     result = load_result(out)
@@ -43,3 +47,6 @@ def test_sessions_hit_the_prefix_cache_on_vllm(tmp_path):
     assert pc["queries"] <= sent
     assert pc["hits"] <= sum(r.prompt_tokens for r in recs if r.input_len > 128) - 8 * 2 * 128
     assert "prefix-cache hits (server)" in p.stdout
+    metrics = result["telemetry"]["server_metrics"]["summary"]
+    assert metrics["estimated_read_bytes_per_gpu"] > 0
+    assert metrics["estimated_read_bytes_per_gpu_reason"] is None
