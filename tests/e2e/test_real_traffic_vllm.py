@@ -10,8 +10,6 @@ Nothing is mocked.
 import shutil
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,20 +48,9 @@ def bos_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
                         engine_args=["--enforce-eager", "--max-model-len", "1024",
                                      "--kv-cache-memory-bytes", str(64 << 20)])
     server.start()
-    deadline = time.monotonic() + 600
     try:
-        while True:
-            assert server.poll() is None, server.log_path.read_text()[-3000:]
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/health",
-                                            timeout=2) as resp:
-                    if resp.status == 200:
-                        break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, server.log_path.read_text()[-3000:]
-            time.sleep(0.5)
-        yield f"http://127.0.0.1:{server.port}/v1", model
+        server.wait_healthy(600)  # raises with the log's root cause if vLLM dies starting
+        yield f"{server.url}/v1", model
     finally:
         server.stop()
 
