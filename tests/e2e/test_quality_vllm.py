@@ -2,13 +2,14 @@
 first use on one-digit sums (catalog/trained_tiny.py). Each `infer-prof run --quality addition`
 starts vLLM, drives a small load, then checks the answers on the same server:
 
-- bf16 tiny-adder answers most sums; its untrained copy (same architecture and tokenizer,
-  random initial weights) almost none;
+- bf16 tiny-adder answers most sums (its untrained copy answers 2 of 100: docs/quality.md,
+  left out here to keep the suite inside its time: the 3-bit copy below shows the check
+  failing a model on the same engine);
 - a bitsandbytes 4-bit tiny-adder (vllm-bnb-plugin) measured against the bf16 result:
   perplexity ratio and KL stated;
 - a copy whose linear weights are rounded to 3 bits falls under --min-quality 0.99.
 
-Slow: four vLLM starts (about a minute each on 2 idle cores).
+Slow: three vLLM starts (about a minute each on 2 idle cores).
 """
 
 import json
@@ -18,11 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from infer_prof.catalog.trained_tiny import (
-    ensure_tiny_adder,
-    write_rounded_copy,
-    write_untrained_copy,
-)
+from infer_prof.catalog.trained_tiny import ensure_tiny_adder, write_rounded_copy
 
 pytestmark = pytest.mark.e2e
 pytest.importorskip("vllm", reason="the engine is installed by `make setup`")
@@ -47,18 +44,11 @@ def bf16(tmp_path_factory) -> tuple[Path, dict]:
     return out, q
 
 
-def test_the_trained_model_answers_and_the_untrained_one_does_not(bf16, tmp_path):
+def test_the_trained_model_answers(bf16):
     _, q = bf16
     assert q["status"] == "measured" and q["items"] == 100
     assert q["accuracy"] >= 0.85 and q["accuracy_low"] >= 0.75
     assert 1.0 < q["perplexity"] < 2.5  # the operands are unpredictable (ln 10 each), the rest not
-    untrained = write_untrained_copy(ensure_tiny_adder(), tmp_path / "untrained")
-    done, u = run(tmp_path / "u.json", "--model", str(untrained),
-                  "--served-model-name", "tiny-adder")
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert u["status"] == "measured" and u["accuracy"] <= 0.1
-    assert q["accuracy"] - u["accuracy"] >= 0.75
-    assert u["perplexity"] > 10 * q["perplexity"]
 
 
 def test_bitsandbytes_4bit_against_bf16(bf16, tmp_path):
@@ -87,4 +77,23 @@ def test_min_quality_marks_weights_rounded_to_3_bits(bf16, tmp_path):
     assert d["below_floor"] is True and d["min_quality"] == 0.99
     assert d["reference"]["quality_share"] < 0.99
     assert d["reference"]["accuracy_difference_high"] < 0  # worse, beyond the interval
+    assert q["accuracy"] - d["accuracy"] >= 0.2 and d["perplexity"] > q["perplexity"]
     assert "BELOW the floor 0.99" in done.stdout
+
+
+def test_the_untrained_copy_keeps_the_shapes_and_loses_the_training(tmp_path):
+    """What docs/quality.md's "untrained" row serves: tiny-adder's config and tokenizer with its
+    architecture's initial weights (same tensors and shapes, other values)."""
+    from safetensors.torch import load_file
+
+    from infer_prof.catalog.trained_tiny import write_untrained_copy
+
+    source = ensure_tiny_adder()
+    copy = write_untrained_copy(source, tmp_path / "untrained")
+    assert json.loads((copy / "config.json").read_text())["architectures"] == \
+        json.loads((source / "config.json").read_text())["architectures"]
+    assert (copy / "tokenizer.json").read_bytes() == (source / "tokenizer.json").read_bytes()
+    trained = load_file(str(next(source.glob("*.safetensors"))))
+    fresh = load_file(str(next(copy.glob("*.safetensors"))))
+    assert {k: v.shape for k, v in trained.items()} == {k: v.shape for k, v in fresh.items()}
+    assert any(not (trained[k].float() == fresh[k].float()).all() for k in trained)
