@@ -119,14 +119,16 @@ def _nvidia_smi(*args: str) -> str | None:
 
 
 def _vllm_install() -> tuple[Path | None, str | None]:
-    """The installed vllm package's folder and version (None, None: not importable)."""
-    p = subprocess.run([sys.executable, "-c", "import os, vllm; print(os.path.dirname("
-                        "vllm.__file__)); print(vllm.__version__)"],
+    """The installed vllm package's folder and version (None, None: not importable). Read from
+    marked lines: importing vLLM may log to standard output."""
+    p = subprocess.run([sys.executable, "-c", "import os, vllm; print('@vllm-dir=' + os.path."
+                        "dirname(vllm.__file__)); print('@vllm-version=' + vllm.__version__)"],
                        capture_output=True, text=True)
-    lines = p.stdout.split()
-    if p.returncode != 0 or len(lines) < 2:
+    found = dict(line[1:].split("=", 1) for line in p.stdout.splitlines()
+                 if line.startswith("@vllm-") and "=" in line)
+    if p.returncode != 0 or "vllm-dir" not in found:
         return None, None
-    return Path(lines[0]), lines[1]
+    return Path(found["vllm-dir"]), found.get("vllm-version")
 
 
 def missing_need(case: Case, vllm_dir: Path | None) -> str | None:
@@ -139,13 +141,17 @@ def missing_need(case: Case, vllm_dir: Path | None) -> str | None:
 
 
 def _kill_gpu_leftovers() -> None:
-    """Kill every process still holding an NVIDIA GPU (none on a machine without one)."""
+    """Kill every Python process still holding an NVIDIA GPU (none on a machine without one):
+    a vLLM server that outlived its client would take the next case's memory."""
     if shutil.which("nvidia-smi") is None:
         return
     p = subprocess.run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
                        capture_output=True, text=True)
     for pid in p.stdout.split():
-        if pid.isdigit() and int(pid) != os.getpid():
+        cmdline = Path(f"/proc/{pid}/cmdline")
+        # nvidia-smi may show PIDs of another namespace: only this machine's Python processes
+        if (pid.isdigit() and int(pid) != os.getpid() and cmdline.exists()
+                and b"python" in cmdline.read_bytes()):
             try:
                 os.kill(int(pid), signal.SIGKILL)
                 print(f"  killed pid {pid}, still on the GPU after the case", flush=True)
