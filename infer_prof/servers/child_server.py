@@ -10,6 +10,7 @@ import contextlib
 import os
 import re
 import signal
+import ssl
 import subprocess
 import time
 from abc import ABC, abstractmethod
@@ -37,6 +38,7 @@ class ChildServer(ABC):
     port_retries: int = 0  # launches again after the chosen port was taken (see below)
     _port_chosen_here: bool = False
     _launch_log_offset: int = 0
+    tls_context: ssl.SSLContext | None = None  # set when it serves HTTPS: whom to trust
 
     @abstractmethod
     def command(self) -> list[str]:
@@ -44,8 +46,9 @@ class ChildServer(ABC):
 
     @property
     def url(self) -> str:
-        """Base URL of its OpenAI-compatible API."""
-        return f"http://{self.host}:{self.port}"
+        """Base URL of its OpenAI-compatible API (https when :attr:`tls_context` is set)."""
+        scheme = "https" if self.tls_context is not None else "http"
+        return f"{scheme}://{self.host}:{self.port}"
 
     def start(self) -> None:
         """Launch :meth:`command` in its own process group (a new session: it and every process
@@ -109,7 +112,8 @@ class ChildServer(ABC):
     def metrics(self) -> str:
         """One scrape of ``/metrics`` (Prometheus text; '' when it does not answer 200)."""
         with contextlib.suppress(OSError):
-            status, body = http_get(f"{self.url}/metrics", timeout_s=5.0)
+            status, body = http_get(f"{self.url}/metrics", timeout_s=5.0,
+                                    context=self.tls_context)
             if status == 200:
                 return body.decode("utf-8", "replace")
         return ""

@@ -12,6 +12,7 @@ start is reported with the root cause found in it (:mod:`infer_prof.servers.vllm
 from __future__ import annotations
 
 import contextlib
+import ssl
 import subprocess
 import sys
 import time
@@ -65,6 +66,7 @@ class VllmServer(ChildServer):
     cpus: tuple[int, ...] | None = None  # restrict every server process to these CPUs
     on_gpu: bool = False
     vllm_version: tuple[int, ...] | None = None  # spells the plan's precision (None: 0.32)
+    tls_context: ssl.SSLContext | None = None  # engine args serve HTTPS: the CA to trust
 
     @classmethod
     def from_launch(cls, spec: LaunchSpec) -> VllmServer:
@@ -134,7 +136,8 @@ class VllmServer(ChildServer):
                     self._failure(f"vLLM server exited with code {code} during start-up", elapsed)
                 )
             with contextlib.suppress(OSError):
-                status, _ = http_get(f"{self.url}/health", timeout_s=2.0)
+                status, _ = http_get(f"{self.url}/health", timeout_s=2.0,
+                                     context=self.tls_context)
                 if status == 200:
                     return follow()
             if elapsed > timeout_s:
