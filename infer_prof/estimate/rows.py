@@ -91,8 +91,15 @@ def read_row(points: Sequence[PredictedPoint], usd: float | None, read_at: ReadA
             ttft = min(points, key=lambda p: abs(p.interactivity - x)).ttft_ms_p50
     if hit is None:
         return None, None
-    d = hit.to_dict()
-    return AtTarget(**d), ttft
+    return AtTarget(
+        interactivity=hit.interactivity, output_tok_s_per_gpu=hit.output_tok_s_per_gpu,
+        input_tok_s_per_gpu=hit.input_tok_s_per_gpu,
+        total_tok_s_per_gpu=hit.total_tok_s_per_gpu,
+        usd_per_million_output_tokens=hit.usd_per_million_output_tokens,
+        usd_per_million_input_tokens=hit.usd_per_million_input_tokens,
+        usd_per_million_total_tokens=hit.usd_per_million_total_tokens,
+        interpolated=hit.interpolated,
+        between=list(hit.between) if hit.between is not None else None), ttft
 
 
 @dataclass(frozen=True)
