@@ -142,7 +142,8 @@ class EstimateAssumptions(Section):
 class DurationEstimate(Section):
     """The run's wall time estimated before it started (``core.planning.duration.Estimate``):
     ``total_s = startup_s + sum(points_s)`` seconds, its prefill and decode shares, the batch
-    each point runs at, and one stream's decode speed (tokens/s)."""
+    each point runs at, one stream's decode speed (tokens/s) and the least time a request of
+    the run can take (``fastest_request_s``: its prefill and decode at its point's batch)."""
 
     total_s: float | None = None
     startup_s: float | None = None
@@ -152,6 +153,7 @@ class DurationEstimate(Section):
     batches: list[int] = []
     device: EstimateDevice | None = None
     single_stream_tokens_per_s: float | None = None
+    fastest_request_s: float | None = None
     assumptions: EstimateAssumptions | None = None
 
 

@@ -168,7 +168,10 @@ def check_duration(
     Only a vLLM this run launches is estimated (not an endpoint, not the synthetic server).
     tiny-llama (the CPU default and the CI model) is never refused. With ``--duration`` the limit
     is that duration plus the per-request timeout when that is longer than an hour: the user
-    asked for it. ``--find-max`` is estimated on its first point only.
+    asked for it. ``--find-max`` is estimated on its first point only. A run inside the limit is
+    still refused when even its fastest request would outlast the per-request timeout
+    (``Estimate.fastest_request_s``: a run bound by time, such as a frontier's points, that would
+    end with every request timed out).
     """
     if cfg.engine.endpoint or device is None or cfg.engine.server != "vllm":
         return None  # the estimate models vLLM on this device; other servers set their speed
@@ -188,7 +191,20 @@ def check_duration(
         f"decode {human_duration(est.decode_s)}; "
         f"~{est.single_stream_tokens_per_s:.3g} tok/s for one stream)"
     )
-    if est.total_s <= limit or cfg.load.yes or model.source == "tiny":
+    if cfg.load.yes or model.source == "tiny":
+        if est.total_s > 600:
+            say(line)
+        return est
+    if est.total_s <= limit:
+        if est.fastest_request_s > cfg.load.timeout_s:
+            raise ConfigError(
+                f"{model.name}: a request is estimated to take at least "
+                f"{human_duration(est.fastest_request_s)} on {device.name} "
+                f"(~{est.single_stream_tokens_per_s:.3g} tok/s for one stream), above the "
+                f"per-request timeout of {human_duration(cfg.load.timeout_s)}: every request "
+                "would time out, nothing would be measured. Ways out: a smaller model (--model "
+                "tiny-llama), a shorter --output-len, a GPU, a longer --timeout, or --yes to go "
+                "ahead")
         if est.total_s > 600:
             say(line)
         return est

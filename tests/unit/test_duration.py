@@ -198,3 +198,40 @@ def test_repeats_count_every_round_and_a_start_up_per_relaunch():
     assert three.total_s == pytest.approx(one.startup_s + 3 * load)
     assert fresh.startup_s == pytest.approx(3 * one.startup_s)
     assert fresh.total_s == pytest.approx(3 * one.total_s)
+
+
+def test_a_run_whose_every_request_would_time_out_is_refused():
+    """llama-3.1-8b on a CPU, each point bound by time as a frontier's points are (35 s: the
+    precision stop's 30 s ceiling + 5): the run stays under the hour, but one request (512 + 128
+    tokens at ~0.12 tok/s) outlasts the 300 s per-request timeout: nothing would be measured."""
+    model = resolve_model("llama-3.1-8b")
+    opts = dict(model="llama-3.1-8b", load_format="dummy", concurrency=[1, 2, 4, 8],
+                duration_s=35.0, input_len=512, output_len=128)
+    cfg = RunConfig(**opts)
+    with pytest.raises(ConfigError) as err:
+        check_duration(cfg, model, _points(cfg), None, cpu_speed(1))
+    msg = str(err.value)
+    assert "\n" not in msg and "above the per-request timeout of 5 min" in msg
+    for way in ("--model tiny-llama", "--output-len", "a GPU", "--timeout", "--yes"):
+        assert way in msg
+    est = check_duration(RunConfig(**opts, yes=True), model, _points(cfg), None, cpu_speed(1))
+    assert est is not None and est.total_s < 3600 and est.fastest_request_s > 300
+    # its time-bound points count their last wave's prefill and decode (not 0 s)
+    assert est.prefill_s > 0 and est.decode_s > 0
+    # a timeout longer than the request: each point now waits for its requests, hours in all
+    long = RunConfig(**opts, timeout_s=est.fastest_request_s * 1.01)
+    with pytest.raises(ConfigError, match="estimated run time .* above the 1 h limit"):
+        check_duration(long, model, _points(long), None, cpu_speed(1))
+    # on an H100 a request takes well under a second
+    h100 = find_gpu("H100-SXM")
+    gpu = gpu_speed("H100-SXM", 1, h100.memory_bandwidth_gbps, h100.bf16_tflops)
+    fast = check_duration(cfg, model, _points(cfg), None, gpu)
+    assert fast is not None and fast.fastest_request_s < 2
+
+
+def test_fastest_request_is_one_prefill_and_its_decode_steps(llama7b):
+    est = estimate_run(llama7b, WEIGHTS, KV, TOY, [PointLoad(10, 128, 128, concurrency=c)
+                                                   for c in (4, 1)])
+    one = 128 * prefill_flops_per_token(llama7b, 64.5) / 1e14 + 128 * step_time_s(
+        llama7b, WEIGHTS, KV, TOY, 1, 192)
+    assert est.fastest_request_s == pytest.approx(one)

@@ -25,7 +25,11 @@ steps at batch ``N mod B``:
 
 Open loop at ``rate`` requests/s: ``max(N / rate, prefill_time + decode_time)`` with the batch
 capped by ``--max-concurrency`` (else by ``N``). Bound by ``--duration D``: ``D`` plus the time to
-finish the requests in flight (one wave, at most the per-request timeout). A warm-up counts as
+finish the requests in flight (one wave, at most the per-request timeout; its prefill and decode
+shares counted in the same proportion). The fastest a request of a point can end is its own
+prefill and ``O`` steps at the point's batch, ``P x prefill_flops_per_token((P+1)/2) / flops +
+O x step_time(B)``; ``fastest_request_s`` is the least of these over the points (when it is above
+the per-request timeout, every request times out). A warm-up counts as
 its requests (a counted one; ``steady``: one wave of ``C``) or its seconds. The run is the engine
 start-up (``startup_base_s + startup_s_per_gb x weight GB``) plus every load point.
 
@@ -157,6 +161,7 @@ class Estimate:
     batches: tuple[int, ...]
     device: DeviceSpeed
     single_stream_tokens_per_s: float
+    fastest_request_s: float = 0.0
     assumptions: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -201,6 +206,7 @@ def estimate_run(
     total_prefill = total_decode = 0.0
     per_point: list[float] = []
     batches: list[int] = []
+    fastest = float("inf")
     for p in points:
         P, O = max(0.0, p.input_len), max(1.0, p.output_len)  # noqa: E741, N806
         L = P + O / 2.0  # noqa: N806
@@ -217,9 +223,12 @@ def estimate_run(
             return step_time_s(spec, weight_bytes, kv_bytes_per_token, device, b, L,
                                routed_expert_bytes)
 
+        fastest = min(fastest, one_prefill + O * step(batch))
         if n is None:
-            wave = min(p.timeout_s, batch * one_prefill + O * step(batch))
-            prefill = decode = 0.0
+            full_wave = batch * one_prefill + O * step(batch)
+            wave = min(p.timeout_s, full_wave)
+            share = wave / full_wave if full_wave > 0 else 0.0
+            prefill, decode = batch * one_prefill * share, O * step(batch) * share
             t = (p.duration_s or 0.0) + wave
         else:
             full, rest = divmod(n, batch)
@@ -244,6 +253,7 @@ def estimate_run(
         batches=tuple(batches),
         device=device,
         single_stream_tokens_per_s=single,
+        fastest_request_s=fastest,
         assumptions={
             "weight_bytes": weight_bytes,
             "kv_bytes_per_token": kv_bytes_per_token,
