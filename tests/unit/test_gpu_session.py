@@ -124,3 +124,20 @@ def test_each_archive_holds_its_case_folder(tmp_path):
     assert all(n.startswith("tiny-llama-c4") for n in names)
     assert any(n.endswith(".server.log") for n in names) and any(
         n.endswith("console.txt") for n in names)
+
+
+def test_every_gpu_case_command_parses_and_reaches_the_preflight(tmp_path):
+    """Each case's command line is one `infer-prof run` accepts: here, without a GPU, every one
+    gets as far as the run-time check and is refused there (exit 2, naming its model), not at an
+    option."""
+    import subprocess
+    import sys
+
+    for case in session.read_cases(BENCHMARKS / "gpu_session_cases.toml"):
+        p = subprocess.run([sys.executable, "-m", "infer_prof", *case.args, "--no-history",
+                            "--no-progress", "--results-dir", str(tmp_path)],
+                           capture_output=True, text=True, timeout=120)
+        model = case.args[case.args.index("--model") + 1]
+        last = p.stderr.strip().splitlines()[-1]
+        assert p.returncode == 2 and last.startswith(f"error: {model}: ") and "on CPU" in last, \
+            (case.name, p.stderr[-2000:])
