@@ -27,9 +27,10 @@ Open loop at ``rate`` requests/s: ``max(N / rate, prefill_time + decode_time)`` 
 capped by ``--max-concurrency`` (else by ``N``). Bound by ``--duration D``: ``D`` plus the time to
 finish the requests in flight (one wave, at most the per-request timeout; its prefill and decode
 shares counted in the same proportion). The fastest a request of a point can end is its own
-prefill and ``O`` steps at the point's batch, ``P x prefill_flops_per_token((P+1)/2) / flops +
-O x step_time(B)``; ``fastest_request_s`` is the least of these over the points (when it is above
-the per-request timeout, every request times out). A warm-up counts as
+prefill and ``O`` steps at the point's batch (closed loop; open loop: batch 1),
+``P x prefill_flops_per_token((P+1)/2) / flops + O x step_time(B)``; ``fastest_request_s`` is
+the least of these over the points (when it is above the per-request timeout, every request
+times out). A warm-up counts as
 its requests (a counted one; ``steady``: one wave of ``C``) or its seconds. The run is the engine
 start-up (``startup_base_s + startup_s_per_gb x weight GB``) plus every load point.
 
@@ -223,7 +224,8 @@ def estimate_run(
             return step_time_s(spec, weight_bytes, kv_bytes_per_token, device, b, L,
                                routed_expert_bytes)
 
-        fastest = min(fastest, one_prefill + O * step(batch))
+        # closed loop: every stream decodes at the point's batch; open loop: as few as one
+        fastest = min(fastest, one_prefill + O * step(batch if p.concurrency else 1))
         if n is None:
             full_wave = batch * one_prefill + O * step(batch)
             wave = min(p.timeout_s, full_wave)
