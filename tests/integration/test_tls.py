@@ -182,7 +182,11 @@ def test_c_and_python_readers_agree_over_tls_and_with_plain_http(certs, monkeypa
         assert first.finish_reason == "length" and first.timestamp_source == "kernel"
         same(first, second)  # the kept-alive connection's second request
         gaps = [b - a for a, b in zip(first.chunk_ns, first.chunk_ns[1:], strict=False)]
-        assert all(g > 1_000_000 for g in gaps), gaps  # one token per 3 ms write
+        # one token per 3 ms write, each stamped when it arrived: the stamps move forward and
+        # most gaps are the writes' (two writes the server's scheduler delayed can land in one
+        # read and share a stamp, gap 0: seen once on a loaded 2-core CI machine)
+        assert all(g >= 0 for g in gaps), gaps
+        assert sorted(gaps)[len(gaps) // 2] > 1_000_000, gaps
     same(got["c"][0], got["python"][0])
     # and plain HTTP with the same script gives the same record (test_stream_client's server)
     from .test_stream_client import one_request
