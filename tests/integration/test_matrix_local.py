@@ -41,7 +41,8 @@ def test_cells_run_here_in_turn_and_a_foreign_gpu_is_skipped(synthetic, tmp_path
     assert [c["status"] for c in summary["cells"]] == ["done", "skipped"]
     with sqlite3.connect(res / "history.sqlite") as db:
         assert db.execute("select count(*) from runs").fetchone()[0] == 2
-    assert "out tok/s" in p.stdout  # compare's table
+    # compare's table (at the captured 80 columns its header may wrap to "out" / "tok/s")
+    assert "tok/s" in p.stdout
 
 
 def test_ctrl_c_stops_the_running_cell_and_keeps_what_it_measured(synthetic, tmp_path):
