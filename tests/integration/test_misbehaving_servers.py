@@ -88,9 +88,11 @@ def test_a_chunk_size_that_does_not_match_its_data_is_bad_chunk(off):
     writes[3] = b"%x\r\n%s\r\n" % (len(data) + off, data)  # the size line lies by ``off``
     records = ask(Reply(writes))
     assert kinds(records) == ["bad_chunk"] * 3, [r.error_detail for r in records]
-    # the tokens before it are kept; a size too long may have delivered the whole event
-    # before the next read showed the lie (unless both writes arrived in one read)
-    expected = ([1, 1], [1, 1, 1]) if off > 0 else ([1, 1],)
+    # the tokens of the reads before it are kept; a size too long may have delivered the whole
+    # event before the next read showed the lie (unless both writes arrived in one read); a read
+    # that carries the lie fails whole, so when the token before it came in that same read (the
+    # server's writes delayed together on a loaded machine) one token is kept, not two
+    expected = ([1], [1, 1], [1, 1, 1]) if off > 0 else ([1], [1, 1])
     assert all(r.chunk_tokens in expected for r in records), [r.chunk_tokens for r in records]
     assert "wrong chunk size" in (records[0].error_detail or "")
 
