@@ -35,7 +35,7 @@ import sys
 import tarfile
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -69,16 +69,17 @@ class Row:
     vllm_weights_gib: float | None = None
     predicted_tok_s: float | None = None
     predicted_reason: str | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
-def unpack(folder: Path, into: Path) -> list[tuple[str, Path]]:
-    """Each ``<case>.tar.xz`` of ``folder`` unpacked under ``into``, in the session's order:
-    (case name, its folder)."""
-    order: list[str] = []
-    session = folder / "session.json"
-    if session.exists():
-        order = [o["name"] for o in json.loads(session.read_text())["outcomes"]]
+def read_session(folder: Path) -> dict[str, Any]:
+    """The folder's ``session.json`` ({} when there is none)."""
+    path = folder / "session.json"
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+def unpack(folder: Path, into: Path, order: Sequence[str]) -> list[tuple[str, Path]]:
+    """Each ``<case>.tar.xz`` of ``folder`` unpacked under ``into``, in the session's ``order``
+    (then any other, by name): (case name, its folder)."""
     out = []
     archives = {p.name[: -len(".tar.xz")]: p for p in folder.glob("*.tar.xz")}
     for name in [n for n in order if n in archives] + sorted(set(archives) - set(order)):
@@ -295,15 +296,14 @@ def save_fixtures(rows: Sequence[Row]) -> list[Path]:
     return saved
 
 
-def build(folder: Path, work: Path, *, predict: bool = True) -> list[Row]:
-    """Every row of a session folder (unpacked under ``work``)."""
-    session = folder / "session.json"
-    cmds = {}
-    if session.exists():
-        cmds = {o["name"]: " ".join(o["command"])
-                for o in json.loads(session.read_text())["outcomes"]}
+def build(folder: Path, work: Path, *, predict: bool = True,
+          session: dict[str, Any] | None = None) -> list[Row]:
+    """Every row of a session folder (unpacked under ``work``); ``session`` its session file
+    when already read."""
+    outcomes = (read_session(folder) if session is None else session).get("outcomes", [])
+    cmds = {o["name"]: " ".join(o["command"]) for o in outcomes}
     rows: list[Row] = []
-    for case, case_dir in unpack(folder, work):
+    for case, case_dir in unpack(folder, work, [o["name"] for o in outcomes]):
         rows += read_case(case, case_dir, cmds.get(case, "?"))
     if predict:
         add_predictions(rows)
@@ -324,9 +324,8 @@ def main(argv: list[str] | None = None) -> int:
               "call sent back (benchmarks/gpu_session.py --out)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory(prefix="gpu-session-report-") as tmp:
-        rows = build(a.folder, Path(tmp), predict=not a.no_estimate)
-        session = json.loads((a.folder / "session.json").read_text()) \
-            if (a.folder / "session.json").exists() else {}
+        session = read_session(a.folder)
+        rows = build(a.folder, Path(tmp), predict=not a.no_estimate, session=session)
         skipped = [f"- `{o['name']}`: {o['status']}: {o['reason']}"
                    for o in session.get("outcomes", []) if o["status"] not in ("ok",)]
         text = "\n\n".join(part for part in (

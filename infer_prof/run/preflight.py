@@ -191,11 +191,14 @@ def check_duration(
         f"decode {human_duration(est.decode_s)}; "
         f"~{est.single_stream_tokens_per_s:.3g} tok/s for one stream)"
     )
-    if cfg.load.yes or model.source == "tiny":
-        if est.total_s > 600:
-            say(line)
-        return est
-    if est.total_s <= limit:
+    if not (cfg.load.yes or model.source == "tiny"):
+        if est.total_s > limit:
+            n = sum(w.num_requests or 0 for w in points)
+            raise ConfigError(
+                f"{line}: above the {limit / 3600:.3g} h limit, not started. Ways out: a smaller "
+                f"model (--model tiny-llama), fewer requests (now {n}: --num-requests), a GPU, "
+                "or --yes to go ahead"
+            )
         if est.fastest_request_s > cfg.load.timeout_s:
             raise ConfigError(
                 f"{model.name}: a request is estimated to take at least "
@@ -205,12 +208,6 @@ def check_duration(
                 "would time out, nothing would be measured. Ways out: a smaller model (--model "
                 "tiny-llama), a shorter --output-len, a GPU, a longer --timeout, or --yes to go "
                 "ahead")
-        if est.total_s > 600:
-            say(line)
-        return est
-    n = sum(w.num_requests or 0 for w in points)
-    raise ConfigError(
-        f"{line}: above the {limit / 3600:.3g} h limit, not started. Ways out: a smaller "
-        f"model (--model tiny-llama), fewer requests (now {n}: --num-requests), a GPU, or "
-        "--yes to go ahead"
-    )
+    if est.total_s > 600:
+        say(line)
+    return est
