@@ -102,7 +102,8 @@ def test_console_table_fits_80_columns_and_says_predicted(app):
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
     assert "PREDICTED" in lines[0]
     assert any(line.startswith("factors for ") for line in lines)
-    assert "published vLLM points" in res.stdout  # the fitted factors (estimate_factors.json)
+    # the fitted factors (estimate_factors.json)
+    assert "published vLLM closed-loop points" in res.stdout
     assert any("expected error" in line for line in lines)
 
 
