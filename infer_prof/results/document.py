@@ -26,7 +26,9 @@ plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, `
 :mod:`infer_prof.results.server_sections`; ``matrix`` in
 :mod:`infer_prof.results.matrix_sections`; ``quality`` in
 :mod:`infer_prof.results.quality_sections`; ``repeats`` (``run --repeat N``) in
-:mod:`infer_prof.results.repeat_sections`; the section base and :class:`Distribution` in
+:mod:`infer_prof.results.repeat_sections`; ``lora`` (``run --lora-modules``, ``--lora-mix``:
+the adapters and the figures per adapter) in :mod:`infer_prof.results.lora_sections`; the
+section base and :class:`Distribution` in
 :mod:`infer_prof.results.document_base`. ``workload`` is the workload file mapping, declared
 once in :mod:`infer_prof.core.workload.workload_record` (what ``Workload.to_dict`` writes).
 
@@ -56,6 +58,7 @@ from infer_prof.results.load_sections import (
     TraceReplay,
     Warmup,
 )
+from infer_prof.results.lora_sections import Lora
 from infer_prof.results.matrix_sections import MatrixSection
 from infer_prof.results.model_sections import ChatTemplateTokens, ModelArchitecture, WeightsUsed
 from infer_prof.results.quality_sections import Quality
@@ -272,6 +275,7 @@ class Result(Section):
     matrix: MatrixSection | None = None
     quality: Quality | None = None
     repeats: Repeats | None = None
+    lora: Lora | None = None
 
 
 def decode_result(data: Any) -> Result:
