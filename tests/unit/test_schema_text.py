@@ -92,7 +92,7 @@ def test_every_description_of_the_result_schema_is_dedented():
 def test_descriptions_as_an_older_msgspec_writes_them_are_dedented():
     """msgspec 0.22 copies ``__doc__`` as it is (continuation lines indented); 0.23 dedents."""
     raw = {"$defs": {"A": {"description": "first\n    second\n\n    third",
-                           "properties": {"x": {"description": "  one\n  two  "}},
+                           "properties": {"x": {"description": "  one\n  two"}},
                            "examples": [{"description": "a\n    b"}]}}}
     assert dedented_descriptions(raw) == {"$defs": {"A": {
         "description": "first\nsecond\n\nthird",
