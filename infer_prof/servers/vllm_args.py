@@ -82,11 +82,12 @@ def vllm_flags(
     enforce_eager: bool = False,
     tokenizer: bool = True,
     vllm_version: tuple[int, ...] | None = None,
+    reasoning_parser: str | None = None,
 ) -> list[str]:
     """The vLLM command-line arguments beyond model, host and port: each set setting as its
     flag (in :data:`FLAG_NAMES` order), unless ``extra_args`` (``--engine-arg``, appended
     verbatim) gives that flag itself; ``--enforce-eager``; ``--skip-tokenizer-init`` for a
-    model without a tokenizer."""
+    model without a tokenizer; ``--reasoning-parser NAME`` (unless given verbatim)."""
     merged = vllm_engine_args(settings, vllm_version)
     given = {a.split("=", 1)[0] for a in extra_args if a.startswith("--")}
     args: list[str] = []
@@ -97,5 +98,7 @@ def vllm_flags(
         args.append("--enforce-eager")
     if not tokenizer:
         args.append("--skip-tokenizer-init")
+    if reasoning_parser and "--reasoning-parser" not in given:
+        args += ["--reasoning-parser", reasoning_parser]
     return args + list(extra_args)
 
