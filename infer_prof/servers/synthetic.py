@@ -29,12 +29,8 @@ tokens, 15 us per token is about one core.
 Run it as ``python -m infer_prof.servers.synthetic --port 0 --ttft-ms 50 --itl-ms 15``; it prints
 ``LISTENING <port>`` on stdout once it accepts connections.
 
-``POST /v1/chat/completions`` streams the same tokens as chat chunks (``delta.content``). With
-``--reasoning-tokens R`` a chat stream's first R tokens are a reasoning model's thinking
-(``delta.reasoning``, as vLLM streams it with a reasoning parser) and the rest its answer; the
-final usage says ``completion_tokens_details.reasoning_tokens`` (unless
-``--no-reasoning-usage``), and the truth records each request's reasoning tokens, so that the
-true TTFO is ``send_ns[R] - arrival``.
+``POST /v1/chat/completions`` streams chat chunks, thinking first with ``--reasoning-tokens R``
+(:mod:`infer_prof.servers.synthetic_events`; the truth's ``reasoning_tokens`` give true TTFO).
 
 With ``--tls-cert FILE --tls-key FILE`` it speaks HTTPS, with TLS done over the same raw sockets
 (``ssl.SSLObject`` on ``MemoryBIO``s, in :mod:`infer_prof.servers.synthetic_conn`): a request's
@@ -150,6 +146,7 @@ class SyntheticServer:
         self.prefix_hits = 0
         self.reasoning_tokens = 0  # --reasoning-tokens: a chat stream's thinking tokens
         self.reasoning_usage = True  # the final usage counts them (completion_tokens_details)
+        self.lora_ttft_ns: dict[str, int] = {}  # --lora NAME=TTFT_MS: adapters and their TTFT
         # perf_counter -> loop.time() offset (both CLOCK_MONOTONIC on Linux; measured anyway)
         self._loop_offset_s = self.loop.time() - time.perf_counter()
 
@@ -197,10 +194,8 @@ class SyntheticServer:
                 conn.respond(400, {"error": {"message": "body is not JSON"}})
                 return
             prompt = req.get("prompt", "")
-            if chat:
-                messages = req.get("messages") or []
-                prompt = " ".join(str(m.get("content", "")) for m in messages
-                                  if isinstance(m, dict))
+            if chat:  # the words of its messages
+                prompt = " ".join(str(m.get("content", "")) for m in req.get("messages") or [])
             if isinstance(prompt, list):
                 prompt_tokens = len(prompt)
                 if self.prefix_block:
@@ -221,9 +216,8 @@ class SyntheticServer:
             )
             stream.prefix = self.event_prefix % (stream.index, prompt_tokens)
             if chat:
-                stream.chat = True
+                stream.chat, stream.reasoning = True, self.reasoning_tokens
                 stream.prefix = CHAT_PREFIX % (stream.index, prompt_tokens)
-                stream.reasoning = self.reasoning_tokens
                 stream.think_prefix = THINK_PREFIX % (stream.index, prompt_tokens)
             self.active += 1
             stream.itl_ns = self.itl_ns + self.itl_slope_ns * self.active
@@ -237,11 +231,15 @@ class SyntheticServer:
                    else b"connection: close\r\n\r\n")
             )
             conn.active = stream
-            self._schedule(stream, arrival_ns + self.ttft_ns)
+            ttft_ns = self.lora_ttft_ns.get(str(req.get("model")), self.ttft_ns)
+            self._schedule(stream, arrival_ns + ttft_ns)
         elif path == "/health":
             conn.respond(200, None)
         elif path.endswith("/v1/models"):
-            conn.respond(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model"}]})
+            adapters = [{"id": n, "object": "model", "parent": MODEL_NAME}
+                        for n in self.lora_ttft_ns]
+            conn.respond(200, {"object": "list",
+                               "data": [{"id": MODEL_NAME, "object": "model"}, *adapters]})
         elif path == "/truth":
             conn.respond(
                 200,
@@ -439,14 +437,14 @@ def main(argv: list[str] | None = None) -> None:
         help="ITL grows by this many ms per stream in service at a request's arrival "
         "(a server whose speed falls with load in a known way)",
     )
-    parser.add_argument("--reasoning-tokens", type=int, default=0,
-                        help="a chat stream's first N tokens are thinking (delta.reasoning)")
-    parser.add_argument("--no-reasoning-usage", action="store_true",
-                        help="the final usage does not count the thinking tokens")
+    parser.add_argument("--reasoning-tokens", type=int, default=0, help="chat: N thinking first")
+    parser.add_argument("--no-reasoning-usage", action="store_true", help="usage leaves them out")
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--empty-text", action="store_true",
                         help='every event but the last carries text "" (usage still counts it)')
+    parser.add_argument("--lora", action="append", default=[], help="NAME=TTFT_MS: a LoRA "
+                        "adapter listed at /v1/models, its requests' first token after TTFT_MS")
     args = parser.parse_args(argv)
     if args.cost_us < 0:
         parser.error("--cost-us must be >= 0")
@@ -477,6 +475,9 @@ def main(argv: list[str] | None = None) -> None:
     server.prefix_block = max(0, args.prefix_cache_block)
     server.reasoning_tokens = max(0, args.reasoning_tokens)
     server.reasoning_usage = not args.no_reasoning_usage
+    for item in args.lora:
+        name, _, ms = item.partition("=")
+        server.lora_ttft_ns[name] = int(float(ms or args.ttft_ms) * 1e6)
     if args.empty_text:
         server.event_prefix = EVENT_PREFIX.replace(b'"text":" tok"', b'"text":""')
     loop.add_signal_handler(signal.SIGTERM, loop.stop)

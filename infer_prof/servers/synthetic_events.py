@@ -3,6 +3,13 @@ event as vLLM writes it with continuous usage stats, for the completions API and
 (an answer token in ``delta.content``, a thinking token in ``delta.reasoning`` as vLLM streams
 it with a reasoning parser). Templates for ``bytes %`` formatting: no JSON encoder on the hot
 path. Byte-for-byte what ``json.dumps(..., separators=(",", ":"))`` gives.
+
+``POST /v1/chat/completions`` streams the completions' tokens as chat chunks
+(``delta.content``). With ``--reasoning-tokens R`` a chat stream's first R tokens are a
+reasoning model's thinking (``delta.reasoning``, as vLLM streams it with a reasoning parser)
+and the rest its answer; the final usage says ``completion_tokens_details.reasoning_tokens``
+(unless ``--no-reasoning-usage``), and the truth records each request's reasoning tokens, so
+that the true TTFO is ``send_ns[R] - arrival``.
 """
 
 from __future__ import annotations

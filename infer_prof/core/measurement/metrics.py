@@ -75,6 +75,8 @@ class RequestRecord:
     first_answer_chunk: int | None = None
     reasoning_chunk_tokens: int = 0
     reasoning_tokens_usage: int | None = None
+    # the LoRA adapter the request asked for (its ``model``); None: the served model itself
+    adapter: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -105,6 +107,7 @@ class RequestRecord:
             "first_answer_chunk": self.first_answer_chunk,
             "reasoning_chunk_tokens": self.reasoning_chunk_tokens,
             "reasoning_tokens_usage": self.reasoning_tokens_usage,
+            "adapter": self.adapter,
             "ttft_ms": _ms(ttft_ns(self)),
             "ttfo_ms": _ms(ttfo_ns(self)),
             "tpot_ms": _ms(tpot_ns(self)),
