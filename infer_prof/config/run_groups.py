@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from infer_prof.catalog.lora_adapters import parse_lora_modules
 from infer_prof.config.options import (
     COST,
     LOAD,
@@ -110,6 +111,12 @@ class EngineConfig:
         ("--engine-arg",), "Any other vLLM argument, verbatim; repeat it (e.g. "
         "--engine-arg=--seed=1).", SERVER, typed=list[str], parse=split_engine_args)] = field(
         default_factory=list)
+    lora_modules: Annotated[list[str], Opt(  # infer_prof.run.lora_setup
+        ("--lora-modules",), "LoRA adapters for vLLM to serve beside the model: NAME=PATH (the "
+        "folder peft wrote); repeat it or separate with commas. Starts vLLM with --enable-lora, "
+        "--max-lora-rank (the adapters' largest, from adapter_config.json) and --max-loras (their "
+        "number); requests go over them as --lora-mix says (default uniform).", SERVER,
+        typed=list[str], parse=parse_lora_modules)] = field(default_factory=list)
     server: Annotated[str, Opt(
         ("--server",), "The server to start: vllm, or synthetic (the built-in one: known "
         "delays, no model; --engine-arg gives its options). Ignored with --endpoint.",
@@ -223,6 +230,11 @@ class LoadConfig:
         ("--engine-sweep",), "--frontier per engine configuration: a TOML file of named "
         "configurations, or one setting's values (max-num-seqs=64,128,256).", LOAD)] = None
     # --quality: the quality check after the load, on the same server (infer_prof.quality)
+    lora_mix: Annotated[str | None, Opt(  # infer_prof.core.workload.adapter_mix
+        ("--lora-mix",), "How requests spread over LoRA adapters (each request's model is its "
+        "adapter's name): NAME=WEIGHT,... with base for the model itself (a=0.5,b=0.3,base=0.2), "
+        "uniform, or zipf:ALPHA over the adapters in the order named; placed by --seed. With "
+        "--endpoint, uniform and zipf take the adapters its /v1/models lists.", LOAD)] = None
     quality: Annotated[str | None, Opt(
         ("--quality",), "After the load, check the answers on the same server: addition (the "
         "set for tiny-adder), gsm8k (50 GSM8K problems, MIT) or "

@@ -10,6 +10,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.core.measurement.metric_table import SUMMARY_STATS, metrics_at
+from infer_prof.report.adapter_table import print_adapters
 from infer_prof.report.fit import print_fitted
 from infer_prof.results.comparison_rows import value_at
 from infer_prof.results.document import Api, Client, Cost, Energy, Result, Validity, Warmup
@@ -369,9 +370,11 @@ def _energy_rows(energy: Energy) -> list[tuple[str, str]]:
 
 
 def print_summary(result: Result, console: Console | None = None) -> None:
-    """Print the latency table and the totals of a result (to stderr by default)."""
+    """Print the latency table and the totals of a result (to stderr by default), and a run
+    over LoRA adapters' figures per adapter."""
     console = console or Console(stderr=True)
     print_fitted(console, summary_table(result))
+    print_adapters(result, console)
     print_fitted(console, totals_table(result))
 
 

@@ -123,8 +123,9 @@ def config_fields(result: Result) -> dict[str, Any]:
     the served model name; the dataset's SHA-256 (``dataset_sha256``) only for a result whose
     prompts came from a dataset; the session settings (``sessions``) only for a multi-turn
     run; ``api`` only for a chat-API result (the chat template adds prompt tokens, so it is
-    another configuration). Absent fields are None, so a field added to results later does not
-    change the fingerprint of older ones.
+    another configuration); the LoRA mix (``lora``: shares, seed, each adapter's weights
+    SHA-256 and ``max_loras``) only for a run over adapters. Absent fields are None, so a field
+    added to results later does not change the fingerprint of older ones.
     """
     cfg = result.config
     model, load = result.model, result.load
@@ -166,6 +167,14 @@ def config_fields(result: Result) -> dict[str, Any]:
         fields["sessions"] = {"turns": sessions.turns, "think_time_s": sessions.think_time_s,
                               "source": sessions.source, "prompt": sessions.prompt,
                               "dataset_sha256": ds.sha256 if ds else None}
+    lora = result.lora
+    if lora is not None:  # likewise: a run over LoRA adapters (the mix's shares and seed, each
+        fields["lora"] = {  # adapter's weights by SHA-256, the engine's adapters per batch)
+            "shares": {k: round(v, 6) for k, v in lora.shares.items()},
+            "seed": lora.seed,
+            "adapters": {a.name: a.sha256 for a in lora.adapters},
+            "max_loras": lora.max_loras,
+        }
     return fields
 
 

@@ -267,6 +267,10 @@ def _run_point(
         ctx.api == "chat",
         stagger=cfg.load.warmup_stagger and not ctx.sessions,
     )
+    if ctx.lora is not None:  # each request's adapter, by its index (--lora-mix)
+        lora = ctx.lora  # a counted warm-up stays a list, a continuous one lazy
+        warm = list(lora.assign(warm)) if isinstance(warm, list) else lora.assign(warm)
+        measured = lora.assign(measured)
     build = request_builder(ctx, run_id)
     driven = drive_point(ctx, wl, build, warm, measured, progress, precision)
     if driven.state.incomplete_reason == "interrupted":

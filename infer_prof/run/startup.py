@@ -32,6 +32,7 @@ from infer_prof.run.config import Api, ConfigError, RunConfig
 from infer_prof.run.endpoint_check import list_models
 from infer_prof.run.engine_setup import launch_settings, planned_engine_version
 from infer_prof.run.load_points import dataset_ids, point_label, token_pool
+from infer_prof.run.lora_setup import LoraRun, check_served
 from infer_prof.run.planning import RunPlan
 from infer_prof.servers.base import LaunchSpec, Server, ServerStartError
 from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
@@ -77,7 +78,7 @@ class RunContext:
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
     trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
     sessions: SessionPlan | None = None  # --turns: multi-turn sessions
-
+    lora: LoraRun | None = None  # --lora-modules / --lora-mix: the adapters each request asks
 
 
 def attach_endpoint(
@@ -138,6 +139,7 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         tokenizer=model.has_tokenizer,
         enforce_eager=cfg.engine.enforce_eager,
         engine_version=planned_engine_version(plan.plan),
+        lora_adapters=plan.lora.adapters if plan.lora else (),
     )
     return make_server(cfg.engine.server, spec)
 
@@ -208,9 +210,11 @@ def open_context(
 ) -> RunContext:
     """The context the points share, once the server answers: the plan's choices, the
     server (kept only when this run launched it: an attached endpoint's death is seen as
-    refused connections), and the prompt pool (the tokenizer is loaded here)."""
+    refused connections), the LoRA adapters checked against the server's listing (ConfigError,
+    exit 2, for one it does not list) and the prompt pool (the tokenizer is loaded here)."""
     cfg, engine_path, dataset = plan.cfg, plan.engine_path, plan.dataset
     weights, estimate = plan.weights, plan.estimate
+    lora = check_served(plan.lora, endpoint, cfg.engine.api_key) if plan.lora else None
     return RunContext(
         cfg=cfg,
         model=plan.model,
@@ -235,6 +239,7 @@ def open_context(
         as_ids=dataset_ids(cfg, engine_path, dataset, plan.api),
         trace=plan.trace,
         sessions=plan.sessions,
+        lora=lora,
     )
 
 

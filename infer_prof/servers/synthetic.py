@@ -153,6 +153,7 @@ class SyntheticServer:
         self.prefix_seen: set[int] = set()
         self.prefix_queries = 0
         self.prefix_hits = 0
+        self.lora_ttft_ns: dict[str, int] = {}  # --lora NAME=TTFT_MS: adapters and their TTFT
         # perf_counter -> loop.time() offset (both CLOCK_MONOTONIC on Linux; measured anyway)
         self._loop_offset_s = self.loop.time() - time.perf_counter()
 
@@ -230,11 +231,15 @@ class SyntheticServer:
                    else b"connection: close\r\n\r\n")
             )
             conn.active = stream
-            self._schedule(stream, arrival_ns + self.ttft_ns)
+            ttft_ns = self.lora_ttft_ns.get(str(req.get("model")), self.ttft_ns)
+            self._schedule(stream, arrival_ns + ttft_ns)
         elif path == "/health":
             conn.respond(200, None)
         elif path.endswith("/v1/models"):
-            conn.respond(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model"}]})
+            adapters = [{"id": n, "object": "model", "parent": MODEL_NAME}
+                        for n in self.lora_ttft_ns]
+            conn.respond(200, {"object": "list",
+                               "data": [{"id": MODEL_NAME, "object": "model"}, *adapters]})
         elif path == "/truth":
             conn.respond(
                 200,
@@ -433,6 +438,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--empty-text", action="store_true",
                         help='every event but the last carries text "" (usage still counts it)')
+    parser.add_argument("--lora", action="append", default=[], help="NAME=TTFT_MS: a LoRA "
+                        "adapter listed at /v1/models, its requests' first token after TTFT_MS")
     args = parser.parse_args(argv)
     if args.cost_us < 0:
         parser.error("--cost-us must be >= 0")
@@ -461,6 +468,9 @@ def main(argv: list[str] | None = None) -> None:
         args.itl_per_stream_ms,
     )
     server.prefix_block = max(0, args.prefix_cache_block)
+    for item in args.lora:
+        name, _, ms = item.partition("=")
+        server.lora_ttft_ns[name] = int(float(ms or args.ttft_ms) * 1e6)
     if args.empty_text:
         server.event_prefix = _EVENT_PREFIX.replace(b'"text":" tok"', b'"text":""')
     loop.add_signal_handler(signal.SIGTERM, loop.stop)

@@ -77,7 +77,8 @@ class VllmServer(ChildServer):
             log_path=spec.log_path,
             engine_args=vllm_flags(spec.settings, spec.extra_args,
                                    enforce_eager=spec.enforce_eager, tokenizer=spec.tokenizer,
-                                   vllm_version=spec.engine_version),
+                                   vllm_version=spec.engine_version,
+                                   lora_adapters=spec.lora_adapters),
             on_gpu=spec.on_gpu,
             vllm_version=spec.engine_version,
         )

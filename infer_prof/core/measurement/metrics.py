@@ -58,6 +58,8 @@ class RequestRecord:
     # sent after the measured requests ran out, to hold the load until the last measured one
     # ended (also ``warmup``: never measured); error "cut" when stopped at that end
     cooldown: bool = False
+    # the LoRA adapter the request asked for (its ``model``); None: the served model itself
+    adapter: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,6 +87,7 @@ class RequestRecord:
             "retry_after_s": self.retry_after_s,
             "timestamp_source": self.timestamp_source,
             "cooldown": self.cooldown,
+            "adapter": self.adapter,
             "ttft_ms": _ms(ttft_ns(self)),
             "tpot_ms": _ms(tpot_ns(self)),
             "e2e_ms": _ms(e2e_ns(self)),
