@@ -199,3 +199,23 @@ def test_an_unknown_layer_types_value_is_refused_for_any_family(tmp_path):
            "intermediate_size": 688, "layer_types": ["full_attention", "linear_attention"]}
     with pytest.raises(ValueError, match="layer_types value"):
         ModelSpec.from_config(cfg, name="x")
+
+
+def test_the_hybrid_aliases_are_the_shipped_configs():
+    from infer_prof.catalog.models import registry, resolve_model
+
+    for alias, name in (("qwen3-next-80b-a3b", "qwen3-next-80b-a3b"),
+                        ("nemotron-h-56b", "nemotron-h-56b-base-8k")):
+        assert registry()[alias]["config"] == _config(name)
+        spec = resolve_model(alias, create_tiny=False).spec
+        assert spec is not None and spec.hybrid is not None
+
+
+def test_transformers_5s_nemotron_h_spelling_reads_the_same_layers():
+    cfg = _config("nemotron-h-56b-base-8k")
+    words = {"M": "mamba", "*": "attention", "-": "mlp"}
+    pattern = cfg.pop("hybrid_override_pattern")
+    del cfg["num_hidden_layers"]  # transformers 5's NemotronHConfig writes neither
+    cfg["layers_block_type"] = [words[c] for c in pattern]
+    m = ModelSpec.from_config(cfg, name="n")
+    assert m.attention_kinds() == _spec("nemotron-h-56b-base-8k").attention_kinds()
