@@ -50,6 +50,8 @@ class LaunchSpec:
     tokenizer: bool = True  # False: the model has none; prompts go as token IDs
     enforce_eager: bool = False
     engine_version: tuple[int, ...] | None = None  # the engine build the plan was checked for
+    # speculative decoding: the engine's JSON settings (``--speculative-config``), None: off
+    speculative_config: str | None = None
 
 
 class Server(Protocol):

@@ -80,6 +80,11 @@ _LAST_EVENT = (
     + _USAGE
     + b"data: [DONE]\n\n"
 )
+# With a prefix cache the usage-only event also says the prompt tokens it held (as vLLM does
+# with --enable-prompt-tokens-details).
+_LAST_EVENT_CACHED = _LAST_EVENT.replace(
+    b'"choices":[],' + _USAGE[:-4], b'"choices":[],' + _USAGE[:-4]
+    + b',"prompt_tokens_details":{"cached_tokens":%d}')
 
 
 @dataclass
@@ -100,6 +105,7 @@ class Stream:
     cancelled: bool = False
     finished: bool = False
     prefix: bytes = b""  # the event up to the completion-token count (same for every token)
+    cached: int | None = None  # prompt tokens found in the prefix cache (--prefix-cache-block)
     framed: bool = True  # chunked transfer encoding (HTTP/1.1); else the close ends the body
     itl_ns: int = 0  # this stream's gap between tokens (load-dependent with --itl-per-stream-ms)
 
@@ -198,11 +204,11 @@ class SyntheticServer:
             except ValueError:
                 conn.respond(400, {"error": {"message": "body is not JSON"}})
                 return
-            prompt = req.get("prompt", "")
+            prompt, cached = req.get("prompt", ""), None
             if isinstance(prompt, list):
                 prompt_tokens = len(prompt)
                 if self.prefix_block:
-                    self._prefix_lookup(prompt)
+                    cached = self._prefix_lookup(prompt)
             else:
                 prompt_tokens = max(1, len(str(prompt).split()))
             max_tokens = int(req.get("max_tokens") or self.default_tokens)
@@ -218,6 +224,7 @@ class SyntheticServer:
                 conn, self.next_index, arrival_ns, prompt_tokens, max_tokens, request_id
             )
             stream.prefix = self.event_prefix % (stream.index, prompt_tokens)
+            stream.cached = cached
             self.active += 1
             stream.itl_ns = self.itl_ns + self.itl_slope_ns * self.active
             self.next_index += 1
@@ -246,6 +253,9 @@ class SyntheticServer:
                     "requests": self.truth,
                 },
             )
+        elif method == "POST" and path == "/reset_prefix_cache":  # as vLLM's dev route
+            self.prefix_seen.clear()
+            conn.respond(200, {"success": True})
         elif path == "/truth/reset":
             self.truth = []
             conn.respond(200, {"ok": True})
@@ -270,9 +280,10 @@ class SyntheticServer:
         else:
             conn.respond(404, {"error": {"message": f"no route {method} {path}"}})
 
-    def _prefix_lookup(self, prompt: list[Any]) -> None:
+    def _prefix_lookup(self, prompt: list[Any]) -> int:
         """Count a prompt's lookup: every token is queried, the leading full blocks already
-        seen are hits; then all its full blocks are cached (keys: the whole prefix's hash)."""
+        seen are hits (their tokens returned); then all its full blocks are cached (keys: the
+        whole prefix's hash)."""
         b = self.prefix_block
         keys = [hash(tuple(prompt[:end])) for end in range(b, len(prompt) + 1, b)]
         hit = 0
@@ -281,6 +292,7 @@ class SyntheticServer:
         self.prefix_queries += len(prompt)
         self.prefix_hits += hit * b
         self.prefix_seen.update(keys)
+        return hit * b
 
     def _loop_time(self, perf_ns: int) -> float:
         return perf_ns / 1e9 + self._loop_offset_s
@@ -346,7 +358,9 @@ class SyntheticServer:
         last = n >= s.max_tokens
         p = s.prompt_tokens
         if last:
-            data = _LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n)
+            data = (_LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n)
+                    if s.cached is None else
+                    _LAST_EVENT_CACHED % (s.index, p, n, p + n, s.index, p, n, p + n, s.cached))
             payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data) if s.framed else data
         else:
             data = s.prefix + _EVENT_TAIL % (n, p + n)

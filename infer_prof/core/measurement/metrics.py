@@ -58,6 +58,14 @@ class RequestRecord:
     # sent after the measured requests ran out, to hold the load until the last measured one
     # ended (also ``warmup``: never measured); error "cut" when stopped at that end
     cooldown: bool = False
+    # prompt tokens the server found in its prefix cache (usage.prompt_tokens_details.
+    # cached_tokens; vLLM sends it with --enable-prompt-tokens-details)
+    cached_tokens: int | None = None
+    # speculative decoding, as the server reported it for this request (vLLM's
+    # metrics.speculative_decoding): verify steps, draft tokens proposed and accepted
+    spec_steps: int | None = None
+    spec_draft_tokens: int | None = None
+    spec_accepted_tokens: int | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,6 +93,10 @@ class RequestRecord:
             "retry_after_s": self.retry_after_s,
             "timestamp_source": self.timestamp_source,
             "cooldown": self.cooldown,
+            "cached_tokens": self.cached_tokens,
+            "spec_steps": self.spec_steps,
+            "spec_draft_tokens": self.spec_draft_tokens,
+            "spec_accepted_tokens": self.spec_accepted_tokens,
             "ttft_ms": _ms(ttft_ns(self)),
             "tpot_ms": _ms(tpot_ns(self)),
             "e2e_ms": _ms(e2e_ns(self)),
