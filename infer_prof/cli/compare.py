@@ -28,6 +28,7 @@ from infer_prof.core.analysis.comparison import (
 )
 from infer_prof.core.measurement.metric_table import columns_at
 from infer_prof.core.measurement.prefix_hits import mixed_hit_rates
+from infer_prof.report.adapter_table import comparison_adapter_rows, comparison_adapter_table
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.comparison_rows import comparison_table
 from infer_prof.results.document import Result
@@ -160,7 +161,8 @@ class CompareOptions:
 
 
 def compare(o: CompareOptions) -> None:
-    """Compare runs side by side: GPU, label, throughput, latency percentiles, cost, energy.
+    """Compare runs side by side: GPU, label, throughput, latency percentiles, cost, energy
+    (and, for runs over LoRA adapters, each adapter's figures).
 
     With --target-interactivity or --slo: compare frontiers (GPUs, instances, configurations)
     by what a million tokens costs at the speed the users need."""
@@ -252,6 +254,7 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
     """The table in ``output_format`` on stdout (with the tier costs for ``json`` and
     ``table`` when asked for)."""
     paths = [str(x.path) for x in runs.loaded]
+    adapters = comparison_adapter_rows([x.result for x in runs.loaded], runs.names)
     if output_format == "json":
         payload = {
             "columns": [{"key": c.key, "header": c.header, "better": c.better} for c in COLUMNS],
@@ -259,6 +262,8 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
             "best": {k: sorted(v) for k, v in best.items()},
             "differing_fields": runs.diff,
         }
+        if adapters:  # runs over LoRA adapters: each run's figures per adapter
+            payload["adapters"] = adapters
         if tier_costs is not None:
             payload["tiers"] = {"market": tier_costs["market"], "runs": tier_costs["runs"]}
         typer.echo(json.dumps(payload, indent=2, default=str))
@@ -271,6 +276,9 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
         if not console.is_terminal:
             console = Console(width=400)  # a pipe or file: never squeeze or wrap the columns
         console.print(_table(rows, best))
+        per_adapter = comparison_adapter_table(adapters)
+        if per_adapter is not None:
+            console.print(per_adapter)
         intervals = _interval_table(rows)
         if intervals is not None:
             console.print(intervals)

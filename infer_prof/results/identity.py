@@ -125,8 +125,9 @@ def config_fields(result: Result) -> dict[str, Any]:
     run; ``api`` only for a chat-API result (the chat template adds prompt tokens, so it is
     another configuration); the prefix cache's state (``prefix_cache``) only when the point did
     not start on an emptied cache (``warm``, ``as-is``, ``unknown``); the speculative
-    configuration (``speculative_config``, canonical JSON) only when one was given.
-    Absent fields are None, so a field added to results later does not
+    configuration (``speculative_config``, canonical JSON) only when one was given; the LoRA
+    mix (``lora``: shares, seed, each adapter's weights SHA-256 and ``max_loras``) only for a
+    run over adapters. Absent fields are None, so a field added to results later does not
     change the fingerprint of older ones.
     """
     cfg = result.config
@@ -175,6 +176,14 @@ def config_fields(result: Result) -> dict[str, Any]:
         fields["sessions"] = {"turns": sessions.turns, "think_time_s": sessions.think_time_s,
                               "source": sessions.source, "prompt": sessions.prompt,
                               "dataset_sha256": ds.sha256 if ds else None}
+    lora = result.lora
+    if lora is not None:  # likewise: a run over LoRA adapters (the mix's shares and seed, each
+        fields["lora"] = {  # adapter's weights by SHA-256, the engine's adapters per batch)
+            "shares": {k: round(v, 6) for k, v in lora.shares.items()},
+            "seed": lora.seed,
+            "adapters": {a.name: a.sha256 for a in lora.adapters},
+            "max_loras": lora.max_loras,
+        }
     return fields
 
 

@@ -139,7 +139,8 @@ def public_result(result: Result) -> dict[str, Any]:
     ``prefix_cache`` and ``speculative`` sections (null when not recorded), and with
     ``run --quality`` the ``quality`` section's figures (status, accuracy with its interval,
     perplexity, the reference's comparison and the floor; not the per-item and per-token
-    records, which the result file holds)."""
+    records, which the result file holds); with ``--lora-mix`` the ``lora`` mix, seed, shares
+    and figures per adapter."""
     out = public_summary(result.summary)
     cost, energy = result.cost, result.energy
     roof = msgspec.to_builtins(result.roofline) or {}
@@ -169,8 +170,13 @@ def public_result(result: Result) -> dict[str, Any]:
     out["speculative"] = msgspec.to_builtins(result.speculative)
     if result.sessions:  # multi-turn runs: per-turn figures and the prefix-cache hit rate
         out["sessions"] = msgspec.to_builtins(result.sessions)
+    if result.reasoning:  # a reasoning model: its thinking, the parser, or why none was seen
+        out["reasoning"] = msgspec.to_builtins(result.reasoning)
     if result.repeats:  # run --repeat N: which repeat, and the statistics across them so far
         out["repeats"] = msgspec.to_builtins(result.repeats)
+    if result.lora is not None:  # --lora-mix: the mix and the figures per adapter
+        lora = msgspec.to_builtins(result.lora)
+        out["lora"] = {k: lora[k] for k in ("mix", "seed", "shares", "per_adapter")}
     if result.quality is not None:  # run --quality: the check's figures, not its records
         q = msgspec.to_builtins(result.quality)
         out["quality"] = {k: v for k, v in q.items() if k not in ("outcomes", "passages")}

@@ -206,6 +206,21 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
         "--concurrency-from-estimate chooses the load points, and so does --suite: give one",
     ),
     _rule(
+        lambda c: c.load.lora_mix and not c.engine.lora_modules and not c.engine.endpoint,
+        "--lora-mix spreads requests over LoRA adapters: name them with --lora-modules "
+        "NAME=PATH (or give the --endpoint that serves them)",
+    ),
+    _rule(
+        lambda c: c.engine.lora_modules and c.engine.endpoint,
+        "--lora-modules starts vLLM with the adapters; an --endpoint serves its own: drop "
+        "--lora-modules and name its adapters in --lora-mix",
+    ),
+    _rule(
+        lambda c: (c.engine.lora_modules or c.load.lora_mix) and c.prompts.turns is not None,
+        "--lora-modules/--lora-mix spread single requests over adapters; multi-turn sessions "
+        "(--turns) do not take adapters yet: drop one",
+    ),
+    _rule(
         lambda c: c.load.quality_reference and not c.load.quality,
         "--quality-reference compares a quality check: add --quality SPEC",
     ),

@@ -271,6 +271,10 @@ def _run_point(
         ctx.api == "chat",
         SpecOptions(stagger=cfg.load.warmup_stagger and not ctx.sessions, salt=salt),
     )
+    if ctx.lora is not None:  # each request's adapter, by its index (--lora-mix)
+        lora = ctx.lora  # a counted warm-up stays a list, a continuous one lazy
+        warm = list(lora.assign(warm)) if isinstance(warm, list) else lora.assign(warm)
+        measured = lora.assign(measured)
     build = request_builder(ctx, run_id)
     cache = prepare_cache(ctx, wl, salt, progress)  # --prefix-cache: before any request
     driven = drive_point(ctx, wl, build, warm, measured, progress, precision)

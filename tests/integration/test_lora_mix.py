@@ -1,0 +1,91 @@
+"""`run --lora-mix` against a real local server that serves LoRA adapters (the synthetic one with
+``--lora NAME=TTFT_MS``: each adapter listed at /v1/models, its requests' first token after its
+own delay): each request asks for its adapter, the figures per adapter are those of the
+adapter's requests, an adapter the server does not list stops the run before any load, and
+compare shows the adapters beside the whole."""
+
+import json
+import urllib.request
+
+import pytest
+
+from infer_prof.core.workload.adapter_mix import parse_mix
+from infer_prof.results.schema import load_typed_result
+from infer_prof.results.store import read_requests
+
+from .conftest import cli
+
+pytestmark = pytest.mark.integration
+
+BASE = ("run", "--model", "llama-2-7b", "--no-progress", "--no-history")
+MIX = "a1=0.5,a2=0.3,base=0.2"
+
+
+def _run(url: str, out, *extra: str):
+    return cli(*BASE, "--endpoint", url, "-c", "4", "-n", "40", "--input-len", "8",
+               "--output-len", "8", "--warmup-requests", "4", "--seed", "3",
+               "--output", str(out), *extra)
+
+
+def test_requests_spread_over_adapters_with_their_own_figures(synthetic, tmp_path):
+    # a1's first token comes after 80 ms, a2's and the base model's after 20 ms
+    server = synthetic("--lora", "a1=80", "--lora", "a2=20", ttft_ms=20.0, itl_ms=4.0,
+                       tokens=8)
+    out = tmp_path / "r.json"
+    p = _run(server.url, out, "--lora-mix", MIX, "--json")
+    assert p.returncode == 0, p.stderr
+    recs = [r for r in read_requests(tmp_path / "r.requests.jsonl") if not r.warmup]
+    assert len(recs) == 40 and all(r.ok for r in recs)
+    # each request's adapter is the mix's pick of its index (seed 3): reproducible
+    mix = parse_mix(MIX, ["a1", "a2"], seed=3)
+    assert [r.adapter or "base" for r in recs] == [mix.pick(r.index) for r in recs]
+    counts = mix.counts(range(40))
+    for name, share in zip(mix.names, mix.shares, strict=True):
+        assert abs(counts[name] - 40 * share) <= 2  # the low-discrepancy spread
+    result = load_typed_result(out)
+    lora = result.lora
+    assert lora is not None and lora.mix == MIX and lora.seed == 3
+    assert lora.listed == ["synthetic", "a1", "a2"] and lora.max_loras is None
+    rows = {f.adapter: f for f in lora.per_adapter}
+    assert list(rows) == ["a1", "a2", "base"]
+    for name, f in rows.items():
+        assert f.requests_completed == counts[name]
+        assert f.share_asked == pytest.approx(mix.share_of(name))
+        assert f.ttft_ms is not None and f.tpot_ms is not None
+    assert 78 < rows["a1"].ttft_ms.p50 < 120  # the adapter's own delay, not the mix's
+    assert 18 < rows["a2"].ttft_ms.p50 < 60 and 18 < rows["base"].ttft_ms.p50 < 60
+    # the adapters' rates are over the run's window: they add up to the whole
+    total = sum(f.output_throughput or 0 for f in rows.values())
+    assert total == pytest.approx(result.summary.output_throughput, rel=1e-9)
+    public = json.loads(p.stdout)
+    assert [f["adapter"] for f in public["lora"]["per_adapter"]] == ["a1", "a2", "base"]
+
+    # compare: the adapters' figures beside the runs'
+    c = cli("compare", str(out), "--format", "json")
+    assert c.returncode == 0, c.stderr
+    adapters = json.loads(c.stdout)["adapters"]
+    assert [a["adapter"] for a in adapters] == ["a1", "a2", "base"]
+    assert adapters[0]["ttft_p50_ms"] == pytest.approx(rows["a1"].ttft_ms.p50)
+    t = cli("compare", str(out))
+    assert t.returncode == 0 and "per LoRA adapter" in t.stdout
+
+    # uniform over what the endpoint lists (the adapters with a parent)
+    out2 = tmp_path / "u.json"
+    p = _run(server.url, out2, "--lora-mix", "uniform")
+    assert p.returncode == 0, p.stderr
+    u = load_typed_result(out2).lora
+    assert u is not None and u.shares == {"a1": 0.5, "a2": 0.5}
+    assert "per LoRA adapter (--lora-mix uniform)" in p.stdout
+
+
+def test_an_adapter_the_server_does_not_list_stops_the_run_before_load(synthetic, tmp_path):
+    server = synthetic("--lora", "a1=20", ttft_ms=20.0, itl_ms=4.0, tokens=8)
+    out = tmp_path / "r.json"
+    p = _run(server.url, out, "--lora-mix", "a1=0.5,zz=0.5")
+    assert p.returncode == 2, p.stderr
+    lines = [ln for ln in p.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, p.stderr
+    assert "zz" in lines[0] and "/v1/models lists synthetic, a1" in lines[0]
+    assert not out.exists()
+    truth = json.loads(urllib.request.urlopen(f"{server.url}/truth").read())
+    assert truth["requests"] == []  # nothing was sent
