@@ -160,6 +160,16 @@ def parse_size(text: str, flag: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
+def parse_reasoning_parser(text: str, flag: str) -> str:
+    """``auto``, ``none`` or a vLLM reasoning parser's name (lower-case letters, digits and
+    ``_``, as vLLM registers them: ``deepseek_r1``, ``qwen3``, ``openai_gptoss``)."""
+    value = text.strip()
+    if not re.fullmatch(r"[a-z0-9_]+", value):
+        raise ValueError(f"{flag} {text!r} is not a parser name; write auto, none, or a vLLM "
+                         "reasoning parser such as deepseek_r1, qwen3 or openai_gptoss")
+    return value
+
+
 def parse_labels(items: list[str], flag: str = "--label") -> dict[str, str]:
     """``KEY=VALUE`` pairs into a dict (whitespace around each stripped)."""
     out: dict[str, str] = {}

@@ -28,6 +28,7 @@ from infer_prof.config.options import (
     Opt,
     Range,
     parse_labels,
+    parse_reasoning_parser,
     parse_size,
     split_engine_args,
 )
@@ -111,6 +112,11 @@ class EngineConfig:
         ("--engine-arg",), "Any other vLLM argument, verbatim; repeat it (e.g. "
         "--engine-arg=--seed=1).", SERVER, typed=list[str], parse=split_engine_args)] = field(
         default_factory=list)
+    reasoning_parser: Annotated[str, Opt(
+        ("--reasoning-parser",), "The reasoning parser of the vLLM infer-prof starts: auto (the "
+        "model family's, for a model known to reason: docs/measurement.md, Reasoning models), "
+        "none, or a vLLM parser name (deepseek_r1, qwen3, openai_gptoss, ...). Ignored with "
+        "--endpoint.", SERVER, parse=parse_reasoning_parser)] = "auto"
     lora_modules: Annotated[list[str], Opt(  # infer_prof.run.lora_setup
         ("--lora-modules",), "LoRA adapters for vLLM to serve beside the model: NAME=PATH (the "
         "folder peft wrote); repeat it or separate with commas. Starts vLLM with --enable-lora, "
@@ -212,6 +218,11 @@ class LoadConfig:
         "$/1M tokens at (interpolated along the front, never extrapolated).", LOAD,
         range=Range("positive tokens/s/user", low=0, low_open=True, high=math.inf,
                     high_open=True))] = None
+    interactivity_of: Annotated[Literal["all", "answer"], Opt(
+        ("--interactivity-of",), "The tokens interactivity (tok/s/user = 1000 / TPOT p50) is "
+        "read over: all (every output token, reasoning included) or answer (a reasoning model's "
+        "answer tokens: 1000 / answer TPOT p50). Throughput and cost count every output token "
+        "either way.", LOAD)] = "all"
     concurrency_from_estimate: Annotated[bool, Opt(  # infer_prof.run.frontier_estimate
         ("--concurrency-from-estimate",), "--frontier --target-interactivity: measure only the "
         "concurrencies around the target on the predicted curve (1, half, at, double the "

@@ -13,7 +13,9 @@
  *     never later than now_mono; lags gets now_mono - t_ns.
  *   - if `fast` (the HTTP parser is at a chunk boundary) and the read is exactly one token
  *     chunk, the completion-token count advances chunk_ns/chunk_tokens; on_token(k) is called
- *     every report_every tokens.
+ *     every report_every tokens. The chunk's kind (chunk_kind: reasoning, answer or neither)
+ *     is kept as two numbers, not a list: reasoning_ct (tokens of reasoning chunks) and
+ *     first_answer (the index in chunk_ns of the first answer chunk, -1 before it).
  *   - otherwise general(data, t_ns) -> bool is called (data b"" at end of stream); its result
  *     is the new `fast`. A receive error calls failed(errno).
  *   - with decrypt (keyword; TLS, see loadgen/tls.py) the bytes read are ciphertext:
@@ -173,6 +175,40 @@ static long long match_token_chunk(const char *b, Py_ssize_t n)
     return value;
 }
 
+/* What a token chunk carries, by its keys (a JSON string cannot hold an unescaped quote, so
+ * these quoted patterns match keys only): ANSWER when its delta has non-empty "content" or
+ * "tool_calls", else REASONING when it has a "reasoning" (vLLM >= 0.10) or "reasoning_content"
+ * string, else ANSWER when it has a "content" string (an empty one: a partial UTF-8 sequence),
+ * else NEITHER; a chunk with no "delta" (the completions API's "text") is ANSWER. The same rule
+ * as stamped_reader.chunk_kind_py and client.chunk_kind_of. */
+#define KIND_NEITHER 0
+#define KIND_ANSWER 1
+#define KIND_REASONING 2
+static const char DELTA[] = "\"delta\":{";
+static const char CONTENT[] = "\"content\":\"";
+static const char TOOL_CALLS[] = "\"tool_calls\":[{";
+static const char REASONING[] = "\"reasoning\":\"";
+static const char REASONING_CONTENT[] = "\"reasoning_content\":\"";
+
+static int chunk_kind(const char *b, Py_ssize_t n)
+{
+    const char *d = find(b, n, DELTA, sizeof DELTA - 1);
+    if (d == NULL)
+        return KIND_ANSWER;
+    const char *p = d + (sizeof DELTA - 1);
+    Py_ssize_t rest = n - (p - b);
+    const char *c = find(p, rest, CONTENT, sizeof CONTENT - 1);
+    const char *after = c == NULL ? NULL : c + (sizeof CONTENT - 1);
+    if (after != NULL && after < b + n && *after != '"')
+        return KIND_ANSWER;
+    if (find(p, rest, TOOL_CALLS, sizeof TOOL_CALLS - 1) != NULL)
+        return KIND_ANSWER;
+    if (find(p, rest, REASONING, sizeof REASONING - 1) != NULL ||
+        find(p, rest, REASONING_CONTENT, sizeof REASONING_CONTENT - 1) != NULL)
+        return KIND_REASONING;
+    return c != NULL ? KIND_ANSWER : KIND_NEITHER;
+}
+
 typedef struct {
     PyObject_HEAD
     int fd;
@@ -180,6 +216,8 @@ typedef struct {
     long long last_ct;
     long long reported;
     long long report_every;
+    long long reasoning_ct; /* tokens of reasoning chunks */
+    long long first_answer; /* index in chunk_ns of the first answer chunk; -1: none yet */
     PyObject *chunk_ns;
     PyObject *chunk_tokens;
     PyObject *lags;
@@ -248,6 +286,8 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds)
     self->last_ct = 0;
     self->reported = 0;
     self->report_every = report_every;
+    self->reasoning_ct = 0;
+    self->first_answer = -1;
     Py_INCREF(chunk_ns);
     Py_XSETREF(self->chunk_ns, chunk_ns);
     Py_INCREF(chunk_tokens);
@@ -352,6 +392,11 @@ static PyObject *Reader_call(Reader *self, PyObject *args, PyObject *kwds)
         if (ct >= 0) {
             Py_XDECREF(plain);
             if (ct > self->last_ct) {
+                int kind = chunk_kind(data, len);
+                if (kind == KIND_REASONING)
+                    self->reasoning_ct += ct - self->last_ct;
+                else if (kind == KIND_ANSWER && self->first_answer < 0)
+                    self->first_answer = PyList_GET_SIZE(self->chunk_ns);
                 if (append_ll(self->chunk_ns, t) < 0 ||
                     append_ll(self->chunk_tokens, ct - self->last_ct) < 0)
                     return NULL;
@@ -402,6 +447,10 @@ static PyMemberDef Reader_members[] = {
     {"fast", T_INT, offsetof(Reader, fast), 0, "1 while the HTTP parser is at a chunk boundary"},
     {"last_ct", T_LONGLONG, offsetof(Reader, last_ct), 0, "completion tokens so far (usage)"},
     {"reported", T_LONGLONG, offsetof(Reader, reported), 0, "tokens passed to on_token so far"},
+    {"reasoning_ct", T_LONGLONG, offsetof(Reader, reasoning_ct), 0,
+     "tokens of reasoning chunks so far"},
+    {"first_answer", T_LONGLONG, offsetof(Reader, first_answer), 0,
+     "index in chunk_ns of the first answer chunk (-1: none yet)"},
     {NULL}};
 
 static PyTypeObject ReaderType = {
@@ -625,9 +674,21 @@ static PyObject *py_match_token_chunk(PyObject *mod, PyObject *arg)
     return PyLong_FromLongLong(r);
 }
 
+static PyObject *py_chunk_kind(PyObject *mod, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int r = chunk_kind((const char *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromLong(r);
+}
+
 static PyMethodDef methods[] = {
     {"match_token_chunk", py_match_token_chunk, METH_O,
      "Completion tokens if the bytes are exactly one vLLM token chunk, else -1."},
+    {"chunk_kind", py_chunk_kind, METH_O,
+     "What a token chunk carries: 0 neither, 1 answer (content, tool call, text), 2 reasoning."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_stamped",

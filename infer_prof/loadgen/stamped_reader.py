@@ -75,6 +75,33 @@ def match_token_chunk_py(data: bytes) -> int:
     return int(m.group(3))
 
 
+#: What a token chunk carries (:func:`chunk_kind_py`): nothing to tell (a delta with neither
+#: field), the answer (content, a tool call, a completion's text), or reasoning.
+KIND_NEITHER, KIND_ANSWER, KIND_REASONING = 0, 1, 2
+
+
+def chunk_kind_py(data: bytes) -> int:
+    """What the token chunk ``data`` carries, read from its keys without a JSON parser (a JSON
+    string cannot hold an unescaped quote, so the quoted patterns match keys only):
+    :data:`KIND_ANSWER` when its ``delta`` has a non-empty ``content`` string or a ``tool_calls``
+    entry; else :data:`KIND_REASONING` when it has a ``reasoning`` (vLLM 0.10 and later) or
+    ``reasoning_content`` string; else :data:`KIND_ANSWER` when it has a ``content`` string (an
+    empty one: a partial UTF-8 sequence); else :data:`KIND_NEITHER`. A chunk without ``delta``
+    (the completions API's ``text``) is an answer. The pure-Python twin of the C
+    ``chunk_kind``; ``client.chunk_kind_of`` applies the same rule to a parsed chunk."""
+    d = data.find(b'"delta":{')
+    if d < 0:
+        return KIND_ANSWER
+    c = data.find(b'"content":"', d)
+    if c >= 0 and data[c + 11:c + 12] not in (b'"', b""):
+        return KIND_ANSWER
+    if data.find(b'"tool_calls":[{', d) >= 0:
+        return KIND_ANSWER
+    if data.find(b'"reasoning":"', d) >= 0 or data.find(b'"reasoning_content":"', d) >= 0:
+        return KIND_REASONING
+    return KIND_ANSWER if c >= 0 else KIND_NEITHER
+
+
 @dataclass(frozen=True)
 class ReadSinks:
     """Where a stream socket's reader puts what it reads, and whom it tells.
@@ -108,7 +135,9 @@ class PyStampedReader:
     boundary) a read that is exactly one vLLM token chunk is counted here; anything else goes
     to ``sinks.general(data, t_ns) -> bool`` (``data`` is ``b""`` at end of stream), whose
     result is the new ``fast``. A receive error calls ``sinks.failed(errno)``
-    (see :class:`ReadSinks`).
+    (see :class:`ReadSinks`). Each counted chunk's kind (:func:`chunk_kind_py`) is kept as two
+    numbers: ``reasoning_ct``, the tokens of reasoning chunks, and ``first_answer``, the index
+    in ``chunk_ns`` of the first answer chunk (-1 before it).
 
     With ``decrypt`` (TLS, see :mod:`infer_prof.loadgen.tls`) the bytes read are ciphertext:
     ``decrypt(data)`` gives the plaintext they complete, which is then handled as above with the
@@ -128,6 +157,8 @@ class PyStampedReader:
         self.fast = 0
         self.last_ct = 0
         self.reported = 0
+        self.reasoning_ct = 0
+        self.first_answer = -1
         self._recv = sock.recvmsg_into
         self._decrypt = decrypt
         self._args = (*sinks.as_tuple(), report_every)
@@ -172,6 +203,11 @@ class PyStampedReader:
             ct = match_token_chunk_py(data)
             if ct >= 0:
                 if ct > self.last_ct:
+                    kind = chunk_kind_py(data)
+                    if kind == KIND_REASONING:
+                        self.reasoning_ct += ct - self.last_ct
+                    elif kind == KIND_ANSWER and self.first_answer < 0:
+                        self.first_answer = len(chunk_ns)
                     chunk_ns.append(t_ns)
                     chunk_tokens.append(ct - self.last_ct)
                     self.last_ct = ct
@@ -185,11 +221,12 @@ class PyStampedReader:
 try:
     from infer_prof.loadgen._stamped import ReaderGroup as _CReaderGroup
     from infer_prof.loadgen._stamped import StampedReader as _CStampedReader
-    from infer_prof.loadgen._stamped import match_token_chunk
+    from infer_prof.loadgen._stamped import chunk_kind, match_token_chunk
 except ImportError:  # not built (no C compiler, not Linux): the Python twin, same numbers
     _CStampedReader = None
     _CReaderGroup = None
     match_token_chunk = match_token_chunk_py
+    chunk_kind = chunk_kind_py
 
 #: Which reader the client uses: "c" (compiled hot path) or "python".
 READER = "c" if _CStampedReader is not None else "python"

@@ -70,6 +70,7 @@ def totals_table(result: Result) -> Table:
     ]
     rows += _frontier_rows(result)
     rows += _api_rows(result)
+    rows += _reasoning_rows(result)
     rows += _stream_rows(result)
     rows += _client_rows(result)
     rows += _warmup_rows(result)
@@ -122,6 +123,29 @@ def _stream_rows(result: Result) -> list[tuple[str, str]]:
         rows.append(("no TTFT/TPOT (left out)",
                      f"{shape.first_token_unknown} of {shape.requests} requests: all their "
                      "tokens came in one event, so their first token's time is unknown"))
+    return rows
+
+
+def _reasoning_rows(result: Result) -> list[tuple[str, str]]:
+    """A reasoning model's thinking: requests that thought and those cut while thinking (no
+    TTFO), reasoning and answer tokens per request and where they were counted, the parser;
+    or the line saying TTFT includes the thinking; then prefill tokens/s per user."""
+    rows: list[tuple[str, str]] = []
+    rz = result.reasoning
+    if rz is not None and rz.note:
+        rows.append(("reasoning", rz.note))
+    elif rz is not None and rz.streamed:
+        rows.append(("reasoning requests / ended thinking",
+                     f"{rz.requests} / {rz.ended_in_reasoning} (no TTFO)"))
+        mean = (lambda d: d.mean if d is not None else None)  # noqa: E731
+        rows.append(("reasoning / answer tokens per req",
+                     f"{fmt_value(mean(rz.reasoning_tokens), 1)} / "
+                     f"{fmt_value(mean(rz.answer_tokens), 1)} (from {rz.token_source}"
+                     + (f"; parser {rz.parser})" if rz.parser else ")")))
+    prefill = result.summary.prefill_tok_s_user
+    if prefill is not None:
+        rows.append(("prefill tokens/s/user p50 / p90",
+                     f"{fmt_value(prefill.p50, 1)} / {fmt_value(prefill.p90, 1)}"))
     return rows
 
 

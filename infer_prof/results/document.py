@@ -25,7 +25,8 @@ plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, `
 :mod:`infer_prof.results.frontier_sections`; ``server`` and ``telemetry`` in
 :mod:`infer_prof.results.server_sections`; ``matrix`` in
 :mod:`infer_prof.results.matrix_sections`; ``quality`` in
-:mod:`infer_prof.results.quality_sections`; ``repeats`` (``run --repeat N``) in
+:mod:`infer_prof.results.quality_sections`; ``reasoning`` in
+:mod:`infer_prof.results.reasoning_section`; ``repeats`` (``run --repeat N``) in
 :mod:`infer_prof.results.repeat_sections`; ``lora`` (``run --lora-modules``, ``--lora-mix``:
 the adapters and the figures per adapter) in :mod:`infer_prof.results.lora_sections`; the
 section base and :class:`Distribution` in
@@ -63,6 +64,7 @@ from infer_prof.results.lora_sections import Lora
 from infer_prof.results.matrix_sections import MatrixSection
 from infer_prof.results.model_sections import ChatTemplateTokens, ModelArchitecture, WeightsUsed
 from infer_prof.results.quality_sections import Quality
+from infer_prof.results.reasoning_section import Reasoning
 from infer_prof.results.repeat_sections import Repeats
 from infer_prof.results.server_sections import Server, Telemetry
 
@@ -113,6 +115,13 @@ class Summary(Section):
     e2e_ms: Distribution | None = None
     queue_ms: Distribution | None = None
     first_token_unknown: int | None = None
+    #: time to first output token (a reasoning model's first answer chunk; null when no request
+    #: streamed reasoning) and time per answer token after the first (requests that streamed
+    #: both kinds), ms: core.measurement.metrics.ttfo_ns / answer_tpot_ns
+    ttfo_ms: Distribution | None = None
+    answer_tpot_ms: Distribution | None = None
+    #: prefill throughput per user: prompt tokens / TTFT per request, tokens/s
+    prefill_tok_s_user: Distribution | None = None
     percentile_method: str | None = None
     interactivity_tok_s_user: float | None = None
     interactivity_p90_tok_s_user: float | None = None
@@ -276,6 +285,7 @@ class Result(Section):
     matrix: MatrixSection | None = None
     quality: Quality | None = None
     repeats: Repeats | None = None
+    reasoning: Reasoning | None = None
     lora: Lora | None = None
 
 

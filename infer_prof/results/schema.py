@@ -165,6 +165,8 @@ def public_result(result: Result) -> dict[str, Any]:
     out["warmup"] = msgspec.to_builtins(result.warmup)
     if result.sessions:  # multi-turn runs: per-turn figures and the prefix-cache hit rate
         out["sessions"] = msgspec.to_builtins(result.sessions)
+    if result.reasoning:  # a reasoning model: its thinking, the parser, or why none was seen
+        out["reasoning"] = msgspec.to_builtins(result.reasoning)
     if result.repeats:  # run --repeat N: which repeat, and the statistics across them so far
         out["repeats"] = msgspec.to_builtins(result.repeats)
     if result.lora is not None:  # --lora-mix: the mix and the figures per adapter

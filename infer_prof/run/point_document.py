@@ -74,6 +74,7 @@ from infer_prof.run.load_points import point_concurrency, prompt_mode
 from infer_prof.run.lora_setup import lora_section
 from infer_prof.run.planning import history_location
 from infer_prof.run.point_state import DrivenPoint
+from infer_prof.run.reasoning_setup import reasoning_section
 from infer_prof.run.startup import RunContext
 from infer_prof.telemetry.prometheus import mark_not_counted
 
@@ -164,6 +165,7 @@ def build_result(point: PointRun) -> Result:
         requests_file=None,  # set when written (save_point)
         precision_stop=msgspec.convert(state.precision, PrecisionStop)
         if state.precision else None,  # ("precision" is the weights')
+        reasoning=reasoning_section(cfg.engine, ctx.model, ctx.api, summary.reasoning),
         lora=lora_section(ctx.lora, records, rate_window_s) if ctx.lora else None,
     )
     _add_economics(result, point, sdict, scraped, energy)

@@ -34,6 +34,7 @@ from infer_prof.run.engine_setup import launch_settings, planned_engine_version
 from infer_prof.run.load_points import dataset_ids, point_label, token_pool
 from infer_prof.run.lora_setup import LoraRun, check_served
 from infer_prof.run.planning import RunPlan
+from infer_prof.run.reasoning_setup import parser_choice
 from infer_prof.servers.base import LaunchSpec, Server, ServerStartError
 from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
 from infer_prof.servers.http_get import http_get
@@ -139,6 +140,7 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         tokenizer=model.has_tokenizer,
         enforce_eager=cfg.engine.enforce_eager,
         engine_version=planned_engine_version(plan.plan),
+        reasoning_parser=parser_choice(cfg.engine, model).parser,
         lora_adapters=plan.lora.adapters if plan.lora else (),
     )
     return make_server(cfg.engine.server, spec)

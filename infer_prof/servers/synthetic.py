@@ -29,6 +29,9 @@ tokens, 15 us per token is about one core.
 Run it as ``python -m infer_prof.servers.synthetic --port 0 --ttft-ms 50 --itl-ms 15``; it prints
 ``LISTENING <port>`` on stdout once it accepts connections.
 
+``POST /v1/chat/completions`` streams chat chunks, thinking first with ``--reasoning-tokens R``
+(:mod:`infer_prof.servers.synthetic_events`; the truth's ``reasoning_tokens`` give true TTFO).
+
 With ``--tls-cert FILE --tls-key FILE`` it speaks HTTPS, with TLS done over the same raw sockets
 (``ssl.SSLObject`` on ``MemoryBIO``s, in :mod:`infer_prof.servers.synthetic_conn`): a request's
 arrival is still the kernel's receive time, of the segment that completed the TLS record holding
@@ -54,32 +57,17 @@ from infer_prof.loadgen.endpoint import no_pacing
 from infer_prof.loadgen.stamped_reader import SO_TIMESTAMPNS
 from infer_prof.servers.cpu_burn import burn_cpu, cpu_clock_call_ns
 from infer_prof.servers.synthetic_conn import Conn
+from infer_prof.servers.synthetic_events import (
+    CHAT_PREFIX,
+    EVENT_PREFIX,
+    EVENT_TAIL,
+    LAST_EVENT,
+    MODEL_NAME,
+    THINK_PREFIX,
+    last_chat_event,
+)
 
-MODEL_NAME = "synthetic"
-
-# One token event, as vLLM streams it with continuous usage stats, split at the completion-token
-# count: the prefix is formatted once per stream (request index, prompt_tokens), the tail per
-# token (completion_tokens, total_tokens). The last token adds a usage-only event and [DONE].
-# (Byte-for-byte what json.dumps(..., separators=(",", ":")) gives.)
-_EVENT_HEAD = (
-    b'data: {"id":"cmpl-%d","object":"text_completion","model":"' + MODEL_NAME.encode() + b'",'
-)
-_USAGE = b'"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}\n\n'
-_EVENT_PREFIX = (
-    _EVENT_HEAD
-    + b'"choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":null}],'
-    + b'"usage":{"prompt_tokens":%d,"completion_tokens":'
-)
-_EVENT_TAIL = b'%d,"total_tokens":%d}}\n\n'
-_LAST_EVENT = (
-    _EVENT_HEAD
-    + b'"choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":"length"}],'
-    + _USAGE
-    + _EVENT_HEAD
-    + b'"choices":[],'
-    + _USAGE
-    + b"data: [DONE]\n\n"
-)
+__all__ = ["MODEL_NAME", "SyntheticServer", "main"]
 
 
 @dataclass
@@ -102,6 +90,9 @@ class Stream:
     prefix: bytes = b""  # the event up to the completion-token count (same for every token)
     framed: bool = True  # chunked transfer encoding (HTTP/1.1); else the close ends the body
     itl_ns: int = 0  # this stream's gap between tokens (load-dependent with --itl-per-stream-ms)
+    chat: bool = False  # /v1/chat/completions: chat chunks
+    reasoning: int = 0  # the first `reasoning` tokens are thinking (chat, --reasoning-tokens)
+    think_prefix: bytes = b""  # the event of a thinking token up to its completion-token count
 
 
 class SyntheticServer:
@@ -149,10 +140,12 @@ class SyntheticServer:
         self.prefix_block = 0
         # --empty-text: every token's event but the last has text "" (as a random-weight model's
         # partial UTF-8 sequences stream), its per-chunk usage still counting it
-        self.event_prefix = _EVENT_PREFIX
+        self.event_prefix = EVENT_PREFIX
         self.prefix_seen: set[int] = set()
         self.prefix_queries = 0
         self.prefix_hits = 0
+        self.reasoning_tokens = 0  # --reasoning-tokens: a chat stream's thinking tokens
+        self.reasoning_usage = True  # the final usage counts them (completion_tokens_details)
         self.lora_ttft_ns: dict[str, int] = {}  # --lora NAME=TTFT_MS: adapters and their TTFT
         # perf_counter -> loop.time() offset (both CLOCK_MONOTONIC on Linux; measured anyway)
         self._loop_offset_s = self.loop.time() - time.perf_counter()
@@ -193,13 +186,16 @@ class SyntheticServer:
         arrival_ns: int,
         request_id: str | None = None,
     ) -> None:
-        if method == "POST" and path.endswith("/v1/completions"):
+        chat = path.endswith("/v1/chat/completions")
+        if method == "POST" and (chat or path.endswith("/v1/completions")):
             try:
                 req = json.loads(body or b"{}")
             except ValueError:
                 conn.respond(400, {"error": {"message": "body is not JSON"}})
                 return
             prompt = req.get("prompt", "")
+            if chat:  # the words of its messages
+                prompt = " ".join(str(m.get("content", "")) for m in req.get("messages") or [])
             if isinstance(prompt, list):
                 prompt_tokens = len(prompt)
                 if self.prefix_block:
@@ -219,6 +215,10 @@ class SyntheticServer:
                 conn, self.next_index, arrival_ns, prompt_tokens, max_tokens, request_id
             )
             stream.prefix = self.event_prefix % (stream.index, prompt_tokens)
+            if chat:
+                stream.chat, stream.reasoning = True, self.reasoning_tokens
+                stream.prefix = CHAT_PREFIX % (stream.index, prompt_tokens)
+                stream.think_prefix = THINK_PREFIX % (stream.index, prompt_tokens)
             self.active += 1
             stream.itl_ns = self.itl_ns + self.itl_slope_ns * self.active
             self.next_index += 1
@@ -325,7 +325,8 @@ class SyntheticServer:
             if cost:
                 burn_cpu(cost)
             s.sent = n
-            data = s.prefix + _EVENT_TAIL % (n, s.prompt_tokens + n)
+            data = ((s.prefix if n > s.reasoning else s.think_prefix)
+                    + EVENT_TAIL % (n, s.prompt_tokens + n))
             if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data):
                 continue  # the connection is gone; closing it finished the stream
             s.send_ns.append(perf_ns())
@@ -351,10 +352,11 @@ class SyntheticServer:
         last = n >= s.max_tokens
         p = s.prompt_tokens
         if last:
-            data = _LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n)
+            data = (last_chat_event(s.index, p, n, s.reasoning, self.reasoning_usage) if s.chat
+                    else LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n))
             payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data) if s.framed else data
         else:
-            data = s.prefix + _EVENT_TAIL % (n, p + n)
+            data = (s.prefix if n > s.reasoning else s.think_prefix) + EVENT_TAIL % (n, p + n)
             payload = b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data
         if not s.conn.send_raw(payload):
             self.finish(s, aborted=True)
@@ -385,6 +387,7 @@ class SyntheticServer:
                 "arrival_ns": s.arrival_ns,
                 "send_ns": s.send_ns,
                 "prompt_tokens": s.prompt_tokens,
+                "reasoning_tokens": min(s.sent, s.reasoning),
                 "aborted": aborted,
             }
         )
@@ -434,6 +437,8 @@ def main(argv: list[str] | None = None) -> None:
         help="ITL grows by this many ms per stream in service at a request's arrival "
         "(a server whose speed falls with load in a known way)",
     )
+    parser.add_argument("--reasoning-tokens", type=int, default=0, help="chat: N thinking first")
+    parser.add_argument("--no-reasoning-usage", action="store_true", help="usage leaves them out")
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--empty-text", action="store_true",
@@ -468,11 +473,13 @@ def main(argv: list[str] | None = None) -> None:
         args.itl_per_stream_ms,
     )
     server.prefix_block = max(0, args.prefix_cache_block)
+    server.reasoning_tokens = max(0, args.reasoning_tokens)
+    server.reasoning_usage = not args.no_reasoning_usage
     for item in args.lora:
         name, _, ms = item.partition("=")
         server.lora_ttft_ns[name] = int(float(ms or args.ttft_ms) * 1e6)
     if args.empty_text:
-        server.event_prefix = _EVENT_PREFIX.replace(b'"text":" tok"', b'"text":""')
+        server.event_prefix = EVENT_PREFIX.replace(b'"text":" tok"', b'"text":""')
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
     # No collector pauses: a full collection of the truth records stalls sends for milliseconds
     # and then releases them as one burst, which a client 2 cores share with this server then

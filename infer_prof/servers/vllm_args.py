@@ -88,12 +88,14 @@ def vllm_flags(
     enforce_eager: bool = False,
     tokenizer: bool = True,
     vllm_version: tuple[int, ...] | None = None,
+    reasoning_parser: str | None = None,
     lora_adapters: Sequence[LoraAdapter] = (),
 ) -> list[str]:
     """The vLLM command-line arguments beyond model, host and port: each set setting as its
     flag (in :data:`FLAG_NAMES` order), unless ``extra_args`` (``--engine-arg``, appended
     verbatim) gives that flag itself; ``--enforce-eager``; ``--skip-tokenizer-init`` for a
-    model without a tokenizer; the LoRA flags of ``lora_adapters`` (:func:`lora_flags`)."""
+    model without a tokenizer; ``--reasoning-parser NAME`` (unless given verbatim); the LoRA
+    flags of ``lora_adapters`` (:func:`lora_flags`)."""
     merged = vllm_engine_args(settings, vllm_version)
     given = {a.split("=", 1)[0] for a in extra_args if a.startswith("--")}
     args: list[str] = []
@@ -104,6 +106,8 @@ def vllm_flags(
         args.append("--enforce-eager")
     if not tokenizer:
         args.append("--skip-tokenizer-init")
+    if reasoning_parser and "--reasoning-parser" not in given:
+        args += ["--reasoning-parser", reasoning_parser]
     return args + lora_flags(lora_adapters, given) + list(extra_args)
 
 

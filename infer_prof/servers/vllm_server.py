@@ -78,6 +78,7 @@ class VllmServer(ChildServer):
             engine_args=vllm_flags(spec.settings, spec.extra_args,
                                    enforce_eager=spec.enforce_eager, tokenizer=spec.tokenizer,
                                    vllm_version=spec.engine_version,
+                                   reasoning_parser=spec.reasoning_parser,
                                    lora_adapters=spec.lora_adapters),
             on_gpu=spec.on_gpu,
             vllm_version=spec.engine_version,

@@ -25,6 +25,7 @@ sum over layers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -65,8 +66,15 @@ class KvGroup:
 
 def kv_groups(m: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> list[KvGroup]:
     """The model's layers grouped by what they keep in the KV cache, on one of ``tp`` GPUs."""
+    return list(_kv_groups(m, tp, kv_dtype_bytes))
+
+
+@lru_cache(maxsize=1024)
+def _kv_groups(m: ModelSpec, tp: int, kv_dtype_bytes: int) -> tuple[KvGroup, ...]:
+    """:func:`kv_groups`, computed once per model, split and element size (the estimate asks
+    for it on every predicted engine step)."""
     if m.mla is not None:
-        return [KvGroup("mla", m.num_layers, m.mla.latent_width * kv_dtype_bytes, None)]
+        return (KvGroup("mla", m.num_layers, m.mla.latent_width * kv_dtype_bytes, None),)
     heads = max(1, m.num_kv_heads // tp)
     per_layer = 2 * heads * m.head_dim * kv_dtype_bytes
     kinds = m.attention_kinds()
@@ -75,7 +83,7 @@ def kv_groups(m: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> list[KvGrou
         n = kinds.count(kind)
         if n:
             out.append(KvGroup(kind, n, per_layer, None if kind == "full" else m.sliding_window))
-    return out
+    return tuple(out)
 
 
 def kv_bytes_per_token(m: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> int:

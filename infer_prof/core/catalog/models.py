@@ -127,12 +127,12 @@ class ModelSpec:
     def linear_params(self) -> int:
         """Parameters in the decoder layers' linear weights (what weight quantization shrinks):
         attention projections, dense MLPs, all experts and shared experts."""
-        return sum(t.params for t in self.tensors() if t.linear)
+        return _linear_params(self)
 
     def routed_expert_params(self) -> int:
         """Parameters of all routed experts (every MoE layer, every expert); 0 for a dense
         model."""
-        return sum(t.params for t in self.tensors() if t.role == "experts")
+        return _routed_expert_params(self)
 
     def active_linear_params(self) -> int:
         """Linear parameters one token passes through: ``linear_params`` less the routed
@@ -162,6 +162,16 @@ class ModelSpec:
 @cache
 def _tensors(spec: ModelSpec) -> tuple[TensorGroup, ...]:
     return tuple(tensor_groups(spec))
+
+
+@cache
+def _linear_params(spec: ModelSpec) -> int:
+    return sum(t.params for t in spec.tensors() if t.linear)
+
+
+@cache
+def _routed_expert_params(spec: ModelSpec) -> int:
+    return sum(t.params for t in spec.tensors() if t.role == "experts")
 
 
 def _from_config(config: dict[str, Any], *, name: str, hub_id: str | None) -> ModelSpec:

@@ -95,7 +95,7 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     compute = flops_d / (peak * factors.mfu_decode) + flops_p / (peak * factors.mfu_prefill)
     allreduce = allreduce_step_s(
         tokens=tokens, hidden=arch.hidden_size, layers=arch.num_layers, gpus=n,
-        link_bytes_per_s=d.link_bytes_per_s(), efficiency=factors.allreduce_efficiency,
+        link_bytes_per_s=d.link_bytes_per_s(), efficiency=d.allreduce_efficiency(),
         latency_s=factors.allreduce_latency_us * 1e-6)
     overhead = factors.step_overhead_ms * 1e-3
     return StepCost(

@@ -46,6 +46,8 @@ The planner (:mod:`infer_prof.core.planning.planner`) chooses a precision from t
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from infer_prof.core.catalog import kv_layout
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
 from infer_prof.core.catalog.model_tensors import TensorGroup
@@ -148,6 +150,7 @@ def _quantized_bytes(model: ModelSpec, groups: list[TensorGroup], precision: str
     raise PlanError(f"unknown precision {precision!r}")
 
 
+@lru_cache(maxsize=4096)
 def weight_bytes(model: ModelSpec, precision: str, tp: int = 1) -> int:
     """Weight bytes on one of ``tp`` GPUs (the whole model when ``tp == 1``).
 
@@ -186,6 +189,7 @@ def checkpoint_bytes(model: ModelSpec) -> int:
     return weight_bytes(model, checkpoint_precision(model), 1)
 
 
+@lru_cache(maxsize=1024)
 def routed_expert_bytes(model: ModelSpec, precision: str) -> int:
     """Bytes of all routed experts (whole model) at ``precision``: the part of the weights a
     decode step reads only for the experts its tokens are routed to."""
