@@ -45,11 +45,12 @@ def config_label(r: Row) -> str:
 
 
 def error_label(r: Row) -> str:
-    """``-12..+9%`` (the validated interval) or ``unvalidated``."""
+    """``±17%`` (the 90th percentile of |error| held out by source, of the row's kind of
+    configuration) or ``unvalidated``."""
     e = r.expected_error
-    if e is None:
+    if e is None or not r.validated or e.p90_abs_pct is None:
         return "unvalidated"
-    return f"{e.low_pct:+.0f}..{e.high_pct:+.0f}%"
+    return f"±{e.p90_abs_pct:.0f}%"
 
 
 def _num(x: float | None, fmt: str = ",.0f") -> str:

@@ -216,11 +216,6 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
         "--lora-modules and name its adapters in --lora-mix",
     ),
     _rule(
-        lambda c: (c.engine.lora_modules or c.load.lora_mix) and c.prompts.turns is not None,
-        "--lora-modules/--lora-mix spread single requests over adapters; multi-turn sessions "
-        "(--turns) do not take adapters yet: drop one",
-    ),
-    _rule(
         lambda c: c.load.quality_reference and not c.load.quality,
         "--quality-reference compares a quality check: add --quality SPEC",
     ),

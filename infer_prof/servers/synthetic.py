@@ -93,6 +93,7 @@ class Stream:
     cached: int | None = None  # prompt tokens found in the prefix cache (--prefix-cache-block)
     framed: bool = True  # chunked transfer encoding (HTTP/1.1); else the close ends the body
     itl_ns: int = 0  # this stream's gap between tokens (load-dependent with --itl-per-stream-ms)
+    ttft_ns: int = 0  # this stream's time to first token (its LoRA adapter's, --lora NAME=MS)
     chat: bool = False  # /v1/chat/completions: chat chunks
     reasoning: int = 0  # the first `reasoning` tokens are thinking (chat, --reasoning-tokens)
     think_prefix: bytes = b""  # the event of a thinking token up to its completion-token count
@@ -231,8 +232,8 @@ class SyntheticServer:
                    else b"connection: close\r\n\r\n")
             )
             conn.active = stream
-            ttft_ns = self.lora_ttft_ns.get(str(req.get("model")), self.ttft_ns)
-            self._schedule(stream, arrival_ns + ttft_ns)
+            stream.ttft_ns = self.lora_ttft_ns.get(str(req.get("model")), self.ttft_ns)
+            self._schedule(stream, arrival_ns + stream.ttft_ns)
         elif path == "/health":
             conn.respond(200, None)
         elif path.endswith("/v1/models"):
@@ -298,7 +299,6 @@ class SyntheticServer:
         perf_ns = time.perf_counter_ns
         buckets = self.buckets
         tick = self.tick_ns
-        ttft = self.ttft_ns
         cost = self._burn_ns
         for s in bucket:
             if s.cancelled:
@@ -315,7 +315,7 @@ class SyntheticServer:
             if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data):
                 continue  # the connection is gone; closing it finished the stream
             s.send_ns.append(perf_ns())
-            due = s.arrival_ns + ttft + n * s.itl_ns
+            due = s.arrival_ns + s.ttft_ns + n * s.itl_ns
             s.due_ns = due
             kk = -(-due // tick)
             nxt = buckets.get(kk)
@@ -356,7 +356,7 @@ class SyntheticServer:
         elif self.hang_every and (s.index + 1) % self.hang_every == 0 and n >= 3:
             s.handle = None  # stall: the stream stays open and silent
         else:
-            self._schedule(s, s.arrival_ns + self.ttft_ns + n * s.itl_ns)
+            self._schedule(s, s.arrival_ns + s.ttft_ns + n * s.itl_ns)
 
     def finish(self, s: Stream, aborted: bool) -> None:
         """End stream ``s`` (once): record its truth (``aborted``: it did not send every token)
