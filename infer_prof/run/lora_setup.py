@@ -59,12 +59,17 @@ class LoraRun:
     max_lora_rank: int | None = None
     max_loras: int | None = None
 
+    def adapter_of(self, index: int) -> str | None:
+        """The adapter request (or multi-turn session) ``index`` asks for:
+        :meth:`AdapterMix.pick` of it, None for ``base``."""
+        name = self.mix.pick(index)
+        return None if name == BASE else name
+
     def assign(self, specs: Iterable[RequestSpec]) -> Iterator[RequestSpec]:
-        """``specs`` each with its adapter (:meth:`AdapterMix.pick` of its index; None for
-        ``base``). Lazy: a duration-bound point's endless specs stay endless."""
+        """``specs`` each with its adapter (:meth:`adapter_of` its index). Lazy: a
+        duration-bound point's endless specs stay endless."""
         for spec in specs:
-            name = self.mix.pick(spec.index)
-            yield replace(spec, adapter=None if name == BASE else name)
+            yield replace(spec, adapter=self.adapter_of(spec.index))
 
 
 def plan_lora(cfg: RunConfig) -> LoraPlan | None:

@@ -163,7 +163,6 @@ def test_figures_per_adapter_are_the_adapters_requests_over_the_whole_window():
 @pytest.mark.parametrize("options, needle", [
     ({"lora_mix": "a=1"}, "name them with --lora-modules"),
     ({"lora_modules": ["a=/x"], "endpoint": "http://h:1"}, "drop --lora-modules"),
-    ({"lora_modules": ["a=/x"], "turns": 2}, "--turns"),
 ])
 def test_rules_between_the_lora_options(options, needle):
     with pytest.raises(ConfigError, match=needle):
