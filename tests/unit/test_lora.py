@@ -186,3 +186,20 @@ def test_the_mix_is_part_of_the_configuration_fingerprint():
     # the same mix, recomputed: the same fingerprint
     assert config_fingerprint(with_lora) == config_fingerprint(
         msgspec.structs.replace(base, lora=msgspec.structs.replace(lora)))
+
+
+def test_the_lora_limits_recorded_are_those_the_launch_gets(tmp_path):
+    from infer_prof.run.lora_setup import plan_lora
+
+    folder = _adapter_folder(tmp_path, {"r": 8})
+    mods = [f"a={folder}", f"b={folder}"]
+    plan = plan_lora(RunConfig(lora_modules=mods))
+    assert plan is not None and (plan.max_lora_rank, plan.max_loras) == (8, 2)
+    assert plan.mix is not None and plan.mix.spec == "uniform"
+    plan = plan_lora(RunConfig(lora_modules=mods, engine_args=["--max-loras=1",
+                                                               "--max-lora-rank", "16"]))
+    assert plan is not None and (plan.max_lora_rank, plan.max_loras) == (16, 1)
+    with pytest.raises(ConfigError, match="whole number"):
+        plan_lora(RunConfig(lora_modules=mods, engine_args=["--max-loras=x"]))
+    with pytest.raises(ConfigError, match="'zz' is not an adapter"):
+        plan_lora(RunConfig(lora_modules=mods, lora_mix="zz=1"))
