@@ -181,9 +181,10 @@ def listed_models(endpoint: Endpoint, api_key: str | None) -> list[tuple[str, st
 
 
 def lora_section(run: LoraRun, records: Sequence[RequestRecord],
-                 rate_window_s: float | None) -> Lora:
+                 rate_window_s: float | None, running_max: float | None = None) -> Lora:
     """The result's ``lora`` section: the mix, the adapters, the engine's limits, the listing,
-    and each name's figures (:func:`~infer_prof.core.measurement.adapter_figures.per_adapter`,
+    the most adapters the server ran at once (``running_max``, from its /metrics), and each
+    name's figures (:func:`~infer_prof.core.measurement.adapter_figures.per_adapter`,
     in the mix's order, rates over the whole run's ``rate_window_s`` or window)."""
     mix = run.mix
     figures = per_adapter(records, mix.names, mix.shares, rate_window_s)
@@ -198,6 +199,7 @@ def lora_section(run: LoraRun, records: Sequence[RequestRecord],
         max_lora_rank=run.max_lora_rank,
         max_loras=run.max_loras,
         listed=list(run.listed),
+        adapters_running_max=running_max,
         per_adapter=[
             AdapterFigures(
                 adapter=f.adapter,

@@ -61,7 +61,15 @@ COUNTERS: dict[str, tuple[str, ...]] = {
     ),
     "estimated_read_bytes_per_gpu_total": ("vllm:estimated_read_bytes_per_gpu_total",),
 }
-SERIES_KEYS: tuple[str, ...] = ("t_s", *GAUGES, *COUNTERS)
+# vLLM's vllm:lora_requests_info (with --enable-lora): one sample per state the scheduler has
+# been in, its value the time of that state (s since the epoch), the adapters running and
+# waiting as comma-separated label values; the newest sample is the present state. Series key
+# -> its label: how many adapters are in that state now.
+LORA_GAUGES: dict[str, str] = {
+    "lora_adapters_running": "running_lora_adapters",
+    "lora_adapters_waiting": "waiting_lora_adapters",
+}
+SERIES_KEYS: tuple[str, ...] = ("t_s", *GAUGES, *COUNTERS, *LORA_GAUGES)
 # Summary key -> (series key, the vLLM flag without which the counter stays at 0). Such a
 # figure is null with ``<key>_reason`` when it was not counted (see ``core.measurement.counters``).
 FLAG_GATED: dict[str, tuple[str, str]] = {
@@ -119,7 +127,7 @@ def extract_server(samples: Samples) -> tuple[str | None, dict[str, float | None
     kind = server_kind(samples)
     if kind not in OTHER_SERVERS:
         return kind, extract_vllm(samples)
-    out: dict[str, float | None] = dict.fromkeys((*GAUGES, *COUNTERS))
+    out: dict[str, float | None] = dict.fromkeys((*GAUGES, *COUNTERS, *LORA_GAUGES))
     for key, (names, how) in OTHER_SERVERS[kind].items():
         combine = max_samples if how == "max" else sum_samples
         out[key] = next((v for n in names if (v := combine(samples, n)) is not None), None)
@@ -138,7 +146,20 @@ def extract_vllm(samples: Samples) -> dict[str, float | None]:
         out[key] = next((v for n in names if (v := combine(samples, n)) is not None), None)
     for key, names in COUNTERS.items():
         out[key] = next((v for n in names if (v := sum_samples(samples, n)) is not None), None)
+    out.update(lora_adapter_counts(samples))
     return out
+
+
+def lora_adapter_counts(samples: Samples) -> dict[str, float | None]:
+    """How many LoRA adapters vLLM's scheduler runs and keeps waiting now (:data:`LORA_GAUGES`):
+    the names in the labels of the newest ``vllm:lora_requests_info`` sample (the one with the
+    largest value, a time); None without that metric (LoRA not enabled)."""
+    rows = samples.get("vllm:lora_requests_info") or []
+    if not rows:
+        return dict.fromkeys(LORA_GAUGES)
+    labels, _ = max(rows, key=lambda row: row[1])
+    return {key: float(len([n for n in labels.get(label, "").split(",") if n.strip()]))
+            for key, label in LORA_GAUGES.items()}
 
 
 def summarize_metrics(
@@ -151,7 +172,9 @@ def summarize_metrics(
     above 0 (``core.measurement.timeseries.busy_mean``): the batch an engine step ran with.
     Counters: increase from the window's first scrape to its last, resets
     handled (``core.measurement.timeseries.counter_increase``); ``None`` if the metric is absent
-    there. ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries
+    there. ``lora_adapters_running_max``/``_mean`` and ``lora_adapters_waiting_max``: LoRA
+    adapters vLLM ran in one step and kept waiting (:func:`lora_adapter_counts`; None without
+    LoRA). ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries
     (``prefix_cache_hit_rate_reason`` says why).
     ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines);
     ``estimated_read_bytes_per_gpu_reason`` says why it is null (not exposed, not read at the
@@ -180,6 +203,9 @@ def summarize_metrics(
         "prefix_cache_hits": hits,
         "prefix_cache_queries": queries,
         "prefix_cache_hit_rate": ts.ratio(hits, queries),
+        "lora_adapters_running_max": ts.maximum(col("lora_adapters_running")),
+        "lora_adapters_running_mean": ts.time_weighted_mean(tw, col("lora_adapters_running")),
+        "lora_adapters_waiting_max": ts.maximum(col("lora_adapters_waiting")),
         # (no scrape at all: the scraper's reason says why)
         "prefix_cache_hit_rate_reason": None if ts.ratio(hits, queries) is not None or not idx
         else ("the server exposes no prefix-cache counters (vllm:prefix_cache_queries_total)"
