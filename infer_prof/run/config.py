@@ -176,6 +176,12 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
         "--repeat-relaunch restarts the server between repeats: give --repeat N (2 or more)",
     ),
     _rule(
+        lambda c: c.engine.speculative_config and c.engine.endpoint,
+        "--speculative-config starts vLLM with speculative decoding; an --endpoint runs with "
+        "its own settings (drop --speculative-config; its acceptance is still read from its "
+        "/metrics)",
+    ),
+    _rule(
         lambda c: c.load.repeat_relaunch and c.engine.endpoint,
         "--repeat-relaunch restarts the server it started; it cannot with --endpoint (drop one)",
     ),
