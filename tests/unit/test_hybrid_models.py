@@ -238,3 +238,22 @@ def test_transformers_5s_nemotron_h_spelling_reads_the_same_layers():
     cfg["layers_block_type"] = [words[c] for c in pattern]
     m = ModelSpec.from_config(cfg, name="n")
     assert m.attention_kinds() == _spec("nemotron-h-56b-base-8k").attention_kinds()
+
+
+def test_the_estimates_step_reads_the_state_once_per_sequence_split_over_gpus():
+    from infer_prof.core.estimate.decode_step import step_cost
+    from infer_prof.core.estimate.deployment import Deployment
+    from infer_prof.core.estimate.factors import default_factors
+
+    m = _spec("qwen3-next-80b-a3b")
+    gpu = find_gpu("H200")
+    state = 36 * 1_097_728
+    for gpus in (1, 2):
+        d = Deployment(arch=m, gpu=gpu, gpu_count=gpus, precision="fp8",
+                       factors=default_factors(gpu), kv_dtype_bytes=2)
+        short = step_cost(d, batch=8, context=100).kv_bytes
+        long = step_cost(d, batch=8, context=10_100).kv_bytes
+        # 10,000 more tokens of context add only their KV (split 2 ways: 2 KV heads), never
+        # more state; the state itself is 8 sequences' worth, split over the GPUs
+        assert long - short == pytest.approx(8 * 10_000 * 24 * KIB / gpus)
+        assert short == pytest.approx(8 * (100 * 24 * KIB / gpus + state / gpus))
