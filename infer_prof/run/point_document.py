@@ -169,7 +169,9 @@ def build_result(point: PointRun) -> Result:
         precision_stop=msgspec.convert(state.precision, PrecisionStop)
         if state.precision else None,  # ("precision" is the weights')
         reasoning=reasoning_section(cfg.engine, ctx.model, ctx.api, summary.reasoning),
-        lora=lora_section(ctx.lora, records, rate_window_s) if ctx.lora else None,
+        lora=lora_section(ctx.lora, records, rate_window_s,
+                          (scraped.get("summary") or {}).get("lora_adapters_running_max"))
+        if ctx.lora else None,
     )
     _add_economics(result, point, sdict, scraped, energy)
     _add_serving_state(result, point, scraped)

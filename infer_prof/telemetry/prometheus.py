@@ -67,11 +67,19 @@ COUNTERS: dict[str, tuple[str, ...]] = {
     "spec_decode_draft_tokens_total": ("vllm:spec_decode_num_draft_tokens_total",),
     "spec_decode_accepted_tokens_total": ("vllm:spec_decode_num_accepted_tokens_total",),
 }
+# vLLM's vllm:lora_requests_info (with --enable-lora): one sample per state the scheduler has
+# been in, its value the time of that state (s since the epoch), the adapters running and
+# waiting as comma-separated label values; the newest sample is the present state. Series key
+# -> its label: how many adapters are in that state now.
+LORA_GAUGES: dict[str, str] = {
+    "lora_adapters_running": "running_lora_adapters",
+    "lora_adapters_waiting": "waiting_lora_adapters",
+}
 #: Draft tokens accepted at each draft position, a counter per ``position`` label; each
 #: position is its own series, ``<PER_POSITION><position>`` (0 is the first draft token).
 PER_POSITION_METRIC = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 PER_POSITION = "spec_decode_accepted_per_pos_total_"
-SERIES_KEYS: tuple[str, ...] = ("t_s", *GAUGES, *COUNTERS)
+SERIES_KEYS: tuple[str, ...] = ("t_s", *GAUGES, *COUNTERS, *LORA_GAUGES)
 # Summary key -> (series key, the vLLM flag without which the counter stays at 0). Such a
 # figure is null with ``<key>_reason`` when it was not counted (see ``core.measurement.counters``).
 FLAG_GATED: dict[str, tuple[str, str]] = {
@@ -129,7 +137,7 @@ def extract_server(samples: Samples) -> tuple[str | None, dict[str, float | None
     kind = server_kind(samples)
     if kind not in OTHER_SERVERS:
         return kind, extract_vllm(samples)
-    out: dict[str, float | None] = dict.fromkeys((*GAUGES, *COUNTERS))
+    out: dict[str, float | None] = dict.fromkeys((*GAUGES, *COUNTERS, *LORA_GAUGES))
     for key, (names, how) in OTHER_SERVERS[kind].items():
         combine = max_samples if how == "max" else sum_samples
         out[key] = next((v for n in names if (v := combine(samples, n)) is not None), None)
@@ -148,7 +156,20 @@ def extract_vllm(samples: Samples) -> dict[str, float | None]:
         out[key] = next((v for n in names if (v := combine(samples, n)) is not None), None)
     for key, names in COUNTERS.items():
         out[key] = next((v for n in names if (v := sum_samples(samples, n)) is not None), None)
+    out.update(lora_adapter_counts(samples))
     return out
+
+
+def lora_adapter_counts(samples: Samples) -> dict[str, float | None]:
+    """How many LoRA adapters vLLM's scheduler runs and keeps waiting now (:data:`LORA_GAUGES`):
+    the names in the labels of the newest ``vllm:lora_requests_info`` sample (the one with the
+    largest value, a time); None without that metric (LoRA not enabled)."""
+    rows = samples.get("vllm:lora_requests_info") or []
+    if not rows:
+        return dict.fromkeys(LORA_GAUGES)
+    labels, _ = max(rows, key=lambda row: row[1])
+    return {key: float(len([n for n in labels.get(label, "").split(",") if n.strip()]))
+            for key, label in LORA_GAUGES.items()}
 
 
 def summarize_metrics(
@@ -165,6 +186,8 @@ def summarize_metrics(
     (``prefix_cache_hit_rate_reason`` says why). ``spec_decode_drafts``, ``_draft_tokens``,
     ``_accepted_tokens``: the speculative-decoding counters' increases, and
     ``spec_decode_accepted_per_position`` each draft position's (None: not exposed).
+    ``lora_adapters_running_max``/``_mean`` and ``lora_adapters_waiting_max``: LoRA adapters
+    vLLM ran at once and kept waiting (:func:`lora_adapter_counts`; None without LoRA).
     ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines);
     ``estimated_read_bytes_per_gpu_reason`` says why it is null (not exposed, not read at the
     window's edges); :func:`mark_not_counted` nulls it where the server did not count it.
@@ -194,6 +217,9 @@ def summarize_metrics(
         "prefix_cache_hits": hits,
         "prefix_cache_queries": queries,
         "prefix_cache_hit_rate": ts.ratio(hits, queries),
+        "lora_adapters_running_max": ts.maximum(col("lora_adapters_running")),
+        "lora_adapters_running_mean": ts.time_weighted_mean(tw, col("lora_adapters_running")),
+        "lora_adapters_waiting_max": ts.maximum(col("lora_adapters_waiting")),
         # (no scrape at all: the scraper's reason says why)
         "prefix_cache_hit_rate_reason": None if ts.ratio(hits, queries) is not None or not idx
         else ("the server exposes no prefix-cache counters (vllm:prefix_cache_queries_total)"
