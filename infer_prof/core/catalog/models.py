@@ -198,7 +198,11 @@ def _from_config(config: dict[str, Any], *, name: str, hub_id: str | None) -> Mo
     model_type = str(cfg.get("model_type") or config.get("model_type") or "")
     heads = int(cfg["num_attention_heads"])
     hidden = int(cfg["hidden_size"])
-    layers = int(cfg["num_hidden_layers"])
+    blocks = cfg.get("layers_block_type")
+    if cfg.get("num_hidden_layers") is None and isinstance(blocks, list) and blocks:
+        layers = len(blocks)  # transformers 5's NemotronHConfig writes no num_hidden_layers
+    else:
+        layers = int(cfg["num_hidden_layers"])
     archs = config.get("architectures") or [config.get("model_type", "unknown")]
     moe = arch.read_moe(cfg)
     mla = arch.read_mla(cfg)
