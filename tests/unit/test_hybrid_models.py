@@ -257,3 +257,15 @@ def test_the_estimates_step_reads_the_state_once_per_sequence_split_over_gpus():
         # more state; the state itself is 8 sequences' worth, split over the GPUs
         assert long - short == pytest.approx(8 * 10_000 * 24 * KIB / gpus)
         assert short == pytest.approx(8 * (100 * 24 * KIB / gpus + state / gpus))
+
+
+def test_qwen3_5_reads_its_text_config_and_keeps_its_state_in_float32():
+    m = _spec("qwen3.5-35b-a3b")
+    assert m.attention_kinds().count("full") == 10 and m.attention_kinds().count("linear") == 30
+    # KV: 10 layers x 2 x 2 KV heads x 256 x 2 B
+    assert kv_bytes_per_token(m, 1, 2) == 10 * 2 * 2 * 256 * 2
+    # GDN 16 key / 32 value heads of 128; mamba_ssm_dtype float32 (vLLM's
+    # Qwen3_5ForConditionalGenerationConfig): conv 3 x 8,192 at 2 B + 32 x 128 x 128 at 4 B
+    p = hybrid_paging(m, 1, 2)
+    assert p is not None and p.state_bytes == 3 * 8192 * 2 + 32 * 128 * 128 * 4 == 2_146_304
+    assert any("vision tower is not counted" in n for n in m.notes)
