@@ -68,6 +68,10 @@ def test_requests_spread_over_adapters_with_their_own_figures(synthetic, tmp_pat
     assert adapters[0]["ttft_p50_ms"] == pytest.approx(rows["a1"].ttft_ms.p50)
     t = cli("compare", str(out))
     assert t.returncode == 0 and "per LoRA adapter" in t.stdout
+    md = cli("compare", str(out), "--format", "markdown")
+    assert md.returncode == 0 and "Per LoRA adapter:" in md.stdout
+    assert [ln.split("|")[2].strip() for ln in md.stdout.splitlines()
+            if ln.startswith("| ") and ln.count("|") == 11][1:] == ["a1", "a2", "base"]
 
     # uniform over what the endpoint lists (the adapters with a parent)
     out2 = tmp_path / "u.json"
