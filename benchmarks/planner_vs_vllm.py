@@ -126,6 +126,7 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
         default_scheduler_limits,
         kv_bytes_per_sequence,
         kv_bytes_per_token,
+        pool_layout,
     )
     from infer_prof.core.planning.planner import PlanRequest, plan
     from infer_prof.core.planning.precisions import EngineCaps, normalize_precision
@@ -170,11 +171,18 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
         kv_bytes = int(explicit) if explicit else int(round((log.cpu_kv_gib or 0) * GIB))
         kv_dtype_bytes = 1 if kv_dtype == "fp8" else 2
         per_token = kv_bytes_per_token(spec, 1, kv_dtype_bytes)
-        # vLLM-CPU pages its cache in blocks of 128 tokens (16 for MLA's latent cache)
+        # vLLM-CPU pages its cache in blocks of 128 tokens (16 for MLA's latent cache); a hybrid
+        # model's blocks are aligned to its linear layers' state pages
         block = BLOCK_SIZE if spec.mla is not None else CPU_BLOCK_SIZE
         blocks = kv_bytes // (block * per_token)
         tokens = blocks * block
-        if log.max_model_len:
+        _, pool_block, paging = pool_layout(spec, 1, kv_dtype_bytes, on_cpu=True)
+        if paging is not None and log.max_model_len:
+            # one pool of pages: a sequence takes its attention blocks and its state pages
+            pool_blocks = kv_bytes // pool_block
+            per_seq = paging.sequence_bytes(log.max_model_len) / pool_block
+            tokens = int(pool_blocks / per_seq * log.max_model_len)
+        elif log.max_model_len:
             # vLLM 0.32 logs its capacity as max_model_len x the sequences of that length the
             # blocks hold; the planner's sequence takes its own blocks (sliding layers: the
             # window plus the tokens one scheduler step brings in, max_num_batched_tokens)

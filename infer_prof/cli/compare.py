@@ -27,6 +27,7 @@ from infer_prof.core.analysis.comparison import (
     format_interval,
 )
 from infer_prof.core.measurement.metric_table import columns_at
+from infer_prof.core.measurement.prefix_hits import mixed_hit_rates
 from infer_prof.report.adapter_table import comparison_adapter_rows, comparison_adapter_table
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.comparison_rows import comparison_table
@@ -231,6 +232,9 @@ def _comparable_runs(specs: list[str], force: bool) -> _Runs:
                 f"comparable:\n{listing}\nuse --force to compare them anyway"
             )
         typer.echo(f"warning: comparing runs whose settings differ:\n{listing}", err=True)
+    mixed = mixed_hit_rates(names, [x.result.summary.prefix_cache_hit_rate for x in loaded])
+    if mixed:
+        typer.echo(f"warning: {mixed}", err=True)
     return _Runs(loaded, names, diff)
 
 

@@ -31,9 +31,9 @@ def gpu_label(r: Row) -> str:
 
 
 def config_label(r: Row) -> str:
-    """The weight precision as vLLM runs it and the KV dtype when not 16-bit, each lossy one
+    """The weight precision as vLLM runs it and ``/kv8`` for an fp8 KV cache, each lossy part
     marked: ``bf16``, ``fp16`` (no bf16 on the GPU), ``fp8``, ``fp8-w8a16`` (weight-only,
-    Marlin), ``bnb-nf4†``, ``fp8 kv-fp8†``."""
+    Marlin), ``bnb-nf4†``, ``fp8/kv8†``."""
     prec = r.precision
     if prec == "bf16" and r.dtype == "float16":
         prec = "fp16"
@@ -41,15 +41,16 @@ def config_label(r: Row) -> str:
         prec = "fp8-w8a16"
     if r.precision in LOSSY_WEIGHTS:
         prec += LOSSY_MARK
-    return prec + (f" kv-fp8{LOSSY_MARK}" if r.kv_cache_dtype == "fp8" else "")
+    return prec + (f"/kv8{LOSSY_MARK}" if r.kv_cache_dtype == "fp8" else "")
 
 
 def error_label(r: Row) -> str:
-    """``-12..+9%`` (the validated interval) or ``unvalidated``."""
+    """``±17%`` (the 90th percentile of |error| held out by source, of the row's kind of
+    configuration) or ``unvalidated``."""
     e = r.expected_error
-    if e is None:
+    if e is None or not r.validated or e.p90_abs_pct is None:
         return "unvalidated"
-    return f"{e.low_pct:+.0f}..{e.high_pct:+.0f}%"
+    return f"±{e.p90_abs_pct:.0f}%"
 
 
 def _num(x: float | None, fmt: str = ",.0f") -> str:
@@ -73,7 +74,8 @@ def _table(doc: EstimateDocument, console: Console) -> None:
                       _num(r.usd_per_million_output_tokens_pessimistic, ".2f"),
                       _num(r.usd_per_million_input_tokens, ".2f"), _num(r.ttft_ms_p50),
                       _num(r.tpot_ms_p50, ".1f"), inst)
-    print_fitted(console, table, ("$/1M in", "TTFT ms", "$/1M slow"), shorten=("instance",))
+    print_fitted(console, table, ("$/1M in", "TTFT ms", "$/1M slow", "TPOT ms"),
+                 shorten=("instance",))
 
 
 def _ranking_lines(doc: EstimateDocument) -> list[str]:
@@ -91,8 +93,8 @@ def _ranking_lines(doc: EstimateDocument) -> list[str]:
                      f"{s.predicted} predicted; {shown} shown"
                      + ("" if doc.all_configs else " (--all-configs: all)"))
     if any(r.lossy for r in doc.rows):
-        lines.append(f"{LOSSY_MARK} lossy: 4-bit weights or an fp8 KV cache cost accuracy "
-                     "(--min-quality or --quantization keeps them out; measure with "
+        lines.append(f"{LOSSY_MARK} lossy: 4-bit weights or an fp8 KV cache (/kv8) cost "
+                     "accuracy (--min-quality or --quantization keeps them out; measure with "
                      "infer-prof quality)")
     if any(r.interconnect == "pcie" for r in doc.rows):
         lines.append("PCIe: the tensor-parallel all-reduce runs over PCIe (no NVLink domain); "

@@ -16,6 +16,7 @@ To add an option to ``infer-prof run``: add the field to ``RunConfig`` with its 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import types
@@ -189,6 +190,20 @@ def split_engine_args(items: list[str], flag: str = "--engine-arg") -> list[str]
     for a in items:
         out += a.split(" ", 1) if a.startswith("--") and " " in a else [a]
     return out
+
+
+def parse_json_object(text: str, flag: str) -> str:
+    """A JSON object given on the command line (``--speculative-config``), as canonical JSON
+    text (sorted keys, no spaces), so that the same settings spelt two ways record and
+    fingerprint alike."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag} is not JSON ({exc}); write e.g. {flag} "
+                         '\'{"method":"ngram","num_speculative_tokens":3}\'') from None
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{flag} must be a JSON object with the engine's settings, got {text!r}")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def parse_warmup(text: str, flag: str = "--warmup") -> tuple[str, int | None]:

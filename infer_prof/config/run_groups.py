@@ -27,6 +27,7 @@ from infer_prof.config.options import (
     Internal,
     Opt,
     Range,
+    parse_json_object,
     parse_labels,
     parse_reasoning_parser,
     parse_size,
@@ -35,6 +36,9 @@ from infer_prof.config.options import (
 from infer_prof.core.analysis.sweep import parse_concurrency_list, parse_rate_list
 
 Api = Literal["completions", "chat"]  # /v1/completions or /v1/chat/completions
+#: The prefix cache's state at the start of each measured point (docs/measurement.md, "Prefix
+#: cache"): emptied, primed with the point's shared prefixes, or left as it is.
+PrefixCacheMode = Literal["cold", "warm", "as-is"]
 PromptKind = Literal["text", "token-ids"]  # words of an exact token count, or token IDs
 
 
@@ -112,6 +116,17 @@ class EngineConfig:
         ("--engine-arg",), "Any other vLLM argument, verbatim; repeat it (e.g. "
         "--engine-arg=--seed=1).", SERVER, typed=list[str], parse=split_engine_args)] = field(
         default_factory=list)
+    prefix_cache: Annotated[PrefixCacheMode, Opt(
+        ("--prefix-cache",), "The server's prefix cache before each measured point: cold "
+        "(default: emptied through the server's /reset_prefix_cache; an endpoint that refuses "
+        "is recorded as unknown), warm (emptied, then the point's shared prefixes sent once), "
+        "as-is (left alone). The result records the state and the measured hit rate.",
+        SERVER)] = "cold"
+    speculative_config: Annotated[str | None, Opt(
+        ("--speculative-config",), "Speculative decoding, as vLLM's --speculative-config JSON "
+        "(e.g. '{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4}'); "
+        "recorded in the configuration; the result gives its acceptance.", SERVER,
+        parse=parse_json_object)] = None
     reasoning_parser: Annotated[str, Opt(
         ("--reasoning-parser",), "The reasoning parser of the vLLM infer-prof starts: auto (the "
         "model family's, for a model known to reason: docs/measurement.md, Reasoning models), "

@@ -86,17 +86,20 @@ class MeasuredPoint(msgspec.Struct, kw_only=True):
 
 
 class ErrorBand(msgspec.Struct, kw_only=True):
-    """The validated error of a row's kind of configuration
-    (:class:`infer_prof.estimate.expected_error.ErrorInterval`): the signed error of output
-    tokens/s per GPU ran from ``low_pct`` (prediction too slow) to ``high_pct`` (too fast) over
-    ``n`` points, each predicted with its ``held_out`` (e.g. its source) left out of the fit;
-    ``kind`` the family / precision / TP / interconnect the entry covers (``*``: any)."""
+    """How far a row's prediction is expected to be off
+    (:meth:`infer_prof.estimate.expected_error.ExpectedError.interval`): the median and 90th
+    percentile of |predicted / measured - 1| of output tokens/s per GPU, in %, over ``n``
+    points each predicted with its source held out of the fit, in the group ``basis`` names
+    (its GPU family + precision + TP + interconnect cell, or the worst of its groups).
+    ``validated`` False when its family, precision, TP size or interconnect has no held-out
+    point (``missing`` names them): the figures are then the overall ones, a floor."""
 
-    low_pct: float
-    high_pct: float
+    median_abs_pct: float | None
+    p90_abs_pct: float | None
     n: int
-    held_out: str
-    kind: str
+    validated: bool
+    basis: str
+    missing: list[str] = []
 
 
 class Row(msgspec.Struct, kw_only=True):
@@ -114,9 +117,10 @@ class Row(msgspec.Struct, kw_only=True):
     to 16-bit math: fp8 through Marlin on Ampere, 4-bit formats), ``interconnect`` what the
     all-reduce runs over and ``interconnect_gbps`` its bidirectional GB/s per GPU (None on one
     GPU), ``lossy`` what costs accuracy (4-bit weights, an fp8 KV cache). How sure:
-    ``expected_error`` the validated interval of its kind (None: ``validated`` False),
-    ``usd_per_million_output_tokens_pessimistic`` the cost at the interval's slow end,
-    ``usd_per_million_output_tokens x (1 + high_pct / 100)`` (None when unvalidated)."""
+    ``expected_error`` the held-out error of its kind of configuration (None: no validation
+    shipped), ``validated`` whether that kind was validated,
+    ``usd_per_million_output_tokens_pessimistic`` the cost at the slow end, ``usd x (1 +
+    p90_abs_pct / 100)`` (None when unvalidated)."""
 
     gpu: str
     gpu_name: str

@@ -1,17 +1,19 @@
 """How sure each row is, and the ranking that follows from it.
 
-Each row carries the validated error interval of its kind of configuration (GPU architecture
-family, weight precision, tensor-parallel size, interconnect:
-:meth:`infer_prof.estimate.expected_error.ExpectedError.interval_for`), or none: *unvalidated*.
-The interval ``[low, high]`` (%) is the spread of ``predicted / measured - 1`` of output tokens/s
-per GPU held out by source, so the slow end of a prediction ``x`` is ``x / (1 + high / 100)``
-and its cost ``usd x (1 + high / 100)``: the *pessimistic* cost.
+Each row carries the held-out error of its kind of configuration (GPU architecture family,
+weight precision, tensor-parallel size, interconnect:
+:meth:`infer_prof.estimate.expected_error.ExpectedError.interval`): the median and 90th
+percentile of |predicted / measured - 1| of output tokens/s per GPU over points each predicted
+with its source held out of the fit; *unvalidated* when its family, precision, TP size or
+interconnect has no held-out point. A prediction ``x`` may be that 90th percentile too fast, so
+its slow end is ``x / (1 + p90 / 100)`` and its cost ``usd x (1 + p90 / 100)``: the
+*pessimistic* cost.
 
 Ranking (``--rank-by``):
 
 - ``pessimistic`` (default): validated rows first, by their pessimistic cost; then unvalidated
-  rows, by their central cost (none has a slow end to rank by): the least-known option is never
-  first on a guess.
+  rows, by their central cost (their interval is the overall one, not theirs): the least-known
+  option is never first on a guess.
 - ``point``: every row by its central cost (the prediction itself).
 
 Rows without a read at the target or without a price follow, highest best interactivity first.
@@ -38,28 +40,31 @@ def interconnect_of(config: Config) -> str:
 
 def band(interval: ErrorInterval) -> ErrorBand:
     """The document's :class:`ErrorBand` of an interval."""
-    kind = f"{interval.family} / {interval.precision} / TP{interval.tp} / {interval.interconnect}"
-    return ErrorBand(low_pct=interval.low_pct, high_pct=interval.high_pct, n=interval.n,
-                     held_out=interval.held_out, kind=kind)
+    return ErrorBand(median_abs_pct=interval.median_pct, p90_abs_pct=interval.p90_pct,
+                     n=interval.n, validated=interval.validated, basis=interval.basis,
+                     missing=list(interval.missing))
 
 
 def pessimistic_usd(usd: float | None, interval: ErrorInterval | None) -> float | None:
-    """The cost at the interval's slow end, ``usd x (1 + high_pct / 100)`` (module docstring);
-    None without a cost or an interval."""
-    if usd is None or interval is None:
+    """The cost at the slow end, ``usd x (1 + p90 / 100)`` (module docstring); None without a
+    cost or a 90th percentile."""
+    if usd is None or interval is None or interval.p90_pct is None:
         return None
-    return usd * max(0.0, 1.0 + interval.high_pct / 100.0)
+    return usd * (1.0 + interval.p90_pct / 100.0)
 
 
 def with_interval(row: Row, config: Config, expected: ExpectedError) -> Row:
-    """``row`` with its kind's interval, ``validated`` and the pessimistic cost."""
-    interval = expected.interval_for(family_of(config.gpu), config.precision,
-                                     config.gpu_count, interconnect_of(config))
+    """``row`` with its kind's interval (None when no validation is shipped), ``validated``
+    and the pessimistic cost (None when unvalidated)."""
+    interval = expected.interval(family_of(config.gpu), config.precision, config.gpu_count,
+                                 interconnect_of(config))
+    shipped = expected.held_out is not None
+    validated = shipped and interval.validated
     return msgspec.structs.replace(
-        row, expected_error=band(interval) if interval is not None else None,
-        validated=interval is not None,
-        usd_per_million_output_tokens_pessimistic=pessimistic_usd(
-            row.usd_per_million_output_tokens, interval))
+        row, expected_error=band(interval) if shipped else None, validated=validated,
+        usd_per_million_output_tokens_pessimistic=(
+            pessimistic_usd(row.usd_per_million_output_tokens, interval) if validated
+            else None))
 
 
 def rank_key(row: Row, rank_by: RankBy) -> tuple[int, float, float]:

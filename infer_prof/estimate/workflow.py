@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from infer_prof.core.catalog.gpus import GpuSpec
-from infer_prof.core.catalog.market import InstanceOffer
+from infer_prof.core.catalog.market import InstanceOffer, InstanceQuote
 from infer_prof.core.estimate.factors import family_of
 from infer_prof.core.workload.slo import format_slos
 from infer_prof.estimate.calibrated import Calibration, source_of
@@ -74,9 +74,17 @@ def estimate(request: EstimateRequest, configs: Sequence[Config], skipped: Seque
     rows: list[Row] = []
     reading = Reading(request.input_len, request.output_len, request.read_at,
                       request.target_interactivity, request.slos)
+    by_gpu: dict[str | None, list[InstanceOffer]] = {}
+    for o in offers:
+        by_gpu.setdefault(o.gpu, []).append(o)
+    quotes: dict[tuple[str, int], InstanceQuote | None] = {}
     for c in configs:
-        quote = quote_for(offers, c.gpu.key, c.gpu_count, tier=request.tier,
-                          cloud=request.cloud, instance=request.instance)
+        key = (c.gpu.key, c.gpu_count)
+        if key not in quotes:  # one quote per GPU and count, from that GPU's offers alone
+            quotes[key] = quote_for(by_gpu.get(c.gpu.key, []), c.gpu.key, c.gpu_count,
+                                    tier=request.tier, cloud=request.cloud,
+                                    instance=request.instance)
+        quote = quotes[key]
         d = c.deployment(request.model, cal.factors_for(c.gpu))
         row = build_row(d, c, reading, quote=quote,
                         expected_error_pct=expected.for_family(family_of(c.gpu)),

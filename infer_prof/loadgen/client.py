@@ -394,7 +394,35 @@ class _Exchange:
             details = usage.get("completion_tokens_details")
             if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
                 record.reasoning_tokens_usage = int(details["reasoning_tokens"])
+            read_cached_tokens(usage, record)
+        if "metrics" in obj:
+            read_spec_decoding(obj["metrics"], record)
         return k
+
+
+def read_cached_tokens(usage: dict[str, Any], record: RequestRecord) -> None:
+    """The prompt tokens the server found in its prefix cache, where its usage says it:
+    ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's field; vLLM sends it when started
+    with ``--enable-prompt-tokens-details``)."""
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        record.cached_tokens = details["cached_tokens"]
+
+
+def read_spec_decoding(metrics: Any, record: RequestRecord) -> None:
+    """A request's speculative decoding as the server reports it in the response's
+    ``metrics.speculative_decoding`` (vLLM 0.32 with ``--per-request-spec-decode-metrics``, on
+    the stream's final usage chunk: ``vllm/entrypoints/generate/base/protocol.py``,
+    ``SpeculativeDecodingMetrics``): verify steps, draft tokens proposed and accepted."""
+    spec = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    if not isinstance(spec, dict):
+        return
+    fields = (("num_spec_steps", "spec_steps"), ("num_draft_tokens", "spec_draft_tokens"),
+              ("num_accepted_draft_tokens", "spec_accepted_tokens"))
+    for key, attr in fields:
+        value = spec.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(record, attr, value)
 
 
 def _settle(parser: SseResponseParser, record: RequestRecord) -> None:

@@ -40,7 +40,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -368,6 +368,13 @@ class SessionRun:
         self.turn_of: dict[int, int] = {}  # request index -> 1-based turn
         self.session_of: dict[int, int] = {}
         self.started = 0
+
+    def ask_adapters(self, adapter_of: Callable[[int], str | None]) -> None:
+        """Every turn of session ``s`` asks for the LoRA adapter ``adapter_of(s)`` (None: the
+        served model): one conversation stays on one adapter, as a user's does."""
+        convs = self._convs
+        self._convs = (Conversation(c.session, [replace(t, adapter=adapter_of(c.session))
+                                                for t in c.turns]) for c in convs)
 
     def _next(self) -> Conversation | None:
         conv = next(self._convs, None)

@@ -77,7 +77,10 @@ def adapter_table(result: Result) -> Table | None:
     rows = adapter_rows(result)
     if not rows or result.lora is None:
         return None
-    t = Table(title=f"per LoRA adapter (--lora-mix {result.lora.mix})", title_justify="left")
+    lora = result.lora
+    ran = (f"; vLLM ran up to {lora.adapters_running_max:.0f} adapters at once"
+           if lora.adapters_running_max is not None else "")
+    t = Table(title=f"per LoRA adapter (--lora-mix {lora.mix}{ran})", title_justify="left")
     for key, header in COLUMNS:
         t.add_column(header, justify="left" if key == "adapter" else "right")
     for row in rows:

@@ -12,6 +12,7 @@ from rich.table import Table
 from infer_prof.core.measurement.metric_table import SUMMARY_STATS, metrics_at
 from infer_prof.report.adapter_table import print_adapters
 from infer_prof.report.fit import print_fitted
+from infer_prof.report.serving_state import serving_rows
 from infer_prof.results.comparison_rows import value_at
 from infer_prof.results.document import Api, Client, Cost, Energy, Result, Validity, Warmup
 from infer_prof.results.load_sections import PrefixCache
@@ -75,6 +76,7 @@ def totals_table(result: Result) -> Table:
     rows += _client_rows(result)
     rows += _warmup_rows(result)
     rows += _session_rows(result)
+    rows += serving_rows(result)
     rows += _derived_rows(result)
     slo = result.slo
     if slo is not None:

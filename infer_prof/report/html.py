@@ -25,6 +25,7 @@ from infer_prof.report.sections import (
     sweep_section,
     telemetry_section,
 )
+from infer_prof.report.serving_state import serving_section
 from infer_prof.report.svg import Plot
 
 
@@ -91,6 +92,7 @@ def build_report(
     plots: list[Plot] = []
     body = [
         summary_section(runs, names),
+        serving_section(runs, names),  # empty when no run recorded the server's state
         latency_section(runs, names, plots),
         sweep_section(runs, plots),
         frontier_section(runs, plots, target_interactivity, predicted),

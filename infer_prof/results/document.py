@@ -25,7 +25,8 @@ plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, `
 :mod:`infer_prof.results.frontier_sections`; ``server`` and ``telemetry`` in
 :mod:`infer_prof.results.server_sections`; ``matrix`` in
 :mod:`infer_prof.results.matrix_sections`; ``quality`` in
-:mod:`infer_prof.results.quality_sections`; ``reasoning`` in
+:mod:`infer_prof.results.quality_sections`; ``prefix_cache`` and ``speculative`` in
+:mod:`infer_prof.results.serving_sections`; ``reasoning`` in
 :mod:`infer_prof.results.reasoning_section`; ``repeats`` (``run --repeat N``) in
 :mod:`infer_prof.results.repeat_sections`; ``lora`` (``run --lora-modules``, ``--lora-mix``:
 the adapters and the figures per adapter) in :mod:`infer_prof.results.lora_sections`; the
@@ -67,6 +68,7 @@ from infer_prof.results.quality_sections import Quality
 from infer_prof.results.reasoning_section import Reasoning
 from infer_prof.results.repeat_sections import Repeats
 from infer_prof.results.server_sections import Server, Telemetry
+from infer_prof.results.serving_sections import PrefixCacheSection, SpeculativeSection
 
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
@@ -95,8 +97,10 @@ def is_failure_kind(name: str) -> bool:
 
 
 class Summary(Section):
-    """The run's numbers (``core.measurement.metrics.RunSummary``) and the frontier's axes of the
-    point (``core.analysis.frontier_axes``: None where an input is missing)."""
+    """The run's numbers (``core.measurement.metrics.RunSummary``), the frontier's axes of the
+    point (``core.analysis.frontier_axes``: None where an input is missing), and the server
+    state's figures that the metric table reads (the prefix cache's hit rate, speculative
+    decoding's acceptance: copies of the ``prefix_cache`` and ``speculative`` sections')."""
 
     requests_completed: int | None = None  # None: not recorded (a matrix cell that never ran)
     requests_failed: int | None = None
@@ -133,6 +137,9 @@ class Summary(Section):
     usd_per_million_total_tokens: float | None = None
     joules_per_output_token: float | None = None
     joules_per_total_token: float | None = None
+    prefix_cache_hit_rate: float | None = None  # 0..1: ``prefix_cache.hit_rate``
+    spec_acceptance_rate: float | None = None  # 0..1: ``speculative.acceptance_rate``
+    spec_acceptance_length: float | None = None  # tokens/step: ``speculative.acceptance_length``
 
 
 class ValidityRules(Section):
@@ -285,6 +292,8 @@ class Result(Section):
     matrix: MatrixSection | None = None
     quality: Quality | None = None
     repeats: Repeats | None = None
+    prefix_cache: PrefixCacheSection | None = None
+    speculative: SpeculativeSection | None = None
     reasoning: Reasoning | None = None
     lora: Lora | None = None
 

@@ -53,8 +53,9 @@ class Lora(Section):
     ``--lora-modules`` was given), the seed that placed it, each name's share
     (``shares``: adapter name or ``base`` to a share, summing to 1), the adapters served, the
     engine's LoRA limits as launched (``max_lora_rank``, ``max_loras``: adapters one batch may
-    hold; None on an endpoint), the adapters the server listed at ``/v1/models``, and the
-    figures per adapter (``per_adapter``, in the mix's order)."""
+    hold; None on an endpoint), the adapters the server listed at ``/v1/models``, the most
+    adapters vLLM ran at once over the window (its ``vllm:lora_requests_info``; None where the
+    server does not say), and the figures per adapter (``per_adapter``, in the mix's order)."""
 
     mix: str
     seed: int | None = None
@@ -63,4 +64,5 @@ class Lora(Section):
     max_lora_rank: int | None = None
     max_loras: int | None = None
     listed: list[str] = []
+    adapters_running_max: float | None = None
     per_adapter: list[AdapterFigures] = []

@@ -135,7 +135,8 @@ def public_summary(summary: Summary) -> dict[str, Any]:
 
 def public_result(result: Result) -> dict[str, Any]:
     """The ``--json`` view of a run: :func:`public_summary` plus cost, energy and efficiency
-    next to the speeds (each null, with its reason, when it could not be known), and with
+    next to the speeds (each null, with its reason, when it could not be known), the
+    ``prefix_cache`` and ``speculative`` sections (null when not recorded), and with
     ``run --quality`` the ``quality`` section's figures (status, accuracy with its interval,
     perplexity, the reference's comparison and the floor; not the per-item and per-token
     records, which the result file holds); with ``--lora-mix`` the ``lora`` mix, seed, shares
@@ -163,6 +164,10 @@ def public_result(result: Result) -> dict[str, Any]:
         "reason": None if roof.get("available") else roof.get("reason"),
     }
     out["warmup"] = msgspec.to_builtins(result.warmup)
+    # the server state that changes the numbers: the prefix cache (its state and hit rate) and
+    # speculative decoding (its acceptance), null when not recorded
+    out["prefix_cache"] = msgspec.to_builtins(result.prefix_cache)
+    out["speculative"] = msgspec.to_builtins(result.speculative)
     if result.sessions:  # multi-turn runs: per-turn figures and the prefix-cache hit rate
         out["sessions"] = msgspec.to_builtins(result.sessions)
     if result.reasoning:  # a reasoning model: its thinking, the parser, or why none was seen

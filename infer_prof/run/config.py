@@ -176,6 +176,12 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
         "--repeat-relaunch restarts the server between repeats: give --repeat N (2 or more)",
     ),
     _rule(
+        lambda c: c.engine.speculative_config and c.engine.endpoint,
+        "--speculative-config starts vLLM with speculative decoding; an --endpoint runs with "
+        "its own settings (drop --speculative-config; its acceptance is still read from its "
+        "/metrics)",
+    ),
+    _rule(
         lambda c: c.load.repeat_relaunch and c.engine.endpoint,
         "--repeat-relaunch restarts the server it started; it cannot with --endpoint (drop one)",
     ),
@@ -208,11 +214,6 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
         lambda c: c.engine.lora_modules and c.engine.endpoint,
         "--lora-modules starts vLLM with the adapters; an --endpoint serves its own: drop "
         "--lora-modules and name its adapters in --lora-mix",
-    ),
-    _rule(
-        lambda c: (c.engine.lora_modules or c.load.lora_mix) and c.prompts.turns is not None,
-        "--lora-modules/--lora-mix spread single requests over adapters; multi-turn sessions "
-        "(--turns) do not take adapters yet: drop one",
     ),
     _rule(
         lambda c: c.load.quality_reference and not c.load.quality,

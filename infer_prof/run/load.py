@@ -113,6 +113,8 @@ def drive_point(
         context=ctx.endpoint.ssl_context(),
     )
     session_run = ctx.sessions.start(wl, ctx.pool, ctx.text) if ctx.sessions else None
+    if session_run is not None and ctx.lora is not None:  # one adapter per conversation
+        session_run.ask_adapters(ctx.lora.adapter_of)
     state.session_run = session_run
     processes = 1 if session_run else client_processes(
         cfg.load.client_processes, wl, tls=ctx.endpoint.tls is not None

@@ -46,6 +46,8 @@ class LoraPlan:
     mix_text: str
     seed: int
     mix: AdapterMix | None
+    max_lora_rank: int | None = None  # as launched: ours, or the user's --engine-arg
+    max_loras: int | None = None
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,17 @@ class LoraRun:
     max_lora_rank: int | None = None
     max_loras: int | None = None
 
+    def adapter_of(self, index: int) -> str | None:
+        """The adapter request (or multi-turn session) ``index`` asks for:
+        :meth:`AdapterMix.pick` of it, None for ``base``."""
+        name = self.mix.pick(index)
+        return None if name == BASE else name
+
     def assign(self, specs: Iterable[RequestSpec]) -> Iterator[RequestSpec]:
-        """``specs`` each with its adapter (:meth:`AdapterMix.pick` of its index; None for
-        ``base``). Lazy: a duration-bound point's endless specs stay endless."""
+        """``specs`` each with its adapter (:meth:`adapter_of` its index). Lazy: a
+        duration-bound point's endless specs stay endless."""
         for spec in specs:
-            name = self.mix.pick(spec.index)
-            yield replace(spec, adapter=None if name == BASE else name)
+            yield replace(spec, adapter=self.adapter_of(spec.index))
 
 
 def plan_lora(cfg: RunConfig) -> LoraPlan | None:
@@ -77,20 +84,51 @@ def plan_lora(cfg: RunConfig) -> LoraPlan | None:
     text = mix_text or DEFAULT_MIX
     try:
         adapters = tuple(read_adapters(engine.lora_modules))
-        if adapters:
-            max_lora_rank([a.rank for a in adapters])
-    except (AdapterError, ValueError) as exc:
+    except AdapterError as exc:
         raise ConfigError(str(exc)) from None
     names = [a.name for a in adapters]
+    limits = _limits(adapters, engine.engine_args)
     try:
         if engine.endpoint and _over_listing(text):
-            return LoraPlan(adapters, text, seed, None)  # the endpoint's adapters, once listed
+            return LoraPlan(adapters, text, seed, None, *limits)  # the endpoint's, once listed
         if engine.endpoint:  # explicit names: checked against the listing once it answers
             names = [n.split("=", 1)[0].strip() for n in text.split(",")]
             names = [n for n in names if n != BASE]
-        return LoraPlan(adapters, text, seed, parse_mix(text, names, seed))
+        return LoraPlan(adapters, text, seed, parse_mix(text, names, seed), *limits)
     except MixError as exc:
         raise ConfigError(str(exc)) from None
+
+
+def _limits(adapters: Sequence[LoraAdapter], engine_args: Sequence[str]
+            ) -> tuple[int | None, int | None]:
+    """vLLM's ``--max-lora-rank`` and ``--max-loras`` as the launch gets them: the user's
+    ``--engine-arg`` value where given, else ours (:func:`~infer_prof.servers.vllm_args.
+    lora_flags`); (None, None) without adapters to launch (an endpoint)."""
+    if not adapters:
+        return None, None
+    given = _engine_arg_values(engine_args)
+    rank, loras = given.get("--max-lora-rank"), given.get("--max-loras")
+    for flag, value in (("--max-lora-rank", rank), ("--max-loras", loras)):
+        if value is not None and not value.isdigit():
+            raise ConfigError(f"--engine-arg {flag} {value!r}: give a whole number")
+    try:
+        ours = max_lora_rank([a.rank for a in adapters])
+    except ValueError as exc:
+        raise ConfigError(f"{exc}; serve adapters of a lower rank") from None
+    return (int(rank) if rank else ours, int(loras) if loras else len(adapters))
+
+
+def _engine_arg_values(args: Sequence[str]) -> dict[str, str]:
+    """``--flag=value`` and ``--flag value`` pairs of engine arguments as ``{flag: value}``."""
+    out: dict[str, str] = {}
+    for i, a in enumerate(args):
+        if not a.startswith("--"):
+            continue
+        flag, sep, value = a.partition("=")
+        if not sep and i + 1 < len(args) and not args[i + 1].startswith("--"):
+            value = args[i + 1]
+        out[flag] = value
+    return out
 
 
 def _over_listing(text: str) -> bool:
@@ -119,14 +157,8 @@ def check_served(plan: LoraPlan, endpoint: Endpoint, api_key: str | None) -> Lor
                else "serve them there or fix the names in --lora-mix")
         raise ConfigError(f"LoRA adapter(s) {', '.join(missing)} not served: {endpoint.url}"
                           f"/v1/models lists {', '.join(ids) or 'nothing'} ({how})")
-    launched = bool(plan.adapters)
-    return LoraRun(
-        adapters=plan.adapters,
-        mix=mix,
-        listed=ids,
-        max_lora_rank=max_lora_rank([a.rank for a in plan.adapters]) if launched else None,
-        max_loras=len(plan.adapters) if launched else None,
-    )
+    return LoraRun(adapters=plan.adapters, mix=mix, listed=ids,
+                   max_lora_rank=plan.max_lora_rank, max_loras=plan.max_loras)
 
 
 def listed_models(endpoint: Endpoint, api_key: str | None) -> list[tuple[str, str | None]]:
@@ -149,9 +181,10 @@ def listed_models(endpoint: Endpoint, api_key: str | None) -> list[tuple[str, st
 
 
 def lora_section(run: LoraRun, records: Sequence[RequestRecord],
-                 rate_window_s: float | None) -> Lora:
+                 rate_window_s: float | None, running_max: float | None = None) -> Lora:
     """The result's ``lora`` section: the mix, the adapters, the engine's limits, the listing,
-    and each name's figures (:func:`~infer_prof.core.measurement.adapter_figures.per_adapter`,
+    the most adapters the server ran at once (``running_max``, from its /metrics), and each
+    name's figures (:func:`~infer_prof.core.measurement.adapter_figures.per_adapter`,
     in the mix's order, rates over the whole run's ``rate_window_s`` or window)."""
     mix = run.mix
     figures = per_adapter(records, mix.names, mix.shares, rate_window_s)
@@ -166,6 +199,7 @@ def lora_section(run: LoraRun, records: Sequence[RequestRecord],
         max_lora_rank=run.max_lora_rank,
         max_loras=run.max_loras,
         listed=list(run.listed),
+        adapters_running_max=running_max,
         per_adapter=[
             AdapterFigures(
                 adapter=f.adapter,

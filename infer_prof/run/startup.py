@@ -79,6 +79,9 @@ class RunContext:
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
     trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
     sessions: SessionPlan | None = None  # --turns: multi-turn sessions
+    points_started: int = 0  # load points begun on this launch (each one's prompts its own)
+    said_cache_refused: bool = False  # the line that the prefix cache's reset was refused
+
     lora: LoraRun | None = None  # --lora-modules / --lora-mix: the adapters each request asks
 
 
@@ -140,6 +143,7 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         tokenizer=model.has_tokenizer,
         enforce_eager=cfg.engine.enforce_eager,
         engine_version=planned_engine_version(plan.plan),
+        speculative_config=cfg.engine.speculative_config,
         reasoning_parser=parser_choice(cfg.engine, model).parser,
         lora_adapters=plan.lora.adapters if plan.lora else (),
     )

@@ -51,6 +51,8 @@ class LaunchSpec:
     tokenizer: bool = True  # False: the model has none; prompts go as token IDs
     enforce_eager: bool = False
     engine_version: tuple[int, ...] | None = None  # the engine build the plan was checked for
+    # speculative decoding: the engine's JSON settings (``--speculative-config``), None: off
+    speculative_config: str | None = None
     reasoning_parser: str | None = None  # the engine's parser of thinking (vLLM's name), if any
     lora_adapters: tuple[LoraAdapter, ...] = ()  # LoRA adapters to serve beside the model
 

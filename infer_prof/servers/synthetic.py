@@ -62,10 +62,12 @@ from infer_prof.servers.synthetic_events import (
     EVENT_PREFIX,
     EVENT_TAIL,
     LAST_EVENT,
+    LAST_EVENT_CACHED,
     MODEL_NAME,
     THINK_PREFIX,
     last_chat_event,
 )
+from infer_prof.servers.synthetic_prefix_cache import SyntheticPrefixCache
 
 __all__ = ["MODEL_NAME", "SyntheticServer", "main"]
 
@@ -88,8 +90,10 @@ class Stream:
     cancelled: bool = False
     finished: bool = False
     prefix: bytes = b""  # the event up to the completion-token count (same for every token)
+    cached: int | None = None  # prompt tokens found in the prefix cache (--prefix-cache-block)
     framed: bool = True  # chunked transfer encoding (HTTP/1.1); else the close ends the body
     itl_ns: int = 0  # this stream's gap between tokens (load-dependent with --itl-per-stream-ms)
+    ttft_ns: int = 0  # this stream's time to first token (its LoRA adapter's, --lora NAME=MS)
     chat: bool = False  # /v1/chat/completions: chat chunks
     reasoning: int = 0  # the first `reasoning` tokens are thinking (chat, --reasoning-tokens)
     think_prefix: bytes = b""  # the event of a thinking token up to its completion-token count
@@ -135,15 +139,11 @@ class SyntheticServer:
         self.tick_ns = int(tick_ms * 1e6)
         self.buckets: dict[int, list[Stream]] = {}
         # --prefix-cache-block B: a prefix cache over token-ID prompts in blocks of B tokens
-        # (vLLM's rule: a request hits on its leading full blocks seen before), counted as
-        # vllm:prefix_cache_{queries,hits}_total; 0: none, and no such counters
-        self.prefix_block = 0
+        # (servers.synthetic_prefix_cache); None: none, and no such counters
+        self.prefix_cache: SyntheticPrefixCache | None = None
         # --empty-text: every token's event but the last has text "" (as a random-weight model's
         # partial UTF-8 sequences stream), its per-chunk usage still counting it
         self.event_prefix = EVENT_PREFIX
-        self.prefix_seen: set[int] = set()
-        self.prefix_queries = 0
-        self.prefix_hits = 0
         self.reasoning_tokens = 0  # --reasoning-tokens: a chat stream's thinking tokens
         self.reasoning_usage = True  # the final usage counts them (completion_tokens_details)
         self.lora_ttft_ns: dict[str, int] = {}  # --lora NAME=TTFT_MS: adapters and their TTFT
@@ -193,13 +193,13 @@ class SyntheticServer:
             except ValueError:
                 conn.respond(400, {"error": {"message": "body is not JSON"}})
                 return
-            prompt = req.get("prompt", "")
+            prompt, cached = req.get("prompt", ""), None
             if chat:  # the words of its messages
                 prompt = " ".join(str(m.get("content", "")) for m in req.get("messages") or [])
             if isinstance(prompt, list):
                 prompt_tokens = len(prompt)
-                if self.prefix_block:
-                    self._prefix_lookup(prompt)
+                if self.prefix_cache is not None:
+                    cached = self.prefix_cache.lookup(prompt)
             else:
                 prompt_tokens = max(1, len(str(prompt).split()))
             max_tokens = int(req.get("max_tokens") or self.default_tokens)
@@ -215,6 +215,7 @@ class SyntheticServer:
                 conn, self.next_index, arrival_ns, prompt_tokens, max_tokens, request_id
             )
             stream.prefix = self.event_prefix % (stream.index, prompt_tokens)
+            stream.cached = cached
             if chat:
                 stream.chat, stream.reasoning = True, self.reasoning_tokens
                 stream.prefix = CHAT_PREFIX % (stream.index, prompt_tokens)
@@ -231,8 +232,8 @@ class SyntheticServer:
                    else b"connection: close\r\n\r\n")
             )
             conn.active = stream
-            ttft_ns = self.lora_ttft_ns.get(str(req.get("model")), self.ttft_ns)
-            self._schedule(stream, arrival_ns + ttft_ns)
+            stream.ttft_ns = self.lora_ttft_ns.get(str(req.get("model")), self.ttft_ns)
+            self._schedule(stream, arrival_ns + stream.ttft_ns)
         elif path == "/health":
             conn.respond(200, None)
         elif path.endswith("/v1/models"):
@@ -251,6 +252,10 @@ class SyntheticServer:
                     "requests": self.truth,
                 },
             )
+        elif method == "POST" and path == "/reset_prefix_cache":  # as vLLM's dev route
+            if self.prefix_cache is not None:
+                self.prefix_cache.reset()
+            conn.respond(200, {"success": True})
         elif path == "/truth/reset":
             self.truth = []
             conn.respond(200, {"ok": True})
@@ -262,30 +267,11 @@ class SyntheticServer:
                 f"# TYPE vllm:num_requests_waiting gauge\n"
                 f'vllm:num_requests_waiting{{model_name="{MODEL_NAME}"}} 0\n'
             )
-            if self.prefix_block:
-                text += (
-                    f"# TYPE vllm:prefix_cache_queries_total counter\n"
-                    f'vllm:prefix_cache_queries_total{{model_name="{MODEL_NAME}"}} '
-                    f"{self.prefix_queries}\n"
-                    f"# TYPE vllm:prefix_cache_hits_total counter\n"
-                    f'vllm:prefix_cache_hits_total{{model_name="{MODEL_NAME}"}} '
-                    f"{self.prefix_hits}\n"
-                )
+            if self.prefix_cache is not None:
+                text += self.prefix_cache.metrics_text(MODEL_NAME)
             conn.respond(200, text.encode(), content_type="text/plain")
         else:
             conn.respond(404, {"error": {"message": f"no route {method} {path}"}})
-
-    def _prefix_lookup(self, prompt: list[Any]) -> None:
-        """Count a prompt's lookup: every token is queried, the leading full blocks already
-        seen are hits; then all its full blocks are cached (keys: the whole prefix's hash)."""
-        b = self.prefix_block
-        keys = [hash(tuple(prompt[:end])) for end in range(b, len(prompt) + 1, b)]
-        hit = 0
-        while hit < len(keys) and keys[hit] in self.prefix_seen:
-            hit += 1
-        self.prefix_queries += len(prompt)
-        self.prefix_hits += hit * b
-        self.prefix_seen.update(keys)
 
     def _loop_time(self, perf_ns: int) -> float:
         return perf_ns / 1e9 + self._loop_offset_s
@@ -313,7 +299,6 @@ class SyntheticServer:
         perf_ns = time.perf_counter_ns
         buckets = self.buckets
         tick = self.tick_ns
-        ttft = self.ttft_ns
         cost = self._burn_ns
         for s in bucket:
             if s.cancelled:
@@ -330,7 +315,7 @@ class SyntheticServer:
             if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data):
                 continue  # the connection is gone; closing it finished the stream
             s.send_ns.append(perf_ns())
-            due = s.arrival_ns + ttft + n * s.itl_ns
+            due = s.arrival_ns + s.ttft_ns + n * s.itl_ns
             s.due_ns = due
             kk = -(-due // tick)
             nxt = buckets.get(kk)
@@ -353,7 +338,9 @@ class SyntheticServer:
         p = s.prompt_tokens
         if last:
             data = (last_chat_event(s.index, p, n, s.reasoning, self.reasoning_usage) if s.chat
-                    else LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n))
+                    else LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n)
+                    if s.cached is None else
+                    LAST_EVENT_CACHED % (s.index, p, n, p + n, s.index, p, n, p + n, s.cached))
             payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data) if s.framed else data
         else:
             data = (s.prefix if n > s.reasoning else s.think_prefix) + EVENT_TAIL % (n, p + n)
@@ -369,7 +356,7 @@ class SyntheticServer:
         elif self.hang_every and (s.index + 1) % self.hang_every == 0 and n >= 3:
             s.handle = None  # stall: the stream stays open and silent
         else:
-            self._schedule(s, s.arrival_ns + self.ttft_ns + n * s.itl_ns)
+            self._schedule(s, s.arrival_ns + s.ttft_ns + n * s.itl_ns)
 
     def finish(self, s: Stream, aborted: bool) -> None:
         """End stream ``s`` (once): record its truth (``aborted``: it did not send every token)
@@ -472,7 +459,8 @@ def main(argv: list[str] | None = None) -> None:
         args.cost_us,
         args.itl_per_stream_ms,
     )
-    server.prefix_block = max(0, args.prefix_cache_block)
+    if args.prefix_cache_block > 0:
+        server.prefix_cache = SyntheticPrefixCache(args.prefix_cache_block)
     server.reasoning_tokens = max(0, args.reasoning_tokens)
     server.reasoning_usage = not args.no_reasoning_usage
     for item in args.lora:

@@ -39,6 +39,11 @@ LAST_EVENT = (
     + _USAGE
     + b"data: [DONE]\n\n"
 )
+# With a prefix cache the usage-only event also says the prompt tokens it held (as vLLM does
+# with --enable-prompt-tokens-details); the last %d is them.
+LAST_EVENT_CACHED = LAST_EVENT.replace(
+    b'"choices":[],' + _USAGE[:-4], b'"choices":[],' + _USAGE[:-4]
+    + b',"prompt_tokens_details":{"cached_tokens":%d}')
 
 # The chat endpoint's events (vLLM's ChatCompletionStreamResponse layout): a token of the answer
 # (``delta.content``) or of the thinking (``delta.reasoning``), split as the completions ones.

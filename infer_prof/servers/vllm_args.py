@@ -81,6 +81,12 @@ def vllm_engine_args(
     return args
 
 
+#: The environment a launched vLLM server gets: ``VLLM_SERVER_DEV_MODE=1`` mounts
+#: ``POST /reset_prefix_cache`` (vllm/entrypoints/serve/dev/cache/api_router.py, vLLM 0.32),
+#: through which ``--prefix-cache cold`` empties the cache before each point.
+VLLM_ENV = {"VLLM_SERVER_DEV_MODE": "1"}
+
+
 def vllm_flags(
     settings: EngineSettings,
     extra_args: tuple[str, ...] | list[str] = (),
@@ -88,14 +94,19 @@ def vllm_flags(
     enforce_eager: bool = False,
     tokenizer: bool = True,
     vllm_version: tuple[int, ...] | None = None,
+    speculative_config: str | None = None,
     reasoning_parser: str | None = None,
     lora_adapters: Sequence[LoraAdapter] = (),
 ) -> list[str]:
     """The vLLM command-line arguments beyond model, host and port: each set setting as its
     flag (in :data:`FLAG_NAMES` order), unless ``extra_args`` (``--engine-arg``, appended
     verbatim) gives that flag itself; ``--enforce-eager``; ``--skip-tokenizer-init`` for a
-    model without a tokenizer; ``--reasoning-parser NAME`` (unless given verbatim); the LoRA
-    flags of ``lora_adapters`` (:func:`lora_flags`)."""
+    model without a tokenizer; ``--enable-prompt-tokens-details`` (each response's usage
+    then says how many prompt tokens the prefix cache held: ``prompt_tokens_details.
+    cached_tokens``); with ``speculative_config`` (JSON), ``--speculative-config`` and, on
+    vLLM 0.32 or later (``vllm_version`` None: 0.32), ``--per-request-spec-decode-metrics
+    summary`` (each response's ``metrics.speculative_decoding``); ``--reasoning-parser NAME``
+    (unless given verbatim); the LoRA flags of ``lora_adapters`` (:func:`lora_flags`)."""
     merged = vllm_engine_args(settings, vllm_version)
     given = {a.split("=", 1)[0] for a in extra_args if a.startswith("--")}
     args: list[str] = []
@@ -106,6 +117,13 @@ def vllm_flags(
         args.append("--enforce-eager")
     if not tokenizer:
         args.append("--skip-tokenizer-init")
+    if "--enable-prompt-tokens-details" not in given:
+        args.append("--enable-prompt-tokens-details")
+    if speculative_config is not None and "--speculative-config" not in given:
+        args += ["--speculative-config", speculative_config]
+        recent = vllm_version is None or vllm_version >= (0, 32)
+        if recent and "--per-request-spec-decode-metrics" not in given:
+            args += ["--per-request-spec-decode-metrics", "summary"]
     if reasoning_parser and "--reasoning-parser" not in given:
         args += ["--reasoning-parser", reasoning_parser]
     return args + lora_flags(lora_adapters, given) + list(extra_args)

@@ -41,6 +41,9 @@ def test_requests_over_two_adapters_and_the_base_model_on_vllm(tmp_path):
     assert lora is not None and {"a1", "a2"} <= set(lora.listed)
     assert [a.rank for a in lora.adapters] == [8, 8]
     assert lora.adapters[0].sha256 != lora.adapters[1].sha256
+    assert (lora.max_lora_rank, lora.max_loras) == (8, 2)
+    # vllm:lora_requests_info: the adapters running at once, never more than --max-loras
+    assert lora.adapters_running_max is not None and 1 <= lora.adapters_running_max <= 2
     # every request asked for the adapter the mix picks for its index (seed 4), and got it
     mix = parse_mix(MIX, ["a1", "a2"], seed=4)
     recs = [r for r in read_requests(tmp_path / "lora.requests.jsonl") if not r.warmup]

@@ -89,3 +89,23 @@ def test_an_adapter_the_server_does_not_list_stops_the_run_before_load(synthetic
     assert not out.exists()
     truth = json.loads(urllib.request.urlopen(f"{server.url}/truth").read())
     assert truth["requests"] == []  # nothing was sent
+
+
+def test_a_multi_turn_session_stays_on_one_adapter(synthetic, tmp_path):
+    server = synthetic("--lora", "a1=5", ttft_ms=5.0, itl_ms=1.0, tokens=4)
+    out = tmp_path / "s.json"
+    p = cli(*BASE, "--endpoint", server.url, "-c", "2", "-n", "24", "--turns", "3",
+            "--input-len", "8", "--output-len", "4", "--lora-mix", "a1=0.5,base=0.5",
+            "--output", str(out))
+    assert p.returncode == 0, p.stderr
+    recs = sorted((r for r in read_requests(tmp_path / "s.requests.jsonl") if not r.warmup),
+                  key=lambda r: r.index)
+    assert len(recs) == 24 and all(r.ok for r in recs)
+    mix = parse_mix("a1=0.5,base=0.5", ["a1"], seed=0)
+    for s in range(8):  # session s's three turns ask for the adapter the mix picks for s
+        turns = recs[3 * s: 3 * s + 3]
+        assert {r.adapter or "base" for r in turns} == {mix.pick(s)}
+    lora = load_typed_result(out).lora
+    assert lora is not None
+    done = {f.adapter: f.requests_completed for f in lora.per_adapter}
+    assert done == {"a1": 3 * mix.counts(range(8))["a1"], "base": 3 * mix.counts(range(8))["base"]}

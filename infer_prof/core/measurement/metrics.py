@@ -69,6 +69,14 @@ class RequestRecord:
     # sent after the measured requests ran out, to hold the load until the last measured one
     # ended (also ``warmup``: never measured); error "cut" when stopped at that end
     cooldown: bool = False
+    # prompt tokens the server found in its prefix cache (usage.prompt_tokens_details.
+    # cached_tokens; vLLM sends it with --enable-prompt-tokens-details)
+    cached_tokens: int | None = None
+    # speculative decoding, as the server reported it for this request (vLLM's
+    # metrics.speculative_decoding): verify steps, draft tokens proposed and accepted
+    spec_steps: int | None = None
+    spec_draft_tokens: int | None = None
+    spec_accepted_tokens: int | None = None
     # a reasoning model's stream (core.measurement.reasoning): the index in chunk_ns of the first
     # answer (content or tool-call) chunk, None if none came; the tokens its reasoning chunks
     # carried; the server's usage.completion_tokens_details.reasoning_tokens, if sent
@@ -104,6 +112,10 @@ class RequestRecord:
             "retry_after_s": self.retry_after_s,
             "timestamp_source": self.timestamp_source,
             "cooldown": self.cooldown,
+            "cached_tokens": self.cached_tokens,
+            "spec_steps": self.spec_steps,
+            "spec_draft_tokens": self.spec_draft_tokens,
+            "spec_accepted_tokens": self.spec_accepted_tokens,
             "first_answer_chunk": self.first_answer_chunk,
             "reasoning_chunk_tokens": self.reasoning_chunk_tokens,
             "reasoning_tokens_usage": self.reasoning_tokens_usage,
