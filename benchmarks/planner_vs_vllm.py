@@ -17,8 +17,9 @@ the plan budgets ``utilization x --memory-total-gib`` (default: the catalog's CU
 of ``--gpu``); on a CPU log, whose KV size vLLM takes as given, it predicts the tokens that size
 holds as vLLM 0.32 counts them: the sequences of the log's longest length (``Maximum concurrency
 for N tokens``) that fit in the planner's blocks, each taking the planner's blocks per sequence
-(a sliding-window layer only its window), times that length; without a model of many kinds of
-layer that is ``blocks x 16``.
+(a sliding-window layer only its window; a hybrid model's linear layers their state pages), times
+that length; without a model of many kinds of layer that is ``blocks x 16``. On a GPU log a
+hybrid model's tokens are counted the same way, at the log's ``max_model_len``.
 
     .venv/bin/python benchmarks/planner_vs_vllm.py results/<run id>.server.log \\
         --model llama-2-70b --gpu H100-SXM --input-len 512 --output-len 128
@@ -163,6 +164,11 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
         rows.append(("available KV cache (GiB)", kv_avail, log.available_kv_gib,
                      _err(kv_avail, log.available_kv_gib) if log.available_kv_gib else None))
         tokens = m.kv_tokens
+        _, _, paging = pool_layout(spec, 1, 1 if kv_dtype == "fp8" else 2)
+        if paging is not None and log.max_model_len:
+            # a hybrid's capacity is per sequence of vLLM's max_model_len: its KV and states
+            per_seq = paging.sequence_bytes(log.max_model_len) / m.block_bytes
+            tokens = int(m.kv_blocks / per_seq * log.max_model_len)
         summary = {"precision": p.precision, "budget_gib": p.budget_per_gpu_bytes / GIB,
                    "overhead_model": p.assumptions["overhead_model"],
                    "memory_total_gib": total / GIB, "gpu": g.key, "utilization": util}

@@ -28,7 +28,11 @@ from infer_prof.core.analysis.comparison import (
 )
 from infer_prof.core.measurement.metric_table import columns_at
 from infer_prof.core.measurement.prefix_hits import mixed_hit_rates
-from infer_prof.report.adapter_table import comparison_adapter_rows, comparison_adapter_table
+from infer_prof.report.adapter_table import (
+    comparison_adapter_markdown,
+    comparison_adapter_rows,
+    comparison_adapter_table,
+)
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.comparison_rows import comparison_table
 from infer_prof.results.document import Result
@@ -270,7 +274,7 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
     elif output_format == "csv":
         sys.stdout.write(_csv(rows, best, paths))
     elif output_format == "markdown":
-        sys.stdout.write(compare_markdown(rows, best))
+        sys.stdout.write(compare_markdown(rows, best) + comparison_adapter_markdown(adapters))
     else:
         console = Console()
         if not console.is_terminal:

@@ -114,3 +114,17 @@ def comparison_adapter_table(rows: Sequence[dict[str, Any]]) -> Table | None:
     for row in rows:
         t.add_row(str(row["run"]), *(_cell(k, row[k]) for k, _ in COLUMNS))
     return t
+
+
+def comparison_adapter_markdown(rows: Sequence[dict[str, Any]]) -> str:
+    """``compare --format markdown``'s per-adapter table (a ``run`` column, then
+    :data:`COLUMNS`), after a blank line; '' without rows."""
+    if not rows:
+        return ""
+    lines = ["", "Per LoRA adapter:", "",
+             "| run | " + " | ".join(h for _, h in COLUMNS) + " |",
+             "|---|" + "|".join("---" if k == "adapter" else "---:" for k, _ in COLUMNS) + "|"]
+    for row in rows:
+        lines.append(f"| {row['run']} | " + " | ".join(_cell(k, row[k]) for k, _ in COLUMNS)
+                     + " |")
+    return "\n".join(lines) + "\n"

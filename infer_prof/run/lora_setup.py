@@ -61,6 +61,11 @@ class LoraRun:
     max_lora_rank: int | None = None
     max_loras: int | None = None
 
+    def as_plan(self) -> LoraPlan:
+        """This run's adapters and mix as a plan, to check a relaunched server against."""
+        return LoraPlan(self.adapters, self.mix.spec, self.mix.seed, self.mix,
+                        self.max_lora_rank, self.max_loras)
+
     def adapter_of(self, index: int) -> str | None:
         """The adapter request (or multi-turn session) ``index`` asks for:
         :meth:`AdapterMix.pick` of it, None for ``base``."""

@@ -132,6 +132,7 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         max_seq_len=plan.longest,
         kv_tokens=plan.plan_conc * (plan.mean_in + plan.mean_out),
         load_format=plan.load_format,
+        sequences=plan.plan_conc,
     )
     spec = LaunchSpec(
         model=plan.engine_path,
@@ -257,10 +258,12 @@ def relaunched(
     server_info: dict[str, Any],
 ) -> RunContext:
     """``ctx`` on a server started afresh (``run --repeat-relaunch``): the new server, its
-    endpoint and ``server`` section; the plan, prompts and tokenizer stay."""
+    endpoint and ``server`` section, its LoRA adapters checked again (ConfigError for one it
+    does not list); the plan, prompts and tokenizer stay."""
+    lora = ctx.lora and check_served(ctx.lora.as_plan(), endpoint, ctx.cfg.engine.api_key)
     return dataclasses.replace(ctx, endpoint=endpoint, served=served,
                                server=server if server.launched else None,
-                               server_info=server_info)
+                               server_info=server_info, lora=lora)
 
 
 def check_tls(endpoint: Endpoint, progress: ProgressLine) -> dict[str, Any] | None:

