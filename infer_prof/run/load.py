@@ -112,7 +112,8 @@ def drive_point(
         api_key=ctx.endpoint.api_key,
         context=ctx.endpoint.ssl_context(),
     )
-    session_run = ctx.sessions.start(wl, ctx.pool, ctx.text) if ctx.sessions else None
+    session_run = ctx.sessions.start(wl, ctx.pool, ctx.text, ctx.point_salt) \
+        if ctx.sessions else None
     if session_run is not None and ctx.lora is not None:  # one adapter per conversation
         session_run.ask_adapters(ctx.lora.adapter_of)
     state.session_run = session_run

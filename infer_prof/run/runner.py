@@ -259,7 +259,7 @@ def _run_point(
     progress.status(
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
-    salt = point_salt(ctx.points_started)  # no two points of a launch share a prompt
+    salt = ctx.point_salt = point_salt(ctx.points_started)  # no two points share a prompt
     ctx.points_started += 1
     warm, measured, _ = build_specs(
         wl,

@@ -80,6 +80,7 @@ class RunContext:
     trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
     sessions: SessionPlan | None = None  # --turns: multi-turn sessions
     points_started: int = 0  # load points begun on this launch (each one's prompts its own)
+    point_salt: str = ""  # the salt of the current point's prompt seeds (run.point_prompts)
     said_cache_refused: bool = False  # the line that the prefix cache's reset was refused
 
     lora: LoraRun | None = None  # --lora-modules / --lora-mix: the adapters each request asks

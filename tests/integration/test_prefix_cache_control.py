@@ -81,3 +81,22 @@ def test_points_of_one_launch_never_hit_each_others_prompts(tmp_path):
     for r in results:
         assert r["prefix_cache"]["state"] == "as-is" and r["prefix_cache"]["detail"] is None
         assert r["prefix_cache"]["hit_rate"] == 0.5, r["run_name"]
+
+
+def test_an_endpoint_that_refuses_the_reset_is_unknown_said_once(synthetic, tmp_path):
+    """A server without the reset route (the synthetic server without a prefix cache answers
+    404, as vLLM started without VLLM_SERVER_DEV_MODE does): each point's state is unknown,
+    said in one line for the run, and unknown is another configuration than cold."""
+    server = synthetic(ttft_ms=5.0, itl_ms=1.0, tokens=4)
+    p = cli("run", "--endpoint", server.url, "--model", "llama-2-7b", "-c", "1,2", "-n", "6",
+            "--input-len", "16", "--output-len", "4", "--warmup-requests", "1",
+            "--no-progress", "--no-history", "--results-dir", str(tmp_path))
+    assert p.returncode == 0, p.stderr
+    said = [ln for ln in p.stderr.splitlines() if ln.startswith("prefix cache: ")]
+    assert said == ["prefix cache: the server has no POST /reset_prefix_cache (HTTP 404; vLLM "
+                    "serves it only when started with VLLM_SERVER_DEV_MODE=1); its state at "
+                    "each point is recorded as unknown (--prefix-cache as-is does not ask)"]
+    results = _results(tmp_path)
+    assert [r["prefix_cache"]["state"] for r in results] == ["unknown", "unknown"]
+    pc = results[0]["prefix_cache"]
+    assert pc["hit_rate"] is None and "no cached_tokens" in pc["hit_rate_reason"]

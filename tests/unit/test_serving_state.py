@@ -223,3 +223,17 @@ def test_cache_state_and_speculative_config_make_another_configuration() -> None
     assert "speculative_config" in differing_fields([cold, spec])
     pc = msgspec.to_builtins(PrefixCacheSection(state="unknown"))
     assert decode_result({**base, "prefix_cache": pc}).prefix_cache.state == "unknown"
+
+
+def test_regress_notes_a_group_whose_hit_rates_differ() -> None:
+    from infer_prof.cli.regress import _mixed_cache_notes
+    from infer_prof.results.gate import RunData
+
+    def run(name: str, rate: float | None) -> RunData:
+        values = {} if rate is None else {"prefix_cache_hit_rate": rate}
+        return RunData(name, name, values)
+
+    groups = [("tiny c4", [run("base", 0.05)], [run("cur", 0.42)], ""),
+              ("tiny c8", [run("base8", 0.05)], [run("cur8", 0.1), run("old", None)], "")]
+    (note,) = _mixed_cache_notes(groups)
+    assert note.startswith("tiny c4: prefix-cache hit rates differ by 37 points (base 5%")

@@ -31,6 +31,10 @@ What each family spells, and where vLLM 0.32 reads it (``vllm/model_executor/mod
   Mamba2 with ``mamba_n_heads``, ``mamba_d_head``, ``mamba_d_state``, ``mamba_n_groups``,
   ``mamba_d_conv`` and ``I = mamba_expand x H``; every layer also has the MLP: experts when
   ``num_local_experts > 0`` and the shared MLP of ``shared_intermediate_size``.
+- ``falcon_h1`` (``falcon_h1.py``): every layer runs attention and a Mamba2 mixer side by side
+  (so every layer keeps both KV and a state) before its gated MLP; Mamba2 of ``mamba_n_heads``,
+  ``mamba_d_head``, ``mamba_d_state``, ``mamba_n_groups``, ``mamba_d_conv`` and ``I =
+  mamba_d_ssm`` (else ``mamba_expand x H``).
 - ``jamba`` (``jamba.py``): ``layers_block_type`` as transformers' ``JambaConfig`` derives it,
   attention where ``i % attn_layer_period == attn_layer_offset``, else a Mamba1 mixer
   (``mamba_d_state`` ``N``, ``mamba_d_conv`` ``K``, ``I = mamba_expand x H``, ``mamba_dt_rank``,
@@ -40,9 +44,8 @@ Mamba2 state (``mamba2_state_shape``): conv ``(K - 1) x (I + 2 G' N)`` with ``G'
 after TP replication, SSM ``h x p x N``. Mamba1 (``mamba1_state_shape``): conv ``(K - 1) x I``,
 SSM ``I x N``. Tensor parallelism splits channels and heads.
 
-Other hybrid families (Falcon-H1's parallel attention + Mamba2 in every layer, Kimi-Linear's
-KDA, MiniMax, Bamba, Zamba, LFM2, ...) are recognised and refused with one line: the planner
-never plans them as full attention by default.
+Other hybrid families (Kimi-Linear's KDA, MiniMax, Bamba, Zamba, LFM2, ...) are recognised and
+refused with one line: the planner never plans them as full attention by default.
 """
 
 from __future__ import annotations
@@ -57,7 +60,6 @@ MIXER_KINDS = ("gdn", "mamba2", "mamba1")
 """Kinds of linear layer: Gated DeltaNet, Mamba2 (SSD), Mamba1 (selective scan)."""
 
 UNMODELLED_HYBRIDS = {
-    "falcon_h1": "Falcon-H1 (attention and Mamba2 side by side in every layer)",
     "kimi_linear": "Kimi-Linear (KDA linear attention beside MLA)",
     "minimax": "MiniMax-Text-01 (lightning attention)",
     "minimax_text_01": "MiniMax-Text-01 (lightning attention)",
@@ -176,8 +178,9 @@ class LinearMixer:
 @dataclass(frozen=True)
 class HybridLayers:
     """The layer structure of a hybrid decoder: per layer its ``mixers`` (``attention``,
-    ``linear`` or ``none``) and ``mlps`` (``gated``, ``moe``, ``plain`` (not gated: up and down
-    only) or ``none``; empty: every layer has the model's usual MLP), the ``linear`` mixer,
+    ``linear``, ``both`` (Falcon-H1: side by side) or ``none``) and ``mlps`` (``gated``,
+    ``moe``, ``plain`` (not gated: up and down only) or ``none``; empty: every layer has the
+    model's usual MLP), the ``linear`` mixer,
     ``attention_gate`` (Qwen3-Next's gated attention: ``q_proj`` twice as wide),
     ``norms_per_layer``, and ``ssm_dtype`` the recurrent state's dtype vLLM 0.32 defaults to on a
     GPU (``"model"``: the model's, or ``"float32"``)."""
@@ -192,13 +195,13 @@ class HybridLayers:
 
     @property
     def num_linear(self) -> int:
-        """Linear/Mamba layers."""
-        return self.mixers.count("linear")
+        """Linear/Mamba mixers (one per layer that has one)."""
+        return self.mixers.count("linear") + self.mixers.count("both")
 
     @property
     def num_attention(self) -> int:
-        """Attention layers."""
-        return self.mixers.count("attention")
+        """Attention mixers (one per layer that has one)."""
+        return self.mixers.count("attention") + self.mixers.count("both")
 
 
 def _int(cfg: dict[str, Any], key: str, default: int | None = None) -> int:
@@ -301,6 +304,18 @@ def _granite(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
     return HybridLayers("granitemoehybrid", mixers, mixer)
 
 
+def _falcon_h1(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
+    inner = cfg.get("mamba_d_ssm")
+    width = int(inner) if inner is not None else int(float(cfg.get("mamba_expand", 2)) * hidden)
+    head = cfg.get("mamba_d_head")
+    if head in (None, "auto"):
+        cfg = {**cfg, "mamba_d_head": width // _int(cfg, "mamba_n_heads")}
+    mixer = _mamba2(cfg, hidden, heads="mamba_n_heads", head_dim="mamba_d_head",
+                    state="mamba_d_state", groups="mamba_n_groups", kernel="mamba_d_conv",
+                    conv_bias="mamba_conv_bias", bias="mamba_proj_bias", inner=width)
+    return HybridLayers("falcon_h1", ("both",) * layers, mixer)
+
+
 def _jamba(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
     period, offset = _int(cfg, "attn_layer_period", 8), _int(cfg, "attn_layer_offset", 4)
     if period < 1 or not 0 <= offset < period:
@@ -336,6 +351,8 @@ def read_hybrid(cfg: dict[str, Any], num_layers: int, hidden: int) -> HybridLaye
         return _granite(cfg, num_layers, hidden)
     if model_type == "jamba":
         return _jamba(cfg, num_layers, hidden)
+    if model_type == "falcon_h1":
+        return _falcon_h1(cfg, num_layers, hidden)
     if model_type in UNMODELLED_HYBRIDS:
         raise HybridConfigError(f"is {UNMODELLED_HYBRIDS[model_type]}, a model_type "
                                 f"({model_type!r}) whose layers the planner does not model yet")

@@ -135,11 +135,12 @@ def _moe(m: ModelSpec, p: str) -> list[TensorGroup]:
 def _mixer(m: ModelSpec, i: int, p: str) -> list[TensorGroup]:
     """Layer ``i``'s token mixer: attention (MLA or not), a linear/Mamba mixer, or none."""
     kind = m.hybrid.mixers[i] if m.hybrid is not None else "attention"
-    if kind == "linear" and m.hybrid is not None:
-        return m.hybrid.linear.tensors(m.hidden_size, f"{p}.mixer")
-    if kind == "none":
-        return []
-    return _mla(m, p) if m.mla is not None else _attention(m, p)
+    out: list[TensorGroup] = []
+    if kind in ("linear", "both") and m.hybrid is not None:
+        out += m.hybrid.linear.tensors(m.hidden_size, f"{p}.mixer")
+    if kind in ("attention", "both"):
+        out += _mla(m, p) if m.mla is not None else _attention(m, p)
+    return out
 
 
 def layer_groups(m: ModelSpec, i: int) -> list[TensorGroup]:

@@ -99,8 +99,9 @@ class ModelSpec:
         and ``none`` for a layer without a token mixer (Nemotron-H's MLP layers)."""
         if self.mla is not None:
             return ("mla",) * self.num_layers
-        if self.hybrid is not None:
-            return tuple("full" if k == "attention" else k for k in self.hybrid.mixers)
+        if self.hybrid is not None:  # Falcon-H1's "both" layers keep KV (and a state)
+            return tuple("full" if k in ("attention", "both") else k
+                         for k in self.hybrid.mixers)
         return self.layer_attention or ("full",) * self.num_layers
 
     def num_attention_layers(self) -> int:
