@@ -5,7 +5,8 @@
   leaves the state ``unknown``, said in one line, once per run.
 - ``warm``: emptied as for cold, then each of the point's shared prefixes
   (:func:`infer_prof.run.point_prompts.group_prefix`) is sent once as a one-token request, so that
-  every measured request of a prefix group finds its prefix cached.
+  every measured request of a prefix group finds its prefix cached. A point without shared
+  prefixes has nothing to send: its state is what the reset left (``cold``).
 - ``as-is``: nothing is sent; the cache holds whatever earlier traffic left (never another
   point's prompts of the same launch: :func:`infer_prof.run.point_prompts.point_salt`).
 
@@ -56,8 +57,12 @@ def prepare_cache(
     if asked == "cold":
         return CacheSetup(asked, "cold" if reset.done else "unknown", reset.detail)
     sent, tokens, problem = prime_prefixes(ctx, wl, salt)
-    detail = reset.detail if problem is None else f"{reset.detail}; {problem}"
-    return CacheSetup(asked, "warm" if problem is None else "unknown", detail, sent, tokens)
+    if problem is not None:
+        return CacheSetup(asked, "unknown", f"{reset.detail}; {problem}", sent, tokens)
+    if not sent:  # nothing to prime: the cache is as the reset left it
+        return CacheSetup(asked, "cold" if reset.done else "unknown",
+                          f"{reset.detail}; the point has no shared prefix to send", 0, 0)
+    return CacheSetup(asked, "warm", reset.detail, sent, tokens)
 
 
 def prime_prefixes(ctx: RunContext, wl: Workload, salt: str) -> tuple[int, int, str | None]:

@@ -73,6 +73,16 @@ def test_requests_spread_over_adapters_with_their_own_figures(synthetic, tmp_pat
     assert [ln.split("|")[2].strip() for ln in md.stdout.splitlines()
             if ln.startswith("| ") and ln.count("|") == 11][1:] == ["a1", "a2", "base"]
 
+    # the HTML report: a row per adapter
+    html_path = tmp_path / "report.html"
+    h = cli("report", str(out), "-o", str(html_path))
+    assert h.returncode == 0, h.stderr
+    html = html_path.read_text()
+    section = html[html.index('<section id="lora-adapters">'):]
+    section = section[:section.index("</section>")]
+    assert "--lora-mix a1=0.5,a2=0.3,base=0.2" in section
+    assert [f"<td>{a}</td>" in section for a in ("a1", "a2", "base")] == [True] * 3
+
     # uniform over what the endpoint lists (the adapters with a parent)
     out2 = tmp_path / "u.json"
     p = _run(server.url, out2, "--lora-mix", "uniform")

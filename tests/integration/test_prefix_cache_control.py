@@ -100,3 +100,14 @@ def test_an_endpoint_that_refuses_the_reset_is_unknown_said_once(synthetic, tmp_
     assert [r["prefix_cache"]["state"] for r in results] == ["unknown", "unknown"]
     pc = results[0]["prefix_cache"]
     assert pc["hit_rate"] is None and "no cached_tokens" in pc["hit_rate_reason"]
+
+
+def test_warm_without_shared_prefixes_is_cold(tmp_path):
+    out = tmp_path / "plain.json"
+    p = cli(*BASE, "-c", "2", "-n", "6", "--input-len", "32", "--output-len", "4",
+            "--prefix-cache", "warm", "--output", str(out))
+    assert p.returncode == 0, p.stderr
+    pc = json.loads(out.read_text())["prefix_cache"]
+    assert (pc["asked"], pc["state"], pc["primed_prefixes"]) == ("warm", "cold", 0)
+    assert pc["detail"].endswith("the point has no shared prefix to send")
+    assert pc["hit_rate"] == 0.0  # unique prompts of 2 blocks: nothing cached

@@ -237,3 +237,32 @@ def test_regress_notes_a_group_whose_hit_rates_differ() -> None:
               ("tiny c8", [run("base8", 0.05)], [run("cur8", 0.1), run("old", None)], "")]
     (note,) = _mixed_cache_notes(groups)
     assert note.startswith("tiny c4: prefix-cache hit rates differ by 37 points (base 5%")
+
+
+def test_console_and_report_show_the_server_state() -> None:
+    from rich.console import Console
+
+    from infer_prof.report.console import totals_table
+    from infer_prof.report.html import build_report
+    from tests.unit.test_report_html import run
+
+    r = make_result("r1", 4)
+    r["prefix_cache"] = {"asked": "warm", "state": "warm", "primed_prefixes": 16,
+                         "primed_tokens": 14336, "hit_rate": 0.896, "hit_rate_source": "usage",
+                         "usage_cached_tokens": 14336, "usage_prompt_tokens": 16000}
+    r["speculative"] = {"config": '{"method":"ngram"}', "drafts": 138.0, "draft_tokens": 336.0,
+                        "accepted_tokens": 254.0, "acceptance_rate": 254 / 336,
+                        "acceptance_length": 1 + 254 / 138,
+                        "acceptance_per_position": [0.87, 0.54, 0.43]}
+    console = Console(record=True, width=200)
+    console.print(totals_table(decode_result(r)))
+    text = console.export_text()
+    assert "warm (16 shared prefixes sent first); 89.6% of prompt tokens cached (usage: 14,336 " \
+           "of 16,000 tokens)" in text
+    assert "rate 75.6%, length 2.84 tokens/step, by position 87% / 54% / 43%" in text
+    assert "138 drafts, 336 draft tokens, 254 accepted" in text
+    html = build_report([run(r)], generated_at="now").html
+    section = html[html.index('<section id="server-state">'):]
+    assert "89.6% of prompt tokens cached" in section and "rate 75.6%" in section
+    plain = build_report([run(make_result("r2", 4))], generated_at="now").html
+    assert 'id="server-state"' not in plain  # nothing recorded: no section
