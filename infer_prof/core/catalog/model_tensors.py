@@ -17,6 +17,12 @@ Per decoder layer (``H`` hidden, ``h`` heads, ``kv`` KV heads, ``d`` head_dim):
   ``I_s`` wide (+ Qwen2-MoE's ``1 x H`` shared-expert gate).
 - norms: 2 RMSNorms of ``H`` (4 for Gemma-2/3).
 
+Hybrid models (:mod:`~infer_prof.core.catalog.hybrid_layers`): a linear/Mamba layer has its
+mixer's projections (``mixer``, linear) and small parameters (``mixer_param``: convolution,
+decay, skip, biases) in place of attention; Qwen3-Next's gated attention a ``q_proj`` twice as
+wide; a Nemotron-H layer is one block (a mixer, attention, or an MLP of ``up_proj`` and
+``down_proj`` without a gate) behind one norm.
+
 Outside the layers: the embedding ``V x H``, the LM head ``V x H`` unless tied, the final norm,
 and Gemma-3's vision tower (:class:`~infer_prof.core.catalog.model_arch.VisionSpec`).
 
@@ -34,7 +40,7 @@ if TYPE_CHECKING:
     from infer_prof.core.catalog.models import ModelSpec
 
 ROLES = ("attention", "mlp", "experts", "shared", "router", "embed", "lm_head", "norm", "bias",
-         "sink", "vision")
+         "sink", "vision", "mixer", "mixer_param")
 """What a tensor group is part of."""
 
 
@@ -62,7 +68,8 @@ class TensorGroup:
 def _attention(m: ModelSpec, p: str) -> list[TensorGroup]:
     h, q, kv = m.hidden_size, m.q_dim, m.kv_dim
     a = f"{p}.self_attn"
-    out = [TensorGroup(f"{a}.q_proj", q, h, 1, "attention", linear=True),
+    q_rows = 2 * q if m.hybrid is not None and m.hybrid.attention_gate else q
+    out = [TensorGroup(f"{a}.q_proj", q_rows, h, 1, "attention", linear=True),
            TensorGroup(f"{a}.k_proj", kv, h, 1, "attention", linear=True),
            TensorGroup(f"{a}.v_proj", kv, h, 1, "attention", linear=True),
            TensorGroup(f"{a}.o_proj", h, q, 1, "attention", linear=True)]
@@ -105,6 +112,12 @@ def _gated(name: str, hidden: int, width: int, count: int, role: str) -> list[Te
             TensorGroup(f"{name}.down_proj", hidden, width, count, role, linear=True)]
 
 
+def _plain(name: str, hidden: int, width: int, count: int, role: str) -> list[TensorGroup]:
+    """An MLP of an up and a down projection, no gate (Nemotron-H's squared ReLU)."""
+    return [TensorGroup(f"{name}.up_proj", width, hidden, count, role, linear=True),
+            TensorGroup(f"{name}.down_proj", hidden, width, count, role, linear=True)]
+
+
 def _moe(m: ModelSpec, p: str) -> list[TensorGroup]:
     assert m.moe is not None
     e, h = m.moe, m.hidden_size
@@ -114,22 +127,39 @@ def _moe(m: ModelSpec, p: str) -> list[TensorGroup]:
     if e.score_bias:
         out.append(TensorGroup(f"{p}.mlp.gate.e_score_correction_bias", e.num_experts, 1, 1,
                                "router", split=False))
-    out += _gated(f"{p}.mlp.experts", h, e.expert_intermediate, e.num_experts, "experts")
+    mlp = _gated if e.gated else _plain
+    out += mlp(f"{p}.mlp.experts", h, e.expert_intermediate, e.num_experts, "experts")
     if e.expert_bias:
         out.append(TensorGroup(f"{p}.mlp.experts.bias", 2 * e.expert_intermediate + h, 1,
                                e.num_experts, "bias"))
     if e.shared_intermediate:
-        out += _gated(f"{p}.mlp.shared_experts", h, e.shared_intermediate, 1, "shared")
+        out += mlp(f"{p}.mlp.shared_experts", h, e.shared_intermediate, 1, "shared")
     if e.shared_gate:
         out.append(TensorGroup(f"{p}.mlp.shared_expert_gate", 1, h, 1, "router", split=False))
+    return out
+
+
+def _mixer(m: ModelSpec, i: int, p: str) -> list[TensorGroup]:
+    """Layer ``i``'s token mixer: attention (MLA or not), a linear/Mamba mixer, or none."""
+    kind = m.hybrid.mixers[i] if m.hybrid is not None else "attention"
+    out: list[TensorGroup] = []
+    if kind in ("linear", "both") and m.hybrid is not None:
+        out += m.hybrid.linear.tensors(m.hidden_size, f"{p}.mixer")
+    if kind in ("attention", "both"):
+        out += _mla(m, p) if m.mla is not None else _attention(m, p)
     return out
 
 
 def layer_groups(m: ModelSpec, i: int) -> list[TensorGroup]:
     """The tensors of decoder layer ``i`` (module paths ``model.layers.{i}...``)."""
     p = f"model.layers.{i}"
-    out = _mla(m, p) if m.mla is not None else _attention(m, p)
-    if m.is_moe_layer(i):
+    out = _mixer(m, i, p)
+    mlp = m.hybrid.mlps[i] if m.hybrid is not None and m.hybrid.mlps else "usual"
+    if mlp == "plain":  # Nemotron-H: up and down, squared ReLU, no gate
+        out += _plain(f"{p}.mixer", m.hidden_size, m.intermediate_size, 1, "mlp")
+    elif mlp == "none":
+        pass
+    elif m.is_moe_layer(i):
         out += _moe(m, p)
     else:
         out += _gated(f"{p}.mlp", m.hidden_size, m.intermediate_size, 1, "mlp")
