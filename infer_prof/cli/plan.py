@@ -116,13 +116,22 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
         console.print(f"decision: [bold]{PRECISION_LABELS[p.precision]}{kv}[/] -> {verdict}; "
                       f"{p.memory.max_sequences} sequences of {p.seq_len} tokens fit at once "
                       f"({p.memory.kv_tokens:,} KV tokens)")
-
+        if p.memory.state_bytes_per_sequence:
+            m = p.memory
+            state = m.state_bytes_per_sequence
+            kv_part = m.kv_needed_bytes // max(1, p.concurrency) - state
+            console.print(f"per sequence of {p.seq_len} tokens: KV {kv_part / 2**20:,.1f} MiB "
+                          f"({_per_token(m.kv_bytes_per_token)} a token, attention layers) + "
+                          f"state {state / 2**20:,.1f} MiB (linear layers, whatever the length), "
+                          f"in pages of {m.block_size} tokens")
     else:
         console.print("decision: [bold red]nothing fits[/]")
 
     table = Table(title="memory per GPU (GiB)", box=box.SIMPLE_HEAVY, show_edge=False)
-    for col in ("precision", "weights", "overhead", "KV cache", "KV/token", "seqs at once",
-                "verdict"):
+    hybrid = any(c.memory.state_bytes_per_sequence for c in p.candidates)
+    cols = ("precision", "weights", "overhead", "KV cache", "KV/token",
+            *(("state/seq",) if hybrid else ()), "seqs at once", "verdict")
+    for col in cols:
         table.add_column(col, justify="left" if col in ("precision", "verdict") else "right",
                          no_wrap=col == "precision")
     rejected = {c.label for c in p.rejections}
@@ -142,9 +151,10 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
             verdict = c.reason or "fits"
         table.add_row(("* " if chosen else "  ") + c.label, _gib(m.weights_bytes),
                       _gib(m.overhead_bytes), _gib(m.kv_cache_bytes),
-                      f"{m.kv_bytes_per_token / 1024:,.0f} KiB", f"{m.max_sequences:,}",
-                      verdict, style="bold" if chosen else None)
-    print_fitted(console, table, ("overhead", "KV/token"), more="--json")
+                      f"{m.kv_bytes_per_token / 1024:,.0f} KiB",
+                      *((f"{m.state_bytes_per_sequence / 2**20:,.1f} MiB",) if hybrid else ()),
+                      f"{m.max_sequences:,}", verdict, style="bold" if chosen else None)
+    print_fitted(console, table, ("overhead", "state/seq", "KV/token"), more="--json")
     if fp8_kv_note:
         console.print("if asked: an fp8 KV cache is planned only when asked (--kv-cache-dtype "
                       "fp8) or when nothing else fits")
@@ -169,6 +179,11 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
     args = _vllm_args(p)
     if args:
         console.print(f"vLLM engine args: {json.dumps(args)}")
+
+
+def _per_token(n: int) -> str:
+    """KV bytes per token in words: ``24 KiB``, or ``512 B`` below a KiB."""
+    return f"{n:,} B" if n < 1024 else f"{n / 1024:,.0f} KiB"
 
 
 def _vllm_args(p: Plan) -> dict[str, object]:

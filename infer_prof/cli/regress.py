@@ -26,6 +26,7 @@ from infer_prof.core.analysis.regression import (
     Significance,
 )
 from infer_prof.core.analysis.run_to_run import DEFAULT_ALPHA, format_pct
+from infer_prof.core.measurement.prefix_hits import mixed_hit_rates
 from infer_prof.report.junit import junit_xml
 from infer_prof.report.markdown import regress_markdown
 from infer_prof.results import history, history_database
@@ -227,6 +228,21 @@ def _pair_groups(
     return [("", base, cur, ", ".join(r.source for r in base))]
 
 
+def _mixed_cache_notes(
+    groups: list[tuple[str, list[RunData], list[RunData], str]],
+) -> list[str]:
+    """One note per group whose runs' prefix-cache hit rates differ by more than 10 points
+    (:func:`infer_prof.core.measurement.prefix_hits.mixed_hit_rates`)."""
+    notes = []
+    for label, base, cur, _ in groups:
+        runs = [*base, *cur]
+        mixed = mixed_hit_rates([r.source for r in runs],
+                                [r.values.get("prefix_cache_hit_rate") for r in runs])
+        if mixed:
+            notes.append(f"{label}: {mixed}" if label else mixed)
+    return notes
+
+
 @dataclass(frozen=True)
 class RegressOptions:
     """The options of ``infer-prof regress``, each declared once (:mod:`infer_prof.cli.declared`).
@@ -306,6 +322,7 @@ def regress(o: RegressOptions) -> None:
                               exclude_ids={r.run_id for r in confirm})
     except history_database.HistoryError as exc:
         fail(str(exc))
+    notes += _mixed_cache_notes(groups)
     judge = Judge(
         thresholds=thresholds,
         default_pct=default_pct,

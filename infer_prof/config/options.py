@@ -16,6 +16,7 @@ To add an option to ``infer-prof run``: add the field to ``RunConfig`` with its 
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import types
@@ -160,6 +161,16 @@ def parse_size(text: str, flag: str) -> int:
     return int(float(m.group(1)) * _UNITS[m.group(2).lower()])
 
 
+def parse_reasoning_parser(text: str, flag: str) -> str:
+    """``auto``, ``none`` or a vLLM reasoning parser's name (lower-case letters, digits and
+    ``_``, as vLLM registers them: ``deepseek_r1``, ``qwen3``, ``openai_gptoss``)."""
+    value = text.strip()
+    if not re.fullmatch(r"[a-z0-9_]+", value):
+        raise ValueError(f"{flag} {text!r} is not a parser name; write auto, none, or a vLLM "
+                         "reasoning parser such as deepseek_r1, qwen3 or openai_gptoss")
+    return value
+
+
 def parse_labels(items: list[str], flag: str = "--label") -> dict[str, str]:
     """``KEY=VALUE`` pairs into a dict (whitespace around each stripped)."""
     out: dict[str, str] = {}
@@ -179,6 +190,20 @@ def split_engine_args(items: list[str], flag: str = "--engine-arg") -> list[str]
     for a in items:
         out += a.split(" ", 1) if a.startswith("--") and " " in a else [a]
     return out
+
+
+def parse_json_object(text: str, flag: str) -> str:
+    """A JSON object given on the command line (``--speculative-config``), as canonical JSON
+    text (sorted keys, no spaces), so that the same settings spelt two ways record and
+    fingerprint alike."""
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        raise ValueError(f"{flag} is not JSON ({exc}); write e.g. {flag} "
+                         '\'{"method":"ngram","num_speculative_tokens":3}\'') from None
+    if not isinstance(value, dict) or not value:
+        raise ValueError(f"{flag} must be a JSON object with the engine's settings, got {text!r}")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
 
 
 def parse_warmup(text: str, flag: str = "--warmup") -> tuple[str, int | None]:

@@ -15,6 +15,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Annotated, Literal
 
+from infer_prof.catalog.lora_adapters import parse_lora_modules
 from infer_prof.config.options import (
     COST,
     LOAD,
@@ -26,13 +27,18 @@ from infer_prof.config.options import (
     Internal,
     Opt,
     Range,
+    parse_json_object,
     parse_labels,
+    parse_reasoning_parser,
     parse_size,
     split_engine_args,
 )
 from infer_prof.core.analysis.sweep import parse_concurrency_list, parse_rate_list
 
 Api = Literal["completions", "chat"]  # /v1/completions or /v1/chat/completions
+#: The prefix cache's state at the start of each measured point (docs/measurement.md, "Prefix
+#: cache"): emptied, primed with the point's shared prefixes, or left as it is.
+PrefixCacheMode = Literal["cold", "warm", "as-is"]
 PromptKind = Literal["text", "token-ids"]  # words of an exact token count, or token IDs
 
 
@@ -110,6 +116,28 @@ class EngineConfig:
         ("--engine-arg",), "Any other vLLM argument, verbatim; repeat it (e.g. "
         "--engine-arg=--seed=1).", SERVER, typed=list[str], parse=split_engine_args)] = field(
         default_factory=list)
+    prefix_cache: Annotated[PrefixCacheMode, Opt(
+        ("--prefix-cache",), "The server's prefix cache before each measured point: cold "
+        "(default: emptied through the server's /reset_prefix_cache; an endpoint that refuses "
+        "is recorded as unknown), warm (emptied, then the point's shared prefixes sent once), "
+        "as-is (left alone). The result records the state and the measured hit rate.",
+        SERVER)] = "cold"
+    speculative_config: Annotated[str | None, Opt(
+        ("--speculative-config",), "Speculative decoding, as vLLM's --speculative-config JSON "
+        "(e.g. '{\"method\":\"ngram\",\"num_speculative_tokens\":3,\"prompt_lookup_max\":4}'); "
+        "recorded in the configuration; the result gives its acceptance.", SERVER,
+        parse=parse_json_object)] = None
+    reasoning_parser: Annotated[str, Opt(
+        ("--reasoning-parser",), "The reasoning parser of the vLLM infer-prof starts: auto (the "
+        "model family's, for a model known to reason: docs/measurement.md, Reasoning models), "
+        "none, or a vLLM parser name (deepseek_r1, qwen3, openai_gptoss, ...). Ignored with "
+        "--endpoint.", SERVER, parse=parse_reasoning_parser)] = "auto"
+    lora_modules: Annotated[list[str], Opt(  # infer_prof.run.lora_setup
+        ("--lora-modules",), "LoRA adapters for vLLM to serve beside the model: NAME=PATH (the "
+        "folder peft wrote); repeat it or separate with commas. Starts vLLM with --enable-lora, "
+        "--max-lora-rank (the adapters' largest, from adapter_config.json) and --max-loras (their "
+        "number); requests go over them as --lora-mix says (default uniform).", SERVER,
+        typed=list[str], parse=parse_lora_modules)] = field(default_factory=list)
     server: Annotated[str, Opt(
         ("--server",), "The server to start: vllm, or synthetic (the built-in one: known "
         "delays, no model; --engine-arg gives its options). Ignored with --endpoint.",
@@ -205,6 +233,11 @@ class LoadConfig:
         "$/1M tokens at (interpolated along the front, never extrapolated).", LOAD,
         range=Range("positive tokens/s/user", low=0, low_open=True, high=math.inf,
                     high_open=True))] = None
+    interactivity_of: Annotated[Literal["all", "answer"], Opt(
+        ("--interactivity-of",), "The tokens interactivity (tok/s/user = 1000 / TPOT p50) is "
+        "read over: all (every output token, reasoning included) or answer (a reasoning model's "
+        "answer tokens: 1000 / answer TPOT p50). Throughput and cost count every output token "
+        "either way.", LOAD)] = "all"
     concurrency_from_estimate: Annotated[bool, Opt(  # infer_prof.run.frontier_estimate
         ("--concurrency-from-estimate",), "--frontier --target-interactivity: measure only the "
         "concurrencies around the target on the predicted curve (1, half, at, double the "
@@ -223,6 +256,11 @@ class LoadConfig:
         ("--engine-sweep",), "--frontier per engine configuration: a TOML file of named "
         "configurations, or one setting's values (max-num-seqs=64,128,256).", LOAD)] = None
     # --quality: the quality check after the load, on the same server (infer_prof.quality)
+    lora_mix: Annotated[str | None, Opt(  # infer_prof.core.workload.adapter_mix
+        ("--lora-mix",), "How requests spread over LoRA adapters (each request's model is its "
+        "adapter's name): NAME=WEIGHT,... with base for the model itself (a=0.5,b=0.3,base=0.2), "
+        "uniform, or zipf:ALPHA over the adapters in the order named; placed by --seed. With "
+        "--endpoint, uniform and zipf take the adapters its /v1/models lists.", LOAD)] = None
     quality: Annotated[str | None, Opt(
         ("--quality",), "After the load, check the answers on the same server: addition (the "
         "set for tiny-adder), gsm8k (50 GSM8K problems, MIT) or "

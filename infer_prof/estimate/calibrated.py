@@ -118,12 +118,14 @@ def calibrate(fit_on: MeasuredSet | None, compare: MeasuredSet | None,
 
 def measured_points(d: Deployment, runs: Sequence[MeasuredRun], *,
                     lengths: tuple[int, int]) -> list[MeasuredPoint]:
-    """The runs that measured ``d``'s configuration (:func:`same_configuration`), each beside
-    the prediction of ``d`` at its concurrency, lowest concurrency first."""
+    """The runs that measured ``d``'s configuration (:func:`same_configuration`, its KV-cache
+    dtype included), each beside the prediction of ``d`` at its concurrency, lowest
+    concurrency first."""
     out = []
+    kv = "fp8" if d.kv_dtype_bytes == 1 else "auto"
     for r in runs:
         if not same_configuration(r, model=d.arch, gpu=d.gpu.key, gpu_count=d.gpu_count,
-                                  precision=d.precision, lengths=lengths):
+                                  precision=d.precision, lengths=lengths, kv_cache_dtype=kv):
             continue
         p = predict_point(d, input_len=lengths[0], output_len=lengths[1],
                           concurrency=r.concurrency)

@@ -1,14 +1,18 @@
-"""Which configurations to predict: for one GPU, the GPU count and precision the planner says
-serve the model, and how many sequences its KV cache holds at once.
+"""One configuration to predict: a GPU count, a weight precision and a KV-cache dtype on one GPU,
+planned as ``infer-prof plan`` plans it, with how many sequences its KV cache holds at once and
+what its tensor-parallel all-reduce runs over.
 
-The planner (:func:`infer_prof.core.planning.planner.plan`, as ``infer-prof plan`` runs it) is
-asked for one sequence of ``input_len + output_len`` tokens on ``n`` GPUs (tensor parallel),
-``n`` the one given (``--gpus``), else the smallest of 1, 2, 4, 8 that splits the model's heads
-evenly and holds it. (Not every count that holds it: on a GPU without an interconnect figure,
-:mod:`infer_prof.catalog.interconnects`, a tensor-parallel configuration is predicted without its
-all-reduce time, which would rank more GPUs ahead of fewer for no reason.) The frontier then
-runs up to ``max_concurrency`` = ``min(max_sequences, max_num_seqs)``: what the KV cache holds
-at once, capped by vLLM's default ``max_num_seqs`` for the GPU.
+:func:`config_for` plans one: the planner (:func:`infer_prof.core.planning.planner.plan`) is
+asked for one sequence of ``input_len + output_len`` tokens on ``n`` GPUs (tensor parallel) at
+the precision and KV-cache dtype given; the frontier then runs up to ``max_concurrency`` =
+``min(max_sequences, max_num_seqs)``: what the KV cache holds at once, capped by vLLM's default
+``max_num_seqs`` for the GPU. A group of more than one GPU needs a link figure
+(:func:`infer_prof.catalog.interconnects.tp_link`: NVLink, Infinity Fabric or PCIe), else it is
+not predicted (its all-reduce time would be a guess).
+
+:func:`plan_configs` is the planner's own choice (the smallest of 1, 2, 4, 8 that holds the model,
+at the precision ``auto`` picks), as ``run --frontier-from-estimate`` uses it; ``estimate``
+searches every configuration (:mod:`infer_prof.estimate.search`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from infer_prof.catalog.interconnects import TpLink, tp_link
+from infer_prof.catalog.vllm_support import Support, precision_support
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.estimate.deployment import Deployment
@@ -27,14 +33,20 @@ from infer_prof.core.planning.planner import plan
 from infer_prof.core.planning.precisions import EngineCaps, PlanError
 
 GPU_COUNTS = (1, 2, 4, 8)
-"""Tensor-parallel sizes tried, smallest first, when ``--gpus`` is not given."""
+"""Tensor-parallel sizes tried, smallest first, when no count is given and the market has none."""
+
+LOSSY_WEIGHTS = ("bnb-nf4", "awq", "gptq", "nvfp4", "mxfp4", "int4")
+"""Weight precisions that cost accuracy (4-bit weights): marked in a row and kept out by
+``--min-quality``."""
 
 
 @dataclass(frozen=True)
 class Config:
     """One configuration to predict: ``gpu_count`` x ``gpu`` at ``precision``, a KV cache of
-    ``kv_dtype_bytes`` bytes an element, at most ``max_concurrency`` sequences at once, and
-    vLLM's per-step token budget ``max_num_batched_tokens``."""
+    ``kv_dtype_bytes`` bytes an element (``kv_cache_dtype`` ``auto`` or ``fp8``), at most
+    ``max_concurrency`` sequences at once, vLLM's per-step token budget
+    ``max_num_batched_tokens``; ``support`` how vLLM runs the precision there (dtype, weight-only
+    or not), ``link`` what the all-reduce runs over (None on one GPU)."""
 
     gpu: GpuSpec
     gpu_count: int
@@ -43,50 +55,83 @@ class Config:
     max_concurrency: int
     max_num_batched_tokens: int
     notes: tuple[str, ...] = ()
+    kv_cache_dtype: str = "auto"
+    support: Support | None = None
+    link: TpLink | None = None
 
     def deployment(self, model: ModelSpec, factors: StepFactors,
                    link_gbps: float | None = None) -> Deployment:
-        """This configuration serving ``model`` with the achieved shares ``factors`` and an
-        interconnect of ``link_gbps`` bidirectional GB/s (None: unknown)."""
+        """This configuration serving ``model`` with the achieved shares ``factors``, over its
+        own link (or an interconnect of ``link_gbps`` bidirectional GB/s when given)."""
+        gbps = link_gbps if link_gbps is not None else (
+            self.link.bidirectional_gbps if self.link is not None else None)
+        pcie = link_gbps is None and self.link is not None and self.link.kind == "pcie"
         return Deployment(arch=model, gpu=self.gpu, gpu_count=self.gpu_count,
                           precision=self.precision, factors=factors,
-                          kv_dtype_bytes=self.kv_dtype_bytes, link_gbps=link_gbps,
+                          kv_dtype_bytes=self.kv_dtype_bytes, link_gbps=gbps, over_pcie=pcie,
                           max_num_batched_tokens=self.max_num_batched_tokens)
+
+    @property
+    def lossy(self) -> tuple[str, ...]:
+        """What costs accuracy here, in words: 4-bit weights, an fp8 KV cache."""
+        out = []
+        if self.precision in LOSSY_WEIGHTS:
+            out.append(f"4-bit weights ({self.precision})")
+        if self.kv_cache_dtype == "fp8":
+            out.append("fp8 KV cache")
+        return tuple(out)
+
+
+def config_for(model: ModelSpec, gpu: GpuSpec, gpu_count: int, *, input_len: int,
+               output_len: int, quantization: str, kv_cache_dtype: str = "auto",
+               catalog: Sequence[GpuSpec] = (), link: TpLink | None = None,
+               support: Support | None = None) -> Config | str:
+    """The :class:`Config` of ``model`` on ``gpu_count`` x ``gpu`` at ``quantization`` (a
+    planner precision, or ``auto``) and ``kv_cache_dtype``, or one line saying why there is
+    none: the count does not split the model's heads, nothing holds one sequence, no FLOP/s
+    figure, a precision the planner refuses here."""
+    caps = EngineCaps(build="cuda", checked=False)
+    try:
+        check_tensor_parallel(model, gpu_count)
+        p = plan(PlanRequest(model, gpu, gpus=gpu_count, concurrency=1, input_len=input_len,
+                             output_len=output_len, quantization=quantization, caps=caps,
+                             kv_cache_dtype=kv_cache_dtype, catalog=catalog),
+                 with_suggestions=False)
+    except PlanError as exc:
+        return str(exc)
+    if not p.fits or p.precision is None or p.memory is None or p.memory.max_sequences < 1:
+        return (f"does not hold one sequence of {input_len + output_len} tokens on "
+                f"{gpu_count} x {gpu.key}")
+    if peak_tflops(gpu, p.precision) is None:
+        math = "fp8" if p.precision == "fp8" and gpu.supports_fp8 else "16-bit"
+        return (f"the GPU catalog has no {math} FLOP/s figure for {gpu.key} (what "
+                f"{p.precision} computes at)")
+    budget, max_seqs = default_scheduler_limits(gpu, gpu.cuda_memory_bytes, gpu_count)
+    kv = p.kv_cache_dtype
+    return Config(gpu=gpu, gpu_count=gpu_count, precision=p.precision,
+                  kv_dtype_bytes=1.0 if kv == "fp8" else 2.0,
+                  max_concurrency=min(p.memory.max_sequences, max_seqs),
+                  max_num_batched_tokens=budget, kv_cache_dtype=kv,
+                  notes=(("fp8 KV cache (the planner's choice)",)
+                         if kv == "fp8" and kv_cache_dtype != "fp8" else ()),
+                  support=support or precision_support(gpu, p.precision),
+                  link=link if link is not None else tp_link(gpu.key, gpu_count))
 
 
 def plan_configs(model: ModelSpec, gpu: GpuSpec, *, input_len: int, output_len: int,
                  quantization: str = "auto", gpus: int | None = None,
                  catalog: Sequence[GpuSpec] = ()) -> list[Config] | str:
-    """The :class:`Config` the planner gives for ``model`` on ``gpu`` (a list of one: the
-    smallest GPU count that holds it, module docstring), or one line saying why there is
-    none (no count holds it, no FLOP/s figure, a forced precision the GPU cannot run)."""
+    """The :class:`Config` the planner gives for ``model`` on ``gpu`` (a list of one: ``gpus``,
+    else the smallest of :data:`GPU_COUNTS` that holds it, at the precision ``quantization``
+    says), or one line saying why there is none."""
     counts = (gpus,) if gpus else GPU_COUNTS
     why = ""
-    out: list[Config] = []
-    caps = EngineCaps(build="cuda", checked=False)
     for n in counts:
-        try:
-            check_tensor_parallel(model, n)
-            p = plan(PlanRequest(model, gpu, gpus=n, concurrency=1, input_len=input_len,
-                                 output_len=output_len, quantization=quantization, caps=caps,
-                                 catalog=catalog), with_suggestions=False)
-        except PlanError as exc:
-            why = str(exc)
-            continue
-        if not p.fits or p.precision is None or p.memory is None or p.memory.max_sequences < 1:
-            why = (f"does not hold one sequence of {input_len + output_len} tokens on "
-                   f"{n} x {gpu.key}")
-            continue
-        if peak_tflops(gpu, p.precision) is None:
-            math = "fp8" if p.precision == "fp8" else "16-bit"
-            return (f"the GPU catalog has no {math} FLOP/s figure for {gpu.key} (what "
-                    f"{p.precision} computes at)")
-        budget, max_seqs = default_scheduler_limits(gpu, gpu.cuda_memory_bytes, n)
-        out.append(Config(gpu=gpu, gpu_count=n, precision=p.precision,
-                      kv_dtype_bytes=1.0 if p.kv_cache_dtype == "fp8" else 2.0,
-                      max_concurrency=min(p.memory.max_sequences, max_seqs),
-                      max_num_batched_tokens=budget,
-                      notes=(("fp8 KV cache (the planner's choice)",)
-                             if p.kv_cache_dtype == "fp8" else ())))
-        return out
+        c = config_for(model, gpu, n, input_len=input_len, output_len=output_len,
+                       quantization=quantization, catalog=catalog)
+        if isinstance(c, Config):
+            return [c]
+        if c.startswith("the GPU catalog has no"):
+            return c
+        why = c
     return why or f"no GPU count of {', '.join(map(str, counts))} holds the model"

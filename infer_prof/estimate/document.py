@@ -9,6 +9,12 @@ with ``gpu``, ``gpu_count``, ``precision``, ``points[]`` (``concurrency``,
 ``factors_used``, ``calibrated_from``, ``measured_from`` and ``rows[].measured`` (the user's
 measured runs of the row's configuration beside the prediction: those figures are measured,
 ``predicted: false``).
+
+The configuration search adds, per row: ``kv_cache_dtype``, ``dtype``, ``runs_as``,
+``weight_only``, ``interconnect`` / ``interconnect_gbps``, ``lossy``, ``expected_error``
+(:class:`ErrorBand`, None: unvalidated), ``validated``,
+``usd_per_million_output_tokens_pessimistic``; per document: ``rank_by``, ``all_configs``,
+``unsupported[]`` (what vLLM does not run, and why) and ``search`` (:class:`SearchSummary`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,8 @@ from infer_prof.core.estimate.factors import StepFactors
 from infer_prof.results.frontier_sections import AtTarget
 
 ReadAt = Literal["target", "slo", "max-throughput"]
+RankBy = Literal["pessimistic", "point"]
+Interconnect = Literal["nvlink", "infinity-fabric", "pcie"]
 
 
 class Point(msgspec.Struct, kw_only=True):
@@ -77,6 +85,23 @@ class MeasuredPoint(msgspec.Struct, kw_only=True):
     predicted: bool = False
 
 
+class ErrorBand(msgspec.Struct, kw_only=True):
+    """How far a row's prediction is expected to be off
+    (:meth:`infer_prof.estimate.expected_error.ExpectedError.interval`): the median and 90th
+    percentile of |predicted / measured - 1| of output tokens/s per GPU, in %, over ``n``
+    points each predicted with its source held out of the fit, in the group ``basis`` names
+    (its GPU family + precision + TP + interconnect cell, or the worst of its groups).
+    ``validated`` False when its family, precision, TP size or interconnect has no held-out
+    point (``missing`` names them): the figures are then the overall ones, a floor."""
+
+    median_abs_pct: float | None
+    p90_abs_pct: float | None
+    n: int
+    validated: bool
+    basis: str
+    missing: list[str] = []
+
+
 class Row(msgspec.Struct, kw_only=True):
     """One configuration: ``gpu_count`` x ``gpu`` (tensor parallel) at ``precision``, its
     predicted frontier (``points``, concurrency 1, 2, 4, ... up to ``max_concurrency``, what
@@ -84,7 +109,18 @@ class Row(msgspec.Struct, kw_only=True):
     does not reach it: ``reaches_target`` False, ``best_interactivity`` its highest).
     ``ttft_ms_p50`` / ``tpot_ms_p50`` are read at the same place; the ``usd_per_million_*``
     repeat ``at_target``'s. ``expected_error_pct``: the median |error| of predicted output
-    tokens/s per GPU found by validation, None while not yet validated."""
+    tokens/s per GPU found by validation, None while not yet validated.
+
+    The configuration: ``kv_cache_dtype`` (``auto``: the model's 16-bit; ``fp8``), ``dtype``
+    the 16-bit math (``bfloat16``; ``float16`` where vLLM has no bf16: compute capability below
+    8.0), ``runs_as`` how vLLM runs the precision there and ``weight_only`` (weights dequantized
+    to 16-bit math: fp8 through Marlin on Ampere, 4-bit formats), ``interconnect`` what the
+    all-reduce runs over and ``interconnect_gbps`` its bidirectional GB/s per GPU (None on one
+    GPU), ``lossy`` what costs accuracy (4-bit weights, an fp8 KV cache). How sure:
+    ``expected_error`` the held-out error of its kind of configuration (None: no validation
+    shipped), ``validated`` whether that kind was validated,
+    ``usd_per_million_output_tokens_pessimistic`` the cost at the slow end, ``usd x (1 +
+    p90_abs_pct / 100)`` (None when unvalidated)."""
 
     gpu: str
     gpu_name: str
@@ -105,7 +141,44 @@ class Row(msgspec.Struct, kw_only=True):
     expected_error_pct: float | None
     notes: list[str] = []
     measured: list[MeasuredPoint] = []
+    kv_cache_dtype: Literal["auto", "fp8"] = "auto"
+    dtype: Literal["bfloat16", "float16"] = "bfloat16"
+    runs_as: str = ""
+    weight_only: bool = False
+    interconnect: Interconnect | None = None
+    interconnect_gbps: float | None = None
+    lossy: list[str] = []
+    expected_error: ErrorBand | None = None
+    validated: bool = False
+    usd_per_million_output_tokens_pessimistic: float | None = None
     predicted: bool = True
+
+
+class Unsupported(msgspec.Struct, kw_only=True):
+    """What the released vLLM does not run, not ranked: the ``gpu`` itself (``precision``
+    None), or one weight ``precision`` or ``kv_cache_dtype`` on it; ``why`` one line naming the
+    support table's source (``infer_prof/catalog/data/vllm_support.json``)."""
+
+    gpu: str
+    why: str
+    precision: str | None = None
+    kv_cache_dtype: str | None = None
+
+
+class SearchSummary(msgspec.Struct, kw_only=True):
+    """What the configuration search looked at: per GPU the ``gpu_counts`` tried (the counts
+    its instances are sold with), the weight ``precisions`` and ``kv_cache_dtypes`` searched,
+    how many configurations were ``planned`` (GPU count x precision x KV dtype on a GPU vLLM
+    runs), ``predicted`` (held at least one sequence and had a link figure), and
+    ``kept_out`` reason -> count (too big for the count, no link figure, a count that does not
+    split the heads, lossy under ``--min-quality``)."""
+
+    gpu_counts: dict[str, list[int]]
+    precisions: list[str]
+    kv_cache_dtypes: list[str]
+    planned: int
+    predicted: int
+    kept_out: dict[str, int] = {}
 
 
 class Skipped(msgspec.Struct, kw_only=True):
@@ -142,9 +215,12 @@ class FamilyFactors(msgspec.Struct, kw_only=True):
 
 class EstimateDocument(msgspec.Struct, kw_only=True):
     """The whole answer: the question (model, lengths, target or SLOs), where rows are read
-    (``read_at``), the rows cheapest first per 1M output tokens at that place (rows that do
-    not reach it last), the GPUs left out, the price market and the validation's word on the
-    error."""
+    (``read_at``), the rows ranked (``rank_by``: ``pessimistic``, validated rows first by the
+    cost at their interval's slow end, then unvalidated ones by their central cost; ``point``:
+    every row by its central cost; rows that do not reach the target last), each GPU's best
+    configuration (every configuration with ``all_configs``), the GPUs left out, what vLLM
+    does not run (``unsupported``), the search, the price market and the validation's word on
+    the error."""
 
     kind: Literal["estimate"] = "estimate"
     model: str
@@ -160,4 +236,8 @@ class EstimateDocument(msgspec.Struct, kw_only=True):
     factors_used: list[FamilyFactors] = []
     calibrated_from: MeasuredSource | None = None
     measured_from: MeasuredSource | None = None
+    rank_by: RankBy = "pessimistic"
+    all_configs: bool = False
+    unsupported: list[Unsupported] = []
+    search: SearchSummary | None = None
     predicted: bool = True

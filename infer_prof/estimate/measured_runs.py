@@ -26,7 +26,7 @@ from pathlib import Path
 
 from infer_prof.catalog.estimate_factors import factors_for
 from infer_prof.catalog.gpus import catalog, match_gpu_name
-from infer_prof.catalog.interconnects import link_gbps
+from infer_prof.catalog.interconnects import tp_link
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.estimate.factors import family_of
@@ -128,6 +128,7 @@ def to_measured(result: Result, source: str) -> MeasuredRun | str:
     if precision is None:
         return "precision not recorded"
     assert result.load is not None and result.load.concurrency
+    link = tp_link(gpu.key, count)
     run = MeasuredRun(
         source=source, run_id=result.run_id, started_at=result.started_at, arch=arch, gpu=gpu,
         family=family_of(gpu), gpu_count=count, precision=precision, input_len=lengths[0],
@@ -135,7 +136,10 @@ def to_measured(result: Result, source: str) -> MeasuredRun | str:
         output_tok_s_per_gpu=per_gpu, interactivity=s.interactivity_tok_s_user,
         ttft_ms_p50=s.ttft_ms.p50 if s.ttft_ms else None,
         tpot_ms_p50=s.tpot_ms.p50 if s.tpot_ms else None,
-        link_gbps=link_gbps(gpu.key, count))
+        link_gbps=link.bidirectional_gbps if link is not None else None,
+        over_pcie=link is not None and link.kind == "pcie",
+        kv_cache_dtype="fp8" if result.plan is not None and result.plan.kv_cache_dtype == "fp8"
+        else "auto")
     try:
         predict_run(factors_for(gpu), run)
     except ValueError as exc:

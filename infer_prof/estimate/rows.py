@@ -12,8 +12,8 @@ Where a row is read (``read_at``):
   only, so each SLO is checked against the predicted median (a note says so).
 - ``max-throughput``: without either, the point of highest total tokens/s per GPU.
 
-Rows are ranked cheapest first by $ per 1M output tokens at the read; rows without a read or a
-price follow, highest best interactivity first.
+How rows rank (by the cost at their error interval's slow end, or their central cost) is
+:mod:`infer_prof.estimate.ranking`.
 """
 
 from __future__ import annotations
@@ -129,10 +129,17 @@ def build_row(d: Deployment, config: Config, reading: Reading, *,
     hit, ttft = read_row(points, usd, reading.read_at, reading.target, reading.slos,
                          output_len)
     notes = list(config.notes)
+    link = config.link if config.gpu_count > 1 else None
     if config.gpu_count > 1 and not all(p.allreduce_counted for p in points):
         notes.append(f"tensor-parallel all-reduce not counted: no interconnect figure for "
-                     f"{config.gpu_count} x {g.key} (infer_prof/catalog/data/interconnects.json "
-                     "lists NVLink domains only; a PCIe card's bridge is not assumed)")
+                     f"{config.gpu_count} x {g.key} (infer_prof/catalog/data/interconnects.json)")
+    elif link is not None and link.kind == "pcie":
+        notes.append(f"tensor-parallel all-reduce over PCIe ({link.link}, "
+                     f"{link.bidirectional_gbps:g} GB/s both ways, "
+                     f"{factors.pcie_allreduce_efficiency:.0%} of one way reached: {link.source})")
+    support = config.support
+    if support is not None and support.weight_only:
+        notes.append(f"{config.precision} runs as {support.runs_as}")
     if quote is None:
         notes.append(f"no price for {g.key} in the market asked")
     return Row(
@@ -153,15 +160,11 @@ def build_row(d: Deployment, config: Config, reading: Reading, *,
         usd_per_million_total_tokens=hit.usd_per_million_total_tokens if hit else None,
         instance=instance_of(quote) if quote is not None else None,
         factors=factors, expected_error_pct=expected_error_pct, notes=notes,
-        measured=measured_points(d, measured, lengths=(reading.input_len, output_len)))
-
-
-def rank(rows: Sequence[Row]) -> list[Row]:
-    """Cheapest first by $ per 1M output tokens at the read; rows without one after, highest
-    best interactivity first (module docstring)."""
-    def key(r: Row) -> tuple[int, float, float]:
-        usd = r.usd_per_million_output_tokens
-        if usd is not None:
-            return (0, usd, -r.best_interactivity)
-        return (1, -r.best_interactivity, 0.0)
-    return sorted(rows, key=key)
+        measured=measured_points(d, measured, lengths=(reading.input_len, output_len)),
+        kv_cache_dtype="fp8" if config.kv_cache_dtype == "fp8" else "auto",
+        dtype="float16" if support is not None and support.dtype == "float16" else "bfloat16",
+        runs_as=support.runs_as if support is not None else "",
+        weight_only=support.weight_only if support is not None else False,
+        interconnect=link.kind if link is not None else None,
+        interconnect_gbps=link.bidirectional_gbps if link is not None else None,
+        lossy=list(config.lossy))

@@ -13,7 +13,11 @@
  *     never later than now_mono; lags gets now_mono - t_ns.
  *   - if `fast` (the HTTP parser is at a chunk boundary) and the read is exactly one token
  *     chunk, the completion-token count advances chunk_ns/chunk_tokens; on_token(k) is called
- *     every report_every tokens.
+ *     every report_every tokens. The chunk's kind (chunk_kind: reasoning, answer or neither)
+ *     is kept as two numbers, not a list: reasoning_ct (tokens of reasoning chunks) and
+ *     first_answer (the index in chunk_ns of the first answer chunk, -1 before it); a stream
+ *     that answered before any reasoning is not classified further (a plain model's stream
+ *     pays for its first chunk only).
  *   - otherwise general(data, t_ns) -> bool is called (data b"" at end of stream); its result
  *     is the new `fast`. A receive error calls failed(errno).
  *   - with decrypt (keyword; TLS, see loadgen/tls.py) the bytes read are ciphertext:
@@ -173,6 +177,99 @@ static long long match_token_chunk(const char *b, Py_ssize_t n)
     return value;
 }
 
+/* What a token chunk carries, read from the keys of its "delta" object (walked here, values
+ * skipped, strings with their escapes: the cost is the delta's length, a token's text): ANSWER
+ * when "content" is a non-empty string or "tool_calls" a non-empty array, else REASONING when
+ * "reasoning" (vLLM >= 0.10) or "reasoning_content" is a string, else ANSWER when "content" is
+ * an empty string (a partial UTF-8 sequence), else NEITHER (also for a delta it cannot walk); a
+ * chunk with no "delta" (the completions API's "text") is ANSWER. The same rule as
+ * stamped_reader.chunk_kind_py and client.chunk_kind_of. A JSON string cannot hold an unescaped
+ * quote, so the first "delta":{ found is the key. */
+#define KIND_NEITHER 0
+#define KIND_ANSWER 1
+#define KIND_REASONING 2
+static const char DELTA[] = "\"delta\":{";
+
+/* p at a JSON string's opening quote: the byte after its closing quote, or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+/* p at a JSON value: the byte after it, or NULL. */
+static const char *skip_value(const char *p, const char *end)
+{
+    if (p >= end)
+        return NULL;
+    if (*p == '"')
+        return skip_string(p, end);
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        while (p < end) {
+            if (*p == '"') {
+                p = skip_string(p, end);
+                if (p == NULL)
+                    return NULL;
+                continue;
+            }
+            if (*p == '{' || *p == '[')
+                depth++;
+            else if ((*p == '}' || *p == ']') && --depth == 0)
+                return p + 1;
+            p++;
+        }
+        return NULL;
+    }
+    while (p < end && *p != ',' && *p != '}') /* null, true, false, a number */
+        p++;
+    return p;
+}
+
+static int key_is(const char *k, Py_ssize_t len, const char *name)
+{
+    return (Py_ssize_t)strlen(name) == len && memcmp(k, name, (size_t)len) == 0;
+}
+
+static int chunk_kind(const char *b, Py_ssize_t n)
+{
+    const char *d = find(b, n, DELTA, sizeof DELTA - 1);
+    if (d == NULL)
+        return KIND_ANSWER;
+    const char *p = d + (sizeof DELTA - 1), *end = b + n;
+    int reasoning = 0, empty_content = 0;
+    while (p < end && *p == '"') {
+        const char *key = p + 1, *after = skip_string(p, end);
+        if (after == NULL || after + 1 >= end || *after != ':')
+            return KIND_NEITHER;
+        Py_ssize_t klen = (after - 1) - key;
+        const char *v = after + 1, *next = skip_value(v, end);
+        if (next == NULL)
+            return KIND_NEITHER;
+        if (key_is(key, klen, "content") && *v == '"') {
+            if (v[1] != '"')
+                return KIND_ANSWER;
+            empty_content = 1;
+        } else if (key_is(key, klen, "tool_calls") && *v == '[' && v + 1 < end && v[1] != ']') {
+            return KIND_ANSWER;
+        } else if ((key_is(key, klen, "reasoning") || key_is(key, klen, "reasoning_content")) &&
+                   *v == '"') {
+            reasoning = 1;
+        }
+        p = next;
+        if (p < end && *p == ',')
+            p++;
+    }
+    if (p >= end || *p != '}')
+        return KIND_NEITHER;
+    return reasoning ? KIND_REASONING : empty_content ? KIND_ANSWER : KIND_NEITHER;
+}
+
 typedef struct {
     PyObject_HEAD
     int fd;
@@ -180,6 +277,8 @@ typedef struct {
     long long last_ct;
     long long reported;
     long long report_every;
+    long long reasoning_ct; /* tokens of reasoning chunks */
+    long long first_answer; /* index in chunk_ns of the first answer chunk; -1: none yet */
     PyObject *chunk_ns;
     PyObject *chunk_tokens;
     PyObject *lags;
@@ -248,6 +347,8 @@ static int Reader_init(Reader *self, PyObject *args, PyObject *kwds)
     self->last_ct = 0;
     self->reported = 0;
     self->report_every = report_every;
+    self->reasoning_ct = 0;
+    self->first_answer = -1;
     Py_INCREF(chunk_ns);
     Py_XSETREF(self->chunk_ns, chunk_ns);
     Py_INCREF(chunk_tokens);
@@ -352,6 +453,14 @@ static PyObject *Reader_call(Reader *self, PyObject *args, PyObject *kwds)
         if (ct >= 0) {
             Py_XDECREF(plain);
             if (ct > self->last_ct) {
+                /* a stream whose first counted chunk was answer is not classified further */
+                if (self->first_answer < 0 || self->reasoning_ct > 0) {
+                    int kind = chunk_kind(data, len);
+                    if (kind == KIND_REASONING)
+                        self->reasoning_ct += ct - self->last_ct;
+                    else if (kind == KIND_ANSWER && self->first_answer < 0)
+                        self->first_answer = PyList_GET_SIZE(self->chunk_ns);
+                }
                 if (append_ll(self->chunk_ns, t) < 0 ||
                     append_ll(self->chunk_tokens, ct - self->last_ct) < 0)
                     return NULL;
@@ -402,6 +511,10 @@ static PyMemberDef Reader_members[] = {
     {"fast", T_INT, offsetof(Reader, fast), 0, "1 while the HTTP parser is at a chunk boundary"},
     {"last_ct", T_LONGLONG, offsetof(Reader, last_ct), 0, "completion tokens so far (usage)"},
     {"reported", T_LONGLONG, offsetof(Reader, reported), 0, "tokens passed to on_token so far"},
+    {"reasoning_ct", T_LONGLONG, offsetof(Reader, reasoning_ct), 0,
+     "tokens of reasoning chunks so far"},
+    {"first_answer", T_LONGLONG, offsetof(Reader, first_answer), 0,
+     "index in chunk_ns of the first answer chunk (-1: none yet)"},
     {NULL}};
 
 static PyTypeObject ReaderType = {
@@ -625,9 +738,21 @@ static PyObject *py_match_token_chunk(PyObject *mod, PyObject *arg)
     return PyLong_FromLongLong(r);
 }
 
+static PyObject *py_chunk_kind(PyObject *mod, PyObject *arg)
+{
+    Py_buffer view;
+    if (PyObject_GetBuffer(arg, &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    int r = chunk_kind((const char *)view.buf, view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromLong(r);
+}
+
 static PyMethodDef methods[] = {
     {"match_token_chunk", py_match_token_chunk, METH_O,
      "Completion tokens if the bytes are exactly one vLLM token chunk, else -1."},
+    {"chunk_kind", py_chunk_kind, METH_O,
+     "What a token chunk carries: 0 neither, 1 answer (content, tool call, text), 2 reasoning."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_stamped",

@@ -36,6 +36,9 @@ from infer_prof.loadgen.http_stream import (
 )
 from infer_prof.loadgen.pacing import SendPacer
 from infer_prof.loadgen.stamped_reader import (
+    KIND_ANSWER,
+    KIND_NEITHER,
+    KIND_REASONING,
     ReadSinks,
     make_reader,
     read_ready,
@@ -66,6 +69,22 @@ def chunk_tokens_of(choice: dict[str, Any]) -> int:
     ):
         return 1
     return 0
+
+
+def chunk_kind_of(choice: dict[str, Any]) -> int:
+    """What a parsed chunk's choice carries, by the fast path's rule
+    (:func:`infer_prof.loadgen.stamped_reader.chunk_kind_py`): the answer (non-empty
+    ``content`` or ``tool_calls``; a completion's ``text``), else reasoning (a ``reasoning`` or
+    ``reasoning_content`` string), else the answer (an empty ``content`` string), else neither."""
+    delta = choice.get("delta")
+    if not isinstance(delta, dict):
+        return KIND_ANSWER
+    content = delta.get("content")
+    if (isinstance(content, str) and content) or delta.get("tool_calls"):
+        return KIND_ANSWER
+    if isinstance(delta.get("reasoning"), str) or isinstance(delta.get("reasoning_content"), str):
+        return KIND_REASONING
+    return KIND_ANSWER if isinstance(content, str) else KIND_NEITHER
 
 
 def unfinished_close(saw_done: bool, finish_reason: str | None, tls: bool,
@@ -199,6 +218,8 @@ async def _exchange(
             stats.settle()  # bounded: the pending read lags go into the summary
         if record.output_tokens is None and reader.last_ct:
             record.output_tokens = reader.last_ct  # cut off mid-stream: the last usage seen
+        record.reasoning_chunk_tokens = reader.reasoning_ct
+        record.first_answer_chunk = reader.first_answer if reader.first_answer >= 0 else None
         if on_token is not None:
             total = sum(record.chunk_tokens)
             if total > reader.reported:
@@ -353,6 +374,13 @@ class _Exchange:
                 if k:
                     record.token_count_source = "chunks"
             if k > 0:
+                reader = self.reader
+                if reader.first_answer < 0 or reader.reasoning_ct > 0:  # as the fast path
+                    carries = chunk_kind_of(choice)
+                    if carries == KIND_REASONING:
+                        reader.reasoning_ct += k
+                    elif carries == KIND_ANSWER and reader.first_answer < 0:
+                        reader.first_answer = len(record.chunk_ns)
                 record.chunk_ns.append(t_ns)
                 record.chunk_tokens.append(k)
             else:
@@ -364,7 +392,38 @@ class _Exchange:
                 record.output_tokens = int(usage["completion_tokens"])
             if usage.get("prompt_tokens") is not None:
                 record.prompt_tokens = int(usage["prompt_tokens"])
+            details = usage.get("completion_tokens_details")
+            if isinstance(details, dict) and details.get("reasoning_tokens") is not None:
+                record.reasoning_tokens_usage = int(details["reasoning_tokens"])
+            read_cached_tokens(usage, record)
+        if "metrics" in obj:
+            read_spec_decoding(obj["metrics"], record)
         return k
+
+
+def read_cached_tokens(usage: dict[str, Any], record: RequestRecord) -> None:
+    """The prompt tokens the server found in its prefix cache, where its usage says it:
+    ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's field; vLLM sends it when started
+    with ``--enable-prompt-tokens-details``)."""
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and isinstance(details.get("cached_tokens"), int):
+        record.cached_tokens = details["cached_tokens"]
+
+
+def read_spec_decoding(metrics: Any, record: RequestRecord) -> None:
+    """A request's speculative decoding as the server reports it in the response's
+    ``metrics.speculative_decoding`` (vLLM 0.32 with ``--per-request-spec-decode-metrics``, on
+    the stream's final usage chunk: ``vllm/entrypoints/generate/base/protocol.py``,
+    ``SpeculativeDecodingMetrics``): verify steps, draft tokens proposed and accepted."""
+    spec = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    if not isinstance(spec, dict):
+        return
+    fields = (("num_spec_steps", "spec_steps"), ("num_draft_tokens", "spec_draft_tokens"),
+              ("num_accepted_draft_tokens", "spec_accepted_tokens"))
+    for key, attr in fields:
+        value = spec.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            setattr(record, attr, value)
 
 
 def _settle(parser: SseResponseParser, record: RequestRecord) -> None:

@@ -26,13 +26,15 @@ LoadPhase = Literal["starting", "warm-up", "waiting", "measuring", "done"]
 @dataclass(frozen=True)
 class RequestSpec:
     """One request to send: its prompt (token IDs, text or chat messages), asked output length,
-    and whether it warms up."""
+    whether it warms up, and the LoRA adapter it asks for (its ``model``; None: the served
+    model)."""
 
     index: int
     prompt: Prompt
     input_len: int
     max_tokens: int
     warmup: bool = False
+    adapter: str | None = None
 
 
 class RecordSink(Protocol):
@@ -172,6 +174,7 @@ def new_record(spec: RequestSpec, worker: int, scheduled_ns: int | None) -> Requ
         warmup=spec.warmup,
         worker=worker,
         scheduled_ns=scheduled_ns,
+        adapter=spec.adapter,
     )
 
 

@@ -161,6 +161,7 @@ class _OpenLoop:
                     warmup=True,
                     worker=self.worker_id,
                     scheduled_ns=time.perf_counter_ns(),
+                    adapter=spec.adapter,
                 )
                 io.records.append(rec)
                 counters.sent += 1

@@ -40,7 +40,7 @@ import math
 import random
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from itertools import islice
 from pathlib import Path
 from typing import Any
@@ -109,7 +109,7 @@ def synthetic_turns(
     turns: int,
     input_len: LengthDistribution,
     output_len: LengthDistribution,
-    seed: int,
+    seed: int | str,
     pool: TokenPool,
     text: TextPromptMaker | None = None,
     chat: bool = False,
@@ -147,7 +147,7 @@ def synthetic_turns(
     return out
 
 
-def _chat_turns(s: int, users: list[int], answers: list[int], seed: int,
+def _chat_turns(s: int, users: list[int], answers: list[int], seed: int | str,
                 text: TextPromptMaker) -> list[Turn]:
     """Synthetic chat turns: turn ``k`` sends the earlier user messages and answers, then a user
     message of exactly ``users[k]`` tokens; an answer's stand-in has exactly ``answers[k]``
@@ -292,12 +292,16 @@ class SessionPlan:
     dataset: ShareGptSessions | None = None
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
 
-    def start(self, wl: Any, pool: TokenPool, text: TextPromptMaker | None) -> SessionRun:
+    def start(self, wl: Any, pool: TokenPool, text: TextPromptMaker | None,
+              salt: str = "") -> SessionRun:
         """The run of load point ``wl`` (a :class:`~infer_prof.core.workload.workloads.Workload`
-        whose ``num_requests`` is whole sessions' turns): its sessions, built lazily."""
+        whose ``num_requests`` is whole sessions' turns): its sessions, built lazily, seeded
+        ``"<seed><salt>/session/..."`` (``salt``: the point's place in the launch, so that no
+        point resends another's conversations, :func:`infer_prof.run.point_prompts.point_salt`)."""
         n = self.sessions_for(wl.num_requests)
+        seed = f"{wl.seed}{salt}" if salt else wl.seed
         return SessionRun(self.settings, self.conversations(
-            n, wl.input_len, wl.output_len, wl.seed, pool, text, self.as_ids))
+            n, wl.input_len, wl.output_len, seed, pool, text, self.as_ids))
 
     def record(self) -> SessionsUsed:
         """For ``config.sessions`` in a result: the settings and the dataset (path, sha256)."""
@@ -337,7 +341,7 @@ class SessionPlan:
         sessions: int | None,
         input_len: LengthDistribution,
         output_len: LengthDistribution,
-        seed: int,
+        seed: int | str,
         pool: TokenPool,
         text: TextPromptMaker | None,
         as_ids: Callable[[str], list[int]] | None,
@@ -368,6 +372,13 @@ class SessionRun:
         self.turn_of: dict[int, int] = {}  # request index -> 1-based turn
         self.session_of: dict[int, int] = {}
         self.started = 0
+
+    def ask_adapters(self, adapter_of: Callable[[int], str | None]) -> None:
+        """Every turn of session ``s`` asks for the LoRA adapter ``adapter_of(s)`` (None: the
+        served model): one conversation stays on one adapter, as a user's does."""
+        convs = self._convs
+        self._convs = (Conversation(c.session, [replace(t, adapter=adapter_of(c.session))
+                                                for t in c.turns]) for c in convs)
 
     def _next(self) -> Conversation | None:
         conv = next(self._convs, None)

@@ -10,7 +10,9 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.core.measurement.metric_table import SUMMARY_STATS, metrics_at
+from infer_prof.report.adapter_table import print_adapters
 from infer_prof.report.fit import print_fitted
+from infer_prof.report.serving_state import serving_rows
 from infer_prof.results.comparison_rows import value_at
 from infer_prof.results.document import Api, Client, Cost, Energy, Result, Validity, Warmup
 from infer_prof.results.load_sections import PrefixCache
@@ -69,10 +71,12 @@ def totals_table(result: Result) -> Table:
     ]
     rows += _frontier_rows(result)
     rows += _api_rows(result)
+    rows += _reasoning_rows(result)
     rows += _stream_rows(result)
     rows += _client_rows(result)
     rows += _warmup_rows(result)
     rows += _session_rows(result)
+    rows += serving_rows(result)
     rows += _derived_rows(result)
     slo = result.slo
     if slo is not None:
@@ -121,6 +125,29 @@ def _stream_rows(result: Result) -> list[tuple[str, str]]:
         rows.append(("no TTFT/TPOT (left out)",
                      f"{shape.first_token_unknown} of {shape.requests} requests: all their "
                      "tokens came in one event, so their first token's time is unknown"))
+    return rows
+
+
+def _reasoning_rows(result: Result) -> list[tuple[str, str]]:
+    """A reasoning model's thinking: requests that thought and those cut while thinking (no
+    TTFO), reasoning and answer tokens per request and where they were counted, the parser;
+    or the line saying TTFT includes the thinking; then prefill tokens/s per user."""
+    rows: list[tuple[str, str]] = []
+    rz = result.reasoning
+    if rz is not None and rz.note:
+        rows.append(("reasoning", rz.note))
+    elif rz is not None and rz.streamed:
+        rows.append(("reasoning requests / ended thinking",
+                     f"{rz.requests} / {rz.ended_in_reasoning} (no TTFO)"))
+        mean = (lambda d: d.mean if d is not None else None)  # noqa: E731
+        rows.append(("reasoning / answer tokens per req",
+                     f"{fmt_value(mean(rz.reasoning_tokens), 1)} / "
+                     f"{fmt_value(mean(rz.answer_tokens), 1)} (from {rz.token_source}"
+                     + (f"; parser {rz.parser})" if rz.parser else ")")))
+    prefill = result.summary.prefill_tok_s_user
+    if prefill is not None:
+        rows.append(("prefill tokens/s/user p50 / p90",
+                     f"{fmt_value(prefill.p50, 1)} / {fmt_value(prefill.p90, 1)}"))
     return rows
 
 
@@ -369,9 +396,11 @@ def _energy_rows(energy: Energy) -> list[tuple[str, str]]:
 
 
 def print_summary(result: Result, console: Console | None = None) -> None:
-    """Print the latency table and the totals of a result (to stderr by default)."""
+    """Print the latency table and the totals of a result (to stderr by default), and a run
+    over LoRA adapters' figures per adapter."""
     console = console or Console(stderr=True)
     print_fitted(console, summary_table(result))
+    print_adapters(result, console)
     print_fitted(console, totals_table(result))
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from infer_prof.core.analysis.frontier_compare import Curve
 from infer_prof.report.frontier_section import frontier_section
 from infer_prof.report.html_fragments import esc
+from infer_prof.report.lora_section import lora_section
 from infer_prof.report.quality_section import quality_section
 from infer_prof.report.run_data import RunData, gpu_label, model_label, run_names
 from infer_prof.report.sections import (
@@ -25,6 +26,7 @@ from infer_prof.report.sections import (
     sweep_section,
     telemetry_section,
 )
+from infer_prof.report.serving_state import serving_section
 from infer_prof.report.svg import Plot
 
 
@@ -91,7 +93,9 @@ def build_report(
     plots: list[Plot] = []
     body = [
         summary_section(runs, names),
+        serving_section(runs, names),  # empty when no run recorded the server's state
         latency_section(runs, names, plots),
+        lora_section(runs, names),  # empty when no run spread its requests over LoRA adapters
         sweep_section(runs, plots),
         frontier_section(runs, plots, target_interactivity, predicted),
         cost_section(runs, plots),

@@ -25,8 +25,12 @@ plan, the duration estimate and the roofline (``plan``, ``duration_estimate``, `
 :mod:`infer_prof.results.frontier_sections`; ``server`` and ``telemetry`` in
 :mod:`infer_prof.results.server_sections`; ``matrix`` in
 :mod:`infer_prof.results.matrix_sections`; ``quality`` in
-:mod:`infer_prof.results.quality_sections`; ``repeats`` (``run --repeat N``) in
-:mod:`infer_prof.results.repeat_sections`; the section base and :class:`Distribution` in
+:mod:`infer_prof.results.quality_sections`; ``prefix_cache`` and ``speculative`` in
+:mod:`infer_prof.results.serving_sections`; ``reasoning`` in
+:mod:`infer_prof.results.reasoning_section`; ``repeats`` (``run --repeat N``) in
+:mod:`infer_prof.results.repeat_sections`; ``lora`` (``run --lora-modules``, ``--lora-mix``:
+the adapters and the figures per adapter) in :mod:`infer_prof.results.lora_sections`; the
+section base and :class:`Distribution` in
 :mod:`infer_prof.results.document_base`. ``workload`` is the workload file mapping, declared
 once in :mod:`infer_prof.core.workload.workload_record` (what ``Workload.to_dict`` writes).
 
@@ -57,11 +61,14 @@ from infer_prof.results.load_sections import (
     TraceReplay,
     Warmup,
 )
+from infer_prof.results.lora_sections import Lora
 from infer_prof.results.matrix_sections import MatrixSection
 from infer_prof.results.model_sections import ChatTemplateTokens, ModelArchitecture, WeightsUsed
 from infer_prof.results.quality_sections import Quality
+from infer_prof.results.reasoning_section import Reasoning
 from infer_prof.results.repeat_sections import Repeats
 from infer_prof.results.server_sections import Server, Telemetry
+from infer_prof.results.serving_sections import PrefixCacheSection, SpeculativeSection
 
 ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
@@ -90,8 +97,10 @@ def is_failure_kind(name: str) -> bool:
 
 
 class Summary(Section):
-    """The run's numbers (``core.measurement.metrics.RunSummary``) and the frontier's axes of the
-    point (``core.analysis.frontier_axes``: None where an input is missing)."""
+    """The run's numbers (``core.measurement.metrics.RunSummary``), the frontier's axes of the
+    point (``core.analysis.frontier_axes``: None where an input is missing), and the server
+    state's figures that the metric table reads (the prefix cache's hit rate, speculative
+    decoding's acceptance: copies of the ``prefix_cache`` and ``speculative`` sections')."""
 
     requests_completed: int | None = None  # None: not recorded (a matrix cell that never ran)
     requests_failed: int | None = None
@@ -110,6 +119,13 @@ class Summary(Section):
     e2e_ms: Distribution | None = None
     queue_ms: Distribution | None = None
     first_token_unknown: int | None = None
+    #: time to first output token (a reasoning model's first answer chunk; null when no request
+    #: streamed reasoning) and time per answer token after the first (requests that streamed
+    #: both kinds), ms: core.measurement.metrics.ttfo_ns / answer_tpot_ns
+    ttfo_ms: Distribution | None = None
+    answer_tpot_ms: Distribution | None = None
+    #: prefill throughput per user: prompt tokens / TTFT per request, tokens/s
+    prefill_tok_s_user: Distribution | None = None
     percentile_method: str | None = None
     interactivity_tok_s_user: float | None = None
     interactivity_p90_tok_s_user: float | None = None
@@ -121,6 +137,9 @@ class Summary(Section):
     usd_per_million_total_tokens: float | None = None
     joules_per_output_token: float | None = None
     joules_per_total_token: float | None = None
+    prefix_cache_hit_rate: float | None = None  # 0..1: ``prefix_cache.hit_rate``
+    spec_acceptance_rate: float | None = None  # 0..1: ``speculative.acceptance_rate``
+    spec_acceptance_length: float | None = None  # tokens/step: ``speculative.acceptance_length``
 
 
 class ValidityRules(Section):
@@ -273,6 +292,10 @@ class Result(Section):
     matrix: MatrixSection | None = None
     quality: Quality | None = None
     repeats: Repeats | None = None
+    prefix_cache: PrefixCacheSection | None = None
+    speculative: SpeculativeSection | None = None
+    reasoning: Reasoning | None = None
+    lora: Lora | None = None
 
 
 def decode_result(data: Any) -> Result:

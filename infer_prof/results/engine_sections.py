@@ -36,6 +36,12 @@ class PlannedMemory(Section):
     fits_load: bool | None = None
     runnable: bool | None = None
     kv_cache_dtype: str | None = None
+    state_bytes_per_sequence: int | None = None
+    """A hybrid model's linear/Mamba-layer state per sequence, bytes of the pool (0 without)."""
+    block_size: int | None = None
+    """Tokens per KV block (a hybrid model's are aligned to its state pages)."""
+    block_bytes: int | None = None
+    """Pool bytes one block takes across every layer."""
 
 
 class PlanCandidate(Section):

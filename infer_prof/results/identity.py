@@ -123,7 +123,11 @@ def config_fields(result: Result) -> dict[str, Any]:
     the served model name; the dataset's SHA-256 (``dataset_sha256``) only for a result whose
     prompts came from a dataset; the session settings (``sessions``) only for a multi-turn
     run; ``api`` only for a chat-API result (the chat template adds prompt tokens, so it is
-    another configuration). Absent fields are None, so a field added to results later does not
+    another configuration); the prefix cache's state (``prefix_cache``) only when the point did
+    not start on an emptied cache (``warm``, ``as-is``, ``unknown``); the speculative
+    configuration (``speculative_config``, canonical JSON) only when one was given; the LoRA
+    mix (``lora``: shares, seed, each adapter's weights SHA-256 and ``max_loras``) only for a
+    run over adapters. Absent fields are None, so a field added to results later does not
     change the fingerprint of older ones.
     """
     cfg = result.config
@@ -160,12 +164,26 @@ def config_fields(result: Result) -> dict[str, Any]:
         fields["trace_sha256"] = trace.sha256
         fields["trace_window"] = trace.window_s
         fields["trace_time_scale"] = trace.time_scale
+    cache = result.prefix_cache.state if result.prefix_cache else None
+    if cache not in (None, "cold"):  # likewise: a prefix cache not emptied before the point
+        fields["prefix_cache"] = cache  # (warm, as-is, unknown); cold keeps the fingerprint
+    speculative = option_value(cfg, "speculative_config")
+    if speculative:  # likewise: speculative decoding's configuration
+        fields["speculative_config"] = speculative
     sessions = cfg.sessions
     if sessions is not None:  # likewise: multi-turn sessions (turns, think time, source,
         ds = sessions.dataset  # prompt, dataset)
         fields["sessions"] = {"turns": sessions.turns, "think_time_s": sessions.think_time_s,
                               "source": sessions.source, "prompt": sessions.prompt,
                               "dataset_sha256": ds.sha256 if ds else None}
+    lora = result.lora
+    if lora is not None:  # likewise: a run over LoRA adapters (the mix's shares and seed, each
+        fields["lora"] = {  # adapter's weights by SHA-256, the engine's adapters per batch)
+            "shares": {k: round(v, 6) for k, v in lora.shares.items()},
+            "seed": lora.seed,
+            "adapters": {a.name: a.sha256 for a in lora.adapters},
+            "max_loras": lora.max_loras,
+        }
     return fields
 
 

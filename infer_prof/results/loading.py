@@ -148,12 +148,13 @@ _QUALITY_RECORDS = ("outcomes", "passages")
 
 
 def history_summary(result: Mapping[str, Any]) -> dict[str, Any]:
-    """What the history stores of a result: its summary, plus ``cost`` and ``energy`` subtrees
-    when present (so ``cost.usd_per_1m_output_tokens`` is a metric like ``ttft_ms.p99``), and
-    the ``quality`` section's figures (``quality.accuracy``, ``quality.perplexity``,
+    """What the history stores of a result: its summary, plus ``cost``, ``energy`` and
+    ``reasoning`` subtrees when present (so ``cost.usd_per_1m_output_tokens`` and
+    ``reasoning.reasoning_tokens.mean`` are metrics like ``ttft_ms.p99``), and the ``quality``
+    section's figures (``quality.accuracy``, ``quality.perplexity``,
     ``quality.reference.mean_kl``, ...; not its per-item and per-token records)."""
     summary = dict(_as_dict(result.get("summary")))
-    for key in ("cost", "energy"):
+    for key in ("cost", "energy", "reasoning"):
         if isinstance(result.get(key), dict):
             summary[key] = result[key]
     quality = result.get("quality")

@@ -135,10 +135,12 @@ def public_summary(summary: Summary) -> dict[str, Any]:
 
 def public_result(result: Result) -> dict[str, Any]:
     """The ``--json`` view of a run: :func:`public_summary` plus cost, energy and efficiency
-    next to the speeds (each null, with its reason, when it could not be known), and with
+    next to the speeds (each null, with its reason, when it could not be known), the
+    ``prefix_cache`` and ``speculative`` sections (null when not recorded), and with
     ``run --quality`` the ``quality`` section's figures (status, accuracy with its interval,
     perplexity, the reference's comparison and the floor; not the per-item and per-token
-    records, which the result file holds)."""
+    records, which the result file holds); with ``--lora-mix`` the ``lora`` mix, seed, shares
+    and figures per adapter."""
     out = public_summary(result.summary)
     cost, energy = result.cost, result.energy
     roof = msgspec.to_builtins(result.roofline) or {}
@@ -162,10 +164,19 @@ def public_result(result: Result) -> dict[str, Any]:
         "reason": None if roof.get("available") else roof.get("reason"),
     }
     out["warmup"] = msgspec.to_builtins(result.warmup)
+    # the server state that changes the numbers: the prefix cache (its state and hit rate) and
+    # speculative decoding (its acceptance), null when not recorded
+    out["prefix_cache"] = msgspec.to_builtins(result.prefix_cache)
+    out["speculative"] = msgspec.to_builtins(result.speculative)
     if result.sessions:  # multi-turn runs: per-turn figures and the prefix-cache hit rate
         out["sessions"] = msgspec.to_builtins(result.sessions)
+    if result.reasoning:  # a reasoning model: its thinking, the parser, or why none was seen
+        out["reasoning"] = msgspec.to_builtins(result.reasoning)
     if result.repeats:  # run --repeat N: which repeat, and the statistics across them so far
         out["repeats"] = msgspec.to_builtins(result.repeats)
+    if result.lora is not None:  # --lora-mix: the mix and the figures per adapter
+        lora = msgspec.to_builtins(result.lora)
+        out["lora"] = {k: lora[k] for k in ("mix", "seed", "shares", "per_adapter")}
     if result.quality is not None:  # run --quality: the check's figures, not its records
         q = msgspec.to_builtins(result.quality)
         out["quality"] = {k: v for k, v in q.items() if k not in ("outcomes", "passages")}

@@ -170,8 +170,10 @@ class ServerMetricsSummary(Section):
     """The server's /metrics over the measured window (``telemetry.prometheus.
     summarize_metrics``): gauges' maxima and time-weighted means (KV cache use as a fraction,
     requests running and waiting, running's mean while busy), counters' increases (preemptions,
-    prefix-cache hits and queries in tokens, bytes read per GPU) and the hit rate; a figure the
-    server does not expose or count is None with its ``<key>_reason``."""
+    prefix-cache hits and queries in tokens, bytes read per GPU, speculative decoding's drafts,
+    draft tokens and accepted tokens, in all and per draft position) and the hit rate, and with
+    LoRA the adapters running (max, time-weighted mean) and waiting (max) at once; a figure the
+    server does not expose or count is None (with its ``<key>_reason``, where it has one)."""
 
     scrapes: int | None = None
     window_s: float | None = None
@@ -194,6 +196,13 @@ class ServerMetricsSummary(Section):
     prefix_cache_hit_rate_reason: str | None = None
     estimated_read_bytes_per_gpu: float | None = None
     estimated_read_bytes_per_gpu_reason: str | None = None
+    lora_adapters_running_max: float | None = None
+    lora_adapters_running_mean: float | None = None
+    lora_adapters_waiting_max: float | None = None
+    spec_decode_drafts: float | None = None
+    spec_decode_draft_tokens: float | None = None
+    spec_decode_accepted_tokens: float | None = None
+    spec_decode_accepted_per_position: list[float | None] | None = None
 
 
 class ServerMetrics(Section):

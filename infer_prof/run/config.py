@@ -176,6 +176,12 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
         "--repeat-relaunch restarts the server between repeats: give --repeat N (2 or more)",
     ),
     _rule(
+        lambda c: c.engine.speculative_config and c.engine.endpoint,
+        "--speculative-config starts vLLM with speculative decoding; an --endpoint runs with "
+        "its own settings (drop --speculative-config; its acceptance is still read from its "
+        "/metrics)",
+    ),
+    _rule(
         lambda c: c.load.repeat_relaunch and c.engine.endpoint,
         "--repeat-relaunch restarts the server it started; it cannot with --endpoint (drop one)",
     ),
@@ -198,6 +204,16 @@ RULES: tuple[Callable[[RunConfig], str | None], ...] = (
     _rule(
         lambda c: c.load.concurrency_from_estimate and c.load.suite,
         "--concurrency-from-estimate chooses the load points, and so does --suite: give one",
+    ),
+    _rule(
+        lambda c: c.load.lora_mix and not c.engine.lora_modules and not c.engine.endpoint,
+        "--lora-mix spreads requests over LoRA adapters: name them with --lora-modules "
+        "NAME=PATH (or give the --endpoint that serves them)",
+    ),
+    _rule(
+        lambda c: c.engine.lora_modules and c.engine.endpoint,
+        "--lora-modules starts vLLM with the adapters; an --endpoint serves its own: drop "
+        "--lora-modules and name its adapters in --lora-mix",
     ),
     _rule(
         lambda c: c.load.quality_reference and not c.load.quality,

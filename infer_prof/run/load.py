@@ -55,19 +55,21 @@ from infer_prof.telemetry.prometheus import MetricsScraper
 
 def request_builder(ctx: RunContext, run_id: str) -> Callable[[RequestSpec], bytes]:
     """The request body of a spec for the session's API (chat or completions), with the
-    request ID ``<run_id>-<index>``."""
+    request ID ``<run_id>-<index>``; its ``model`` is the spec's LoRA adapter, else the served
+    model."""
     def build(spec: RequestSpec) -> bytes:
+        model = spec.adapter or ctx.served
         if ctx.api == "chat":
             return build_chat_request(
                 ctx.endpoint,
-                ctx.served,
+                model,
                 chat_messages(spec.prompt),
                 spec.max_tokens,
                 request_id=f"{run_id}-{spec.index}",
             )
         return build_completion_request(
             ctx.endpoint,
-            ctx.served,
+            model,
             spec.prompt,
             spec.max_tokens,
             request_id=f"{run_id}-{spec.index}",
@@ -110,7 +112,10 @@ def drive_point(
         api_key=ctx.endpoint.api_key,
         context=ctx.endpoint.ssl_context(),
     )
-    session_run = ctx.sessions.start(wl, ctx.pool, ctx.text) if ctx.sessions else None
+    session_run = ctx.sessions.start(wl, ctx.pool, ctx.text, ctx.point_salt) \
+        if ctx.sessions else None
+    if session_run is not None and ctx.lora is not None:  # one adapter per conversation
+        session_run.ask_adapters(ctx.lora.adapter_of)
     state.session_run = session_run
     processes = 1 if session_run else client_processes(
         cfg.load.client_processes, wl, tls=ctx.endpoint.tls is not None

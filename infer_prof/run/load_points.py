@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import random
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ from infer_prof.loadgen.workers import (
     expected_events_per_s,
 )
 from infer_prof.run.config import Api, ConfigError, RunConfig
+from infer_prof.run.point_prompts import group_prefix, hashed_prompt
 from infer_prof.run.warmup import DURATION_DRAWS, continuous_warmup, warmup_pool_size
 
 
@@ -338,6 +340,15 @@ def _histogram(values: list[int]) -> Empirical:
     return Empirical(tuple((v, v, float(c)) for v, c in sorted(counts.items())))
 
 
+@dataclass(frozen=True)
+class SpecOptions:
+    """How :func:`build_specs` makes a point's requests beyond its workload: ``stagger`` the
+    warm-up's output lengths, and the ``salt`` of its prompts' seeds."""
+
+    stagger: bool = True
+    salt: str = ""
+
+
 def build_specs(
     wl: Workload,
     pool: TokenPool,
@@ -346,7 +357,7 @@ def build_specs(
     as_ids: Callable[[str], list[int]] | None = None,
     trace: Trace | None = None,
     chat: bool = False,
-    stagger: bool = True,
+    options: SpecOptions = SpecOptions(),
 ) -> tuple[Iterator[RequestSpec] | list[RequestSpec], Iterator[RequestSpec], int | None]:
     """Warm-up specs (a list for a counted warm-up, a lazy iterator for a continuous one, see
     :func:`continuous_warmup`), a lazy iterator of measured specs, and how many measured there
@@ -357,14 +368,22 @@ def build_specs(
     lengths (``chat``: a messages entry's messages). With a ``trace``, the measured requests
     are its entries in order (exact lengths), a warm-up cycles through its first ones.
 
-    ``stagger`` (a warm-up under the load itself only, see :func:`continuous_warmup`; the
+    ``options.stagger`` (a warm-up under the load itself only, see :func:`continuous_warmup`; the
     caller turns it off for multi-turn sessions, whose warm-up ends before they start): the
     first ``concurrency`` warm-up requests ask spread output lengths
     (:func:`~infer_prof.core.measurement.warmup.staggered_output_len`), so the streams leave the
-    warm-up out of phase instead of locked in waves."""
+    warm-up out of phase instead of locked in waves.
+
+    ``options.salt`` (:func:`~infer_prof.run.point_prompts.point_salt`) goes into every seed
+    of the point's prompts, so that the points of one launch (a sweep, a frontier, repeats)
+    never send each other's prompts: none can find another's in the prefix cache. The
+    warm-up's shared prefixes are its own
+    (:func:`~infer_prof.run.point_prompts.group_prefix`), so a warm-up never primes the cache
+    for the measured requests: only ``--prefix-cache warm`` does."""
     n_measured = wl.num_requests
     n_warm = warmup_pool_size(wl)
-    streams = (wl.arrival.concurrency or 1) if stagger and continuous_warmup(wl) else 0
+    salt = options.salt
+    streams = (wl.arrival.concurrency or 1) if options.stagger and continuous_warmup(wl) else 0
     if dataset is not None:
         return _dataset_specs(wl, dataset, n_warm, as_ids, chat, streams)
     if trace is not None:
@@ -374,28 +393,20 @@ def build_specs(
     else:
         total = n_warm + (n_measured if n_measured is not None else DURATION_DRAWS)
         shapes = sample_requests(wl, total)
-    prefixes: dict[int, Any] = {}
+    prefixes: dict[tuple[int, bool], Any] = {}
     sp = wl.shared_prefix
 
     def prompt(i: int, length: int, group: int | None) -> list[int] | str:
-        rng = random.Random(f"{wl.seed}/prompt/{i}")
-        if text is not None:
-            head = ""
-            if group is not None and sp.length:
-                if group not in prefixes:
-                    prefixes[group] = text.make(
-                        sp.length, random.Random(f"{wl.seed}/prefix/{group}")
-                    )
-                head = prefixes[group]
-            return text.make(length, rng, head)
-        prefix: list[int] = []
+        rng = random.Random(f"{wl.seed}{salt}/prompt/{i}")
+        head: Any = "" if text is not None else []
         if group is not None and sp.length:
-            if group not in prefixes:
-                prefixes[group] = make_prompt(
-                    pool, sp.length, random.Random(f"{wl.seed}/prefix/{group}")
-                )
-            prefix = prefixes[group]
-        return make_prompt(pool, length, rng, prefix)
+            key = (group, i < 0)  # (a warm-up request's index is negative)
+            if key not in prefixes:
+                prefixes[key] = group_prefix(wl, pool, text, group, salt, warmup=i < 0)
+            head = prefixes[key]
+        if text is not None:
+            return text.make(length, rng, head)
+        return make_prompt(pool, length, rng, head)
 
     def warm_specs() -> Iterator[RequestSpec]:
         for i, (inp, out, grp) in enumerate(shapes[:n_warm]):
@@ -409,7 +420,8 @@ def build_specs(
         for i, (inp, out, grp) in enumerate(shapes[n_warm:]):
             ids = hashed[i] if hashed is not None else None
             p = (
-                hashed_prompt(ids, inp, wl.seed, i, pool, text, trace.block_tokens, blocks)
+                hashed_prompt(ids, inp, f"{wl.seed}{salt}", i, pool, text, trace.block_tokens,
+                              blocks)
                 if ids and trace is not None
                 else prompt(i, inp, grp)
             )
@@ -417,48 +429,6 @@ def build_specs(
 
     warm = warm_specs() if continuous_warmup(wl) else list(warm_specs())
     return warm, measured(), n_measured
-
-
-def hashed_prompt(
-    hash_ids: tuple[int, ...],
-    length: int,
-    seed: int,
-    index: int,
-    pool: TokenPool,
-    text: TextPromptMaker | None,
-    block_tokens: int,
-    cache: dict[int, Any] | None = None,
-) -> list[int] | str:
-    """A Mooncake request's prompt of exactly ``length`` tokens: the fixed block of each hash
-    id (``block_tokens`` tokens drawn with ``"<seed>/hash/<id>"``; the same id, the same block
-    in every request), cut at ``length``, then fresh tokens (``"<seed>/prompt/<index>"``). As
-    text, the blocks are ``block_tokens``-token texts joined by spaces, as many whole blocks as
-    fit, then words up to the exact length. ``cache`` keeps the blocks made (by hash id)."""
-    rng = random.Random(f"{seed}/prompt/{index}")
-    cache = {} if cache is None else cache
-
-    def block(h: int) -> Any:
-        if h not in cache:
-            r = random.Random(f"{seed}/hash/{h}")
-            cache[h] = (
-                make_prompt(pool, block_tokens, r) if text is None else text.make(block_tokens, r)
-            )
-        return cache[h]
-
-    if text is None:
-        head: list[int] = []
-        for h in hash_ids:
-            if len(head) >= length:
-                break
-            head += block(h)
-        return make_prompt(pool, length, rng, head[:length])
-    prefix = ""
-    for h in hash_ids:
-        longer = f"{prefix} {block(h)}" if prefix else str(block(h))
-        if text.count(longer) > length - 1:
-            break
-        prefix = longer
-    return text.make(length, rng, prefix)
 
 
 def _dataset_specs(

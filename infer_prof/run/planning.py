@@ -37,6 +37,7 @@ from infer_prof.run.load_points import (
     suite_points,
     text_maker,
 )
+from infer_prof.run.lora_setup import LoraPlan, plan_lora
 from infer_prof.run.preflight import check_duration, device_speed, prepare_weights
 from infer_prof.run.session_setup import attach_sessions
 
@@ -79,12 +80,14 @@ class RunPlan:
     plan_reason: str | None  # why there is no engine plan
     on_gpu: bool
     estimate: Estimate | None  # the duration estimate made before starting
+    lora: LoraPlan | None = None  # --lora-modules / --lora-mix: the adapters and the mix
 
 
 def plan_run(cfg: RunConfig) -> RunPlan:
     """Validate ``cfg`` and decide what will run (raises ConfigError on bad input, before
     anything starts; refuses a run estimated above an hour unless --yes)."""
     validate(cfg)
+    lora = plan_lora(cfg)  # adapter folders and the mix: exit 2 before anything starts
     if cfg.results.history:
         try:
             history_database.parse_location(history_location(cfg.results))
@@ -166,6 +169,7 @@ def plan_run(cfg: RunConfig) -> RunPlan:
         plan_reason=no_plan_reason,
         on_gpu=on_gpu,
         estimate=estimate,
+        lora=lora,
     )
 
 

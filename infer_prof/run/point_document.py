@@ -71,8 +71,12 @@ from infer_prof.run.economics import (
 )
 from infer_prof.run.environment import fingerprint
 from infer_prof.run.load_points import point_concurrency, prompt_mode
+from infer_prof.run.lora_setup import lora_section
 from infer_prof.run.planning import history_location
 from infer_prof.run.point_state import DrivenPoint
+from infer_prof.run.prefix_cache import CacheSetup
+from infer_prof.run.reasoning_setup import reasoning_section
+from infer_prof.run.serving_state import prefix_cache_section, speculative_section
 from infer_prof.run.startup import RunContext
 from infer_prof.telemetry.prometheus import mark_not_counted
 
@@ -92,6 +96,7 @@ class PointRun:
     started: dt.datetime
     driven: DrivenPoint
     server_info: Mapping[str, Any]
+    cache: CacheSetup | None = None  # what --prefix-cache did before the point
 
 
 def now() -> dt.datetime:
@@ -163,9 +168,32 @@ def build_result(point: PointRun) -> Result:
         requests_file=None,  # set when written (save_point)
         precision_stop=msgspec.convert(state.precision, PrecisionStop)
         if state.precision else None,  # ("precision" is the weights')
+        reasoning=reasoning_section(cfg.engine, ctx.model, ctx.api, summary.reasoning),
+        lora=lora_section(ctx.lora, records, rate_window_s,
+                          (scraped.get("summary") or {}).get("lora_adapters_running_max"))
+        if ctx.lora else None,
     )
     _add_economics(result, point, sdict, scraped, energy)
+    _add_serving_state(result, point, scraped)
     return result
+
+
+def _add_serving_state(result: Result, point: PointRun, scraped: Mapping[str, Any]) -> None:
+    """The ``prefix_cache`` and ``speculative`` sections (:mod:`infer_prof.run.serving_state`)
+    and their figures in the summary, where the metric table reads them."""
+    metrics_summary = scraped.get("summary") or {}
+    records = point.driven.records
+    result.prefix_cache = prefix_cache_section(point.cache, records, metrics_summary,
+                                               bool(scraped.get("available")))
+    spec = speculative_section(point.ctx.cfg.engine.speculative_config, records,
+                               metrics_summary)
+    result.speculative = spec
+    result.summary = msgspec.structs.replace(
+        result.summary,
+        prefix_cache_hit_rate=result.prefix_cache.hit_rate,
+        spec_acceptance_rate=spec.acceptance_rate if spec else None,
+        spec_acceptance_length=spec.acceptance_length if spec else None,
+    )
 
 
 def _scraped(ctx: RunContext, telemetry: dict[str, Any], sdict: Mapping[str, Any]) -> Obj:

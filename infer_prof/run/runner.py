@@ -33,9 +33,11 @@ from infer_prof.run.frontier_run import (
     suite_frontiers,
 )
 from infer_prof.run.load import drive_point, request_builder
-from infer_prof.run.load_points import build_specs
+from infer_prof.run.load_points import SpecOptions, build_specs
 from infer_prof.run.planning import RunPlan, announce_plan, history_location, plan_run
 from infer_prof.run.point_document import PointRun, build_result
+from infer_prof.run.point_prompts import point_salt
+from infer_prof.run.prefix_cache import prepare_cache
 from infer_prof.run.preflight import say
 from infer_prof.run.record import (
     RunOutcome,
@@ -257,6 +259,8 @@ def _run_point(
     progress.status(
         f"load point {label}: {wl.num_requests or 'duration-bound'} requests, workload {wl.name}"
     )
+    salt = ctx.point_salt = point_salt(ctx.points_started)  # no two points share a prompt
+    ctx.points_started += 1
     warm, measured, _ = build_specs(
         wl,
         ctx.pool,
@@ -265,14 +269,20 @@ def _run_point(
         ctx.as_ids,
         ctx.trace,
         ctx.api == "chat",
-        stagger=cfg.load.warmup_stagger and not ctx.sessions,
+        SpecOptions(stagger=cfg.load.warmup_stagger and not ctx.sessions, salt=salt),
     )
+    if ctx.lora is not None:  # each request's adapter, by its index (--lora-mix)
+        lora = ctx.lora  # a counted warm-up stays a list, a continuous one lazy
+        warm = list(lora.assign(warm)) if isinstance(warm, list) else lora.assign(warm)
+        measured = lora.assign(measured)
     build = request_builder(ctx, run_id)
+    cache = prepare_cache(ctx, wl, salt, progress)  # --prefix-cache: before any request
     driven = drive_point(ctx, wl, build, warm, measured, progress, precision)
     if driven.state.incomplete_reason == "interrupted":
         ctx.interrupted = True
     server_info = server_section(ctx, driven.state, driven.records)
-    result = build_result(PointRun(ctx, wl, run_id, run_name, started, driven, server_info))
+    result = build_result(PointRun(ctx, wl, run_id, run_name, started, driven, server_info,
+                                   cache))
     if repeat is not None:
         result = repeat[0].section(repeat[2], repeat[1], result)
     out = save_point(cfg, result, driven.records, result_path, progress)

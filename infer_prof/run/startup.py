@@ -32,7 +32,9 @@ from infer_prof.run.config import Api, ConfigError, RunConfig
 from infer_prof.run.endpoint_check import list_models
 from infer_prof.run.engine_setup import launch_settings, planned_engine_version
 from infer_prof.run.load_points import dataset_ids, point_label, token_pool
+from infer_prof.run.lora_setup import LoraRun, check_served
 from infer_prof.run.planning import RunPlan
+from infer_prof.run.reasoning_setup import parser_choice
 from infer_prof.servers.base import LaunchSpec, Server, ServerStartError
 from infer_prof.servers.cpu_split import allowed_cpus, pin_this_process, plan_cpu_split
 from infer_prof.servers.http_get import http_get
@@ -77,7 +79,11 @@ class RunContext:
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
     trace: Trace | None = None  # --trace: the arrival schedule and lengths replayed
     sessions: SessionPlan | None = None  # --turns: multi-turn sessions
+    points_started: int = 0  # load points begun on this launch (each one's prompts its own)
+    point_salt: str = ""  # the salt of the current point's prompt seeds (run.point_prompts)
+    said_cache_refused: bool = False  # the line that the prefix cache's reset was refused
 
+    lora: LoraRun | None = None  # --lora-modules / --lora-mix: the adapters each request asks
 
 
 def attach_endpoint(
@@ -127,6 +133,7 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         max_seq_len=plan.longest,
         kv_tokens=plan.plan_conc * (plan.mean_in + plan.mean_out),
         load_format=plan.load_format,
+        sequences=plan.plan_conc,
     )
     spec = LaunchSpec(
         model=plan.engine_path,
@@ -138,6 +145,9 @@ def new_server(plan: RunPlan, stamp: str) -> Server:
         tokenizer=model.has_tokenizer,
         enforce_eager=cfg.engine.enforce_eager,
         engine_version=planned_engine_version(plan.plan),
+        speculative_config=cfg.engine.speculative_config,
+        reasoning_parser=parser_choice(cfg.engine, model).parser,
+        lora_adapters=plan.lora.adapters if plan.lora else (),
     )
     return make_server(cfg.engine.server, spec)
 
@@ -208,9 +218,11 @@ def open_context(
 ) -> RunContext:
     """The context the points share, once the server answers: the plan's choices, the
     server (kept only when this run launched it: an attached endpoint's death is seen as
-    refused connections), and the prompt pool (the tokenizer is loaded here)."""
+    refused connections), the LoRA adapters checked against the server's listing (ConfigError,
+    exit 2, for one it does not list) and the prompt pool (the tokenizer is loaded here)."""
     cfg, engine_path, dataset = plan.cfg, plan.engine_path, plan.dataset
     weights, estimate = plan.weights, plan.estimate
+    lora = check_served(plan.lora, endpoint, cfg.engine.api_key) if plan.lora else None
     return RunContext(
         cfg=cfg,
         model=plan.model,
@@ -235,6 +247,7 @@ def open_context(
         as_ids=dataset_ids(cfg, engine_path, dataset, plan.api),
         trace=plan.trace,
         sessions=plan.sessions,
+        lora=lora,
     )
 
 
@@ -246,10 +259,12 @@ def relaunched(
     server_info: dict[str, Any],
 ) -> RunContext:
     """``ctx`` on a server started afresh (``run --repeat-relaunch``): the new server, its
-    endpoint and ``server`` section; the plan, prompts and tokenizer stay."""
+    endpoint and ``server`` section, its LoRA adapters checked again (ConfigError for one it
+    does not list); the plan, prompts and tokenizer stay."""
+    lora = ctx.lora and check_served(ctx.lora.as_plan(), endpoint, ctx.cfg.engine.api_key)
     return dataclasses.replace(ctx, endpoint=endpoint, served=served,
                                server=server if server.launched else None,
-                               server_info=server_info)
+                               server_info=server_info, lora=lora)
 
 
 def check_tls(endpoint: Endpoint, progress: ProgressLine) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from infer_prof.catalog.lora_adapters import LoraAdapter
 from infer_prof.core.planning.plan_result import EngineSettings
 
 if TYPE_CHECKING:
@@ -37,9 +38,9 @@ class PhaseChange:
 @dataclass(frozen=True)
 class LaunchSpec:
     """What a run asks of a server it starts, in no engine's spelling: what to load and serve
-    under which name, the engine settings (the plan's, with the user's explicit choices over
-    them, :class:`EngineSettings`), where the log goes, and arguments passed verbatim
-    (``--engine-arg``)."""
+    under which name (and which LoRA adapters beside it), the engine settings (the plan's,
+    with the user's explicit choices over them, :class:`EngineSettings`), where the log goes,
+    and arguments passed verbatim (``--engine-arg``)."""
 
     model: str  # what the engine loads: a folder or a hub id
     served_model_name: str
@@ -50,6 +51,10 @@ class LaunchSpec:
     tokenizer: bool = True  # False: the model has none; prompts go as token IDs
     enforce_eager: bool = False
     engine_version: tuple[int, ...] | None = None  # the engine build the plan was checked for
+    # speculative decoding: the engine's JSON settings (``--speculative-config``), None: off
+    speculative_config: str | None = None
+    reasoning_parser: str | None = None  # the engine's parser of thinking (vLLM's name), if any
+    lora_adapters: tuple[LoraAdapter, ...] = ()  # LoRA adapters to serve beside the model
 
 
 class Server(Protocol):

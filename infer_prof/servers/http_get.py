@@ -1,4 +1,5 @@
-"""Small blocking HTTP GETs for control-plane calls (health, model list, metrics)."""
+"""Small blocking HTTP calls for control-plane requests (health, model list, metrics, the
+prefix cache's reset)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,25 @@ def served_model_names(
     """The model ids an OpenAI-compatible server lists at ``/v1/models``."""
     data = get_json(f"{base_url}/v1/models", api_key=api_key, context=context)
     return [str(m["id"]) for m in data.get("data", [])]
+
+
+def http_post_json(
+    url: str,
+    body: Any,
+    timeout_s: float = 30.0,
+    api_key: str | None = None,
+    context: ssl.SSLContext | None = None,
+) -> tuple[int, bytes]:
+    """POST ``body`` as JSON to ``url`` (``None``: an empty body): (status, response body).
+    Raises OSError when no HTTP answer came at all."""
+    data = b"" if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(url, data=data, method="POST",
+                                 headers={"User-Agent": "infer-prof",
+                                          "Content-Type": "application/json"})
+    if api_key:
+        req.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s, context=context) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()

@@ -29,6 +29,9 @@ tokens, 15 us per token is about one core.
 Run it as ``python -m infer_prof.servers.synthetic --port 0 --ttft-ms 50 --itl-ms 15``; it prints
 ``LISTENING <port>`` on stdout once it accepts connections.
 
+``POST /v1/chat/completions`` streams chat chunks, thinking first with ``--reasoning-tokens R``
+(:mod:`infer_prof.servers.synthetic_events`; the truth's ``reasoning_tokens`` give true TTFO).
+
 With ``--tls-cert FILE --tls-key FILE`` it speaks HTTPS, with TLS done over the same raw sockets
 (``ssl.SSLObject`` on ``MemoryBIO``s, in :mod:`infer_prof.servers.synthetic_conn`): a request's
 arrival is still the kernel's receive time, of the segment that completed the TLS record holding
@@ -54,32 +57,19 @@ from infer_prof.loadgen.endpoint import no_pacing
 from infer_prof.loadgen.stamped_reader import SO_TIMESTAMPNS
 from infer_prof.servers.cpu_burn import burn_cpu, cpu_clock_call_ns
 from infer_prof.servers.synthetic_conn import Conn
+from infer_prof.servers.synthetic_events import (
+    CHAT_PREFIX,
+    EVENT_PREFIX,
+    EVENT_TAIL,
+    LAST_EVENT,
+    LAST_EVENT_CACHED,
+    MODEL_NAME,
+    THINK_PREFIX,
+    last_chat_event,
+)
+from infer_prof.servers.synthetic_prefix_cache import SyntheticPrefixCache
 
-MODEL_NAME = "synthetic"
-
-# One token event, as vLLM streams it with continuous usage stats, split at the completion-token
-# count: the prefix is formatted once per stream (request index, prompt_tokens), the tail per
-# token (completion_tokens, total_tokens). The last token adds a usage-only event and [DONE].
-# (Byte-for-byte what json.dumps(..., separators=(",", ":")) gives.)
-_EVENT_HEAD = (
-    b'data: {"id":"cmpl-%d","object":"text_completion","model":"' + MODEL_NAME.encode() + b'",'
-)
-_USAGE = b'"usage":{"prompt_tokens":%d,"completion_tokens":%d,"total_tokens":%d}}\n\n'
-_EVENT_PREFIX = (
-    _EVENT_HEAD
-    + b'"choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":null}],'
-    + b'"usage":{"prompt_tokens":%d,"completion_tokens":'
-)
-_EVENT_TAIL = b'%d,"total_tokens":%d}}\n\n'
-_LAST_EVENT = (
-    _EVENT_HEAD
-    + b'"choices":[{"index":0,"text":" tok","logprobs":null,"finish_reason":"length"}],'
-    + _USAGE
-    + _EVENT_HEAD
-    + b'"choices":[],'
-    + _USAGE
-    + b"data: [DONE]\n\n"
-)
+__all__ = ["MODEL_NAME", "SyntheticServer", "main"]
 
 
 @dataclass
@@ -100,8 +90,13 @@ class Stream:
     cancelled: bool = False
     finished: bool = False
     prefix: bytes = b""  # the event up to the completion-token count (same for every token)
+    cached: int | None = None  # prompt tokens found in the prefix cache (--prefix-cache-block)
     framed: bool = True  # chunked transfer encoding (HTTP/1.1); else the close ends the body
     itl_ns: int = 0  # this stream's gap between tokens (load-dependent with --itl-per-stream-ms)
+    ttft_ns: int = 0  # this stream's time to first token (its LoRA adapter's, --lora NAME=MS)
+    chat: bool = False  # /v1/chat/completions: chat chunks
+    reasoning: int = 0  # the first `reasoning` tokens are thinking (chat, --reasoning-tokens)
+    think_prefix: bytes = b""  # the event of a thinking token up to its completion-token count
 
 
 class SyntheticServer:
@@ -144,15 +139,14 @@ class SyntheticServer:
         self.tick_ns = int(tick_ms * 1e6)
         self.buckets: dict[int, list[Stream]] = {}
         # --prefix-cache-block B: a prefix cache over token-ID prompts in blocks of B tokens
-        # (vLLM's rule: a request hits on its leading full blocks seen before), counted as
-        # vllm:prefix_cache_{queries,hits}_total; 0: none, and no such counters
-        self.prefix_block = 0
+        # (servers.synthetic_prefix_cache); None: none, and no such counters
+        self.prefix_cache: SyntheticPrefixCache | None = None
         # --empty-text: every token's event but the last has text "" (as a random-weight model's
         # partial UTF-8 sequences stream), its per-chunk usage still counting it
-        self.event_prefix = _EVENT_PREFIX
-        self.prefix_seen: set[int] = set()
-        self.prefix_queries = 0
-        self.prefix_hits = 0
+        self.event_prefix = EVENT_PREFIX
+        self.reasoning_tokens = 0  # --reasoning-tokens: a chat stream's thinking tokens
+        self.reasoning_usage = True  # the final usage counts them (completion_tokens_details)
+        self.lora_ttft_ns: dict[str, int] = {}  # --lora NAME=TTFT_MS: adapters and their TTFT
         # perf_counter -> loop.time() offset (both CLOCK_MONOTONIC on Linux; measured anyway)
         self._loop_offset_s = self.loop.time() - time.perf_counter()
 
@@ -192,17 +186,20 @@ class SyntheticServer:
         arrival_ns: int,
         request_id: str | None = None,
     ) -> None:
-        if method == "POST" and path.endswith("/v1/completions"):
+        chat = path.endswith("/v1/chat/completions")
+        if method == "POST" and (chat or path.endswith("/v1/completions")):
             try:
                 req = json.loads(body or b"{}")
             except ValueError:
                 conn.respond(400, {"error": {"message": "body is not JSON"}})
                 return
-            prompt = req.get("prompt", "")
+            prompt, cached = req.get("prompt", ""), None
+            if chat:  # the words of its messages
+                prompt = " ".join(str(m.get("content", "")) for m in req.get("messages") or [])
             if isinstance(prompt, list):
                 prompt_tokens = len(prompt)
-                if self.prefix_block:
-                    self._prefix_lookup(prompt)
+                if self.prefix_cache is not None:
+                    cached = self.prefix_cache.lookup(prompt)
             else:
                 prompt_tokens = max(1, len(str(prompt).split()))
             max_tokens = int(req.get("max_tokens") or self.default_tokens)
@@ -218,6 +215,11 @@ class SyntheticServer:
                 conn, self.next_index, arrival_ns, prompt_tokens, max_tokens, request_id
             )
             stream.prefix = self.event_prefix % (stream.index, prompt_tokens)
+            stream.cached = cached
+            if chat:
+                stream.chat, stream.reasoning = True, self.reasoning_tokens
+                stream.prefix = CHAT_PREFIX % (stream.index, prompt_tokens)
+                stream.think_prefix = THINK_PREFIX % (stream.index, prompt_tokens)
             self.active += 1
             stream.itl_ns = self.itl_ns + self.itl_slope_ns * self.active
             self.next_index += 1
@@ -230,11 +232,15 @@ class SyntheticServer:
                    else b"connection: close\r\n\r\n")
             )
             conn.active = stream
-            self._schedule(stream, arrival_ns + self.ttft_ns)
+            stream.ttft_ns = self.lora_ttft_ns.get(str(req.get("model")), self.ttft_ns)
+            self._schedule(stream, arrival_ns + stream.ttft_ns)
         elif path == "/health":
             conn.respond(200, None)
         elif path.endswith("/v1/models"):
-            conn.respond(200, {"object": "list", "data": [{"id": MODEL_NAME, "object": "model"}]})
+            adapters = [{"id": n, "object": "model", "parent": MODEL_NAME}
+                        for n in self.lora_ttft_ns]
+            conn.respond(200, {"object": "list",
+                               "data": [{"id": MODEL_NAME, "object": "model"}, *adapters]})
         elif path == "/truth":
             conn.respond(
                 200,
@@ -246,6 +252,9 @@ class SyntheticServer:
                     "requests": self.truth,
                 },
             )
+        elif method == "POST" and path == "/reset_prefix_cache" and self.prefix_cache:
+            self.prefix_cache.reset()  # as vLLM's dev route (no cache: no route, 404)
+            conn.respond(200, {"success": True})
         elif path == "/truth/reset":
             self.truth = []
             conn.respond(200, {"ok": True})
@@ -257,30 +266,11 @@ class SyntheticServer:
                 f"# TYPE vllm:num_requests_waiting gauge\n"
                 f'vllm:num_requests_waiting{{model_name="{MODEL_NAME}"}} 0\n'
             )
-            if self.prefix_block:
-                text += (
-                    f"# TYPE vllm:prefix_cache_queries_total counter\n"
-                    f'vllm:prefix_cache_queries_total{{model_name="{MODEL_NAME}"}} '
-                    f"{self.prefix_queries}\n"
-                    f"# TYPE vllm:prefix_cache_hits_total counter\n"
-                    f'vllm:prefix_cache_hits_total{{model_name="{MODEL_NAME}"}} '
-                    f"{self.prefix_hits}\n"
-                )
+            if self.prefix_cache is not None:
+                text += self.prefix_cache.metrics_text(MODEL_NAME)
             conn.respond(200, text.encode(), content_type="text/plain")
         else:
             conn.respond(404, {"error": {"message": f"no route {method} {path}"}})
-
-    def _prefix_lookup(self, prompt: list[Any]) -> None:
-        """Count a prompt's lookup: every token is queried, the leading full blocks already
-        seen are hits; then all its full blocks are cached (keys: the whole prefix's hash)."""
-        b = self.prefix_block
-        keys = [hash(tuple(prompt[:end])) for end in range(b, len(prompt) + 1, b)]
-        hit = 0
-        while hit < len(keys) and keys[hit] in self.prefix_seen:
-            hit += 1
-        self.prefix_queries += len(prompt)
-        self.prefix_hits += hit * b
-        self.prefix_seen.update(keys)
 
     def _loop_time(self, perf_ns: int) -> float:
         return perf_ns / 1e9 + self._loop_offset_s
@@ -308,7 +298,6 @@ class SyntheticServer:
         perf_ns = time.perf_counter_ns
         buckets = self.buckets
         tick = self.tick_ns
-        ttft = self.ttft_ns
         cost = self._burn_ns
         for s in bucket:
             if s.cancelled:
@@ -320,11 +309,12 @@ class SyntheticServer:
             if cost:
                 burn_cpu(cost)
             s.sent = n
-            data = s.prefix + _EVENT_TAIL % (n, s.prompt_tokens + n)
+            data = ((s.prefix if n > s.reasoning else s.think_prefix)
+                    + EVENT_TAIL % (n, s.prompt_tokens + n))
             if not s.conn.send_raw(b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data):
                 continue  # the connection is gone; closing it finished the stream
             s.send_ns.append(perf_ns())
-            due = s.arrival_ns + ttft + n * s.itl_ns
+            due = s.arrival_ns + s.ttft_ns + n * s.itl_ns
             s.due_ns = due
             kk = -(-due // tick)
             nxt = buckets.get(kk)
@@ -346,10 +336,13 @@ class SyntheticServer:
         last = n >= s.max_tokens
         p = s.prompt_tokens
         if last:
-            data = _LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n)
+            data = (last_chat_event(s.index, p, n, s.reasoning, self.reasoning_usage) if s.chat
+                    else LAST_EVENT % (s.index, p, n, p + n, s.index, p, n, p + n)
+                    if s.cached is None else
+                    LAST_EVENT_CACHED % (s.index, p, n, p + n, s.index, p, n, p + n, s.cached))
             payload = b"%x\r\n%s\r\n0\r\n\r\n" % (len(data), data) if s.framed else data
         else:
-            data = s.prefix + _EVENT_TAIL % (n, p + n)
+            data = (s.prefix if n > s.reasoning else s.think_prefix) + EVENT_TAIL % (n, p + n)
             payload = b"%x\r\n%s\r\n" % (len(data), data) if s.framed else data
         if not s.conn.send_raw(payload):
             self.finish(s, aborted=True)
@@ -362,7 +355,7 @@ class SyntheticServer:
         elif self.hang_every and (s.index + 1) % self.hang_every == 0 and n >= 3:
             s.handle = None  # stall: the stream stays open and silent
         else:
-            self._schedule(s, s.arrival_ns + self.ttft_ns + n * s.itl_ns)
+            self._schedule(s, s.arrival_ns + s.ttft_ns + n * s.itl_ns)
 
     def finish(self, s: Stream, aborted: bool) -> None:
         """End stream ``s`` (once): record its truth (``aborted``: it did not send every token)
@@ -380,6 +373,7 @@ class SyntheticServer:
                 "arrival_ns": s.arrival_ns,
                 "send_ns": s.send_ns,
                 "prompt_tokens": s.prompt_tokens,
+                "reasoning_tokens": min(s.sent, s.reasoning),
                 "aborted": aborted,
             }
         )
@@ -429,10 +423,14 @@ def main(argv: list[str] | None = None) -> None:
         help="ITL grows by this many ms per stream in service at a request's arrival "
         "(a server whose speed falls with load in a known way)",
     )
+    parser.add_argument("--reasoning-tokens", type=int, default=0, help="chat: N thinking first")
+    parser.add_argument("--no-reasoning-usage", action="store_true", help="usage leaves them out")
     parser.add_argument("--tls-cert", help="PEM certificate (chain): serve HTTPS")
     parser.add_argument("--tls-key", help="PEM private key of --tls-cert")
     parser.add_argument("--empty-text", action="store_true",
                         help='every event but the last carries text "" (usage still counts it)')
+    parser.add_argument("--lora", action="append", default=[], help="NAME=TTFT_MS: a LoRA "
+                        "adapter listed at /v1/models, its requests' first token after TTFT_MS")
     args = parser.parse_args(argv)
     if args.cost_us < 0:
         parser.error("--cost-us must be >= 0")
@@ -460,9 +458,15 @@ def main(argv: list[str] | None = None) -> None:
         args.cost_us,
         args.itl_per_stream_ms,
     )
-    server.prefix_block = max(0, args.prefix_cache_block)
+    if args.prefix_cache_block > 0:
+        server.prefix_cache = SyntheticPrefixCache(args.prefix_cache_block)
+    server.reasoning_tokens = max(0, args.reasoning_tokens)
+    server.reasoning_usage = not args.no_reasoning_usage
+    for item in args.lora:
+        name, _, ms = item.partition("=")
+        server.lora_ttft_ns[name] = int(float(ms or args.ttft_ms) * 1e6)
     if args.empty_text:
-        server.event_prefix = _EVENT_PREFIX.replace(b'"text":" tok"', b'"text":""')
+        server.event_prefix = EVENT_PREFIX.replace(b'"text":" tok"', b'"text":""')
     loop.add_signal_handler(signal.SIGTERM, loop.stop)
     # No collector pauses: a full collection of the truth records stalls sends for milliseconds
     # and then releases them as one burst, which a client 2 cores share with this server then

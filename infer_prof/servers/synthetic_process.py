@@ -45,8 +45,12 @@ class SyntheticProcessServer(ChildServer):
 
     @classmethod
     def from_launch(cls, spec: LaunchSpec) -> SyntheticProcessServer:
-        """The synthetic server for a run: ``--engine-arg`` values are its options."""
-        return cls(log_path=spec.log_path, options=spec.extra_args)
+        """The synthetic server for a run: ``--engine-arg`` values are its options; each LoRA
+        adapter of the run is listed (``--lora NAME``, the base TTFT) unless they name it."""
+        given = " ".join(spec.extra_args)
+        lora = tuple(f"--lora={a.name}" for a in spec.lora_adapters
+                     if f"--lora={a.name}=" not in given and f"--lora {a.name}=" not in given)
+        return cls(log_path=spec.log_path, options=(*spec.extra_args, *lora))
 
     def command(self) -> list[str]:
         """The exact command line that starts it."""

@@ -33,7 +33,7 @@ from infer_prof.servers.process import (
     log_tail,
     read_log_end,
 )
-from infer_prof.servers.vllm_args import vllm_engine_args, vllm_flags
+from infer_prof.servers.vllm_args import VLLM_ENV, vllm_engine_args, vllm_flags
 from infer_prof.servers.vllm_log import failure_report, root_cause, weights_loaded
 from infer_prof.servers.vllm_startup import StartupPhases
 
@@ -77,7 +77,11 @@ class VllmServer(ChildServer):
             log_path=spec.log_path,
             engine_args=vllm_flags(spec.settings, spec.extra_args,
                                    enforce_eager=spec.enforce_eager, tokenizer=spec.tokenizer,
-                                   vllm_version=spec.engine_version),
+                                   vllm_version=spec.engine_version,
+                                   speculative_config=spec.speculative_config,
+                                   reasoning_parser=spec.reasoning_parser,
+                                   lora_adapters=spec.lora_adapters),
+            env=dict(VLLM_ENV),
             on_gpu=spec.on_gpu,
             vllm_version=spec.engine_version,
         )

@@ -29,6 +29,7 @@ from infer_prof.core.measurement.prometheus_text import (
     Samples,
     max_samples,
     parse_prometheus_text,
+    sum_by_label,
     sum_samples,
 )
 
@@ -60,8 +61,25 @@ COUNTERS: dict[str, tuple[str, ...]] = {
         "vllm:gpu_prefix_cache_queries_total",
     ),
     "estimated_read_bytes_per_gpu_total": ("vllm:estimated_read_bytes_per_gpu_total",),
+    # speculative decoding (vLLM with --speculative-config): verify steps that had a draft,
+    # draft tokens proposed, draft tokens accepted (vllm/v1/spec_decode/metrics.py)
+    "spec_decode_drafts_total": ("vllm:spec_decode_num_drafts_total",),
+    "spec_decode_draft_tokens_total": ("vllm:spec_decode_num_draft_tokens_total",),
+    "spec_decode_accepted_tokens_total": ("vllm:spec_decode_num_accepted_tokens_total",),
 }
-SERIES_KEYS: tuple[str, ...] = ("t_s", *GAUGES, *COUNTERS)
+# vLLM's vllm:lora_requests_info (with --enable-lora): one sample per state the scheduler has
+# been in, its value the time of that state (s since the epoch), the adapters running and
+# waiting as comma-separated label values; the newest sample is the present state. Series key
+# -> its label: how many adapters are in that state now.
+LORA_GAUGES: dict[str, str] = {
+    "lora_adapters_running": "running_lora_adapters",
+    "lora_adapters_waiting": "waiting_lora_adapters",
+}
+#: Draft tokens accepted at each draft position, a counter per ``position`` label; each
+#: position is its own series, ``<PER_POSITION><position>`` (0 is the first draft token).
+PER_POSITION_METRIC = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+PER_POSITION = "spec_decode_accepted_per_pos_total_"
+SERIES_KEYS: tuple[str, ...] = ("t_s", *GAUGES, *COUNTERS, *LORA_GAUGES)
 # Summary key -> (series key, the vLLM flag without which the counter stays at 0). Such a
 # figure is null with ``<key>_reason`` when it was not counted (see ``core.measurement.counters``).
 FLAG_GATED: dict[str, tuple[str, str]] = {
@@ -119,7 +137,7 @@ def extract_server(samples: Samples) -> tuple[str | None, dict[str, float | None
     kind = server_kind(samples)
     if kind not in OTHER_SERVERS:
         return kind, extract_vllm(samples)
-    out: dict[str, float | None] = dict.fromkeys((*GAUGES, *COUNTERS))
+    out: dict[str, float | None] = dict.fromkeys((*GAUGES, *COUNTERS, *LORA_GAUGES))
     for key, (names, how) in OTHER_SERVERS[kind].items():
         combine = max_samples if how == "max" else sum_samples
         out[key] = next((v for n in names if (v := combine(samples, n)) is not None), None)
@@ -138,7 +156,20 @@ def extract_vllm(samples: Samples) -> dict[str, float | None]:
         out[key] = next((v for n in names if (v := combine(samples, n)) is not None), None)
     for key, names in COUNTERS.items():
         out[key] = next((v for n in names if (v := sum_samples(samples, n)) is not None), None)
+    out.update(lora_adapter_counts(samples))
     return out
+
+
+def lora_adapter_counts(samples: Samples) -> dict[str, float | None]:
+    """How many LoRA adapters vLLM's scheduler runs and keeps waiting now (:data:`LORA_GAUGES`):
+    the names in the labels of the newest ``vllm:lora_requests_info`` sample (the one with the
+    largest value, a time); None without that metric (LoRA not enabled)."""
+    rows = samples.get("vllm:lora_requests_info") or []
+    if not rows:
+        return dict.fromkeys(LORA_GAUGES)
+    labels, _ = max(rows, key=lambda row: row[1])
+    return {key: float(len([n for n in labels.get(label, "").split(",") if n.strip()]))
+            for key, label in LORA_GAUGES.items()}
 
 
 def summarize_metrics(
@@ -152,7 +183,11 @@ def summarize_metrics(
     Counters: increase from the window's first scrape to its last, resets
     handled (``core.measurement.timeseries.counter_increase``); ``None`` if the metric is absent
     there. ``prefix_cache_hit_rate`` = hits increase / queries increase, ``None`` with no queries
-    (``prefix_cache_hit_rate_reason`` says why).
+    (``prefix_cache_hit_rate_reason`` says why). ``spec_decode_drafts``, ``_draft_tokens``,
+    ``_accepted_tokens``: the speculative-decoding counters' increases, and
+    ``spec_decode_accepted_per_position`` each draft position's (None: not exposed).
+    ``lora_adapters_running_max``/``_mean`` and ``lora_adapters_waiting_max``: LoRA adapters
+    vLLM ran at once and kept waiting (:func:`lora_adapter_counts`; None without LoRA).
     ``estimated_read_bytes_per_gpu`` is that counter's increase (bytes, summed over engines);
     ``estimated_read_bytes_per_gpu_reason`` says why it is null (not exposed, not read at the
     window's edges); :func:`mark_not_counted` nulls it where the server did not count it.
@@ -161,9 +196,11 @@ def summarize_metrics(
     idx = ts.window_indices(t, start_s, end_s)
     tw = ts.take(t, idx)
 
-    def col(key: str) -> list[Any]:
-        return ts.take(series[key], idx)
+    def col(key: str) -> list[Any]:  # (a series a hand-made or older scrape lacks: unread)
+        return ts.take(series.get(key) or [None] * len(t), idx)
 
+    spec = {key: ts.counter_increase(col(f"spec_decode_{key}_total"))
+            for key in ("drafts", "draft_tokens", "accepted_tokens")}
     hits = ts.counter_increase(col("prefix_cache_hits_total"))
     queries = ts.counter_increase(col("prefix_cache_queries_total"))
     out: dict[str, Any] = {
@@ -180,10 +217,15 @@ def summarize_metrics(
         "prefix_cache_hits": hits,
         "prefix_cache_queries": queries,
         "prefix_cache_hit_rate": ts.ratio(hits, queries),
+        "lora_adapters_running_max": ts.maximum(col("lora_adapters_running")),
+        "lora_adapters_running_mean": ts.time_weighted_mean(tw, col("lora_adapters_running")),
+        "lora_adapters_waiting_max": ts.maximum(col("lora_adapters_waiting")),
         # (no scrape at all: the scraper's reason says why)
         "prefix_cache_hit_rate_reason": None if ts.ratio(hits, queries) is not None or not idx
         else ("the server exposes no prefix-cache counters (vllm:prefix_cache_queries_total)"
               if queries is None else "no prefix-cache queries in the window"),
+        **{f"spec_decode_{key}": value for key, value in spec.items()},
+        "spec_decode_accepted_per_position": _per_position(series, idx),
     }
     for key, (series_key, _) in FLAG_GATED.items():
         values = col(series_key)
@@ -196,6 +238,16 @@ def summarize_metrics(
                 else f"the server does not expose {_metric_name(series_key)}"
             )
     return out
+
+
+def _per_position(series: dict[str, list[Any]], idx: list[int]) -> list[float | None] | None:
+    """Each draft position's accepted-token increase over the window, position 0 first (None
+    for a position not read at the window's edges); None when the server exposes none."""
+    keys = sorted((k for k in series if k.startswith(PER_POSITION)),
+                  key=lambda k: int(k[len(PER_POSITION):]))
+    if not keys:
+        return None
+    return [ts.counter_increase(ts.take(series[k], idx)) for k in keys]
 
 
 def _metric_name(series_key: str) -> str:
@@ -328,7 +380,9 @@ class MetricsScraper:
         ``{available, reason, url, interval_s, t0_ns, scrapes_ok, scrape_errors, last_error,
         window: {start_s, end_s, marked}, series: {t_s, kv_cache_usage_perc, running, waiting,
         preemptions_total, prefix_cache_hits_total, prefix_cache_queries_total,
-        estimated_read_bytes_per_gpu_total}, summary}``. ``available`` is True when at least one
+        estimated_read_bytes_per_gpu_total, spec_decode_{drafts,draft_tokens,accepted_tokens}
+        _total, and spec_decode_accepted_per_pos_total_<position> where the server has them},
+        summary}``. ``available`` is True when at least one
         scrape succeeded; without one, every summary figure is ``None``.
         """
         if self._started and not self._stopped:
@@ -355,9 +409,17 @@ class MetricsScraper:
             kind, values = extract_server(samples)
             self._server_kind = self._server_kind or kind
             assert self._t0_ns is not None
+            for pos, count in sum_by_label(samples, PER_POSITION_METRIC, "position").items():
+                if pos.isdigit():
+                    values[PER_POSITION + pos] = count
+            done = len(self._series["t_s"])
             self._series["t_s"].append(((t_a + t_b) // 2 - self._t0_ns) / 1e9)
-            for key, v in values.items():
-                self._series[key].append(None if v is None or math.isnan(v) else v)
+            for key, value in values.items():  # (a series first seen now: None before it)
+                column = self._series.setdefault(key, [None] * done)
+                column.append(None if value is None or math.isnan(value) else value)
+            for column in self._series.values():  # (a series not in this scrape)
+                if len(column) == done:
+                    column.append(None)
             self._ok += 1
 
     def _run(self) -> None:

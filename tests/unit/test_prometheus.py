@@ -141,6 +141,11 @@ def test_extract_vllm_figures() -> None:
         "prefix_cache_hits_total": 1024.0,
         "prefix_cache_queries_total": 5120.0,
         "estimated_read_bytes_per_gpu_total": None,  # absent from this page: None, not 0
+        "lora_adapters_running": 2.0,  # the names in lora_requests_info's labels
+        "lora_adapters_waiting": 1.0,
+        "spec_decode_drafts_total": None,  # no speculative decoding: None, not 0
+        "spec_decode_draft_tokens_total": None,
+        "spec_decode_accepted_tokens_total": None,
     }
 
 

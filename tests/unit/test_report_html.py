@@ -43,7 +43,9 @@ def rec(
     tokens: list[int] | None = None,
     warmup: bool = False,
     error: str | None = None,
+    thought: int = 0,
 ) -> RequestRecord:
+    """A request; ``thought``: its first ``thought`` chunks are reasoning (1 token each)."""
     chunk_ns = [int(c * MS) for c in chunks_ms]
     counts = tokens or [1] * len(chunk_ns)
     return RequestRecord(
@@ -59,13 +61,16 @@ def rec(
         prompt_tokens=32,
         output_tokens=sum(counts) if chunk_ns else None,
         error=error,
+        first_answer_chunk=thought if thought < len(chunk_ns) else None,
+        reasoning_chunk_tokens=thought,
     )
 
 
 def base_records(scale: float = 1.0) -> list[RequestRecord]:
     """Two measured requests, one warm-up, one failure.
 
-    r1: sent 0, chunks 10, 15, 25 ms -> TTFT 10, ITL 5 and 10, E2E 25, TPOT (25-10)/2 = 7.5.
+    r1: sent 0, chunks 10, 15, 25 ms -> TTFT 10, ITL 5 and 10, E2E 25, TPOT (25-10)/2 = 7.5;
+        its first chunk is reasoning: TTFO 15, answer TPOT (25-15)/1 = 10.
     r2: sent 5, chunks 25, 45 ms (the second carries 2 tokens) -> TTFT 20, ITL 10 and 10
         (20 ms split over 2 tokens), E2E 40, TPOT (40-20)/2 = 10.
     Window 0..45 ms; 2 completed requests, 6 output tokens.
@@ -73,7 +78,7 @@ def base_records(scale: float = 1.0) -> list[RequestRecord]:
     s = scale
     return [
         rec(0, -100, [-90, -80], warmup=True),
-        rec(1, 0, [10 * s, 15 * s, 25 * s]),
+        rec(1, 0, [10 * s, 15 * s, 25 * s], thought=1),
         rec(2, 5, [5 + 20 * s, 5 + 40 * s], tokens=[1, 2]),
         rec(3, 6, [], error="http_500"),
     ]
@@ -93,7 +98,9 @@ def make_result(
 ) -> dict[str, Any]:
     """A result dict shaped as ``infer-prof run`` writes it, summary computed from records."""
     recs = records if records is not None else base_records()
-    summary = summarize_run(recs).to_dict()
+    run_summary = summarize_run(recs)
+    summary = run_summary.to_dict()
+    thinking = run_summary.reasoning
     out_tok = summary["total_output_tokens"]
     cost: dict[str, Any]
     if price is None:
@@ -136,6 +143,11 @@ def make_result(
         },
         "gpu": {"key": gpu, "count": gpu_count},
         "summary": summary,
+        "reasoning": None if thinking is None else {
+            "streamed": True, "requests": thinking.requests,
+            "reasoning_tokens": thinking.reasoning_tokens.to_dict()
+            if thinking.reasoning_tokens else None,
+            "answer_tokens": thinking.answer_tokens.to_dict() if thinking.answer_tokens else None},
         "cost": cost,
         "energy": energy,
         "telemetry": telemetry,
@@ -369,7 +381,9 @@ def test_report_summary_table_values_and_nulls():
     assert NOT_MEASURED not in rows[0]
     # the bare run: TPOT, $ and J read "not measured", never 0
     assert cells_bare[2] == "CPU (Test CPU)"
-    assert cells_bare[9:11] == [f'<span class="nm">{NOT_MEASURED}</span>'] * 2
+    # TTFO (r1 thought for one chunk: 15 ms; r2 did not: 20 ms), then TPOT
+    assert cells_full[9:11] == ["17.5", "19.9"]
+    assert cells_bare[11:13] == [f'<span class="nm">{NOT_MEASURED}</span>'] * 2
     assert cells_bare[-2:] == [f'<span class="nm">{NOT_MEASURED}</span>'] * 2
     assert "no GPU to price" in rows[1]  # the reason is the cell's hover title
 

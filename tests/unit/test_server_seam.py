@@ -34,7 +34,20 @@ def test_vllm_flags_leave_a_verbatim_flag_to_the_user():
     s = EngineSettings(tensor_parallel=2, kv_cache_bytes=4096, max_model_len=1024)
     assert vllm_flags(s, ["--max-model-len=512"], tokenizer=False) == [
         "--tensor-parallel-size", "2", "--kv-cache-memory-bytes", "4096",
-        "--skip-tokenizer-init", "--max-model-len=512"]
+        "--skip-tokenizer-init", "--enable-prompt-tokens-details", "--max-model-len=512"]
+
+
+def test_vllm_flags_of_speculative_decoding_and_cached_tokens():
+    spec = '{"method":"ngram","num_speculative_tokens":3}'
+    s = EngineSettings()
+    assert vllm_flags(s, speculative_config=spec) == [
+        "--enable-prompt-tokens-details", "--speculative-config", spec,
+        "--per-request-spec-decode-metrics", "summary"]
+    # an older build than 0.32 is not asked for the per-request report it may not know
+    assert vllm_flags(s, speculative_config=spec, vllm_version=(0, 26, 0)) == [
+        "--enable-prompt-tokens-details", "--speculative-config", spec]
+    given = ["--speculative-config", "{}", "--enable-prompt-tokens-details"]
+    assert vllm_flags(s, given, speculative_config=spec) == given  # the user's own, verbatim
 
 
 def test_every_registered_server_has_the_whole_protocol(tmp_path):

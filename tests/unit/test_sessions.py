@@ -17,7 +17,7 @@ from infer_prof.loadgen.prompts import TokenPool
 from infer_prof.loadgen.sessions import SessionPlan, load_sharegpt_sessions, synthetic_turns
 from infer_prof.loadgen.text_prompts import TextPromptMaker, server_token_counter
 from infer_prof.loadgen.traces import TraceError, load_trace
-from infer_prof.run.load_points import hashed_prompt
+from infer_prof.run.point_prompts import hashed_prompt
 
 POOL = TokenPool.from_vocab_size(32000)
 

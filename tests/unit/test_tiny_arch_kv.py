@@ -30,6 +30,11 @@ LOGGED = [
     ("tiny-mistral-sw", 2048, 246_723),
     ("tiny-gemma3", 2048, 254_200),
     ("tiny-gpt-oss", 2048, 254_200),
+    # hybrids: 1 attention layer beside 3 Gated DeltaNet layers (Qwen3-Next) or 1 Mamba2 layer
+    # (Granite-4.0-H); blocks of 640 tokens, states padded to one page, 2 (GDN) or 3 (Mamba2)
+    # state pages per layer and sequence under prefix caching
+    ("tiny-qwen3-next", 2048, 167_731),
+    ("tiny-granite-h", 2048, 239_616),
     # at a context of 8192 a window is shorter than what a request holds (planned: 7,895,160,
     # 506,481 and 514,244 tokens)
     ("tiny-mistral-sw", 8192, 883_011),

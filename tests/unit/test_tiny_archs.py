@@ -19,7 +19,11 @@ EXPECTED = {
     "tiny-gemma3": ("Gemma3ForCausalLM", "gemma3_text"),
     "tiny-gpt-oss": ("GptOssForCausalLM", "gpt_oss"),
     "tiny-deepseek-v2": ("DeepseekV2ForCausalLM", "deepseek_v2"),
+    "tiny-qwen3-next": ("Qwen3NextForCausalLM", "qwen3_next"),
+    "tiny-granite-h": ("GraniteMoeHybridForCausalLM", "granitemoehybrid"),
 }
+#: Layers of each tiny model (2 unless a hybrid's pattern needs more: Qwen3-Next's 3:1).
+LAYERS = {"tiny-qwen3-next": 4}
 
 
 def test_every_tiny_architecture_is_listed() -> None:
@@ -35,7 +39,7 @@ def test_tiny_arch_is_a_config_and_tiny_llamas_tokenizer(name: str) -> None:
     architecture, model_type = EXPECTED[name]
     assert config["architectures"] == [architecture] and config["model_type"] == model_type
     assert (config["hidden_size"], config["num_hidden_layers"], config["vocab_size"]) == (
-        256, 2, 512)
+        256, LAYERS.get(name, 2), 512)
     assert not list(folder.glob("*.safetensors"))  # no weights: the engine makes random ones
     tokenizer = ensure_tiny_llama() / "tokenizer.json"
     assert (folder / "tokenizer.json").read_bytes() == tokenizer.read_bytes()
@@ -54,6 +58,14 @@ def test_shapes_that_make_each_architecture() -> None:
     # the CPU MLA kernel takes only DeepSeek's latent width: kv_lora_rank + rope = 576
     v2 = cfg["tiny-deepseek-v2"]
     assert v2["kv_lora_rank"] + v2["qk_rope_head_dim"] == 576
+    # hybrids: three Gated DeltaNet layers to one attention layer, GDN head dims 128 (vLLM-CPU's
+    # GDN kernels refuse 8 and 32); a Mamba2 layer beside an attention layer
+    q3n = cfg["tiny-qwen3-next"]
+    assert q3n["layer_types"] == ["linear_attention"] * 3 + ["full_attention"]
+    assert (q3n["linear_key_head_dim"], q3n["linear_value_head_dim"], q3n["head_dim"]) == (
+        128, 128, 64)
+    granite = resolve_model("tiny-granite-h").spec
+    assert granite is not None and granite.attention_kinds() == ("linear", "full")
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -13,7 +13,7 @@ from infer_prof.core.workload.workload_fields import WorkloadError
 from infer_prof.core.workload.workloads import Arrival, Workload, warmup_seconds
 from infer_prof.loadgen.closed_loop import WarmupGate
 from infer_prof.loadgen.prompts import TokenPool
-from infer_prof.run.load_points import build_specs
+from infer_prof.run.load_points import SpecOptions, build_specs
 from infer_prof.run.warmup import continuous_warmup, warmup_pool_size
 
 MS = 1_000_000
@@ -143,7 +143,8 @@ def test_warm_up_under_the_load_staggers_the_first_request_of_each_stream():
     assert [s.max_tokens for s in warm] == [3, 6, 9, 12] + [12] * 12
     assert [s.max_tokens for s in build_specs(steady, pool)[1]] == [12] * 10  # measured: as asked
     # sessions (stagger off) and a counted warm-up (it drains before measuring) ask as drawn
-    assert {s.max_tokens for s in build_specs(steady, pool, stagger=False)[0]} == {12}
+    unstaggered = build_specs(steady, pool, options=SpecOptions(stagger=False))
+    assert {s.max_tokens for s in unstaggered[0]} == {12}
     counted = wl(output_len=Fixed(12), warmup="requests", warmup_requests=6)
     assert {s.max_tokens for s in build_specs(counted, pool)[0]} == {12}
     # what the result says it did

@@ -28,6 +28,11 @@ one kind of token, so they do not add up. Energy is the NVML reading over the me
 (``energy.energy_j``); in a closed loop whose rates are over the streams' mean span, J/token is
 the window's mean power over the token rate, as ``energy.joules_per_output_token`` is.
 
+With ``--interactivity-of answer`` (``config.interactivity_of``) the two interactivities read
+the answer-only TPOT (``answer_tpot_ms``: a reasoning model's answer tokens) instead of TPOT,
+where the point measured one; throughput and cost keep every output token (a user pays for the
+reasoning tokens too).
+
 Anything that cannot be known (no TPOT, no throughput, no price, no NVML) is None, never 0.
 An older result file without these keys gets them derived by :func:`result_axes` from what it
 did record (the same formulas; None where the inputs are missing).
@@ -123,13 +128,17 @@ def point_axes(
     gpus: int,
     usd_per_gpu_hour: float | None,
     energy_j: float | None,
+    interactivity_of: str = "all",
 ) -> dict[str, float | None]:
     """The :data:`AXIS_KEYS` of one point from its summary (``tpot_ms``, ``output_throughput``,
     ``total_throughput``, token counts, rate window), the GPUs used, the price per GPU-hour and
-    the measured energy (J; None without NVML)."""
+    the measured energy (J; None without NVML). ``interactivity_of`` ``answer``: interactivity
+    from ``answer_tpot_ms`` where the point has one (else TPOT: every token was answer)."""
     if gpus < 1:
         raise ValueError(f"gpus must be at least 1, got {gpus}")
     tpot = _map(summary.get("tpot_ms"))
+    if interactivity_of == "answer" and _map(summary.get("answer_tpot_ms")).get("p50") is not None:
+        tpot = _map(summary.get("answer_tpot_ms"))
     out_tps, tot_tps = _num(summary.get("output_throughput")), _num(summary.get("total_throughput"))
     in_tps = tot_tps - out_tps if out_tps is not None and tot_tps is not None else None
 
@@ -176,7 +185,8 @@ def result_axes(result: Mapping[str, Any]) -> dict[str, float | None]:
     :func:`run_price` and ``energy.energy_j``."""
     gpus, _ = gpus_used(result)
     return point_axes(_map(result.get("summary")), gpus, run_price(result),
-                      _num(_map(result.get("energy")).get("energy_j")))
+                      _num(_map(result.get("energy")).get("energy_j")),
+                      str(_map(result.get("config")).get("interactivity_of") or "all"))
 
 
 def summary_with_axes(result: Mapping[str, Any]) -> dict[str, Any]:

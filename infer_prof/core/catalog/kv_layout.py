@@ -25,6 +25,7 @@ sum over layers.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -65,8 +66,15 @@ class KvGroup:
 
 def kv_groups(m: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> list[KvGroup]:
     """The model's layers grouped by what they keep in the KV cache, on one of ``tp`` GPUs."""
+    return list(_kv_groups(m, tp, kv_dtype_bytes))
+
+
+@lru_cache(maxsize=1024)
+def _kv_groups(m: ModelSpec, tp: int, kv_dtype_bytes: int) -> tuple[KvGroup, ...]:
+    """:func:`kv_groups`, computed once per model, split and element size (the estimate asks
+    for it on every predicted engine step)."""
     if m.mla is not None:
-        return [KvGroup("mla", m.num_layers, m.mla.latent_width * kv_dtype_bytes, None)]
+        return (KvGroup("mla", m.num_layers, m.mla.latent_width * kv_dtype_bytes, None),)
     heads = max(1, m.num_kv_heads // tp)
     per_layer = 2 * heads * m.head_dim * kv_dtype_bytes
     kinds = m.attention_kinds()
@@ -75,7 +83,7 @@ def kv_groups(m: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> list[KvGrou
         n = kinds.count(kind)
         if n:
             out.append(KvGroup(kind, n, per_layer, None if kind == "full" else m.sliding_window))
-    return out
+    return tuple(out)
 
 
 def kv_bytes_per_token(m: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2) -> int:
@@ -95,8 +103,23 @@ def kv_bytes_per_sequence(m: ModelSpec, tokens: int, tp: int = 1, kv_dtype_bytes
 
 def kv_bytes_read(m: ModelSpec, context: float, kv_dtype_bytes: float = 2.0) -> float:
     """KV bytes one decoded token reads (whole model, all GPUs) at a context of ``context``
-    tokens: each layer's bytes per token x the tokens it attends to (at most its window)."""
+    tokens: each attention layer's bytes per token x the tokens it attends to (at most its
+    window), plus a hybrid model's linear-layer state, read once per sequence whatever the
+    context (:func:`state_bytes_read`)."""
     total = 0.0
     for g in kv_groups(m, 1, 1):
         total += g.layers * g.bytes_per_token * kv_dtype_bytes * g.tokens_read(context)
-    return total
+    return total + state_bytes_read(m)
+
+
+def state_bytes_read(m: ModelSpec) -> float:
+    """Bytes of a hybrid model's linear/Mamba state one decode step reads per sequence (whole
+    model): ``linear layers x state bytes`` in the dtypes vLLM keeps them on a GPU (conv state
+    16-bit, recurrent state the family's default:
+    :func:`~infer_prof.core.catalog.state_pages.ssm_dtype_bytes`); 0 for other models. It is
+    the same at every context length."""
+    from infer_prof.core.catalog.state_pages import ssm_dtype_bytes
+
+    if m.hybrid is None:
+        return 0.0
+    return float(m.hybrid.num_linear * m.hybrid.linear.state_bytes(1, 2, ssm_dtype_bytes(m)))

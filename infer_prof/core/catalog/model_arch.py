@@ -211,6 +211,10 @@ def moe_layers(cfg: dict[str, Any], num_layers: int, moe: MoeSpec | None) -> tup
         step = int(cfg.get("decoder_sparse_step") or 1)
         dense = set(cfg.get("mlp_only_layers") or ())
         return tuple(i not in dense and (i + 1) % step == 0 for i in range(num_layers))
+    if cfg.get("model_type") == "jamba":
+        period, offset = int(cfg.get("expert_layer_period", 2)), int(
+            cfg.get("expert_layer_offset", 1))
+        return tuple(i % period == offset for i in range(num_layers))
     if "interleave_moe_layer_step" in cfg:
         step = int(cfg.get("interleave_moe_layer_step") or 1)
         return tuple((i + 1) % step == 0 for i in range(num_layers))
@@ -247,6 +251,12 @@ def layer_attention(cfg: dict[str, Any], num_layers: int,
         if len(types) != num_layers:
             raise ConfigFieldError(
                 f"has {len(types)} layer_types for {num_layers} layers (num_hidden_layers)")
+        unknown = sorted({str(t) for t in types if "sliding" not in str(t)
+                          and t not in ("full_attention", "attention")})
+        if unknown:
+            raise ConfigFieldError(
+                f"has layer_types value(s) {', '.join(map(repr, unknown))} the planner cannot "
+                "read for its model_type (known: 'full_attention', 'sliding_attention')")
         kinds = tuple("sliding" if "sliding" in str(t) else "full" for t in types)
         if "sliding" in kinds:
             return kinds, int(need(cfg, "sliding_window"))
@@ -261,6 +271,17 @@ def layer_attention(cfg: dict[str, Any], num_layers: int,
     if window and cfg.get("use_sliding_window", True) is not False:
         return ("sliding",) * num_layers, int(window)
     return ("full",) * num_layers, None
+
+
+def granite_moe(cfg: dict[str, Any], moe: MoeSpec | None) -> MoeSpec | None:
+    """Granite-4.0-H's MLP (vLLM ``granitemoehybrid.py``): experts of ``intermediate_size``
+    when ``num_local_experts > 0`` beside an ungated-by-router shared MLP of
+    ``shared_intermediate_size``; without experts, None (a dense MLP of the shared width)."""
+    if moe is None:
+        return None
+    shared = int(cfg.get("shared_intermediate_size") or 0)
+    return MoeSpec(num_experts=moe.num_experts, top_k=moe.top_k,
+                   expert_intermediate=moe.expert_intermediate, shared_intermediate=shared)
 
 
 def tied_default(model_type: str) -> bool:

@@ -17,6 +17,12 @@ Per decoder layer (``H`` hidden, ``h`` heads, ``kv`` KV heads, ``d`` head_dim):
   ``I_s`` wide (+ Qwen2-MoE's ``1 x H`` shared-expert gate).
 - norms: 2 RMSNorms of ``H`` (4 for Gemma-2/3).
 
+Hybrid models (:mod:`~infer_prof.core.catalog.hybrid_layers`): a linear/Mamba layer has its
+mixer's projections (``mixer``, linear) and small parameters (``mixer_param``: convolution,
+decay, skip, biases) in place of attention; Qwen3-Next's gated attention a ``q_proj`` twice as
+wide; a Nemotron-H layer is one block (a mixer, attention, or an MLP of ``up_proj`` and
+``down_proj`` without a gate) behind one norm.
+
 Outside the layers: the embedding ``V x H``, the LM head ``V x H`` unless tied, the final norm,
 and Gemma-3's vision tower (:class:`~infer_prof.core.catalog.model_arch.VisionSpec`).
 
@@ -34,7 +40,7 @@ if TYPE_CHECKING:
     from infer_prof.core.catalog.models import ModelSpec
 
 ROLES = ("attention", "mlp", "experts", "shared", "router", "embed", "lm_head", "norm", "bias",
-         "sink", "vision")
+         "sink", "vision", "mixer", "mixer_param")
 """What a tensor group is part of."""
 
 
@@ -62,7 +68,8 @@ class TensorGroup:
 def _attention(m: ModelSpec, p: str) -> list[TensorGroup]:
     h, q, kv = m.hidden_size, m.q_dim, m.kv_dim
     a = f"{p}.self_attn"
-    out = [TensorGroup(f"{a}.q_proj", q, h, 1, "attention", linear=True),
+    q_rows = 2 * q if m.hybrid is not None and m.hybrid.attention_gate else q
+    out = [TensorGroup(f"{a}.q_proj", q_rows, h, 1, "attention", linear=True),
            TensorGroup(f"{a}.k_proj", kv, h, 1, "attention", linear=True),
            TensorGroup(f"{a}.v_proj", kv, h, 1, "attention", linear=True),
            TensorGroup(f"{a}.o_proj", h, q, 1, "attention", linear=True)]
@@ -125,11 +132,29 @@ def _moe(m: ModelSpec, p: str) -> list[TensorGroup]:
     return out
 
 
+def _mixer(m: ModelSpec, i: int, p: str) -> list[TensorGroup]:
+    """Layer ``i``'s token mixer: attention (MLA or not), a linear/Mamba mixer, or none."""
+    kind = m.hybrid.mixers[i] if m.hybrid is not None else "attention"
+    out: list[TensorGroup] = []
+    if kind in ("linear", "both") and m.hybrid is not None:
+        out += m.hybrid.linear.tensors(m.hidden_size, f"{p}.mixer")
+    if kind in ("attention", "both"):
+        out += _mla(m, p) if m.mla is not None else _attention(m, p)
+    return out
+
+
 def layer_groups(m: ModelSpec, i: int) -> list[TensorGroup]:
     """The tensors of decoder layer ``i`` (module paths ``model.layers.{i}...``)."""
     p = f"model.layers.{i}"
-    out = _mla(m, p) if m.mla is not None else _attention(m, p)
-    if m.is_moe_layer(i):
+    out = _mixer(m, i, p)
+    mlp = m.hybrid.mlps[i] if m.hybrid is not None and m.hybrid.mlps else "usual"
+    if mlp == "plain":  # Nemotron-H: up and down, squared ReLU, no gate
+        h, w = m.hidden_size, m.intermediate_size
+        out += [TensorGroup(f"{p}.mixer.up_proj", w, h, 1, "mlp", linear=True),
+                TensorGroup(f"{p}.mixer.down_proj", h, w, 1, "mlp", linear=True)]
+    elif mlp == "none":
+        pass
+    elif m.is_moe_layer(i):
         out += _moe(m, p)
     else:
         out += _gated(f"{p}.mlp", m.hidden_size, m.intermediate_size, 1, "mlp")

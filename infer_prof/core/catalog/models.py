@@ -15,6 +15,7 @@ from typing import Any
 
 from infer_prof.core.catalog import model_arch as arch
 from infer_prof.core.catalog.checkpoint_quant import CheckpointQuant, read_quantization
+from infer_prof.core.catalog.hybrid_layers import HybridConfigError, HybridLayers, read_hybrid
 from infer_prof.core.catalog.kv_layout import kv_bytes_per_token
 from infer_prof.core.catalog.model_arch import MlaSpec, MoeSpec, VisionSpec
 from infer_prof.core.catalog.model_tensors import TensorGroup, tensor_groups
@@ -31,7 +32,8 @@ class ModelSpec:
     ``sliding_window`` the window of the sliding/chunked ones; ``moe`` the experts and
     ``moe_layers`` which layers have them (empty: all, when ``moe`` is set); ``mla`` latent
     attention; ``vision`` a counted vision tower; ``quant`` a pre-quantized checkpoint's format;
-    ``notes`` what the spec leaves out.
+    ``hybrid`` the linear-attention / Mamba layers of a hybrid model and which layers attend
+    (:mod:`~infer_prof.core.catalog.hybrid_layers`); ``notes`` what the spec leaves out.
     """
 
     name: str
@@ -59,6 +61,7 @@ class ModelSpec:
     mla: MlaSpec | None = None
     vision: VisionSpec | None = None
     quant: CheckpointQuant | None = None
+    hybrid: HybridLayers | None = None
     notes: tuple[str, ...] = ()
 
     @classmethod
@@ -72,14 +75,15 @@ class ModelSpec:
             return _from_config(config, name=name, hub_id=hub_id)
         except KeyError as exc:
             raise ValueError(f"config.json of {name!r} lacks the field {exc.args[0]!r}") from None
-        except arch.ConfigFieldError as exc:
+        except (arch.ConfigFieldError, HybridConfigError) as exc:
             raise ValueError(f"config.json of {name!r} {exc}") from None
         except ValueError as exc:  # QuantConfigError and bad numbers
             raise ValueError(f"config.json of {name!r}: {exc}") from None
 
     @property
     def q_dim(self) -> int:
-        """Width of the query projection: heads x head_dim (MLA: heads x (nope + rope))."""
+        """Width of the query (attention output): heads x head_dim (MLA: heads x (nope +
+        rope))."""
         if self.mla is not None:
             return self.num_attention_heads * self.mla.qk_head_dim
         return self.num_attention_heads * self.head_dim
@@ -90,10 +94,19 @@ class ModelSpec:
         return self.num_kv_heads * self.head_dim
 
     def attention_kinds(self) -> tuple[str, ...]:
-        """The attention kind of each layer: ``full``, ``sliding``, ``chunked`` or ``mla``."""
+        """The attention kind of each layer: ``full``, ``sliding``, ``chunked`` or ``mla``; in a
+        hybrid model ``linear`` for a linear-attention/Mamba layer (a state per sequence, no KV)
+        and ``none`` for a layer without a token mixer (Nemotron-H's MLP layers)."""
         if self.mla is not None:
             return ("mla",) * self.num_layers
+        if self.hybrid is not None:  # Falcon-H1's "both" layers keep KV (and a state)
+            return tuple("full" if k in ("attention", "both") else k
+                         for k in self.hybrid.mixers)
         return self.layer_attention or ("full",) * self.num_layers
+
+    def num_attention_layers(self) -> int:
+        """Layers that keep K and V per token (all of them unless the model is hybrid)."""
+        return sum(k not in ("linear", "none") for k in self.attention_kinds())
 
     def is_moe_layer(self, i: int) -> bool:
         """Whether layer ``i`` has the mixture-of-experts MLP."""
@@ -127,12 +140,12 @@ class ModelSpec:
     def linear_params(self) -> int:
         """Parameters in the decoder layers' linear weights (what weight quantization shrinks):
         attention projections, dense MLPs, all experts and shared experts."""
-        return sum(t.params for t in self.tensors() if t.linear)
+        return _linear_params(self)
 
     def routed_expert_params(self) -> int:
         """Parameters of all routed experts (every MoE layer, every expert); 0 for a dense
         model."""
-        return sum(t.params for t in self.tensors() if t.role == "experts")
+        return _routed_expert_params(self)
 
     def active_linear_params(self) -> int:
         """Linear parameters one token passes through: ``linear_params`` less the routed
@@ -158,10 +171,27 @@ class ModelSpec:
         """Forward FLOPs per token, ignoring attention's context term: 2 x active parameters."""
         return 2.0 * self.active_param_count()
 
+    def state_flops_per_token(self) -> float:
+        """FLOPs of the linear layers' recurrences per token, whatever the context (0 for a
+        model without them; :meth:`LinearMixer.flops_per_token` x linear layers)."""
+        if self.hybrid is None:
+            return 0.0
+        return self.hybrid.num_linear * self.hybrid.linear.flops_per_token()
+
 
 @cache
 def _tensors(spec: ModelSpec) -> tuple[TensorGroup, ...]:
     return tuple(tensor_groups(spec))
+
+
+@cache
+def _linear_params(spec: ModelSpec) -> int:
+    return sum(t.params for t in spec.tensors() if t.linear)
+
+
+@cache
+def _routed_expert_params(spec: ModelSpec) -> int:
+    return sum(t.params for t in spec.tensors() if t.role == "experts")
 
 
 def _from_config(config: dict[str, Any], *, name: str, hub_id: str | None) -> ModelSpec:
@@ -169,13 +199,29 @@ def _from_config(config: dict[str, Any], *, name: str, hub_id: str | None) -> Mo
     model_type = str(cfg.get("model_type") or config.get("model_type") or "")
     heads = int(cfg["num_attention_heads"])
     hidden = int(cfg["hidden_size"])
-    layers = int(cfg["num_hidden_layers"])
+    blocks = cfg.get("layers_block_type")
+    if cfg.get("num_hidden_layers") is None and isinstance(blocks, list) and blocks:
+        layers = len(blocks)  # transformers 5's NemotronHConfig writes no num_hidden_layers
+    else:
+        layers = int(cfg["num_hidden_layers"])
     archs = config.get("architectures") or [config.get("model_type", "unknown")]
     moe = arch.read_moe(cfg)
     mla = arch.read_mla(cfg)
-    kinds, window = arch.layer_attention(cfg, layers, mla)
+    hybrid = read_hybrid(cfg, layers, hidden)
+    kinds: tuple[str, ...] = ()
+    window: int | None = None
+    if hybrid is None:
+        kinds, window = arch.layer_attention(cfg, layers, mla)
     inter = cfg.get("intermediate_size_mlp") if model_type.startswith("llama4") else None
     inter = inter or cfg.get("intermediate_size")
+    if model_type == "granitemoehybrid":  # its dense MLP is the shared MLP
+        moe = arch.granite_moe(cfg, moe)
+        inter = cfg.get("shared_intermediate_size") if moe is None else inter
+    if isinstance(inter, list):  # Nemotron-H: one width per MLP layer
+        if len(set(inter)) != 1:
+            raise arch.ConfigFieldError(f"has MLP widths {inter} (intermediate_size) that "
+                                        "differ from layer to layer, which are not modelled")
+        inter = inter[0]
     if inter is None:
         if moe is None or any(not m for m in arch.moe_layers(cfg, layers, moe)):
             raise KeyError("intermediate_size")
@@ -200,8 +246,10 @@ def _from_config(config: dict[str, Any], *, name: str, hub_id: str | None) -> Mo
         attention_bias=qkv_bias,
         model_type=model_type,
         o_bias=qkv_bias and model_type not in ("qwen2", "qwen2_moe"),
-        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text"),
-        norms_per_layer=4 if model_type in ("gemma2", "gemma3", "gemma3_text") else 2,
+        qk_norm=model_type in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next",
+                               "qwen3_5_text", "qwen3_5_moe_text"),
+        norms_per_layer=(hybrid.norms_per_layer if hybrid is not None else
+                         4 if model_type in ("gemma2", "gemma3", "gemma3_text") else 2),
         attention_sinks=model_type == "gpt_oss",
         layer_attention=kinds if any(k != "full" for k in kinds) else (),
         sliding_window=window,
@@ -210,5 +258,6 @@ def _from_config(config: dict[str, Any], *, name: str, hub_id: str | None) -> Mo
         mla=mla,
         vision=arch.read_vision(config, hidden),
         quant=read_quantization(cfg),
+        hybrid=hybrid,
         notes=notes,
     )

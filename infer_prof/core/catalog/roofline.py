@@ -64,7 +64,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infer_prof.core.catalog.kv_layout import kv_groups
+from infer_prof.core.catalog.kv_layout import kv_groups, state_bytes_read
 from infer_prof.core.catalog.models import ModelSpec
 
 
@@ -102,14 +102,16 @@ def model_decode_bytes_per_step(
 ) -> float:
     """Bytes one decode step of ``batch_size`` sequences reads (module docstring):
     ``weight_bytes - routed_expert_bytes x (1 - k/E)^B + B x L x kv_bytes_per_token x
-    kv_read_share(L)``; the plain :func:`decode_bytes_per_step` for a dense model without
-    sliding windows."""
+    kv_read_share(L) + B x state``, ``state`` a hybrid model's linear-layer state read once per
+    sequence (:func:`~infer_prof.core.catalog.kv_layout.state_bytes_read`, 0 otherwise); the
+    plain :func:`decode_bytes_per_step` for a dense model without sliding windows."""
     weights = weight_bytes
     if spec.moe is not None and routed_expert_bytes > 0:
         untouched = 1.0 - spec.moe.expected_distinct(batch_size) / spec.moe.num_experts
         weights -= routed_expert_bytes * untouched
     kv = kv_bytes_per_token * kv_read_share(spec, mean_context_len)
-    return decode_bytes_per_step(weights, kv, batch_size, mean_context_len)
+    state = batch_size * state_bytes_read(spec)  # hybrid: once per sequence, any context
+    return decode_bytes_per_step(weights, kv, batch_size, mean_context_len) + state
 
 
 def decode_step_time_min_s(bytes_per_step: float, bandwidth_bytes_per_s: float) -> float:
@@ -131,19 +133,25 @@ def decode_flops_per_token(spec: ModelSpec, context_len: float) -> float:
     """FLOPs to decode one token at a context of ``context_len`` positions.
 
     2 x active linear params + 2 x vocab x hidden (LM head) + 4 x layers x context_len x q_dim
-    (a sliding-window layer attends to at most its window).
+    (a sliding-window layer attends to at most its window; only attention layers attend) + a
+    hybrid model's linear-layer recurrences, constant in the context
+    (:meth:`~infer_prof.core.catalog.models.ModelSpec.state_flops_per_token`).
     """
     lm_head = 2.0 * spec.vocab_size * spec.hidden_size
-    return 2.0 * spec.active_linear_params() + lm_head + _attention_flops(spec, context_len)
+    return (2.0 * spec.active_linear_params() + lm_head + _attention_flops(spec, context_len)
+            + spec.state_flops_per_token())
 
 
 def prefill_flops_per_token(spec: ModelSpec, attended_context: float) -> float:
-    """FLOPs per prompt token: 2 x active linear params + 4 x layers x attended_context x q_dim.
+    """FLOPs per prompt token: 2 x active linear params + 4 x layers x attended_context x q_dim
+    (attention layers only) + the linear layers' recurrences, the same for every token (so a
+    hybrid layer's prefill FLOPs are linear in the prompt's length).
 
     For a causal prompt of length P, the mean attended context is (P + 1) / 2
     (see :func:`causal_mean_context`).
     """
-    return 2.0 * spec.active_linear_params() + _attention_flops(spec, attended_context)
+    return (2.0 * spec.active_linear_params() + _attention_flops(spec, attended_context)
+            + spec.state_flops_per_token())
 
 
 def causal_mean_context(prompt_len: float) -> float:

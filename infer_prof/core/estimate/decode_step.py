@@ -18,7 +18,8 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
   most its sliding window; MLA layers read their latent
   (:func:`infer_prof.core.catalog.kv_layout.kv_bytes_read`). ``s_kv`` the share one GPU holds:
   ``kv_bytes_per_token(tp=n) / kv_bytes_per_token(tp=1)`` (``1/n``, more when KV heads are
-  replicated).
+  replicated). A hybrid model's linear layers read their state once per sequence whatever
+  ``L`` (part of ``kv_read``), split ``1/n``.
 - ``decode_flops_per_token(L)`` = 2 x active linear params + 2 x vocab x hidden + attention;
   ``prefill_flops_per_token(Lp)`` = 2 x active linear params + attention at the mean attended
   context ``Lp`` (:mod:`infer_prof.core.catalog.roofline`).
@@ -85,8 +86,9 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     n = gpu_count
     tokens = batch + prefill_tokens
     weights = decode_weight_bytes(arch, precision, tokens) / n
-    kv = (batch * kv_layout.kv_bytes_read(arch, context, d.kv_dtype_bytes)
-          * kv_share_per_gpu(arch, n))
+    state = kv_layout.state_bytes_read(arch)  # a hybrid's linear layers: split n ways
+    kv = batch * ((kv_layout.kv_bytes_read(arch, context, d.kv_dtype_bytes) - state)
+                  * kv_share_per_gpu(arch, n) + state / n)
     flops_d = batch * decode_flops_per_token(arch, context) / n if batch else 0.0
     flops_p = (prefill_tokens * prefill_flops_per_token(arch, prefill_context) / n
                if prefill_tokens else 0.0)
@@ -95,7 +97,7 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     compute = flops_d / (peak * factors.mfu_decode) + flops_p / (peak * factors.mfu_prefill)
     allreduce = allreduce_step_s(
         tokens=tokens, hidden=arch.hidden_size, layers=arch.num_layers, gpus=n,
-        link_bytes_per_s=d.link_bytes_per_s(), efficiency=factors.allreduce_efficiency,
+        link_bytes_per_s=d.link_bytes_per_s(), efficiency=d.allreduce_efficiency(),
         latency_s=factors.allreduce_latency_us * 1e-6)
     overhead = factors.step_overhead_ms * 1e-3
     return StepCost(

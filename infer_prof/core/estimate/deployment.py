@@ -21,7 +21,9 @@ class Deployment:
     ``gptq``, ``nvfp4``, ``mxfp4``); ``factors`` the achieved shares
     (:func:`infer_prof.core.estimate.factors.default_factors`); ``kv_dtype_bytes`` 2, or 1 for
     an fp8 KV cache; ``link_gbps`` the interconnect's bidirectional GB/s (None: the all-reduce
-    time is unknown and left out); ``max_num_batched_tokens`` vLLM's per-step token budget
+    time is unknown and left out); ``over_pcie`` True when that link is PCIe (the all-reduce
+    then reaches ``factors.pcie_allreduce_efficiency`` of it, else
+    ``factors.allreduce_efficiency``); ``max_num_batched_tokens`` vLLM's per-step token budget
     (None: vLLM's default for the GPU); ``max_running`` the most sequences the server runs at
     once (the planner's ``max_sequences`` capped by ``max_num_seqs``; None: no limit)."""
 
@@ -32,6 +34,7 @@ class Deployment:
     factors: StepFactors
     kv_dtype_bytes: float = 2.0
     link_gbps: float | None = None
+    over_pcie: bool = False
     max_num_batched_tokens: int | None = None
     max_running: int | None = None
 
@@ -41,6 +44,12 @@ class Deployment:
         if self.max_num_batched_tokens:
             return self.max_num_batched_tokens
         return default_scheduler_limits(self.gpu, self.gpu.cuda_memory_bytes, self.gpu_count)[0]
+
+    def allreduce_efficiency(self) -> float:
+        """The share of the link's per-direction bandwidth an all-reduce reaches: the factors'
+        PCIe share over PCIe, else their NVLink/Infinity Fabric share."""
+        return (self.factors.pcie_allreduce_efficiency if self.over_pcie
+                else self.factors.allreduce_efficiency)
 
     def link_bytes_per_s(self) -> float | None:
         """One direction of the interconnect in bytes/s (half of ``link_gbps`` x 1e9); None

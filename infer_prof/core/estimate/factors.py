@@ -14,7 +14,11 @@ shares, per GPU architecture family, each set with its ``source``:
 - ``mfu_prefill``: the same on prompt (prefill) tokens: large matrices, nearer peak.
 - ``step_overhead_ms``: fixed milliseconds per engine step, beside the bound time.
 - ``allreduce_efficiency``: achieved share of the interconnect's per-direction bandwidth in a
-  tensor-parallel all-reduce; ``allreduce_latency_us`` the fixed cost of one all-reduce call.
+  tensor-parallel all-reduce over NVLink or Infinity Fabric; ``allreduce_latency_us`` the fixed
+  cost of one all-reduce call.
+- ``pcie_allreduce_efficiency``: the same share for an all-reduce over PCIe (cards without an
+  NVLink domain): its own factor, as NCCL over PCIe reaches a different share of its link than
+  over NVLink. Default :data:`PCIE_ALLREDUCE_EFFICIENCY` (a published figure, not a fit).
 
 Only one GPU has been measured by this project (``../shared/measurements/h100-2026-11-23.csv``:
 one H100 SXM, vLLM 0.26.0, llama-2-7b bf16, 512 in / 128 out). The Hopper defaults are fitted
@@ -27,6 +31,14 @@ import msgspec
 
 from infer_prof.core.catalog.gpus import GpuSpec
 
+PCIE_ALLREDUCE_EFFICIENCY = 0.62
+"""Default share of a PCIe link's per-direction bandwidth a ring all-reduce reaches: NCCL
+``all_reduce_perf`` on 8 x H100 PCIe without NVLink reaches a bus bandwidth of 35-45 GB/s at large
+sizes ("PCIe Gen5 limited": Alaya AI, NCCL-tests in practice,
+https://docs.alayanew.com/en/docs/tech-blog/2026-05-06-nccl-tests, reference table); bus
+bandwidth is what the ring moves per GPU per second, so the share is 40 / 64 GB/s (Gen5 x16, one
+direction) = 0.62. A documented default, not fitted on any vLLM run."""
+
 H100_MEASUREMENTS = "../shared/measurements/h100-2026-11-23.csv"
 """Where the Hopper defaults were fitted: infer-prof's own runs on one H100 SXM (vLLM 0.26.0)."""
 
@@ -34,7 +46,8 @@ H100_MEASUREMENTS = "../shared/measurements/h100-2026-11-23.csv"
 class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
     """Achieved shares of a GPU's peaks and the fixed per-step time (module docstring).
 
-    Fractions in (0, 1] for ``mbu``, ``mfu_decode``, ``mfu_prefill``, ``allreduce_efficiency``;
+    Fractions in (0, 1] for ``mbu``, ``mfu_decode``, ``mfu_prefill``, ``allreduce_efficiency``,
+    ``pcie_allreduce_efficiency``;
     ``step_overhead_ms`` in milliseconds per engine step; ``allreduce_latency_us`` in
     microseconds per all-reduce call. ``family`` the architecture family the factors are for,
     ``source`` where they come from (a fit, a carried-over default, a user's runs)."""
@@ -48,9 +61,11 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
     allreduce_latency_us: float
     family: str
     source: str
+    pcie_allreduce_efficiency: float = PCIE_ALLREDUCE_EFFICIENCY
 
     def __post_init__(self) -> None:
-        for name in ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "allreduce_efficiency"):
+        for name in ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "allreduce_efficiency",
+                     "pcie_allreduce_efficiency"):
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
@@ -67,8 +82,9 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
         return (f"MBU {self.mbu:.0%} weights / {self.mbu_kv:.0%} KV, MFU decode "
                 f"{self.mfu_decode:.0%} / prefill {self.mfu_prefill:.0%}, "
                 f"{self.step_overhead_ms:.2g} ms a step, all-reduce "
-                f"{self.allreduce_efficiency:.0%} of link bandwidth + "
-                f"{self.allreduce_latency_us:.2g} us a call")
+                f"{self.allreduce_efficiency:.0%} of link bandwidth (PCIe "
+                f"{self.pcie_allreduce_efficiency:.0%}) + {self.allreduce_latency_us:.2g} us a "
+                "call")
 
     def describe(self) -> str:
         """One line: the shares, the fixed times, the family and the source."""

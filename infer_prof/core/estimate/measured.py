@@ -46,8 +46,10 @@ class MeasuredRun:
     path or ``history:<run_id>``), its ``run_id`` and start (ISO 8601, None when not recorded),
     what ran (``arch`` the model, ``gpu`` x ``gpu_count`` at ``precision``, ``input_len`` /
     ``output_len`` tokens a request, ``concurrency`` streams), the interconnect's bidirectional
-    GB/s (``link_gbps``, None: unknown) and what was measured: output tokens/s per GPU,
-    interactivity (tokens/s per user), TTFT and TPOT medians in ms (None when not recorded)."""
+    GB/s (``link_gbps``, None: unknown; ``over_pcie`` when it is PCIe), the KV-cache dtype
+    (``auto`` or ``fp8``) and what was measured:
+    output tokens/s per GPU, interactivity (tokens/s per user), TTFT and TPOT medians in ms
+    (None when not recorded)."""
 
     source: str
     run_id: str
@@ -65,12 +67,15 @@ class MeasuredRun:
     ttft_ms_p50: float | None = None
     tpot_ms_p50: float | None = None
     link_gbps: float | None = None
+    over_pcie: bool = False
+    kv_cache_dtype: str = "auto"
 
 
 def deployment_of(run: MeasuredRun, factors: StepFactors) -> Deployment:
     """The :class:`Deployment` the run measured, predicted with ``factors``."""
     return Deployment(arch=run.arch, gpu=run.gpu, gpu_count=run.gpu_count,
-                      precision=run.precision, factors=factors, link_gbps=run.link_gbps)
+                      precision=run.precision, factors=factors, link_gbps=run.link_gbps,
+                      over_pcie=run.over_pcie)
 
 
 def predict_run(factors: StepFactors, run: MeasuredRun) -> float:
@@ -146,11 +151,14 @@ def same_model(a: ModelSpec, b: ModelSpec) -> bool:
 
 
 def same_configuration(run: MeasuredRun, *, model: ModelSpec, gpu: str, gpu_count: int,
-                       precision: str, lengths: tuple[int, int]) -> bool:
+                       precision: str, lengths: tuple[int, int],
+                       kv_cache_dtype: str | None = None) -> bool:
     """Whether ``run`` measured this configuration: the model (:func:`same_model`), the GPU
-    (catalog key) and count, the precision and ``(input_len, output_len)``."""
+    (catalog key) and count, the precision, ``(input_len, output_len)`` and, when given, the
+    KV-cache dtype (``auto`` or ``fp8``)."""
     return (same_model(run.arch, model) and run.gpu.key == gpu and run.gpu_count == gpu_count
-            and run.precision == precision and (run.input_len, run.output_len) == lengths)
+            and run.precision == precision and (run.input_len, run.output_len) == lengths
+            and (kv_cache_dtype is None or run.kv_cache_dtype == kv_cache_dtype))
 
 
 def error_pct(predicted: float, measured: float) -> float:

@@ -4,8 +4,9 @@ Which tensor math a precision's matrices run on, in vLLM:
 
 - ``bf16`` (and fp16): the 16-bit peak (``bf16_tflops``, else ``fp16_tflops``: Volta and
   Turing run 16-bit models as fp16).
-- ``fp8`` (W8A8): the fp8 peak; a GPU without fp8 math has no fp8 figure and is refused by the
-  planner before this is asked.
+- ``fp8``: W8A8, the fp8 peak, on a GPU with FP8 tensor math (``GpuSpec.supports_fp8``: Ada,
+  Hopper, Blackwell, CDNA 3/4); below it vLLM runs an fp8 model weight-only (W8A16 through the
+  FP8 Marlin kernels, compute capability 7.5 to 8.6: Turing, Ampere), so the 16-bit peak.
 - ``nvfp4`` / ``mxfp4``: the fp4 peak on GPUs with FP4 tensor cores (Blackwell, CDNA 4); on
   older GPUs vLLM dequantizes to 16-bit (Marlin), so the 16-bit peak.
 - weight-only formats (``int8``, ``bnb-nf4``, ``awq``, ``gptq``, ``int4``, ``bnb-int8``): the
@@ -25,7 +26,7 @@ def peak_tflops(gpu: GpuSpec, precision: str) -> float | None:
     None when the catalog has no such figure for this GPU."""
     sixteen = gpu.bf16_tflops or gpu.fp16_tflops
     if precision == "fp8":
-        return gpu.fp8_tflops
+        return gpu.fp8_tflops if gpu.supports_fp8 else sixteen
     if precision in ("nvfp4", "mxfp4") and gpu.fp4_tflops:
         return gpu.fp4_tflops
     return sixteen

@@ -34,18 +34,22 @@ from typing import Literal, cast, get_args
 
 from infer_prof.core.measurement.metrics import (
     RequestRecord,
+    answer_tpot_ns,
     e2e_ns,
     itl_ns,
     queue_ns,
     tpot_ns,
+    ttfo_ns,
     ttft_ns,
 )
 
 Better = Literal["lower", "higher"]
 #: latency: a distribution over requests (ms); rate: per second; cost: $; energy: J; quality:
 #: the quality check's figures (a share of items, a perplexity, a KL divergence against the
-#: reference run in nats per token)
-Kind = Literal["latency", "rate", "cost", "energy", "quality"]
+#: reference run in nats per token); tokens: a token count per request; server: the server
+#: state that changes the numbers (the prefix cache's hit rate, speculative decoding's
+#: acceptance: docs/measurement.md)
+Kind = Literal["latency", "rate", "cost", "energy", "quality", "tokens", "server"]
 Place = Literal["console", "slo", "gate", "compare", "history", "endpoints", "report", "sweep"]
 PLACES: tuple[Place, ...] = get_args(Place)
 
@@ -175,8 +179,15 @@ METRICS: tuple[Metric, ...] = (
     Metric("ttft_ms", "ttft", "TTFT", "ms", "lower", "latency", "summary.ttft_ms",
            _latency_shows(*_EVERYWHERE, endpoints=Show(P50_P99, digits=1)),
            samples_ns=_one(ttft_ns)),
+    Metric("ttfo_ms", "ttfo", "TTFO", "ms", "lower", "latency", "summary.ttfo_ms",
+           _latency_shows("console", "slo", "gate", "compare", "history", "report",
+                          history=Show(("p50",))),
+           samples_ns=_one(ttfo_ns), title="time to first output (answer) token"),
     Metric("tpot_ms", "tpot", "TPOT", "ms", "lower", "latency", "summary.tpot_ms",
            _latency_shows(*_EVERYWHERE, history=Show(("p50",))), samples_ns=_one(tpot_ns)),
+    Metric("answer_tpot_ms", "answer_tpot", "answer TPOT", "ms", "lower", "latency",
+           "summary.answer_tpot_ms", _latency_shows("console", "slo", "gate", "compare"),
+           samples_ns=_one(answer_tpot_ns), title="time per answer token"),
     Metric("itl_ms", "itl", "ITL", "ms", "lower", "latency", "summary.itl_ms",
            _latency_shows("console", "slo", "gate", "endpoints", "report"),
            samples_ns=_itl, sample_noun="inter-token gaps", many_per_request=True),
@@ -192,6 +203,9 @@ METRICS: tuple[Metric, ...] = (
     Metric("interactivity_p90_tok_s_user", "interactivity_p90", "tok/s/user p90",
            "tokens/s per user", "higher", "rate", "summary.interactivity_p90_tok_s_user",
            _at("gate", "compare"), digits=1),
+    Metric("prefill_tok_s_user", "prefill_tok_s_user", "prefill tok/s/user",
+           "prompt tokens/s per user", "higher", "rate", "summary.prefill_tok_s_user.p50",
+           _at("gate", "compare", "history", history=Show(label="prefill tok/s/user"))),
     Metric("output_tok_s_per_gpu", "output_tok_s_per_gpu", "out tok/s/GPU", "tokens/s per GPU",
            "higher", "rate", "summary.output_tok_s_per_gpu", _at("gate", "compare"), digits=1),
     Metric("input_tok_s_per_gpu", "input_tok_s_per_gpu", "in tok/s/GPU", "tokens/s per GPU",
@@ -225,6 +239,20 @@ METRICS: tuple[Metric, ...] = (
            "energy.joules_per_output_token", _at("gate", "compare"), digits=4),
     Metric("joules_per_total_token", "joules_per_total_token", "J/tot tok", "J", "lower",
            "energy", "summary.joules_per_total_token", _at("gate", "compare"), digits=4),
+    Metric("prefix_cache_hit_rate", "prefix_hit_rate", "prefix hits", "share of prompt tokens",
+           "higher", "server", "summary.prefix_cache_hit_rate",
+           _at("compare", "history", compare=Show(label="prefix hit")), digits=3),
+    Metric("spec_acceptance_rate", "spec_acceptance", "accept rate", "share of draft tokens",
+           "higher", "server", "summary.spec_acceptance_rate", _at("compare", "history"),
+           digits=3),
+    Metric("spec_acceptance_length", "spec_length", "accept len", "tokens per verify step",
+           "higher", "server", "summary.spec_acceptance_length", _at("compare", "history"),
+           digits=2),
+    Metric("reasoning_tokens", "reasoning_tokens", "reasoning tok", "tokens per request",
+           "lower", "tokens", "reasoning.reasoning_tokens.mean", _at("compare", "history"),
+           digits=1),
+    Metric("answer_tokens", "answer_tokens", "answer tok", "tokens per request", "lower",
+           "tokens", "reasoning.answer_tokens.mean", _at("compare"), digits=1),
     Metric("quality_accuracy", "accuracy", "accuracy", "share of task items", "higher",
            "quality", "quality.accuracy", _at("compare", "history"), digits=3),
     Metric("quality_perplexity", "perplexity", "perplexity", "", "lower", "quality",

@@ -15,6 +15,12 @@ Definitions:
 - TPOT = (E2E - TTFT) / (output_tokens - 1); undefined when output_tokens <= 1
 - ITL = chunk_ns[i] - chunk_ns[i-1] for i >= 1, split evenly over chunk_tokens[i] tokens when a
   chunk carries more than one; pooled over requests.
+- TTFO (time to first output token) = chunk_ns[first_answer_chunk] - send_ns: the first answer
+  (content or tool call) chunk of a reasoning model; None (never 0) when the request ended still
+  reasoning. Answer TPOT = (chunk_ns[-1] - chunk_ns[first_answer_chunk]) / (tokens from the first
+  answer chunk on - 1), where a request streamed reasoning and answer
+  (:mod:`infer_prof.core.measurement.reasoning`). TPOT and ITL cover every generated token.
+- Prefill throughput per user = prompt_tokens / TTFT (tokens/s).
 - Throughputs divide by the measured window (warm-up excluded): requests/s = completed / window,
   output tokens/s = output tokens of completed requests / window, total adds their prompt tokens.
 """
@@ -27,6 +33,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infer_prof.core.measurement.reasoning import (
+    ReasoningSummary,
+    reasoned,
+    summarize_reasoning,
+)
 from infer_prof.core.measurement.stats import PERCENTILE_METHOD, Distribution, summarize
 
 NS_PER_MS = 1_000_000
@@ -58,6 +69,22 @@ class RequestRecord:
     # sent after the measured requests ran out, to hold the load until the last measured one
     # ended (also ``warmup``: never measured); error "cut" when stopped at that end
     cooldown: bool = False
+    # prompt tokens the server found in its prefix cache (usage.prompt_tokens_details.
+    # cached_tokens; vLLM sends it with --enable-prompt-tokens-details)
+    cached_tokens: int | None = None
+    # speculative decoding, as the server reported it for this request (vLLM's
+    # metrics.speculative_decoding): verify steps, draft tokens proposed and accepted
+    spec_steps: int | None = None
+    spec_draft_tokens: int | None = None
+    spec_accepted_tokens: int | None = None
+    # a reasoning model's stream (core.measurement.reasoning): the index in chunk_ns of the first
+    # answer (content or tool-call) chunk, None if none came; the tokens its reasoning chunks
+    # carried; the server's usage.completion_tokens_details.reasoning_tokens, if sent
+    first_answer_chunk: int | None = None
+    reasoning_chunk_tokens: int = 0
+    reasoning_tokens_usage: int | None = None
+    # the LoRA adapter the request asked for (its ``model``); None: the served model itself
+    adapter: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -85,7 +112,16 @@ class RequestRecord:
             "retry_after_s": self.retry_after_s,
             "timestamp_source": self.timestamp_source,
             "cooldown": self.cooldown,
+            "cached_tokens": self.cached_tokens,
+            "spec_steps": self.spec_steps,
+            "spec_draft_tokens": self.spec_draft_tokens,
+            "spec_accepted_tokens": self.spec_accepted_tokens,
+            "first_answer_chunk": self.first_answer_chunk,
+            "reasoning_chunk_tokens": self.reasoning_chunk_tokens,
+            "reasoning_tokens_usage": self.reasoning_tokens_usage,
+            "adapter": self.adapter,
             "ttft_ms": _ms(ttft_ns(self)),
+            "ttfo_ms": _ms(ttfo_ns(self)),
             "tpot_ms": _ms(tpot_ns(self)),
             "e2e_ms": _ms(e2e_ns(self)),
             "queue_ms": _ms(queue_ns(self)),
@@ -141,6 +177,38 @@ def tpot_ns(r: RequestRecord) -> float | None:
     return (total - first) / (tokens - 1)
 
 
+def ttfo_ns(r: RequestRecord) -> int | None:
+    """Time to first output token (content or tool call): the first answer chunk's arrival -
+    send. None when no answer chunk arrived (a request that ended still reasoning), or when the
+    first token's arrival cannot be known (:func:`first_token_known`)."""
+    i = r.first_answer_chunk
+    if r.send_ns is None or i is None or i >= len(r.chunk_ns) or not first_token_known(r):
+        return None
+    return r.chunk_ns[i] - r.send_ns
+
+
+def answer_tpot_ns(r: RequestRecord) -> float | None:
+    """Time per answer token after the first, where a request streamed reasoning and answer:
+    (last chunk - first answer chunk) / (tokens from the first answer chunk on - 1). None
+    without reasoning, without an answer chunk, or with fewer than 2 tokens from it on."""
+    i = r.first_answer_chunk
+    if i is None or not reasoned(r) or ttfo_ns(r) is None:
+        return None
+    tokens = sum(r.chunk_tokens[i:])
+    if tokens <= 1:
+        return None
+    return (r.chunk_ns[-1] - r.chunk_ns[i]) / (tokens - 1)
+
+
+def prefill_tok_s(r: RequestRecord) -> float | None:
+    """Prefill throughput a user sees: prompt tokens / TTFT, in tokens/s. None without a
+    prompt token count or a TTFT."""
+    first = ttft_ns(r)
+    if r.prompt_tokens is None or not first or first <= 0:
+        return None
+    return r.prompt_tokens / (first / NS_PER_S)
+
+
 def itl_ns(r: RequestRecord) -> list[float]:
     """Inter-token latencies of one request: gaps between token-carrying chunks.
 
@@ -192,6 +260,12 @@ class RunSummary:
     #: completed requests left out of TTFT and TPOT: their first token's arrival cannot be
     #: known (:func:`first_token_known`)
     first_token_unknown: int = 0
+    #: a reasoning model's figures: None when no completed request streamed reasoning
+    ttfo_ms: Distribution | None = None
+    answer_tpot_ms: Distribution | None = None
+    reasoning: ReasoningSummary | None = None
+    #: prompt tokens / TTFT per request (tokens/s)
+    prefill_tok_s_user: Distribution | None = None
 
     def to_dict(self) -> dict[str, Any]:
         def dist(d: Distribution | None) -> dict[str, Any] | None:
@@ -215,6 +289,9 @@ class RunSummary:
             "e2e_ms": dist(self.e2e_ms),
             "queue_ms": dist(self.queue_ms),
             "first_token_unknown": self.first_token_unknown,
+            "ttfo_ms": dist(self.ttfo_ms),
+            "answer_tpot_ms": dist(self.answer_tpot_ms),
+            "prefill_tok_s_user": dist(self.prefill_tok_s_user),
             "percentile_method": self.percentile_method,
         }
 
@@ -387,6 +464,7 @@ def summarize_run(
     itls: list[float] = []
     for r in ok:
         itls.extend(itl_ns(r))
+    thinking = summarize_reasoning(ok, per_s)
     return RunSummary(
         requests_completed=len(ok),
         requests_failed=len(failed),
@@ -405,4 +483,9 @@ def summarize_run(
         rate_window_s=per_s,
         rate_basis=basis,
         first_token_unknown=sum(1 for r in ok if not first_token_known(r)),
+        ttfo_ms=dist_ms([float(v) for r in ok if (v := ttfo_ns(r)) is not None])
+        if thinking else None,
+        answer_tpot_ms=dist_ms([t for r in ok if (t := answer_tpot_ns(r)) is not None]),
+        reasoning=thinking,
+        prefill_tok_s_user=summarize([p for r in ok if (p := prefill_tok_s(r)) is not None]),
     )

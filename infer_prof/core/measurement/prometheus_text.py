@@ -148,6 +148,18 @@ def sum_samples(samples: Samples, name: str) -> float | None:
     return sum(vals) if vals else None
 
 
+def sum_by_label(samples: Samples, name: str, label: str) -> dict[str, float]:
+    """``{label value: sum of the samples of name with it}`` (over the other labels: engines),
+    NaN samples and samples without ``label`` left out; {} when the metric is absent. vLLM's
+    ``vllm:spec_decode_num_accepted_tokens_per_pos_total{position="0"}`` by ``position``."""
+    out: dict[str, float] = {}
+    for labels, v in samples.get(name, []):
+        key = labels.get(label)
+        if key is not None and not math.isnan(v):
+            out[key] = out.get(key, 0.0) + v
+    return out
+
+
 def max_samples(samples: Samples, name: str) -> float | None:
     """Largest sample of ``name`` over all its label sets; ``None`` when absent or all NaN."""
     vals = [v for _, v in samples.get(name, []) if not math.isnan(v)]

@@ -46,10 +46,13 @@ The planner (:mod:`infer_prof.core.planning.planner`) chooses a precision from t
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from infer_prof.core.catalog import kv_layout
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
 from infer_prof.core.catalog.model_tensors import TensorGroup
 from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.catalog.state_pages import HybridPaging, hybrid_paging
 from infer_prof.core.planning.precisions import PlanError
 
 MIB = 1 << 20
@@ -148,6 +151,7 @@ def _quantized_bytes(model: ModelSpec, groups: list[TensorGroup], precision: str
     raise PlanError(f"unknown precision {precision!r}")
 
 
+@lru_cache(maxsize=4096)
 def weight_bytes(model: ModelSpec, precision: str, tp: int = 1) -> int:
     """Weight bytes on one of ``tp`` GPUs (the whole model when ``tp == 1``).
 
@@ -170,7 +174,7 @@ def weight_bytes(model: ModelSpec, precision: str, tp: int = 1) -> int:
     linear16 = sum(g.params for g in rest if g.linear and g.split)
     lin = ceil_div(split_q + 2 * linear16, tp) + whole_q
     emb = sum(g.params for g in rest if g.role in ("embed", "lm_head", "vision"))
-    bias = sum(g.params for g in rest if g.role in ("bias", "sink") and g.split)
+    bias = sum(g.params for g in rest if g.role in ("bias", "sink", "mixer_param") and g.split)
     whole = sum(g.params for g in rest if not g.split)
     return lin + 2 * (ceil_div(emb, tp) + ceil_div(bias, tp)) + 2 * whole
 
@@ -186,6 +190,7 @@ def checkpoint_bytes(model: ModelSpec) -> int:
     return weight_bytes(model, checkpoint_precision(model), 1)
 
 
+@lru_cache(maxsize=1024)
 def routed_expert_bytes(model: ModelSpec, precision: str) -> int:
     """Bytes of all routed experts (whole model) at ``precision``: the part of the weights a
     decode step reads only for the experts its tokens are routed to."""
@@ -226,6 +231,29 @@ def kv_bytes_per_sequence(model: ModelSpec, tokens: int, tp: int = 1,
     the ``in_flight`` tokens of one scheduler step (``max_num_batched_tokens``)
     (:func:`infer_prof.core.catalog.kv_layout.kv_bytes_per_sequence`)."""
     return kv_layout.kv_bytes_per_sequence(model, tokens, tp, kv_dtype_bytes, block, in_flight)
+
+
+def pool_layout(model: ModelSpec, tp: int = 1, kv_dtype_bytes: int = 2, *,
+                on_cpu: bool = False) -> tuple[int, int, HybridPaging | None]:
+    """``(block size in tokens, pool bytes of one block, hybrid paging or None)`` on one of
+    ``tp`` GPUs: :data:`BLOCK_SIZE` tokens of every layer's KV, or for a hybrid model vLLM's
+    aligned block and its ``group size x page`` bytes
+    (:func:`infer_prof.core.catalog.state_pages.hybrid_paging`)."""
+    paging = hybrid_paging(model, tp, kv_dtype_bytes, on_cpu=on_cpu)
+    if paging is not None:
+        return paging.block_size, paging.pool_bytes_per_block(), paging
+    return BLOCK_SIZE, BLOCK_SIZE * kv_bytes_per_token(model, tp, kv_dtype_bytes), None
+
+
+def sequence_pool_bytes(model: ModelSpec, tokens: int, tp: int = 1, kv_dtype_bytes: int = 2,
+                        in_flight: int = 0, *, on_cpu: bool = False) -> int:
+    """Pool bytes one sequence of ``tokens`` tokens takes on one GPU: its KV
+    (:func:`kv_bytes_per_sequence`), or for a hybrid model its attention blocks and its linear
+    layers' state pages (:meth:`HybridPaging.sequence_bytes`)."""
+    paging = hybrid_paging(model, tp, kv_dtype_bytes, on_cpu=on_cpu)
+    if paging is not None:
+        return paging.sequence_bytes(tokens)
+    return kv_bytes_per_sequence(model, tokens, tp, kv_dtype_bytes, in_flight)
 
 
 def activation_bytes(model: ModelSpec, tp: int, max_num_batched_tokens: int,

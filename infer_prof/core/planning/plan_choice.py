@@ -16,12 +16,12 @@ from dataclasses import dataclass, field
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.memory import (
-    BLOCK_SIZE,
     MIB,
     ceil_div,
     checkpoint_precision,
     kv_bytes_per_sequence,
     kv_bytes_per_token,
+    pool_layout,
     weight_bytes,
 )
 from infer_prof.core.planning.plan_result import Candidate, MemoryBreakdown
@@ -60,7 +60,9 @@ def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBrea
     sequence takes ``ceil(its KV bytes / block bytes)`` blocks, its KV bytes counting only the
     window of sliding-window layers plus one scheduler step's tokens
     (``max_num_batched_tokens``, as vLLM reserves them: :func:`kv_bytes_per_sequence`), so for a
-    model without them ``ceil(seq_len / 16)``."""
+    model without them ``ceil(seq_len / 16)``. A hybrid model's blocks are vLLM's aligned ones
+    (every layer's page of one block index) and a sequence also takes its linear layers' state
+    pages (:mod:`infer_prof.core.catalog.state_pages`)."""
     memory_precision = precision
     if precision == "int8" and s.model.moe is None:
         memory_precision = "bf16"  # see INT8_DENSE_NOTE
@@ -70,14 +72,19 @@ def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBrea
     kv_cache = s.budget - weights - overhead
     kv_bytes = 1 if kv_dtype == "fp8" else s.kv_dtype_bytes
     per_token = kv_bytes_per_token(s.model, s.tp, kv_bytes)
-    block_bytes = BLOCK_SIZE * per_token
+    block, block_bytes, paging = pool_layout(s.model, s.tp, kv_bytes, on_cpu=s.gpu is None)
     blocks = max(0, kv_cache) // block_bytes
-    # each group of layers (full, sliding) pages its own blocks from the pool: a sequence
-    # takes its bytes of it, which for a model of one kind of layer are whole blocks
-    seq_bytes = kv_bytes_per_sequence(s.model, s.seq_len, s.tp, kv_bytes,
-                                      s.max_num_batched_tokens)
+    state = paging.state_bytes_per_sequence() if paging is not None else 0
+    # each group of layers (full, sliding, linear) pages its own blocks from the pool: a
+    # sequence takes its bytes of it, which for a model of one kind of layer are whole blocks
+    if paging is not None:
+        seq_bytes = paging.sequence_bytes(s.seq_len)
+    else:
+        seq_bytes = kv_bytes_per_sequence(s.model, s.seq_len, s.tp, kv_bytes,
+                                          s.max_num_batched_tokens)
     per_seq = ceil_div(seq_bytes, block_bytes)
     max_seqs = blocks * block_bytes // seq_bytes
+    tokens = blocks * block if paging is None else blocks * block_bytes // seq_bytes * s.seq_len
     kv_needed = s.concurrency * seq_bytes
     return MemoryBreakdown(
         precision=precision,
@@ -90,7 +97,7 @@ def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBrea
         kv_cache_bytes=kv_cache,
         kv_bytes_per_token=per_token,
         kv_blocks=blocks,
-        kv_tokens=blocks * BLOCK_SIZE,
+        kv_tokens=tokens,
         blocks_per_sequence=per_seq,
         max_sequences=max_seqs,
         kv_needed_bytes=kv_needed,
@@ -98,6 +105,9 @@ def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBrea
         fits_load=max_seqs >= s.concurrency,
         runnable=max_seqs >= 1,
         kv_cache_dtype=kv_dtype,
+        state_bytes_per_sequence=state,
+        block_size=block,
+        block_bytes=block_bytes,
     )
 
 
@@ -117,7 +127,7 @@ def memory_reason(m: MemoryBreakdown, seq_len: int, concurrency: int) -> str:
         return (f"weights {gib(m.weights_bytes)} + overhead {gib(m.overhead_bytes)} per GPU "
                 f"exceed the {gib(m.budget_bytes)} budget")
     if not m.runnable:
-        need = m.blocks_per_sequence * BLOCK_SIZE * m.kv_bytes_per_token
+        need = m.blocks_per_sequence * m.block_bytes
         return (f"leaves {gib(m.kv_cache_bytes)} per GPU for KV cache: not one sequence of "
                 f"{seq_len} tokens ({need / MIB:.1f} MiB)")
     if not m.fits_load:

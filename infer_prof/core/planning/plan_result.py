@@ -12,7 +12,13 @@ from infer_prof.core.planning.precisions import PRECISION_LABELS
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Per-GPU memory for one precision, bytes. ``kv_cache_bytes`` may be negative (no room)."""
+    """Per-GPU memory for one precision, bytes. ``kv_cache_bytes`` may be negative (no room).
+
+    ``kv_bytes_per_token`` is the attention layers' KV per token; ``state_bytes_per_sequence``
+    what a hybrid model's linear/Mamba layers keep per sequence whatever its length (pages of the
+    pool, padded as vLLM pads them; 0 without such layers); ``kv_blocks`` blocks of
+    ``block_size`` tokens, each ``block_bytes`` of the pool (every layer's share of one block);
+    ``blocks_per_sequence`` those one sequence of the load takes, states included."""
 
     precision: str
     budget_bytes: int
@@ -32,6 +38,9 @@ class MemoryBreakdown:
     fits_load: bool
     runnable: bool
     kv_cache_dtype: str = "auto"
+    state_bytes_per_sequence: int = 0
+    block_size: int = 16
+    block_bytes: int = 0
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import Any
 
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.catalog.state_pages import hybrid_paging, ssm_dtype_bytes
 from infer_prof.core.planning.memory import (
     BLOCK_SIZE,
     NON_TORCH_GPU,
@@ -27,7 +28,7 @@ from infer_prof.core.planning.memory import (
     check_tensor_parallel,
     default_scheduler_limits,
     gpu_activation_bytes,
-    kv_bytes_per_sequence,
+    sequence_pool_bytes,
     weight_bytes,
 )
 from infer_prof.core.planning.plan_choice import (
@@ -207,6 +208,7 @@ def _model_notes(model: ModelSpec, s: PlanSetup) -> list[str]:
         out.append(f"latent attention (MLA): the KV cache keeps one latent of kv_lora_rank + "
                    f"qk_rope_head_dim = {model.mla.latent_width} values per layer and token, "
                    "the same on every GPU")
+    out += _hybrid_notes(model, s)
     kinds = model.attention_kinds()
     windowed = sum(k in ("sliding", "chunked") for k in kinds)
     if windowed:
@@ -215,6 +217,23 @@ def _model_notes(model: ModelSpec, s: PlanSetup) -> list[str]:
                    "hybrid KV cache manager); a sequence's KV bytes count the window there")
     out += list(model.notes)
     return out
+
+
+def _hybrid_notes(model: ModelSpec, s: PlanSetup) -> list[str]:
+    """What the plan says about a hybrid model's linear layers and vLLM's paging of them."""
+    h = model.hybrid
+    paging = hybrid_paging(model, s.tp, s.kv_dtype_bytes, on_cpu=s.gpu is None)
+    if h is None or paging is None:
+        return []
+    kind = {"gdn": "Gated DeltaNet", "mamba2": "Mamba2", "mamba1": "Mamba"}[h.linear.kind]
+    ssm = ssm_dtype_bytes(model, on_cpu=s.gpu is None)
+    return [f"hybrid: {h.num_attention} of {model.num_layers} layers attend and keep KV per "
+            f"token; {h.num_linear} {kind} layers keep a state of "
+            f"{paging.state_bytes / 2**20:,.2f} MiB per sequence each (conv state in the model's "
+            f"dtype, recurrent state {'float32' if ssm == 4 else '16-bit'}), whatever its "
+            f"length; vLLM pages both in blocks of {paging.block_size} tokens and pads a state "
+            f"page by {paging.padding_pct:.2f}%, {paging.state_pages} state pages per layer and "
+            "sequence (prefix caching on, vLLM's default for hybrid models)"]
 
 
 def _engine_settings(r: PlanRequest, s: PlanSetup, choice: Choice,
@@ -233,14 +252,15 @@ def _engine_settings(r: PlanRequest, s: PlanSetup, choice: Choice,
         return dtype, None, chosen_kv
     budgeted = r.memory_budget_bytes is not None
     kv_bytes = 1 if chosen_kv == "fp8" else r.kv_cache_dtype_bytes
-    short = kv_bytes_per_sequence(r.model, r.model.max_position_embeddings, r.gpus,
-                                  kv_bytes, s.max_num_batched_tokens) > m.kv_cache_bytes
+    short = sequence_pool_bytes(r.model, r.model.max_position_embeddings, r.gpus, kv_bytes,
+                                s.max_num_batched_tokens, on_cpu=r.gpu is None
+                                ) > m.kv_cache_bytes
     settings = EngineSettings(
         dtype=dtype,
         tensor_parallel=r.gpus,
         precision=None if r.model.quant is not None else chosen.precision,
         kv_cache_dtype="fp8" if chosen_kv == "fp8" else None,
-        kv_cache_bytes=m.kv_blocks * BLOCK_SIZE * m.kv_bytes_per_token if budgeted else None,
+        kv_cache_bytes=m.kv_blocks * m.block_bytes if budgeted else None,
         memory_utilization=None if budgeted else r.gpu_memory_utilization,
         max_model_len=s.seq_len if short else None,
     )
@@ -332,7 +352,8 @@ def plan(request: PlanRequest, *, with_suggestions: bool = True) -> Plan:
         warnings=tuple(choice.warnings),
         suggestions=tuple(suggestions),
         notes=tuple(choice.notes),
-        assumptions=_assumptions(r, s, chosen_kv, vllm_version),
+        assumptions={**_assumptions(r, s, chosen_kv, vllm_version),
+                     **({"block_size": m.block_size} if m is not None else {})},
         memory_source=b.source,
         kv_cache_dtype=chosen_kv,
         load_format=r.load_format,
