@@ -309,3 +309,18 @@ def test_a_cpu_run_sizes_a_hybrids_kv_cache_for_its_states_too():
     # of 2,048 tokens: 12 x 2 attention pages + 36 x 2 state pages
     page = 1152 * 2048
     assert s.kv_cache_bytes == int(4 * (12 * 2 + 36 * 2) * page * 1.5)
+
+
+def test_plan_shows_kv_and_state_and_json_carries_both():
+    app = typer.Typer()
+    app.command()(plan_command)
+    args = ["--model", "qwen3-next-80b-a3b", "--gpu", "H200", "--input-len", "1024",
+            "--output-len", "1024", "--concurrency", "64"]
+    r = CliRunner().invoke(app, args, env={"COLUMNS": "200"})
+    assert r.exit_code == 0, r.output
+    assert "per sequence of 2048 tokens: KV 51.0 MiB (24 KiB a token" in r.output
+    assert "state 76.5 MiB" in r.output and "state/seq" in r.output
+    r = CliRunner().invoke(app, [*args, "--json"])
+    mem = json.loads(r.output)["memory"]
+    assert (mem["kv_bytes_per_token"], mem["state_bytes_per_sequence"], mem["block_size"]) == (
+        24 * KIB, 36 * 2 * 544 * 2048, 544)
