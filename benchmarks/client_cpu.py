@@ -2,7 +2,7 @@
 
     python benchmarks/client_cpu.py [--concurrency 128,1024] [--requests-per-stream 2]
         [--input-len 32] [--output-len 128] [--ttft-ms 50] [--itl-ms 15] [--server-cost-us 0]
-        [--clients infer-prof,vllm] [--tokenizer DIR]
+        [--clients infer-prof,vllm] [--tokenizer DIR] [--api chat [--reasoning-tokens N]]
 
 Both clients drive the same built-in synthetic server (:mod:`infer_prof.servers.synthetic`) with
 the same closed loop: ``concurrency`` streams, ``concurrency x requests-per-stream`` measured
@@ -197,7 +197,7 @@ def infer_prof_cmd(url: str, tokenizer: str, c: int, n: int, a: argparse.Namespa
     return [sys.executable, "-m", "infer_prof", "run", "--endpoint", url, "--model", tokenizer,
             "-c", str(c), "-n", str(n), "--input-len", str(a.input_len),
             "--output-len", str(a.output_len), "--client-processes", "1", "--no-progress",
-            "--results-dir", results]
+            "--results-dir", results, *(("--api", "chat") if a.api == "chat" else ())]
 
 
 def vllm_cmd(url: str, tokenizer: str, c: int, n: int, a: argparse.Namespace) -> list[str]:
@@ -311,7 +311,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                     type=lambda s: [x.strip() for x in s.split(",") if x.strip()])
     ap.add_argument("--tokenizer", default=None, help="tokenizer folder (default: tiny-llama)")
     ap.add_argument("--json", action="store_true", help="also print the rows as JSON")
+    ap.add_argument("--api", choices=("completions", "chat"), default="completions",
+                    help="chat: the server streams chat chunks (infer-prof only)")
+    ap.add_argument("--reasoning-tokens", type=int, default=0,
+                    help="chat: each stream's first N tokens are thinking (delta.reasoning)")
     a = ap.parse_args(argv)
+    if a.api == "chat" and "vllm" in a.clients:
+        ap.error("--api chat: give --clients infer-prof (vLLM's client is run on completions)")
+    if a.reasoning_tokens and a.api != "chat":
+        ap.error("--reasoning-tokens needs --api chat (completions have no reasoning field)")
     bad = [c for c in a.clients if c not in ("infer-prof", "vllm")]
     if bad:
         ap.error(f"--clients: unknown {bad}; give infer-prof and/or vllm")
@@ -328,7 +336,9 @@ def main(argv: list[str] | None = None) -> None:
         a.tokenizer = str(resolve_model("tiny-llama").path)
     from infer_prof.run.calibrate import start_synthetic
 
-    extra = ("--cost-us", str(a.server_cost_us)) if a.server_cost_us > 0 else ()
+    extra: tuple[str, ...] = ("--cost-us", str(a.server_cost_us)) if a.server_cost_us > 0 else ()
+    if a.reasoning_tokens:
+        extra += ("--reasoning-tokens", str(a.reasoning_tokens))
     rows = []
     for c in a.concurrency:
         server = start_synthetic(a.ttft_ms, a.itl_ms, a.output_len, extra_args=extra)

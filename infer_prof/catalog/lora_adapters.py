@@ -17,8 +17,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from infer_prof.core.workload.adapter_mix import BASE
-
 #: The weight files an adapter folder may hold, in the order they are looked for.
 WEIGHT_FILES = ("adapter_model.safetensors", "adapter_model.bin")
 
@@ -48,6 +46,9 @@ def parse_lora_modules(items: Iterable[str], flag: str = "--lora-modules") -> li
     """``--lora-modules`` values as ``NAME=PATH`` items: each value one item, or several
     separated by commas or spaces (``a=/x,b=/y``). Raises :class:`AdapterError` for an item
     without ``=``, an empty name or path, the reserved name ``base`` or a name given twice."""
+    # (imported here: the option's declaration is read by `run --help`, which stays light)
+    from infer_prof.core.measurement.adapter_figures import BASE
+
     out: list[str] = []
     names: set[str] = set()
     for value in items:

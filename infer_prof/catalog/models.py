@@ -21,6 +21,7 @@ from infer_prof.catalog.tinymodel import (
     ensure_tiny_model,
     tiny_model_dir,
 )
+from infer_prof.catalog.trained_thinker import TINY_THINKER, ensure_tiny_thinker
 from infer_prof.catalog.trained_tiny import TINY_ADDER, ensure_tiny_adder
 from infer_prof.core.catalog.models import ModelSpec
 
@@ -79,16 +80,19 @@ def resolve_model(value: str, *, create_tiny: bool = True, fetch: bool = True
     """Turn a ``--model`` value into something the engine can load.
 
     Order: the aliases ``tiny-llama`` and the other tiny architectures (``tiny-mixtral``, ...;
-    generated locally on first use) and ``tiny-adder`` (trained locally on first use), a
+    generated locally on first use), ``tiny-adder`` and ``tiny-thinker`` (trained locally on
+    first use), a
     shipped alias, an existing directory with a config.json, then anything shaped like
     ``org/name`` as a hub id, whose config.json and tokenizer files come from the Hugging Face
     cache or the hub (:func:`infer_prof.catalog.hub.fetch_model_files`; ``fetch=False``: not
     looked for, the architecture then unknown). Raises :class:`ModelError` with a one-line
     explanation otherwise.
     """
-    if value in (TINY_LLAMA, TINY_ADDER) or value in TINY_ARCHS:
+    if value in (TINY_LLAMA, TINY_ADDER, TINY_THINKER) or value in TINY_ARCHS:
         if value == TINY_ADDER:  # trained on this machine at first use (catalog.trained_tiny)
             folder = ensure_tiny_adder() if create_tiny else tiny_model_dir(value)
+        elif value == TINY_THINKER:  # trained at first use (catalog.trained_thinker)
+            folder = ensure_tiny_thinker() if create_tiny else tiny_model_dir(value)
         else:
             folder = ensure_tiny_model(value) if create_tiny else tiny_model_dir(value)
         config = json.loads((folder / "config.json").read_text()) if folder.exists() else None

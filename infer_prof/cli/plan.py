@@ -121,7 +121,7 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
             state = m.state_bytes_per_sequence
             kv_part = m.kv_needed_bytes // max(1, p.concurrency) - state
             console.print(f"per sequence of {p.seq_len} tokens: KV {kv_part / 2**20:,.1f} MiB "
-                          f"({m.kv_bytes_per_token / 1024:,.0f} KiB a token, attention layers) + "
+                          f"({_per_token(m.kv_bytes_per_token)} a token, attention layers) + "
                           f"state {state / 2**20:,.1f} MiB (linear layers, whatever the length), "
                           f"in pages of {m.block_size} tokens")
     else:
@@ -179,6 +179,11 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
     args = _vllm_args(p)
     if args:
         console.print(f"vLLM engine args: {json.dumps(args)}")
+
+
+def _per_token(n: int) -> str:
+    """KV bytes per token in words: ``24 KiB``, or ``512 B`` below a KiB."""
+    return f"{n:,} B" if n < 1024 else f"{n / 1024:,.0f} KiB"
 
 
 def _vllm_args(p: Plan) -> dict[str, object]:

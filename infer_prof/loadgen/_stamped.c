@@ -15,7 +15,9 @@
  *     chunk, the completion-token count advances chunk_ns/chunk_tokens; on_token(k) is called
  *     every report_every tokens. The chunk's kind (chunk_kind: reasoning, answer or neither)
  *     is kept as two numbers, not a list: reasoning_ct (tokens of reasoning chunks) and
- *     first_answer (the index in chunk_ns of the first answer chunk, -1 before it).
+ *     first_answer (the index in chunk_ns of the first answer chunk, -1 before it); a stream
+ *     that answered before any reasoning is not classified further (a plain model's stream
+ *     pays for its first chunk only).
  *   - otherwise general(data, t_ns) -> bool is called (data b"" at end of stream); its result
  *     is the new `fast`. A receive error calls failed(errno).
  *   - with decrypt (keyword; TLS, see loadgen/tls.py) the bytes read are ciphertext:
@@ -175,38 +177,97 @@ static long long match_token_chunk(const char *b, Py_ssize_t n)
     return value;
 }
 
-/* What a token chunk carries, by its keys (a JSON string cannot hold an unescaped quote, so
- * these quoted patterns match keys only): ANSWER when its delta has non-empty "content" or
- * "tool_calls", else REASONING when it has a "reasoning" (vLLM >= 0.10) or "reasoning_content"
- * string, else ANSWER when it has a "content" string (an empty one: a partial UTF-8 sequence),
- * else NEITHER; a chunk with no "delta" (the completions API's "text") is ANSWER. The same rule
- * as stamped_reader.chunk_kind_py and client.chunk_kind_of. */
+/* What a token chunk carries, read from the keys of its "delta" object (walked here, values
+ * skipped, strings with their escapes: the cost is the delta's length, a token's text): ANSWER
+ * when "content" is a non-empty string or "tool_calls" a non-empty array, else REASONING when
+ * "reasoning" (vLLM >= 0.10) or "reasoning_content" is a string, else ANSWER when "content" is
+ * an empty string (a partial UTF-8 sequence), else NEITHER (also for a delta it cannot walk); a
+ * chunk with no "delta" (the completions API's "text") is ANSWER. The same rule as
+ * stamped_reader.chunk_kind_py and client.chunk_kind_of. A JSON string cannot hold an unescaped
+ * quote, so the first "delta":{ found is the key. */
 #define KIND_NEITHER 0
 #define KIND_ANSWER 1
 #define KIND_REASONING 2
 static const char DELTA[] = "\"delta\":{";
-static const char CONTENT[] = "\"content\":\"";
-static const char TOOL_CALLS[] = "\"tool_calls\":[{";
-static const char REASONING[] = "\"reasoning\":\"";
-static const char REASONING_CONTENT[] = "\"reasoning_content\":\"";
+
+/* p at a JSON string's opening quote: the byte after its closing quote, or NULL. */
+static const char *skip_string(const char *p, const char *end)
+{
+    for (p++; p < end; p++) {
+        if (*p == '\\')
+            p++;
+        else if (*p == '"')
+            return p + 1;
+    }
+    return NULL;
+}
+
+/* p at a JSON value: the byte after it, or NULL. */
+static const char *skip_value(const char *p, const char *end)
+{
+    if (p >= end)
+        return NULL;
+    if (*p == '"')
+        return skip_string(p, end);
+    if (*p == '{' || *p == '[') {
+        int depth = 0;
+        while (p < end) {
+            if (*p == '"') {
+                p = skip_string(p, end);
+                if (p == NULL)
+                    return NULL;
+                continue;
+            }
+            if (*p == '{' || *p == '[')
+                depth++;
+            else if ((*p == '}' || *p == ']') && --depth == 0)
+                return p + 1;
+            p++;
+        }
+        return NULL;
+    }
+    while (p < end && *p != ',' && *p != '}') /* null, true, false, a number */
+        p++;
+    return p;
+}
+
+static int key_is(const char *k, Py_ssize_t len, const char *name)
+{
+    return (Py_ssize_t)strlen(name) == len && memcmp(k, name, (size_t)len) == 0;
+}
 
 static int chunk_kind(const char *b, Py_ssize_t n)
 {
     const char *d = find(b, n, DELTA, sizeof DELTA - 1);
     if (d == NULL)
         return KIND_ANSWER;
-    const char *p = d + (sizeof DELTA - 1);
-    Py_ssize_t rest = n - (p - b);
-    const char *c = find(p, rest, CONTENT, sizeof CONTENT - 1);
-    const char *after = c == NULL ? NULL : c + (sizeof CONTENT - 1);
-    if (after != NULL && after < b + n && *after != '"')
-        return KIND_ANSWER;
-    if (find(p, rest, TOOL_CALLS, sizeof TOOL_CALLS - 1) != NULL)
-        return KIND_ANSWER;
-    if (find(p, rest, REASONING, sizeof REASONING - 1) != NULL ||
-        find(p, rest, REASONING_CONTENT, sizeof REASONING_CONTENT - 1) != NULL)
-        return KIND_REASONING;
-    return c != NULL ? KIND_ANSWER : KIND_NEITHER;
+    const char *p = d + (sizeof DELTA - 1), *end = b + n;
+    int reasoning = 0, empty_content = 0;
+    while (p < end && *p == '"') {
+        const char *key = p + 1, *after = skip_string(p, end);
+        if (after == NULL || after + 1 >= end || *after != ':')
+            return KIND_NEITHER;
+        Py_ssize_t klen = (after - 1) - key;
+        const char *v = after + 1, *next = skip_value(v, end);
+        if (next == NULL)
+            return KIND_NEITHER;
+        if (key_is(key, klen, "content") && *v == '"') {
+            if (v[1] != '"')
+                return KIND_ANSWER;
+            empty_content = 1;
+        } else if (key_is(key, klen, "tool_calls") && *v == '[' && v + 1 < end && v[1] != ']') {
+            return KIND_ANSWER;
+        } else if ((key_is(key, klen, "reasoning") || key_is(key, klen, "reasoning_content")) &&
+                   *v == '"') {
+            reasoning = 1;
+        }
+        p = next;
+        if (p < end && *p == ',')
+            p++;
+    }
+    if (p >= end || *p != '}')
+        return KIND_NEITHER;
+    return reasoning ? KIND_REASONING : empty_content ? KIND_ANSWER : KIND_NEITHER;
 }
 
 typedef struct {
@@ -392,11 +453,14 @@ static PyObject *Reader_call(Reader *self, PyObject *args, PyObject *kwds)
         if (ct >= 0) {
             Py_XDECREF(plain);
             if (ct > self->last_ct) {
-                int kind = chunk_kind(data, len);
-                if (kind == KIND_REASONING)
-                    self->reasoning_ct += ct - self->last_ct;
-                else if (kind == KIND_ANSWER && self->first_answer < 0)
-                    self->first_answer = PyList_GET_SIZE(self->chunk_ns);
+                /* a stream whose first counted chunk was answer is not classified further */
+                if (self->first_answer < 0 || self->reasoning_ct > 0) {
+                    int kind = chunk_kind(data, len);
+                    if (kind == KIND_REASONING)
+                        self->reasoning_ct += ct - self->last_ct;
+                    else if (kind == KIND_ANSWER && self->first_answer < 0)
+                        self->first_answer = PyList_GET_SIZE(self->chunk_ns);
+                }
                 if (append_ll(self->chunk_ns, t) < 0 ||
                     append_ll(self->chunk_tokens, ct - self->last_ct) < 0)
                     return NULL;

@@ -374,12 +374,13 @@ class _Exchange:
                 if k:
                     record.token_count_source = "chunks"
             if k > 0:
-                carries = chunk_kind_of(choice)
                 reader = self.reader
-                if carries == KIND_REASONING:
-                    reader.reasoning_ct += k
-                elif carries == KIND_ANSWER and reader.first_answer < 0:
-                    reader.first_answer = len(record.chunk_ns)
+                if reader.first_answer < 0 or reader.reasoning_ct > 0:  # as the fast path
+                    carries = chunk_kind_of(choice)
+                    if carries == KIND_REASONING:
+                        reader.reasoning_ct += k
+                    elif carries == KIND_ANSWER and reader.first_answer < 0:
+                        reader.first_answer = len(record.chunk_ns)
                 record.chunk_ns.append(t_ns)
                 record.chunk_tokens.append(k)
             else:

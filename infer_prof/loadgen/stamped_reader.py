@@ -80,26 +80,87 @@ def match_token_chunk_py(data: bytes) -> int:
 KIND_NEITHER, KIND_ANSWER, KIND_REASONING = 0, 1, 2
 
 
+def _skip_string(b: bytes, i: int, n: int) -> int:
+    """``b[i]`` is a JSON string's opening quote: the index after its closing one, or -1."""
+    i += 1
+    while i < n:
+        c = b[i]
+        if c == 0x5C:  # a backslash escapes the next byte
+            i += 2
+            continue
+        if c == 0x22:
+            return i + 1
+        i += 1
+    return -1
+
+
+def _skip_value(b: bytes, i: int, n: int) -> int:
+    """``b[i]`` starts a JSON value: the index after it, or -1."""
+    if i >= n:
+        return -1
+    c = b[i]
+    if c == 0x22:
+        return _skip_string(b, i, n)
+    if c in (0x7B, 0x5B):  # an object or an array: to its closing bracket
+        depth = 0
+        while i < n:
+            c = b[i]
+            if c == 0x22:
+                i = _skip_string(b, i, n)
+                if i < 0:
+                    return -1
+                continue
+            if c in (0x7B, 0x5B):
+                depth += 1
+            elif c in (0x7D, 0x5D):
+                depth -= 1
+                if depth == 0:
+                    return i + 1
+            i += 1
+        return -1
+    while i < n and b[i] not in (0x2C, 0x7D):  # null, true, false, a number
+        i += 1
+    return i
+
+
 def chunk_kind_py(data: bytes) -> int:
-    """What the token chunk ``data`` carries, read from its keys without a JSON parser (a JSON
-    string cannot hold an unescaped quote, so the quoted patterns match keys only):
-    :data:`KIND_ANSWER` when its ``delta`` has a non-empty ``content`` string or a ``tool_calls``
-    entry; else :data:`KIND_REASONING` when it has a ``reasoning`` (vLLM 0.10 and later) or
-    ``reasoning_content`` string; else :data:`KIND_ANSWER` when it has a ``content`` string (an
-    empty one: a partial UTF-8 sequence); else :data:`KIND_NEITHER`. A chunk without ``delta``
-    (the completions API's ``text``) is an answer. The pure-Python twin of the C
-    ``chunk_kind``; ``client.chunk_kind_of`` applies the same rule to a parsed chunk."""
+    """What the token chunk ``data`` carries, read from the keys of its ``delta`` object
+    (walked without a JSON parser, values skipped, strings with their escapes: the cost is the
+    delta's length, one token's text): :data:`KIND_ANSWER` when ``content`` is a non-empty
+    string or ``tool_calls`` a non-empty array; else :data:`KIND_REASONING` when ``reasoning``
+    (vLLM 0.10 and later) or ``reasoning_content`` is a string; else :data:`KIND_ANSWER` when
+    ``content`` is an empty string (a partial UTF-8 sequence); else :data:`KIND_NEITHER` (also
+    for a delta that cannot be walked). A chunk without ``delta`` (the completions API's
+    ``text``) is an answer. The pure-Python twin of the C ``chunk_kind``;
+    ``client.chunk_kind_of`` applies the same rule to a parsed chunk. (A JSON string cannot
+    hold an unescaped quote, so the first ``"delta":{`` found is the key.)"""
     d = data.find(b'"delta":{')
     if d < 0:
         return KIND_ANSWER
-    c = data.find(b'"content":"', d)
-    if c >= 0 and data[c + 11:c + 12] not in (b'"', b""):
-        return KIND_ANSWER
-    if data.find(b'"tool_calls":[{', d) >= 0:
-        return KIND_ANSWER
-    if data.find(b'"reasoning":"', d) >= 0 or data.find(b'"reasoning_content":"', d) >= 0:
-        return KIND_REASONING
-    return KIND_ANSWER if c >= 0 else KIND_NEITHER
+    i, n = d + 9, len(data)
+    reasoning = empty_content = False
+    while i < n and data[i] == 0x22:
+        after = _skip_string(data, i, n)
+        if after < 0 or after + 1 >= n or data[after] != 0x3A:
+            return KIND_NEITHER
+        key, v = data[i + 1:after - 1], after + 1
+        nxt = _skip_value(data, v, n)
+        if nxt < 0:
+            return KIND_NEITHER
+        if key == b"content" and data[v] == 0x22:
+            if data[v + 1] != 0x22:
+                return KIND_ANSWER
+            empty_content = True
+        elif key == b"tool_calls" and data[v] == 0x5B and v + 1 < n and data[v + 1] != 0x5D:
+            return KIND_ANSWER
+        elif key in (b"reasoning", b"reasoning_content") and data[v] == 0x22:
+            reasoning = True
+        i = nxt
+        if i < n and data[i] == 0x2C:
+            i += 1
+    if i >= n or data[i] != 0x7D:
+        return KIND_NEITHER
+    return KIND_REASONING if reasoning else KIND_ANSWER if empty_content else KIND_NEITHER
 
 
 @dataclass(frozen=True)
@@ -137,7 +198,8 @@ class PyStampedReader:
     result is the new ``fast``. A receive error calls ``sinks.failed(errno)``
     (see :class:`ReadSinks`). Each counted chunk's kind (:func:`chunk_kind_py`) is kept as two
     numbers: ``reasoning_ct``, the tokens of reasoning chunks, and ``first_answer``, the index
-    in ``chunk_ns`` of the first answer chunk (-1 before it).
+    in ``chunk_ns`` of the first answer chunk (-1 before it); a stream that answered before any
+    reasoning is not classified further (a plain model's stream pays for its first chunk only).
 
     With ``decrypt`` (TLS, see :mod:`infer_prof.loadgen.tls`) the bytes read are ciphertext:
     ``decrypt(data)`` gives the plaintext they complete, which is then handled as above with the
@@ -203,11 +265,12 @@ class PyStampedReader:
             ct = match_token_chunk_py(data)
             if ct >= 0:
                 if ct > self.last_ct:
-                    kind = chunk_kind_py(data)
-                    if kind == KIND_REASONING:
-                        self.reasoning_ct += ct - self.last_ct
-                    elif kind == KIND_ANSWER and self.first_answer < 0:
-                        self.first_answer = len(chunk_ns)
+                    if self.first_answer < 0 or self.reasoning_ct > 0:  # see the C reader
+                        kind = chunk_kind_py(data)
+                        if kind == KIND_REASONING:
+                            self.reasoning_ct += ct - self.last_ct
+                        elif kind == KIND_ANSWER and self.first_answer < 0:
+                            self.first_answer = len(chunk_ns)
                     chunk_ns.append(t_ns)
                     chunk_tokens.append(ct - self.last_ct)
                     self.last_ct = ct

@@ -137,16 +137,16 @@ def _reasoning_rows(result: Result) -> list[tuple[str, str]]:
     if rz is not None and rz.note:
         rows.append(("reasoning", rz.note))
     elif rz is not None and rz.streamed:
-        rows.append(("reasoning requests / ended thinking",
-                     f"{rz.requests} / {rz.ended_in_reasoning} (no TTFO)"))
+        rows.append(("reasoning: requests / cut",
+                     f"{rz.requests} / {rz.ended_in_reasoning} (cut while thinking: no TTFO)"))
         mean = (lambda d: d.mean if d is not None else None)  # noqa: E731
-        rows.append(("reasoning / answer tokens per req",
+        rows.append(("reasoning / answer tok/req",
                      f"{fmt_value(mean(rz.reasoning_tokens), 1)} / "
                      f"{fmt_value(mean(rz.answer_tokens), 1)} (from {rz.token_source}"
                      + (f"; parser {rz.parser})" if rz.parser else ")")))
     prefill = result.summary.prefill_tok_s_user
     if prefill is not None:
-        rows.append(("prefill tokens/s/user p50 / p90",
+        rows.append(("prefill tok/s/user p50/p90",
                      f"{fmt_value(prefill.p50, 1)} / {fmt_value(prefill.p90, 1)}"))
     return rows
 

@@ -128,6 +128,7 @@ def public_summary(summary: Summary) -> dict[str, Any]:
     }
     for m in latencies():  # every latency distribution of the metric table
         out[m.key] = dist(getattr(summary, m.key))
+    out["prefill_tok_s_user"] = dist(summary.prefill_tok_s_user)  # prompt tokens / TTFT
     for name in AXIS_KEYS:  # the frontier's axes (null where not measured)
         out[name] = getattr(summary, name)
     return out

@@ -47,6 +47,12 @@ CASES = [
      KIND_ANSWER),  # every field written, nulls too
     (chat(b'{"content":"say \\"reasoning\\":\\"x\\""}'), KIND_ANSWER),  # keys inside text
     (chat(b'{"reasoning":"say \\"content\\":\\"x\\""}'), KIND_REASONING),
+    (chat(b'{"reasoning":"r","content":"a"}'), KIND_ANSWER),  # any key order
+    (chat(b'{"reasoning":"r","tool_calls":[{"index":0}]}'), KIND_ANSWER),
+    (chat(b'{"content":"\\\\","reasoning":"r"}'), KIND_ANSWER),  # an escaped backslash
+    (chat(b'{"tool_calls":[{"function":{"arguments":"{\\"content\\":\\"x\\"}"}}]}'),
+     KIND_ANSWER),
+    (chat(b'{"role":"assistant","reasoning":"r"}'), KIND_REASONING),
     (chat(b'{}'), KIND_NEITHER),
     (chat(b'{"content":null}'), KIND_NEITHER),
     (chat(b'{"tool_calls":[]}'), KIND_NEITHER),
@@ -67,10 +73,13 @@ def test_each_reader_and_the_general_parser_classify_a_chunk_alike(event, kind):
 def test_the_c_and_python_classifiers_agree_on_mutated_chunks():
     """Equal kinds from both on every single-byte change, deletion and truncation of a
     reasoning chunk and an answer chunk."""
-    for base in (wire(chat(b'{"content":null,"reasoning":"r"}')), wire(chat(b'{"content":"a"}'))):
+    bases = (b'{"content":null,"reasoning":"r"}', b'{"content":"a"}',
+             b'{"tool_calls":[{"a":"\\"]"}],"reasoning":"r\\\\"}')
+    for base in (wire(chat(delta)) for delta in bases):
         for i in range(len(base)):
             for data in (base[:i], base[:i] + base[i + 1:],
-                         *(base[:i] + ch + base[i + 1:] for ch in (b'"', b"{", b"x", b"["))):
+                         *(base[:i] + ch + base[i + 1:]
+                           for ch in (b'"', b"{", b"}", b"x", b"[", b"]", b"\\", b","))):
                 assert stamped_reader.chunk_kind(data) == stamped_reader.chunk_kind_py(data), data
 
 

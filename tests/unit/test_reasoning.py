@@ -122,11 +122,12 @@ def test_the_choice_the_option_and_the_flag():
     assert choose_reasoning_parser("none", qwen).parser is None
     assert choose_reasoning_parser("deepseek_r1", None).parser == "deepseek_r1"
     assert choose_reasoning_parser("auto", None).parser is None
-    assert vllm_flags_of("qwen3") == ["--reasoning-parser", "qwen3"]
-    assert vllm_flags_of(None) == []
+    flags = vllm_flags_of("qwen3")
+    assert flags[flags.index("--reasoning-parser") + 1] == "qwen3"
+    assert "--reasoning-parser" not in vllm_flags_of(None)
     # given verbatim (--engine-arg) it is not given twice
-    assert vllm_flags_of("qwen3", ("--reasoning-parser=granite",)) == [
-        "--reasoning-parser=granite"]
+    flags = vllm_flags_of("qwen3", ("--reasoning-parser=granite",))
+    assert "--reasoning-parser" not in flags and flags[-1] == "--reasoning-parser=granite"
     with pytest.raises(ValueError, match="--reasoning-parser 'Deep Seek' is not a parser name"):
         parse_reasoning_parser("Deep Seek", "--reasoning-parser")
 
@@ -150,3 +151,36 @@ def test_a_model_known_to_reason_that_streamed_none_gets_one_line():
     assert launched.note is not None and "use --api chat" in launched.note
     plain = ResolvedModel("llama-2-7b", "x", None, None, False, "alias")
     assert reasoning_section(EngineConfig(), plain, "chat", None) is None
+
+
+def test_the_json_view_holds_ttfo_prefill_and_the_reasoning_section():
+    from infer_prof.results.document import decode_result
+    from infer_prof.results.schema import public_result
+    from tests.unit.test_report_html import make_result
+
+    out = public_result(decode_result(make_result("r1")))  # r1 thinks for one chunk, r2 not
+    assert out["ttfo_ms"]["p50"] == pytest.approx(17.5)  # 15 and 20 ms
+    # per request: 32 prompt tokens / 10 ms and / 20 ms; p50 of 3,200 and 1,600 tokens/s
+    assert out["prefill_tok_s_user"]["p50"] == pytest.approx(2400.0)
+    assert out["reasoning"]["requests"] == 1 and out["reasoning"]["streamed"] is True
+
+
+def test_the_console_prints_the_reasoning_rows_or_the_note():
+    from rich.console import Console
+
+    from infer_prof.report.console import totals_table
+    from infer_prof.results.document import decode_result
+    from tests.unit.test_report_html import make_result
+
+    def text(doc: dict) -> str:
+        console = Console(record=True, width=300)
+        console.print(totals_table(decode_result(doc)))
+        return console.export_text()
+
+    thought = text(make_result("r1"))
+    assert "reasoning: requests / cut" in thought and "prefill tok/s/user p50/p90" in thought
+    doc = make_result("r2")
+    doc["reasoning"] = {"streamed": False, "family": "Qwen3 series",
+                        "note": "Qwen3 series is known to reason, but the endpoint streams no "
+                        "reasoning field: TTFT includes the thinking"}
+    assert "TTFT includes the thinking" in text(doc)
