@@ -270,7 +270,8 @@ def test_the_hybrid_aliases_are_the_shipped_configs():
     from infer_prof.catalog.models import registry, resolve_model
 
     for alias, name in (("qwen3-next-80b-a3b", "qwen3-next-80b-a3b"),
-                        ("nemotron-h-56b", "nemotron-h-56b-base-8k")):
+                        ("nemotron-h-56b", "nemotron-h-56b-base-8k"),
+                        ("nemotron-3-nano-30b-a3b", "nemotron-3-nano-30b-a3b")):
         assert registry()[alias]["config"] == _config(name)
         spec = resolve_model(alias, create_tiny=False).spec
         assert spec is not None and spec.hybrid is not None
