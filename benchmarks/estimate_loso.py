@@ -229,6 +229,20 @@ def tp_ratios(rows: list[Held]) -> list[Ratio]:
     return out
 
 
+TIE_PCT = 5.0
+"""Two GPUs whose measured throughputs per GPU are within this many percent are a near-tie:
+which is faster is within a run's repeatability, so :func:`apart_share` reports the pairs
+beyond it apart (the goal's figure counts every pair)."""
+
+
+def apart_share(pairs: list[Ratio]) -> dict[str, float | int]:
+    """Pairs measured more than :data:`TIE_PCT` apart: how many, how many called right."""
+    apart = [x for x in pairs if abs(x.measured - 1.0) * 100.0 > TIE_PCT]
+    right = sum(1 for x in apart if x.order_right)
+    return {"pairs": len(apart), "right": right,
+            "share_pct": round(100.0 * right / len(apart), 1) if apart else 0.0}
+
+
 def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object]:
     """The whole held-out comparison as one JSON-ready document."""
     goal_rows = [r for r in rows if r.goal_set]
@@ -258,7 +272,8 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "by_source": grouped(rows, lambda r: r.source[:60]),
         "by_model": grouped(goal_rows, lambda r: r.model),
         "gpu_pairs": {"pairs": len(pairs), "right": pair_right, "share_pct": pair_share,
-                      "ratio_error": stats(x.error_pct for x in pairs)},
+                      "ratio_error": stats(x.error_pct for x in pairs),
+                      "apart": apart_share(pairs)},
         "tp_ratio": {"ratios": len(tps), "error": tp_stats,
                      "by_tp": {str(n): s for n in sorted({int(x.a.split("-tp")[1].split("-")[0])
                                                          for x in tps if "-tp" in x.a})
@@ -302,6 +317,9 @@ def print_report(doc: dict[str, object]) -> None:
     assert isinstance(pairs, dict) and isinstance(tp, dict)
     print(f"\nGPU pairs (faster per GPU called right): {pairs['right']}/{pairs['pairs']} "
           f"({pairs['share_pct']} %)")
+    apart = pairs["apart"]
+    print(f"  measured more than {TIE_PCT:.0f} % apart: {apart['right']}/{apart['pairs']} "
+          f"({apart['share_pct']} %)")
     line("GPU a / GPU b ratio", pairs["ratio_error"])
     print(f"TPn / TP1 ratios: {tp['ratios']}")
     line("TPn / TP1 ratio", tp["error"])

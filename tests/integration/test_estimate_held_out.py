@@ -37,6 +37,7 @@ def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 5.5  # today 4.5
     pairs = doc["gpu_pairs"]
     assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 85.0  # today 105/121, 86.8 %
+    assert pairs["apart"]["share_pct"] >= 94.0  # today 86/90 measured > 5 % apart
 
 
 def test_every_fold_leaves_its_source_out_and_every_point_is_predicted_once(doc: dict) -> None:
