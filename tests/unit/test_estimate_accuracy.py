@@ -127,3 +127,23 @@ def test_percentile_interpolates_like_numpy() -> None:
     assert percentile([1.0, 2.0, 3.0, 4.0], 90) == pytest.approx(3.7)
     assert percentile([5.0], 90) == 5.0
     assert math.isclose(percentile([3.0, 1.0, 2.0], 50), 2.0)
+
+
+def test_a_family_of_one_source_is_not_fitted_and_takes_the_most_measured_fit() -> None:
+    from infer_prof.catalog.estimate_factors import factors_for, fallback_factors
+    from infer_prof.catalog.gpus import catalog
+    from infer_prof.estimate.published_fit import MIN_FAMILY_SOURCES, carried, fit_cases
+
+    assert MIN_FAMILY_SOURCES == 2
+    fitted = fitted_factors()
+    assert "Ada" not in fitted and "CDNA3" not in fitted  # one source each today
+    shipped = fallback_factors()
+    assert shipped is not None and shipped.family == "Hopper"
+    a100 = factors_for(catalog()["A100-80GB-SXM"])
+    assert a100.family == "Ampere" and a100.mbu == shipped.mbu
+    assert a100.source.startswith("no Ampere fit from 2 or more published sources")
+    assert carried(shipped, "Hopper") is shipped
+    # one source's cases alone: no family fitted, nothing to fall back on
+    own = [c for c in _fit_cases() if c.point.source.title.startswith("infer-prof's own")]
+    fit = fit_cases(own, "test")
+    assert fit.families == {} and fit.fallback is None
