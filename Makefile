@@ -1,7 +1,9 @@
 # infer-prof: two commands for a fresh clone.
 #   make run   - set up (virtual environment + engine) and profile the embedded default model
 #   make test  - set up and run the whole test suite
-# Setup runs once; running either again reuses what is installed.
+# Setup runs once; running either again reuses what is installed. Versions come from lock/.
+#   make lock         - refresh lock/ to the newest releases pyproject.toml allows
+#   make test-latest  - the whole suite on the newest releases, in .venv-latest (finds drift)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -9,13 +11,15 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 STAMP  := $(VENV)/.infer-prof-installed
 ARGS   ?=
+LOCK   ?= locked
+LITELLM_VENV ?= .venv-litellm
 
-.PHONY: setup run test lint typecheck unit integration e2e calibrate clean
+.PHONY: setup run test test-latest lock lint typecheck unit integration e2e calibrate clean
 
 setup: $(STAMP)
 
-$(STAMP): pyproject.toml scripts/setup_env.sh
-	PYTHON=$(PYTHON) VENV=$(VENV) bash scripts/setup_env.sh
+$(STAMP): pyproject.toml scripts/setup_env.sh $(wildcard lock/*.txt)
+	PYTHON=$(PYTHON) VENV=$(VENV) INFER_PROF_LOCK=$(LOCK) bash scripts/setup_env.sh
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -25,11 +29,17 @@ test: $(STAMP)
 	bash scripts/install_browser.sh
 	bash scripts/install_postgres.sh
 	bash scripts/install_nginx.sh
-	PYTHON=$(PYTHON) bash scripts/install_litellm.sh
+	PYTHON=$(PYTHON) LITELLM_VENV=$(LITELLM_VENV) INFER_PROF_LOCK=$(LOCK) bash scripts/install_litellm.sh
 	VENV=$(VENV) bash scripts/install_ray.sh
 	$(VENV)/bin/ruff check infer_prof tests benchmarks
 	$(VENV)/bin/mypy infer_prof
-	$(PY) -m pytest -ra $(ARGS)
+	LITELLM_VENV=$(LITELLM_VENV) $(PY) -m pytest -ra $(ARGS)
+
+test-latest:
+	$(MAKE) test VENV=.venv-latest LOCK=latest LITELLM_VENV=.venv-litellm-latest
+
+lock:
+	PYTHON=$(PYTHON) bash scripts/lock_env.sh
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check infer_prof tests benchmarks
@@ -51,4 +61,4 @@ calibrate: $(STAMP)
 	$(VENV)/bin/infer-prof calibrate $(ARGS)
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) .venv-latest build *.egg-info

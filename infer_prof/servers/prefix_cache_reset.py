@@ -56,7 +56,12 @@ def reset_prefix_cache(
         if status != 200:
             text = body[:120].decode("utf-8", "replace").strip()
             return CacheReset(False, f"POST {RESET_PATH} answered HTTP {status}: {text}")
-        if _succeeded(body):
+        said = _success(body)
+        if said is None:
+            text = body[:80].decode("utf-8", "replace").strip()
+            return CacheReset(False, f"POST {RESET_PATH} answered 200 but not whether it "
+                              f"emptied the cache: {text!r}")
+        if said:
             return CacheReset(True, f"emptied (POST {RESET_PATH}"
                               + (f", after {attempt} retries)" if attempt else ")"))
         detail = (f"POST {RESET_PATH} answered success false {attempt + 1} times (blocks still "
@@ -65,13 +70,15 @@ def reset_prefix_cache(
     return CacheReset(False, detail)
 
 
-def _succeeded(body: bytes) -> bool:
-    """Whether a 200 answer says the cache was emptied: ``{"success": true}``, or no JSON
-    object with a ``success`` key at all (older vLLM builds answer 200 with an empty body)."""
-    try:
-        value = json.loads(body) if body.strip() else None
-    except ValueError:
+def _success(body: bytes) -> bool | None:
+    """What a 200 answer says: ``{"success": true|false}`` as vLLM 0.32 answers, True for an
+    empty body (older vLLM builds), None for anything else (a gateway's page: not an answer)."""
+    if not body.strip():
         return True
-    if isinstance(value, dict) and "success" in value:
+    try:
+        value = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(value, dict) and isinstance(value.get("success"), bool):
         return bool(value["success"])
-    return True
+    return None

@@ -252,8 +252,9 @@ class SyntheticServer:
                     "requests": self.truth,
                 },
             )
-        elif method == "POST" and path == "/reset_prefix_cache" and self.prefix_cache:
-            self.prefix_cache.reset()  # as vLLM's dev route (no cache: no route, 404)
+        elif method == "POST" and path == "/reset_prefix_cache":  # as vLLM's dev route
+            if self.prefix_cache is not None:
+                self.prefix_cache.reset()
             conn.respond(200, {"success": True})
         elif path == "/truth/reset":
             self.truth = []

@@ -3,8 +3,7 @@ prompts in blocks of ``B`` tokens, by vLLM's rule (a request hits on its leading
 seen before). It counts ``vllm:prefix_cache_{queries,hits}_total`` as vLLM does, says each
 request's cached tokens (its usage's ``prompt_tokens_details.cached_tokens``), and is emptied
 by ``POST /reset_prefix_cache``, as vLLM's dev route empties its own (a synthetic server
-without a prefix cache has no such route: it answers 404, as vLLM started without
-``VLLM_SERVER_DEV_MODE`` does)."""
+without a prefix cache answers it too: it has nothing cached)."""
 
 from __future__ import annotations
 

@@ -7,7 +7,8 @@ each write is one TLS record), then the connection kept for the next request, cl
 without close_notify), closed after a close_notify, or held open with nothing more said. It
 counts the streaming requests it read (``requests``), so a test can check that every request
 the server saw is in the client's per-request record. ``GET /v1/models`` and ``/health`` get
-a plain answer (for ``infer-prof run --endpoint``); they are not counted.
+a plain answer (for ``infer-prof run --endpoint``), ``POST /reset_prefix_cache`` a 404 (a
+server without vLLM's dev route); they are not counted.
 
 Blocking sockets, one thread per connection, every wait bounded, so a test cannot hang on it.
 """
@@ -202,7 +203,7 @@ class MisbehavingServer:
     def _answer(self, conn: _Conn, request: bytes) -> bool:
         """Send the reply to one request; False when the connection is done with."""
         head = request.split(b"\r\n\r\n", 1)[0]
-        if head.startswith(b"GET "):
+        if head.startswith(b"GET ") or head.startswith(b"POST /reset_prefix_cache "):
             conn.send(self._control(head))
             return True
         with self._lock:

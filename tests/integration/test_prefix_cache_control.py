@@ -84,11 +84,13 @@ def test_points_of_one_launch_never_hit_each_others_prompts(tmp_path):
 
 
 def test_an_endpoint_that_refuses_the_reset_is_unknown_said_once(synthetic, tmp_path):
-    """A server without the reset route (the synthetic server without a prefix cache answers
-    404, as vLLM started without VLLM_SERVER_DEV_MODE does): each point's state is unknown,
-    said in one line for the run, and unknown is another configuration than cold."""
+    """An endpoint without the reset route (the synthetic server behind a path prefix, as a
+    gateway that routes only the API: /gw/reset_prefix_cache is 404, as on a vLLM started
+    without VLLM_SERVER_DEV_MODE): each point's state is unknown, said in one line for the
+    run."""
     server = synthetic(ttft_ms=5.0, itl_ms=1.0, tokens=4)
-    p = cli("run", "--endpoint", server.url, "--model", "llama-2-7b", "-c", "1,2", "-n", "6",
+    p = cli("run", "--endpoint", f"{server.url}/gw/v1", "--model", "llama-2-7b", "-c", "1,2",
+            "-n", "6",
             "--input-len", "16", "--output-len", "4", "--warmup-requests", "1",
             "--no-progress", "--no-history", "--results-dir", str(tmp_path))
     assert p.returncode == 0, p.stderr

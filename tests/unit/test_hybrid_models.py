@@ -120,6 +120,29 @@ def test_nemotron_h_56b_layers_kv_state_and_weights_by_hand():
     assert m.param_count() == pytest.approx(56e9, rel=0.01)
 
 
+def test_nemotron_3_nano_experts_layers_and_weights_by_hand():
+    cfg = _config("nemotron-3-nano-30b-a3b")
+    m = _spec("nemotron-3-nano-30b-a3b")
+    pattern = cfg["hybrid_override_pattern"]
+    assert (pattern.count("M"), pattern.count("E"), pattern.count("*")) == (23, 23, 6)
+    assert m.num_moe_layers() == 23 and m.attention_kinds().count("full") == 6
+    assert m.moe is not None and not m.moe.gated  # up and down only, squared ReLU
+    assert (m.moe.num_experts, m.moe.top_k, m.moe.shared_intermediate) == (128, 6, 3712)
+    # an expert: up 1,856 x 2,688 and down 2,688 x 1,856
+    experts = [g for g in m.tensors() if g.role == "experts" and ".layers.1." in g.name]
+    assert sum(g.params for g in experts) == 128 * 2 * 1856 * 2688
+    # published (SOURCE): 31.6 B in total, 3.2 B active, 3.6 B with the embeddings
+    assert m.param_count() == pytest.approx(31.6e9, rel=0.01)
+    assert m.active_param_count() == pytest.approx(3.6e9, rel=0.01)
+    embed = m.vocab_size * m.hidden_size
+    assert m.active_param_count() - embed == pytest.approx(3.2e9, rel=0.02)
+    # KV: 6 layers x 2 x 2 KV heads x 128 x 2 B; Mamba2 state in float32 (the config says so)
+    assert kv_bytes_per_token(m, 1, 2) == 6 * 2 * 2 * 128 * 2
+    mamba = m.hybrid.linear if m.hybrid else None
+    assert mamba is not None
+    assert mamba.state_bytes(1, 2, 4) == 3 * (4096 + 2 * 8 * 128) * 2 + 64 * 64 * 128 * 4
+
+
 def test_jamba_mamba1_state_by_hand():
     cfg = {"model_type": "jamba", "architectures": ["JambaForCausalLM"], "hidden_size": 4096,
            "num_hidden_layers": 32, "num_attention_heads": 32, "num_key_value_heads": 8,
@@ -247,7 +270,8 @@ def test_the_hybrid_aliases_are_the_shipped_configs():
     from infer_prof.catalog.models import registry, resolve_model
 
     for alias, name in (("qwen3-next-80b-a3b", "qwen3-next-80b-a3b"),
-                        ("nemotron-h-56b", "nemotron-h-56b-base-8k")):
+                        ("nemotron-h-56b", "nemotron-h-56b-base-8k"),
+                        ("nemotron-3-nano-30b-a3b", "nemotron-3-nano-30b-a3b")):
         assert registry()[alias]["config"] == _config(name)
         spec = resolve_model(alias, create_tiny=False).spec
         assert spec is not None and spec.hybrid is not None

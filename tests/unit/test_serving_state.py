@@ -197,6 +197,7 @@ class _ResetServer:
     ([(200, b"")], True, 1, "emptied"),  # older vLLM: 200 and no body
     ([(404, b'{"detail":"Not Found"}')], False, 1, "VLLM_SERVER_DEV_MODE=1"),
     ([(200, b'{"success":false}')], False, 3, "success false 3 times"),
+    ([(200, b"<html>app</html>")], False, 1, "answered 200 but not whether"),  # a gateway
 ])
 def test_reset_over_http(answers: list[tuple[int, bytes]], done: bool, calls: int,
                          says: str) -> None:

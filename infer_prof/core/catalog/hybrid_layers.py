@@ -24,7 +24,8 @@ What each family spells, and where vLLM 0.32 reads it (``vllm/model_executor/mod
   counted.
 - ``nemotron_h`` (``nemotron_h.py``): ``hybrid_override_pattern``, one character a layer:
   ``M`` a Mamba2 mixer, ``*`` attention, ``-`` an MLP (``up_proj``/``down_proj``, squared ReLU,
-  not gated), ``E`` a mixture of experts (not modelled here: refused). Each layer is that one
+  not gated), ``E`` a mixture of experts (``n_routed_experts`` of the same ungated shape, shared
+  experts of ``moe_shared_expert_intermediate_size``: Nemotron 3 Nano). Each layer is that one
   block behind one norm. Mamba2: ``mamba_num_heads`` ``h``, ``mamba_head_dim`` ``p``,
   ``ssm_state_size`` ``N``, ``n_groups`` ``G``, ``conv_kernel`` ``K``; ``I = h p``.
 - ``granitemoehybrid`` (``granitemoehybrid.py``): ``layer_types`` of ``attention`` / ``mamba``;
@@ -277,11 +278,8 @@ def _nemotron_h(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
         raise HybridConfigError(f"has hybrid_override_pattern character(s) "
                                 f"{', '.join(map(repr, unknown))} the planner cannot read "
                                 "(known: 'M', '*', '-', 'E')")
-    if "E" in pattern:
-        raise HybridConfigError("has mixture-of-experts layers ('E' in hybrid_override_pattern), "
-                                "which the planner does not model for Nemotron-H yet")
     mixers = tuple({"M": "linear", "*": "attention"}.get(c, "none") for c in pattern)
-    mlps = tuple("plain" if c == "-" else "none" for c in pattern)
+    mlps = tuple({"-": "plain", "E": "moe"}.get(c, "none") for c in pattern)
     mixer = _mamba2(cfg, hidden, heads="mamba_num_heads", head_dim="mamba_head_dim",
                     state="ssm_state_size", groups="n_groups", kernel="conv_kernel",
                     conv_bias="use_conv_bias", bias="use_bias")

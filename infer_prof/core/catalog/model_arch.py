@@ -76,7 +76,9 @@ class MoeSpec:
     (each a gated MLP: gate, up, down), ``top_k`` of them per token; ``shared_intermediate`` the
     total width of the always-on shared expert(s) (0: none) and ``shared_gate`` its sigmoid gate
     (Qwen2-MoE); ``router_bias`` (gpt-oss), ``expert_bias`` (gpt-oss: biases on the expert
-    projections), ``score_bias`` (DeepSeek-V3's per-expert correction bias)."""
+    projections), ``score_bias`` (DeepSeek-V3's per-expert correction bias); ``gated`` False
+    when the experts (and shared experts) are an up and a down projection only (Nemotron-H's
+    squared ReLU)."""
 
     num_experts: int
     top_k: int
@@ -86,6 +88,7 @@ class MoeSpec:
     router_bias: bool = False
     expert_bias: bool = False
     score_bias: bool = False
+    gated: bool = True
 
     def expected_distinct(self, batch: float) -> float:
         """Expected distinct experts one layer reads in a decode step of ``batch`` tokens, each
@@ -271,6 +274,20 @@ def layer_attention(cfg: dict[str, Any], num_layers: int,
     if window and cfg.get("use_sliding_window", True) is not False:
         return ("sliding",) * num_layers, int(window)
     return ("full",) * num_layers, None
+
+
+def nemotron_h_moe(cfg: dict[str, Any], moe: MoeSpec | None) -> MoeSpec | None:
+    """Nemotron-H's experts (vLLM ``nemotron_h.py`` ``NemotronHMoE``): ``n_routed_experts`` of
+    ``moe_intermediate_size``, each an up and a down projection (no gate), shared experts of
+    ``moe_shared_expert_intermediate_size x n_shared_experts``, the router's per-expert
+    correction bias."""
+    if moe is None:
+        return None
+    shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) * int(
+        cfg.get("n_shared_experts") or 0)
+    return MoeSpec(num_experts=moe.num_experts, top_k=moe.top_k,
+                   expert_intermediate=moe.expert_intermediate, shared_intermediate=shared,
+                   score_bias=True, gated=False)
 
 
 def granite_moe(cfg: dict[str, Any], moe: MoeSpec | None) -> MoeSpec | None:

@@ -112,6 +112,12 @@ def _gated(name: str, hidden: int, width: int, count: int, role: str) -> list[Te
             TensorGroup(f"{name}.down_proj", hidden, width, count, role, linear=True)]
 
 
+def _plain(name: str, hidden: int, width: int, count: int, role: str) -> list[TensorGroup]:
+    """An MLP of an up and a down projection, no gate (Nemotron-H's squared ReLU)."""
+    return [TensorGroup(f"{name}.up_proj", width, hidden, count, role, linear=True),
+            TensorGroup(f"{name}.down_proj", hidden, width, count, role, linear=True)]
+
+
 def _moe(m: ModelSpec, p: str) -> list[TensorGroup]:
     assert m.moe is not None
     e, h = m.moe, m.hidden_size
@@ -121,12 +127,13 @@ def _moe(m: ModelSpec, p: str) -> list[TensorGroup]:
     if e.score_bias:
         out.append(TensorGroup(f"{p}.mlp.gate.e_score_correction_bias", e.num_experts, 1, 1,
                                "router", split=False))
-    out += _gated(f"{p}.mlp.experts", h, e.expert_intermediate, e.num_experts, "experts")
+    mlp = _gated if e.gated else _plain
+    out += mlp(f"{p}.mlp.experts", h, e.expert_intermediate, e.num_experts, "experts")
     if e.expert_bias:
         out.append(TensorGroup(f"{p}.mlp.experts.bias", 2 * e.expert_intermediate + h, 1,
                                e.num_experts, "bias"))
     if e.shared_intermediate:
-        out += _gated(f"{p}.mlp.shared_experts", h, e.shared_intermediate, 1, "shared")
+        out += mlp(f"{p}.mlp.shared_experts", h, e.shared_intermediate, 1, "shared")
     if e.shared_gate:
         out.append(TensorGroup(f"{p}.mlp.shared_expert_gate", 1, h, 1, "router", split=False))
     return out
@@ -149,9 +156,7 @@ def layer_groups(m: ModelSpec, i: int) -> list[TensorGroup]:
     out = _mixer(m, i, p)
     mlp = m.hybrid.mlps[i] if m.hybrid is not None and m.hybrid.mlps else "usual"
     if mlp == "plain":  # Nemotron-H: up and down, squared ReLU, no gate
-        h, w = m.hidden_size, m.intermediate_size
-        out += [TensorGroup(f"{p}.mixer.up_proj", w, h, 1, "mlp", linear=True),
-                TensorGroup(f"{p}.mixer.down_proj", h, w, 1, "mlp", linear=True)]
+        out += _plain(f"{p}.mixer", m.hidden_size, m.intermediate_size, 1, "mlp")
     elif mlp == "none":
         pass
     elif m.is_moe_layer(i):

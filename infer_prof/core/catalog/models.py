@@ -214,6 +214,8 @@ def _from_config(config: dict[str, Any], *, name: str, hub_id: str | None) -> Mo
         kinds, window = arch.layer_attention(cfg, layers, mla)
     inter = cfg.get("intermediate_size_mlp") if model_type.startswith("llama4") else None
     inter = inter or cfg.get("intermediate_size")
+    if model_type == "nemotron_h":  # experts only where the pattern has them ('E')
+        moe = arch.nemotron_h_moe(cfg, moe) if hybrid and "moe" in hybrid.mlps else None
     if model_type == "granitemoehybrid":  # its dense MLP is the shared MLP
         moe = arch.granite_moe(cfg, moe)
         inter = cfg.get("shared_intermediate_size") if moe is None else inter
@@ -254,7 +256,9 @@ def _from_config(config: dict[str, Any], *, name: str, hub_id: str | None) -> Mo
         layer_attention=kinds if any(k != "full" for k in kinds) else (),
         sliding_window=window,
         moe=moe,
-        moe_layers=arch.moe_layers(cfg, layers, moe) if moe is not None else (),
+        moe_layers=(() if moe is None else
+                    tuple(x == "moe" for x in hybrid.mlps) if hybrid is not None and hybrid.mlps
+                    else arch.moe_layers(cfg, layers, moe)),
         mla=mla,
         vision=arch.read_vision(config, hidden),
         quant=read_quantization(cfg),

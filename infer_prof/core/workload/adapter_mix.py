@@ -22,6 +22,7 @@ independent random draws of 40 requests would stray by about sqrt(40 x 0.5 x 0.5
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import random
 from collections.abc import Sequence
@@ -61,14 +62,19 @@ class AdapterMix:
     def pick(self, index: int) -> str:
         """The mix name request ``index`` goes to (``base`` or an adapter): the slice of the
         cumulative shares that holds ``frac(start + index * phi)``."""
-        u = (self.start() + index * PHI) % 1.0
-        edges = list(_cumulative(self.shares))
-        k = bisect.bisect_right(edges, u)
+        u = (self.start + index * PHI) % 1.0
+        k = bisect.bisect_right(self.edges, u)
         return self.names[min(k, len(self.names) - 1)]
 
+    @functools.cached_property
     def start(self) -> float:
         """The sequence's start in [0, 1), drawn from the seed."""
         return random.Random(f"lora-mix:{self.seed}").random()
+
+    @functools.cached_property
+    def edges(self) -> list[float]:
+        """The upper edge of each name's slice of [0, 1) (:func:`_cumulative`)."""
+        return _cumulative(self.shares)
 
     def counts(self, indices: Sequence[int]) -> dict[str, int]:
         """How many of ``indices`` each name gets (every name of the mix, 0 included)."""
