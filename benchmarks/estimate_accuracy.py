@@ -13,7 +13,9 @@ measured and the signed error ``predicted / measured - 1``. The concurrency pred
   once (``offline-max``), or N when fewer (``burst``). Both are rougher comparisons than a
   closed loop: the summary keeps them apart.
 
-Then the median and 90th percentile of |error| on the HOLDOUT split (points never used to fit),
+Then the median and 90th percentile of |error| on the points of split "holdout" (since the
+shipped factors are fitted on every source, these are fitted too: the error on sources held out
+of the fit is ``benchmarks/estimate_loso.py``'s),
 by GPU family, by model family and by engine, vLLM apart from other engines (the estimate
 models vLLM; other engines are reported, not fitted). Then the pair check: wherever one source
 measured one configuration on two GPUs, is the cheaper by $ per 1M output tokens the same by
@@ -22,7 +24,7 @@ in the shipped market snapshot (:mod:`infer_prof.catalog.market`).
 
     .venv/bin/python benchmarks/estimate_accuracy.py            # table + summaries
     .venv/bin/python benchmarks/estimate_accuracy.py --json     # the same as one JSON document
-    .venv/bin/python benchmarks/estimate_accuracy.py --write    # refit on split "fit", write
+    .venv/bin/python benchmarks/estimate_accuracy.py --write    # refit on every source, write
         # catalog/data/estimate_factors.json and estimate_errors.json, then report
 
 Factors: those ``estimate`` uses (:func:`infer_prof.catalog.estimate_factors.factors_for`: the
@@ -47,52 +49,43 @@ import msgspec
 
 from infer_prof.catalog.estimate_factors import (
     FACTORS_FILE,
-    factors_for,
     fitted_factors,
     fitted_gpu_factors,
 )
 from infer_prof.catalog.gpus import catalog
-from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.catalog.market import snapshot_market
-from infer_prof.catalog.models import resolve_model
 from infer_prof.catalog.published_results import PublishedPoint, published_results
 from infer_prof.core.catalog.market import cheapest_offer
-from infer_prof.core.catalog.models import ModelSpec
-from infer_prof.core.estimate.calibration import FITTED, Search, fit_factors, percentile
-from infer_prof.core.estimate.deployment import Deployment
-from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
-from infer_prof.core.estimate.frontier_model import predict_point
-from infer_prof.core.planning.planner import PlanRequest, plan
+from infer_prof.core.estimate.calibration import FITTED, Search, percentile
+from infer_prof.core.estimate.factors import family_of
+from infer_prof.estimate.published_fit import (
+    GPU_FITTED,
+    MIN_FAMILY_SOURCES,
+    MIN_GPU_POINTS,
+    TP_ONLY,
+    Case,
+    Chooser,
+    Fitted,
+    architecture,
+    chooser,
+    fit_all,
+    fit_cases,
+    identifiable,
+    model_family,
+    predict,
+    prepare,
+    shipped_factors,
+)
+
+__all__ = ["FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "TP_ONLY", "Case",
+           "Chooser", "Fitted", "Search", "chooser", "fit_all", "fit_cases", "identifiable",
+           "model_family", "predict", "prepare", "shipped_factors"]
 
 ERRORS_FILE = "estimate_errors.json"
 DATA = Path(__file__).resolve().parents[1] / "infer_prof" / "catalog" / "data"
 COMMAND = "python benchmarks/estimate_accuracy.py"
 GOAL = {"median": 15.0, "p90": 30.0, "pairs": 90.0}
 """Issue 37's goal for vLLM points: median |error| <= 15 %, p90 <= 30 %, pairs right >= 90 %."""
-
-
-@dataclass(frozen=True)
-class Case:
-    """One point made ready to predict: the model, GPU and the concurrency to predict at."""
-
-    point: PublishedPoint
-    arch: ModelSpec
-    family: str
-    model_family: str
-    concurrency: int
-    kv_dtype_bytes: float
-
-
-@dataclass(frozen=True)
-class Fitted:
-    """A fit's factors: per architecture family, and per GPU key where it had enough points."""
-
-    families: dict[str, StepFactors]
-    gpus: dict[str, StepFactors]
-
-
-MIN_GPU_POINTS = 6
-"""Fit points a GPU needs for factors of its own (fewer: its family's serve it)."""
 
 
 @dataclass(frozen=True)
@@ -118,72 +111,6 @@ class Row:
     why: str = ""
 
 
-def model_family(alias: str, arch: ModelSpec | None) -> str:
-    """``llama``, ``mistral``, ``mixtral``, ``gpt-oss``, ``qwen3``, ...: the alias up to its
-    size, with `` (MoE)`` when the architecture routes experts."""
-    name = "gpt-oss" if alias.startswith("gpt-oss") else alias.split("-")[0].split("/")[-1]
-    moe = arch is not None and arch.moe is not None
-    return f"{name} (MoE)" if moe else name
-
-
-@cache
-def _arch(model: str) -> ModelSpec | None:
-    try:
-        return resolve_model(model, create_tiny=False, fetch=False).spec
-    except Exception:  # an unknown alias or hub id: not predictable offline
-        return None
-
-
-def prepare(p: PublishedPoint) -> Case | str:
-    """The :class:`Case` to predict for ``p``, or a one-line reason it cannot be predicted."""
-    arch = _arch(p.model)
-    if arch is None:
-        return f"model {p.model} is not in the catalog (no architecture offline)"
-    gpu = catalog()[p.gpu]
-    kv = "fp8" if p.kv_cache_dtype == "fp8" else "auto"
-    wanted = p.concurrency or 4096
-    try:
-        pl = plan(PlanRequest(arch, gpu, gpus=p.gpu_count, concurrency=wanted,
-                              input_len=p.input_len, output_len=p.output_len,
-                              quantization=p.precision, kv_cache_dtype=kv,
-                              max_num_seqs=max(wanted, 1024)), with_suggestions=False)
-    except Exception as exc:  # the planner refuses the precision or parallelism
-        return f"planner: {exc}".splitlines()[0]
-    cap = pl.running_at_once
-    if not pl.fits or not cap:
-        return "the planner says it does not fit"
-    at = min(p.concurrency, cap) if p.concurrency else cap
-    return Case(p, arch, family_of(gpu), model_family(p.model, arch), max(1, at),
-                1.0 if kv == "fp8" else 2.0)
-
-
-def predict(factors: StepFactors, case: Case) -> float:
-    """Predicted output tokens/s per GPU of ``case`` with ``factors``."""
-    p = case.point
-    d = Deployment(arch=case.arch, gpu=catalog()[p.gpu], gpu_count=p.gpu_count,
-                   precision=p.precision, factors=factors, kv_dtype_bytes=case.kv_dtype_bytes,
-                   link_gbps=link_gbps(p.gpu, p.gpu_count))
-    return predict_point(d, input_len=p.input_len, output_len=p.output_len,
-                         concurrency=case.concurrency).output_tok_s_per_gpu
-
-
-Chooser = Callable[[str], StepFactors]
-"""The factors to predict a GPU (by catalog key) with."""
-
-
-def shipped_factors(gpu_key: str) -> StepFactors:
-    """What ``estimate`` predicts with: :func:`infer_prof.catalog.estimate_factors.factors_for`."""
-    return factors_for(catalog()[gpu_key])
-
-
-def chooser(fit: Fitted) -> Chooser:
-    """The GPU's own fit in ``fit``, else its family's, else the estimate's default."""
-    def choose(gpu_key: str) -> StepFactors:
-        gpu = catalog()[gpu_key]
-        return fit.gpus.get(gpu_key) or fit.families.get(family_of(gpu)) or default_factors(gpu)
-    return choose
-
-
 def evaluate(points: Iterable[PublishedPoint], choose: Chooser = shipped_factors) -> list[Row]:
     """A :class:`Row` for every point, predicted with the factors ``choose`` picks."""
     rows = []
@@ -195,7 +122,7 @@ def evaluate(points: Iterable[PublishedPoint], choose: Chooser = shipped_factors
                 "concurrency": p.concurrency, "measured": p.output_tok_s_per_gpu}
         if isinstance(case, str):
             rows.append(Row(**base, family=family_of(catalog()[p.gpu]),
-                            model_family=model_family(p.model, _arch(p.model)),
+                            model_family=model_family(p.model, architecture(p.model)),
                             predicted_at=None, predicted=None, error_pct=None, why=case))
             continue
         try:
@@ -329,60 +256,18 @@ def report(rows: list[Row]) -> dict[str, Any]:
     }
 
 
-GPU_FITTED = ("mbu", "step_overhead_ms")
-"""What a GPU's own fit moves beyond its family's: the weights' bandwidth share and the fixed
-step time. The KV and compute shares stay the family's: one GPU's fit points are mostly one
-model, and letting them move would tune them to that model (an H200 fitted on gpt-oss alone
-read KV at a quarter of its bandwidth, and ranked below an H100 for dense models)."""
-
-
-def _fit(members: list[Case], start: StepFactors, what: str, day: str,
-         fitted: tuple[str, ...] = FITTED) -> StepFactors:
-    gpus = sorted({c.point.gpu for c in members})
-    source = (f"fitted on {len(members)} published vLLM points (split fit) of "
-              f"{', '.join(gpus)}, {day}, by benchmarks/estimate_accuracy.py --write "
-              "(least squares on log error, infer_prof/core/estimate/calibration.py)")
-    result = fit_factors(members, predict, lambda c: c.point.output_tok_s_per_gpu, start,
-                         source=source, search=Search(fitted=fitted))
-    print(f"fit {what}: {result.samples} points, median |error| "
-          f"{result.median_abs_error_pct_before:.1f} % -> "
-          f"{result.median_abs_error_pct_after:.1f} %", file=sys.stderr)
-    return msgspec.structs.replace(result.factors, family=start.family)
-
-
-def fit_all(day: str) -> Fitted:
-    """Fit the factors per architecture family on the vLLM points of split ``fit`` (bursts left
-    out: their concurrency is not a steady state), starting from the estimate's defaults; then
-    per GPU with at least :data:`MIN_GPU_POINTS` points, starting from its family's fit."""
-    cases: dict[str, list[Case]] = {}
-    for p in published_results().by_split("fit"):
-        if p.engine != "vllm" or p.load == "burst":
-            continue
-        case = prepare(p)
-        if isinstance(case, Case):
-            cases.setdefault(case.family, []).append(case)
-    families: dict[str, StepFactors] = {}
-    gpus: dict[str, StepFactors] = {}
-    for family, members in sorted(cases.items()):
-        families[family] = _fit(members, default_factors(catalog()[members[0].point.gpu]),
-                                family, day)
-        by_gpu: dict[str, list[Case]] = {}
-        for c in members:
-            by_gpu.setdefault(c.point.gpu, []).append(c)
-        for key, own in sorted(by_gpu.items()):
-            if len(own) >= MIN_GPU_POINTS and len(by_gpu) > 1:
-                gpus[key] = _fit(own, families[family], key, day, GPU_FITTED)
-    return Fitted(families, gpus)
-
-
 def write_files(fit: Fitted, doc: dict[str, Any], day: str) -> None:
     """Write ``estimate_factors.json`` and ``estimate_errors.json`` (module docstring)."""
-    fdoc = {"_comment": ("StepFactors per architecture family and, where the fit split has "
-                         f"{MIN_GPU_POINTS}+ points of one GPU, per GPU; fitted on the 'fit' split "
-                         "of published_results.json by benchmarks/estimate_accuracy.py --write. "
-                         "A GPU uses its own, else its family's, else the estimate's default."),
+    fdoc = {"_comment": ("StepFactors per architecture family whose points come from "
+                         f"{MIN_FAMILY_SOURCES}+ sources and, where a family of several GPUs "
+                         f"has {MIN_GPU_POINTS}+ points of one GPU, per GPU; fitted on every "
+                         "vLLM closed-loop point of published_results.json by "
+                         "benchmarks/estimate_accuracy.py --write. A GPU uses its own, else its "
+                         "family's, else the fallback (the family the most sources measured), "
+                         "else the estimate's default."),
             "families": {k: msgspec.to_builtins(v) for k, v in fit.families.items()},
-            "gpus": {k: msgspec.to_builtins(v) for k, v in fit.gpus.items()}}
+            "gpus": {k: msgspec.to_builtins(v) for k, v in fit.gpus.items()},
+            "fallback": msgspec.to_builtins(fit.fallback) if fit.fallback else None}
     (DATA / FACTORS_FILE).write_text(json.dumps(fdoc, indent=1) + "\n")
     hold = doc["holdout"]
     head = hold["vllm_closed_loop"] or {}
@@ -417,7 +302,8 @@ def print_report(doc: dict[str, Any]) -> None:
         print(f"{r['id'][:58]:<58} {r['split']:<7} {_fmt(r['concurrency'], 'd'):>5} "
               f"{_fmt(r['predicted_at'], 'd'):>5} {r['measured']:>9.0f} "
               f"{_fmt(r['predicted']):>9} {err:>7}" + (f"  ({r['why']})" if r["why"] else ""))
-    print("\noutput tok/s per GPU, |predicted / measured - 1| on the HOLDOUT split:")
+    print("\noutput tok/s per GPU, |predicted / measured - 1| on the points of split holdout "
+          "(fitted too: in-sample;\n held out by source: benchmarks/estimate_loso.py):")
 
     def line(name: str, s: dict[str, Any] | None) -> None:
         if s:
@@ -443,7 +329,7 @@ def print_report(doc: dict[str, Any]) -> None:
         if s:
             print(f"  {name:<22} {s['right']}/{s['pairs']} right ({s['share_pct']:.0f} %)")
     g = doc["goal"]
-    print(f"\ngoal (vLLM holdout, closed loop, pairs): median <= {g['median']:.0f} %, p90 <= "
+    print(f"\nissue 37 goal on split holdout (in-sample): median <= {g['median']:.0f} %, p90 <= "
           f"{g['p90']:.0f} %, pairs >= {g['pairs']:.0f} %: {'met' if g['met'] else 'NOT met'}")
 
 
@@ -451,11 +337,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--json", action="store_true", help="print one JSON document")
     ap.add_argument("--write", action="store_true",
-                    help="refit on split fit, write estimate_factors.json and estimate_errors.json")
+                    help="refit on every source, write estimate_factors.json and "
+                         "estimate_errors.json")
     args = ap.parse_args(argv)
     day = dt.date.today().isoformat()
     if args.write:
-        fit = fit_all(day)
+        fit = fit_all(day, log=lambda line: print(line, file=sys.stderr))
         doc = report(evaluate(published_results().points, chooser(fit)))
         doc["factors"] = {k: f.source for k, f in sorted({**fit.families, **fit.gpus}.items())}
         write_files(fit, doc, day)

@@ -6,7 +6,8 @@ peaks than an H100 of the same family), fitted on the ``fit`` split of
 ``published_results.json`` by ``benchmarks/estimate_accuracy.py --write`` (which also writes
 ``estimate_errors.json``, the error on the ``holdout`` split, read by
 :mod:`infer_prof.estimate.expected_error`). :func:`factors_for` picks the GPU's own fit, else its
-family's, else the estimate's built-in default
+family's, else the ``fallback`` (the fit of the family the most sources measured, carried
+over), else the estimate's built-in default
 (:func:`infer_prof.core.estimate.factors.default_factors`).
 """
 
@@ -54,8 +55,30 @@ def fitted_gpu_factors() -> dict[str, StepFactors]:
     return parse_fitted_factors(doc, "gpus") if doc else {}
 
 
+@cache
+def fallback_factors() -> StepFactors | None:
+    """The shipped ``fallback``: the fit of the family the most sources measured, for a family
+    without a fit of its own (None when the file has none)."""
+    doc = _read(FACTORS_FILE)
+    entry = doc.get("fallback") if doc else None
+    return msgspec.convert(entry, StepFactors) if entry else None
+
+
 def factors_for(gpu: GpuSpec) -> StepFactors:
     """The factors to predict ``gpu`` with: its own fit, else its architecture family's, else
-    the estimate's default for the family (each says where it comes from in ``source``)."""
-    return (fitted_gpu_factors().get(gpu.key) or fitted_factors().get(family_of(gpu))
-            or default_factors(gpu))
+    the fallback fit carried over to its family (the family measured by the most published
+    sources), else the estimate's default for the family (each says where it comes from in
+    ``source``)."""
+    family = family_of(gpu)
+    own = fitted_gpu_factors().get(gpu.key) or fitted_factors().get(family)
+    if own is not None:
+        return own
+    carried = fallback_factors()
+    if carried is None:
+        return default_factors(gpu)
+    if carried.family == family:
+        return carried
+    return msgspec.structs.replace(
+        carried, family=family,
+        source=(f"no {family} fit from 2 or more published sources: {carried.family}'s fit "
+                f"carried over ({carried.source})"))

@@ -131,8 +131,9 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
     weight_only = sorted({r.precision for r in doc.rows
                           if r.weight_only and r.precision != "fp8"})
     if weight_only:
-        lines.append(f"{', '.join(weight_only)} rows: the weights' dequantization is not "
-                     "modelled (only their bytes): optimistic")
+        lines.append(f"{', '.join(weight_only)} rows: the weights' dequantization is modelled "
+                     "from published ratios to 16-bit, not validated on a run "
+                     "(core/estimate/weight_only.py)")
     lines.extend(calibration_lines(doc))
     lines.append(doc.expected_error)
     for u in doc.unsupported:

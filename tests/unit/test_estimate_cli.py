@@ -106,7 +106,8 @@ def test_console_table_fits_80_columns_and_says_predicted(app):
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
     assert "PREDICTED" in lines[0]
     assert any(line.startswith("factors for ") for line in lines)
-    assert "published vLLM points" in res.stdout  # the fitted factors (estimate_factors.json)
+    # the fitted factors (estimate_factors.json)
+    assert "published vLLM closed-loop points" in res.stdout
     assert any("expected error" in line for line in lines)
 
 
@@ -140,12 +141,14 @@ def test_report_draws_predicted_frontiers_dashed_beside_measured(app, tmp_path):
     path = tmp_path / "estimate.json"
     path.write_text(res.stdout)
     curves = predicted_curves(load_estimate(path))
-    assert [c.gpu for c in curves] == [r["gpu"] for r in json.loads(res.stdout)["rows"]]
+    names = [f"{r['gpu_count']}x {r['gpu']}" if r["gpu_count"] > 1 else r["gpu"]
+             for r in json.loads(res.stdout)["rows"]]
+    assert [c.gpu for c in curves] == names
     plots: list = []
     html = frontier_section(_runs(), plots, target=60.0, predicted=curves)
     svg = plots[0].svg
     series = re.findall(r'data-series="([^"]+) · predicted"', svg)
-    assert set(series) >= {"H100-SXM", "L4"}
+    assert set(series) >= set(names)
     # dashed, and the measured fronts still there; the table reads measured curves only
     assert re.search(r'data-series="H100-SXM · predicted"><polyline [^>]*'
                      r'stroke-dasharray="6 3"', svg)

@@ -8,7 +8,8 @@ GPUs: given samples (each with a measured output tokens/s per GPU) and
     J(f) = mean_s ( ln(predicted_s(f) / measured_s) )^2  +  w x sum_k ( ln(f_k / f0_k) )^2
 
 over the fitted factors ``k`` (:data:`FITTED`: ``mbu``, ``mbu_kv``, ``mfu_decode``,
-``mfu_prefill``, ``step_overhead_ms``, ``allreduce_efficiency``, ``allreduce_latency_us``), each
+``mfu_prefill``, ``step_overhead_ms``, ``allreduce_efficiency``, ``allreduce_latency_us``,
+``layer_overhead_us``), each
 held within :data:`BOUNDS`. The first term is the
 squared log error (a 2x over- and a 2x under-prediction cost the same); the second, with a small
 weight ``w`` (default 0.01), pulls a factor the data cannot see (say ``mfu_prefill`` where every
@@ -34,7 +35,7 @@ from infer_prof.core.estimate.factors import StepFactors
 T = TypeVar("T")
 
 FITTED: tuple[str, ...] = ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "step_overhead_ms",
-                           "allreduce_efficiency", "allreduce_latency_us")
+                           "allreduce_efficiency", "allreduce_latency_us", "layer_overhead_us")
 """The factors a fit moves: every field of :class:`StepFactors` but ``family`` and ``source``."""
 
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -45,6 +46,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "step_overhead_ms": (0.02, 30.0),
     "allreduce_efficiency": (0.1, 1.0),
     "allreduce_latency_us": (1.0, 200.0),
+    "layer_overhead_us": (0.5, 500.0),
 }
 """Each fitted factor's allowed range: shares in (0, 1], the overhead in milliseconds, the
 all-reduce call's fixed cost in microseconds."""

@@ -8,7 +8,7 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
     flops_p  = p x prefill_flops_per_token(Lp) / n
     t_memory = W(B + p) / n / (bandwidth x mbu) + B x kv_read(L) x s_kv / (bandwidth x mbu_kv)
     t_compute= flops_d / (peak x mfu_decode) + flops_p / (peak x mfu_prefill)
-    t_step   = max(t_memory, t_compute) + t_allreduce + step_overhead
+    t_step   = max(t_memory, t_compute) + t_allreduce + step_overhead + layers x layer_overhead
 
 - ``W(T)``: the weight bytes a step of ``T`` tokens reads (whole model, at the precision's
   size): every dense weight, and of each MoE layer's routed experts only those the ``T`` tokens
@@ -26,6 +26,12 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
 - ``peak`` the precision's dense FLOP/s (:mod:`.peaks`), ``bandwidth`` the GPU's.
 - ``t_allreduce``: :mod:`.collectives` (0 on one GPU; unknown without a link figure, then left
   out and said so).
+- weight-only formats (AWQ/GPTQ Marlin, fp8 without fp8 math, bitsandbytes) read their packed
+  weights at ``bandwidth_share`` of the rate and multiply at ``compute_share`` of the 16-bit
+  peak (:mod:`.weight_only`): the weights term of ``t_memory`` is divided by the one, all of
+  ``t_compute`` by the other.
+- ``layer_overhead``: ``layers x layer_overhead_us``, the per-layer time tensor parallelism
+  does not shrink (:func:`fixed_step_s`).
 
 The step is "memory" bound when ``t_memory >= t_compute``, else "compute" bound.
 """
@@ -41,7 +47,9 @@ from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.catalog.roofline import decode_flops_per_token, prefill_flops_per_token
 from infer_prof.core.estimate.collectives import allreduce_step_s
 from infer_prof.core.estimate.deployment import Deployment
+from infer_prof.core.estimate.factors import StepFactors
 from infer_prof.core.estimate.peaks import bandwidth_bytes_per_s, peak_flops
+from infer_prof.core.estimate.weight_only import weight_only_cost
 from infer_prof.core.planning.memory import decode_weight_bytes
 
 Bound = Literal["memory", "compute"]
@@ -62,6 +70,13 @@ class StepCost(msgspec.Struct, frozen=True, kw_only=True):
     overhead_s: float
     time_s: float
     bound: Bound
+
+
+def fixed_step_s(factors: StepFactors, layers: int) -> float:
+    """Seconds of a step that tensor parallelism does not shrink:
+    ``step_overhead_ms x 1e-3 + layers x layer_overhead_us x 1e-6`` (scheduling, sampling, and
+    each layer's kernel launches, which every GPU of the group pays whole)."""
+    return factors.step_overhead_ms * 1e-3 + layers * factors.layer_overhead_us * 1e-6
 
 
 def kv_share_per_gpu(arch: ModelSpec, gpus: int) -> float:
@@ -93,13 +108,17 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     flops_p = (prefill_tokens * prefill_flops_per_token(arch, prefill_context) / n
                if prefill_tokens else 0.0)
     bw = bandwidth_bytes_per_s(gpu)
-    memory = weights / (bw * factors.mbu) + kv / (bw * factors.mbu_kv)
-    compute = flops_d / (peak * factors.mfu_decode) + flops_p / (peak * factors.mfu_prefill)
+    dequant = weight_only_cost(precision, gpu)
+    read_share, math_share = ((dequant.bandwidth_share, dequant.compute_share) if dequant
+                              else (1.0, 1.0))
+    memory = weights / (bw * factors.mbu * read_share) + kv / (bw * factors.mbu_kv)
+    compute = (flops_d / (peak * factors.mfu_decode)
+               + flops_p / (peak * factors.mfu_prefill)) / math_share
     allreduce = allreduce_step_s(
         tokens=tokens, hidden=arch.hidden_size, layers=arch.num_layers, gpus=n,
         link_bytes_per_s=d.link_bytes_per_s(), efficiency=d.allreduce_efficiency(),
         latency_s=factors.allreduce_latency_us * 1e-6)
-    overhead = factors.step_overhead_ms * 1e-3
+    overhead = fixed_step_s(factors, arch.num_layers)
     return StepCost(
         weight_bytes=weights, kv_bytes=kv, decode_flops=flops_d, prefill_flops=flops_p,
         memory_s=memory, compute_s=compute, allreduce_s=allreduce, overhead_s=overhead,

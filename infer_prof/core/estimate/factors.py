@@ -19,6 +19,9 @@ shares, per GPU architecture family, each set with its ``source``:
 - ``pcie_allreduce_efficiency``: the same share for an all-reduce over PCIe (cards without an
   NVLink domain): its own factor, as NCCL over PCIe reaches a different share of its link than
   over NVLink. Default :data:`PCIE_ALLREDUCE_EFFICIENCY` (a published figure, not a fit).
+- ``layer_overhead_us``: fixed microseconds per decoder layer per engine step that tensor
+  parallelism does not shrink (each GPU launches every layer's kernels, however small its share
+  of the matrices): a step's fixed time is ``step_overhead_ms + layers x layer_overhead_us``.
 
 Only one GPU has been measured by this project (``../shared/measurements/h100-2026-11-23.csv``:
 one H100 SXM, vLLM 0.26.0, llama-2-7b bf16, 512 in / 128 out). The Hopper defaults are fitted
@@ -62,6 +65,7 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
     family: str
     source: str
     pcie_allreduce_efficiency: float = PCIE_ALLREDUCE_EFFICIENCY
+    layer_overhead_us: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "allreduce_efficiency",
@@ -69,8 +73,9 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
-        if self.step_overhead_ms < 0 or self.allreduce_latency_us < 0:
-            raise ValueError("step_overhead_ms and allreduce_latency_us must be >= 0")
+        if self.step_overhead_ms < 0 or self.allreduce_latency_us < 0 or self.layer_overhead_us < 0:
+            raise ValueError("step_overhead_ms, allreduce_latency_us and layer_overhead_us must "
+                             "be >= 0")
 
     def basis(self) -> str:
         """The source's first clause (up to its first parenthesis or colon): a short
@@ -81,7 +86,8 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
         """The shares and fixed times in one line, without family or source."""
         return (f"MBU {self.mbu:.0%} weights / {self.mbu_kv:.0%} KV, MFU decode "
                 f"{self.mfu_decode:.0%} / prefill {self.mfu_prefill:.0%}, "
-                f"{self.step_overhead_ms:.2g} ms a step, all-reduce "
+                f"{self.step_overhead_ms:.2g} ms a step + {self.layer_overhead_us:.2g} us a "
+                "layer, all-reduce "
                 f"{self.allreduce_efficiency:.0%} of link bandwidth (PCIe "
                 f"{self.pcie_allreduce_efficiency:.0%}) + {self.allreduce_latency_us:.2g} us a "
                 "call")
@@ -99,6 +105,7 @@ HOPPER_FIT = StepFactors(
     step_overhead_ms=0.5,
     allreduce_efficiency=0.7,
     allreduce_latency_us=10.0,
+    layer_overhead_us=0.0,
     family="Hopper",
     source=(
         f"fitted by hand on {H100_MEASUREMENTS} (one H100 SXM, vLLM 0.26.0, 512 in / 128 out): "
@@ -108,7 +115,8 @@ HOPPER_FIT = StepFactors(
         "128 streams (TPOT 16.4 ms, compute bound); the same six points are predicted within "
         "12 % of output tok/s, but TTFT of one 512-token prompt at 10.9 ms against 17.5 "
         "measured; allreduce_efficiency and allreduce_latency_us are assumptions, not "
-        "measured (no tensor-parallel run yet)"
+        "measured (no tensor-parallel run yet), and layer_overhead_us 0: one GPU cannot tell "
+        "it from step_overhead_ms (fits with tensor-parallel points move it)"
     ),
 )
 """The Hopper defaults: fitted on the project's only GPU measurements (see ``source``)."""

@@ -1,0 +1,256 @@
+"""The estimate's factors fitted on the published measurements (``published_results.json``).
+
+A published point is made ready to predict (:func:`prepare`: the model's architecture, the
+concurrency the planner says runs at once) and predicted as ``estimate`` does (:func:`predict`).
+:func:`fit_all` fits the :class:`~infer_prof.core.estimate.factors.StepFactors` on every vLLM
+closed-loop point of every source, with the rules the held-out-by-source validation found
+necessary (:data:`MIN_FAMILY_SOURCES`, :data:`TP_ONLY`): per architecture family, then per GPU
+with :data:`MIN_GPU_POINTS` points. ``benchmarks/estimate_accuracy.py --write`` writes the result
+to ``estimate_factors.json``; ``benchmarks/estimate_loso.py`` refits it with each source held
+out (:func:`fit_cases` on the other sources' cases).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from functools import cache
+
+import msgspec
+
+from infer_prof.catalog.estimate_factors import factors_for
+from infer_prof.catalog.gpus import catalog
+from infer_prof.catalog.interconnects import link_gbps
+from infer_prof.catalog.models import resolve_model
+from infer_prof.catalog.published_results import PublishedPoint, published_results
+from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.estimate.calibration import FITTED, Search, fit_factors
+from infer_prof.core.estimate.deployment import Deployment
+from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
+from infer_prof.core.estimate.frontier_model import predict_point
+from infer_prof.core.planning.planner import PlanRequest, plan
+
+__all__ = ["FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "TP_ONLY", "Case",
+           "Chooser", "Fitted", "architecture", "carried", "chooser", "fit_all", "fit_cases",
+           "identifiable", "model_family", "predict", "prepare", "shipped_factors"]
+
+
+@dataclass(frozen=True)
+class Case:
+    """One point made ready to predict: the model, GPU and the concurrency to predict at."""
+
+    point: PublishedPoint
+    arch: ModelSpec
+    family: str
+    model_family: str
+    concurrency: int
+    kv_dtype_bytes: float
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """A fit's factors: per architecture family, and per GPU key where it had enough points;
+    ``fallback`` the factors of the family measured by the most sources, for a family with
+    points from fewer than :data:`MIN_FAMILY_SOURCES` sources or none (None: the default)."""
+
+    families: dict[str, StepFactors]
+    gpus: dict[str, StepFactors]
+    fallback: StepFactors | None = None
+
+
+MIN_FAMILY_SOURCES = 2
+"""Sources a family's points must come from for a fit of its own: one source's points cannot
+tell the hardware from that source's setup (its vLLM build, flags, client), and a family fitted
+on one source's setup carries it to every other (a B200 fitted on one slow August 2025 setup
+alone predicted InferenceMAX's B200 runs 50-70 % too slow). Fewer: the family measured by the
+most sources serves it (:attr:`Fitted.fallback`)."""
+
+MIN_GPU_POINTS = 6
+"""Fit points a GPU needs for factors of its own (fewer: its family's serve it)."""
+
+
+
+def model_family(alias: str, arch: ModelSpec | None) -> str:
+    """``llama``, ``mistral``, ``mixtral``, ``gpt-oss``, ``qwen3``, ...: the alias up to its
+    size, with `` (MoE)`` when the architecture routes experts."""
+    name = "gpt-oss" if alias.startswith("gpt-oss") else alias.split("-")[0].split("/")[-1]
+    moe = arch is not None and arch.moe is not None
+    return f"{name} (MoE)" if moe else name
+
+
+@cache
+def architecture(model: str) -> ModelSpec | None:
+    """The model's architecture from the catalog, offline; None for a model it cannot read."""
+    try:
+        return resolve_model(model, create_tiny=False, fetch=False).spec
+    except Exception:  # an unknown alias or hub id: not predictable offline
+        return None
+
+
+def prepare(p: PublishedPoint) -> Case | str:
+    """The :class:`Case` to predict for ``p``, or a one-line reason it cannot be predicted."""
+    arch = architecture(p.model)
+    if arch is None:
+        return f"model {p.model} is not in the catalog (no architecture offline)"
+    gpu = catalog()[p.gpu]
+    kv = "fp8" if p.kv_cache_dtype == "fp8" else "auto"
+    wanted = p.concurrency or 4096
+    try:
+        pl = plan(PlanRequest(arch, gpu, gpus=p.gpu_count, concurrency=wanted,
+                              input_len=p.input_len, output_len=p.output_len,
+                              quantization=p.precision, kv_cache_dtype=kv,
+                              max_num_seqs=max(wanted, 1024)), with_suggestions=False)
+    except Exception as exc:  # the planner refuses the precision or parallelism
+        return f"planner: {exc}".splitlines()[0]
+    cap = pl.running_at_once
+    if not pl.fits or not cap:
+        return "the planner says it does not fit"
+    at = min(p.concurrency, cap) if p.concurrency else cap
+    return Case(p, arch, family_of(gpu), model_family(p.model, arch), max(1, at),
+                1.0 if kv == "fp8" else 2.0)
+
+
+def predict(factors: StepFactors, case: Case) -> float:
+    """Predicted output tokens/s per GPU of ``case`` with ``factors``."""
+    p = case.point
+    d = Deployment(arch=case.arch, gpu=catalog()[p.gpu], gpu_count=p.gpu_count,
+                   precision=p.precision, factors=factors, kv_dtype_bytes=case.kv_dtype_bytes,
+                   link_gbps=link_gbps(p.gpu, p.gpu_count))
+    return predict_point(d, input_len=p.input_len, output_len=p.output_len,
+                         concurrency=case.concurrency).output_tok_s_per_gpu
+
+
+Chooser = Callable[[str], StepFactors]
+"""The factors to predict a GPU (by catalog key) with."""
+
+
+def shipped_factors(gpu_key: str) -> StepFactors:
+    """What ``estimate`` predicts with: :func:`infer_prof.catalog.estimate_factors.factors_for`."""
+    return factors_for(catalog()[gpu_key])
+
+
+def chooser(fit: Fitted) -> Chooser:
+    """The GPU's own fit in ``fit``, else its family's, else the estimate's default."""
+    def choose(gpu_key: str) -> StepFactors:
+        gpu = catalog()[gpu_key]
+        family = family_of(gpu)
+        own = fit.gpus.get(gpu_key) or fit.families.get(family)
+        if own is not None:
+            return own
+        if fit.fallback is not None:
+            return carried(fit.fallback, family)
+        return default_factors(gpu)
+    return choose
+
+
+def carried(factors: StepFactors, family: str) -> StepFactors:
+    """``factors`` (another family's fit) serving ``family``, its source saying so."""
+    if factors.family == family:
+        return factors
+    return msgspec.structs.replace(
+        factors, family=family,
+        source=(f"no {family} fit from {MIN_FAMILY_SOURCES} or more sources: {factors.family}'s "
+                f"fit carried over ({factors.source})"))
+
+
+
+GPU_FITTED = ("mbu", "step_overhead_ms")
+"""What a GPU's own fit moves beyond its family's: the weights' bandwidth share and the fixed
+step time. The KV and compute shares stay the family's: one GPU's fit points are mostly one
+model, and letting them move would tune them to that model (an H200 fitted on gpt-oss alone
+read KV at a quarter of its bandwidth, and ranked below an H100 for dense models)."""
+
+
+_FITS: dict[tuple[object, ...], StepFactors] = {}
+"""Fits already made, by (cases, start, factors moved, search): the held-out-by-source
+benchmark refits every family in every fold, and a family the held-out source has no point in
+has the same cases as in the full fit."""
+
+
+FitLog = Callable[[str], None]
+"""Where a fit says what it did, one line a fit (the benchmark prints them to stderr)."""
+
+
+def _fit(members: list[Case], start: StepFactors, what: str, day: str,
+         fitted: tuple[str, ...] = FITTED, search: Search | None = None,
+         log: FitLog | None = None) -> StepFactors:
+    key = (tuple(c.point.id for c in members), start, fitted, search, day)
+    if key not in _FITS:
+        _FITS[key] = _fit_now(members, start, what, day, fitted, search, log)
+    return _FITS[key]
+
+
+def _fit_now(members: list[Case], start: StepFactors, what: str, day: str,
+             fitted: tuple[str, ...], search: Search | None,
+             log: FitLog | None) -> StepFactors:
+    gpus = sorted({c.point.gpu for c in members})
+    source = (f"fitted on {len(members)} published vLLM closed-loop points of "
+              f"{', '.join(gpus)}, {day}, by benchmarks/estimate_accuracy.py --write "
+              "(least squares on log error, infer_prof/core/estimate/calibration.py)")
+    result = fit_factors(members, predict, lambda c: c.point.output_tok_s_per_gpu, start,
+                         source=source,
+                         search=msgspec.structs.replace(search or Search(), fitted=fitted))
+    if log is not None:
+        log(f"fit {what}: {result.samples} points, median |error| "
+            f"{result.median_abs_error_pct_before:.1f} % -> "
+            f"{result.median_abs_error_pct_after:.1f} %")
+    return msgspec.structs.replace(result.factors, family=start.family)
+
+
+TP_ONLY: tuple[str, ...] = ("allreduce_efficiency", "allreduce_latency_us", "layer_overhead_us")
+"""Factors only tensor-parallel points can tell apart: the all-reduce's, and the per-layer time
+that does not shrink with the GPU count (on one GPU it is indistinguishable from the fixed step
+time)."""
+
+
+def identifiable(members: Iterable[Case]) -> tuple[str, ...]:
+    """The factors a family's fit moves: every one of :data:`FITTED`, less :data:`TP_ONLY` when
+    none of ``members`` runs on more than one GPU (those keep their starting figures)."""
+    if any(c.point.gpu_count > 1 for c in members):
+        return FITTED
+    return tuple(k for k in FITTED if k not in TP_ONLY)
+
+
+def fit_all(day: str, log: FitLog | None = None) -> Fitted:
+    """Fit the factors per architecture family on every vLLM closed-loop point of every source
+    (bursts and offline tables left out: not a steady concurrency), starting from the estimate's
+    defaults; then per GPU with at least :data:`MIN_GPU_POINTS` points, starting from its
+    family's fit. How well that generalises is measured by holding each source out of this
+    same fit: ``benchmarks/estimate_loso.py``. ``log`` hears one line a fit."""
+    fit_points = [p for p in published_results().points
+                  if p.engine == "vllm" and p.load == "closed-loop"]
+    return fit_cases([c for p in fit_points if isinstance(c := prepare(p), Case)], day,
+                     log=log)
+
+
+def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = None,
+              search: Search | None = None, log: FitLog | None = None) -> Fitted:
+    """:func:`fit_all`'s fit on the cases ``fit_on``: per architecture family (only the
+    families named in ``only``, when given), then per GPU with :data:`MIN_GPU_POINTS` points.
+    A family whose cases come from fewer than :data:`MIN_FAMILY_SOURCES` sources is not fitted;
+    the family the most sources measured becomes the ``fallback``. ``search`` overrides the
+    coordinate search's settings (default :class:`Search`)."""
+    cases: dict[str, list[Case]] = {}
+    for case in fit_on:
+        cases.setdefault(case.family, []).append(case)
+    if only is not None:
+        wanted = set(only)
+        cases = {k: v for k, v in cases.items() if k in wanted}
+    sources = {k: len({c.point.source.title for c in v}) for k, v in cases.items()}
+    families: dict[str, StepFactors] = {}
+    gpus: dict[str, StepFactors] = {}
+    for family, members in sorted(cases.items()):
+        if sources[family] < MIN_FAMILY_SOURCES:
+            continue
+        families[family] = _fit(members, default_factors(catalog()[members[0].point.gpu]),
+                                family, day, identifiable(members), search, log)
+        by_gpu: dict[str, list[Case]] = {}
+        for c in members:
+            by_gpu.setdefault(c.point.gpu, []).append(c)
+        for key, own in sorted(by_gpu.items()):
+            if len(own) >= MIN_GPU_POINTS and len(by_gpu) > 1:
+                gpus[key] = _fit(own, families[family], key, day, GPU_FITTED, search, log)
+    best = max(families, key=lambda k: (sources[k], len(cases[k])), default=None)
+    return Fitted(families, gpus, families[best] if best else None)
+
+

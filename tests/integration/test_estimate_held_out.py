@@ -1,0 +1,57 @@
+"""The estimate held out by source (benchmarks/estimate_loso.py) over the shipped published set:
+each source's points predicted with factors fitted on the other sources. Today's figures are
+asserted a little above what they are (docs/estimate.md, "Accuracy"), so a change that makes the
+estimate generalise worse fails; and the shipped estimate_errors.json must be what the
+computation gives (regenerated with the documented command)."""
+
+from __future__ import annotations
+
+import pytest
+
+from infer_prof.estimate.expected_error import load_expected_error
+from tests.benchmark_scripts import load_benchmark
+
+loso = load_benchmark("estimate_loso")
+
+
+@pytest.fixture(scope="module")
+def doc() -> dict:
+    found, skipped = loso.cases()
+    return loso.report(loso.held_out(found), skipped)
+
+
+def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
+    # 2026-12-02: n=176, median 14.2 %, p90 27.7 % (the goal: 10 % / 25 %, not met)
+    s = doc["overall"]
+    assert s.n >= 176
+    assert s.median_abs_error_pct <= 15.0
+    assert s.p90_abs_error_pct <= 29.5
+    fam = doc["by_family"]
+    assert fam["Hopper"].median_abs_error_pct <= 16.5  # today 15.3
+    assert fam["Blackwell"].median_abs_error_pct <= 13.0  # today 12.0
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 11.0  # today 10.1
+
+
+def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
+    tp = doc["tp_ratio"]
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 5.5  # today 4.5
+    pairs = doc["gpu_pairs"]
+    assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 85.0  # today 105/121, 86.8 %
+
+
+def test_every_fold_leaves_its_source_out_and_every_point_is_predicted_once(doc: dict) -> None:
+    rows = doc["rows"]
+    assert len({r.id for r in rows}) == len(rows)
+    assert {r.source for r in rows} >= {
+        "infer-prof's own runs on one H100 SXM, vLLM 0.26.0, 2026-11-23"}
+    for r in doc["not_predicted"]:
+        assert r["why"]
+
+
+def test_the_shipped_errors_file_is_this_computation(doc: dict) -> None:
+    held = load_expected_error().held_out
+    assert held is not None, "run: python benchmarks/estimate_loso.py --write"
+    assert held.overall.n == doc["overall"].n
+    assert held.overall.median_abs_error_pct == pytest.approx(
+        doc["overall"].median_abs_error_pct, abs=0.15)
+    assert set(held.by_cell) == set(doc["by_cell"])

@@ -1,0 +1,110 @@
+"""The expected-error interval a configuration is looked up by (family + precision + TP +
+interconnect), from the held-out-by-source section of estimate_errors.json."""
+
+from __future__ import annotations
+
+import pytest
+
+from infer_prof.estimate.expected_error import (
+    MIN_CELL_POINTS,
+    ExpectedError,
+    HeldOutErrors,
+    HeldOutStats,
+    load_expected_error,
+    parse_errors,
+)
+
+
+def _s(n: int, median: float, p90: float) -> HeldOutStats:
+    return HeldOutStats(n, median, p90)
+
+
+HELD = HeldOutErrors(
+    overall=_s(100, 20.0, 60.0),
+    by_family={"Hopper": _s(80, 12.0, 30.0), "Blackwell": _s(20, 50.0, 70.0)},
+    by_precision={"bf16": _s(10, 8.0, 15.0), "mxfp4": _s(90, 22.0, 64.0)},
+    by_tp={"1": _s(40, 30.0, 70.0), "2": _s(60, 15.0, 40.0)},
+    by_interconnect={"none": _s(40, 30.0, 70.0), "link": _s(60, 15.0, 40.0)},
+    by_cell={"Hopper|mxfp4|2|link": _s(MIN_CELL_POINTS, 9.0, 18.0),
+             "Hopper|bf16|1|none": _s(2, 1.0, 2.0)},
+    source="test")
+ERRORS = ExpectedError(20.0, {"Hopper": 12.0}, "says", HELD)
+
+
+def test_a_cell_with_enough_points_gives_its_own_figures() -> None:
+    iv = ERRORS.interval("Hopper", "mxfp4", 2, "nvlink")
+    assert (iv.median_pct, iv.p90_pct, iv.n, iv.validated) == (9.0, 18.0, MIN_CELL_POINTS, True)
+
+
+def test_a_small_cell_takes_the_worst_of_its_groups() -> None:
+    iv = ERRORS.interval("Hopper", "bf16", 1)
+    # family 12/30, precision 8/15, TP1 30/70, interconnect none 30/70: the largest of each
+    assert (iv.median_pct, iv.p90_pct, iv.validated) == (30.0, 70.0, True)
+
+
+@pytest.mark.parametrize(("family", "precision", "tp", "link", "missing"), [
+    ("Ampere", "bf16", 1, None, "GPU family Ampere"),
+    ("Hopper", "awq", 1, None, "precision awq"),
+    ("Hopper", "mxfp4", 4, "nvlink", "TP4"),
+    ("Hopper", "mxfp4", 2, "pcie", "interconnect pcie"),
+])
+def test_a_configuration_without_held_out_points_is_unvalidated(
+        family: str, precision: str, tp: int, link: str | None, missing: str) -> None:
+    iv = ERRORS.interval(family, precision, tp, link)
+    assert not iv.validated and missing in iv.missing
+    assert (iv.median_pct, iv.p90_pct) == (20.0, 60.0)  # the overall figures, said so
+    assert iv.describe().startswith("unvalidated: no held-out point of")
+
+
+def test_bounds_are_the_measured_values_within_the_p90_error() -> None:
+    iv = ERRORS.interval("Hopper", "mxfp4", 2, "nvlink")  # p90 18 %
+    slow, fast = iv.throughput_bounds(118.0) or (0.0, 0.0)
+    assert slow == pytest.approx(100.0) and fast == pytest.approx(118.0 / 0.82)
+
+
+def test_format_validated_only_for_precisions_with_held_out_points() -> None:
+    assert ERRORS.format_validated("mxfp4") and not ERRORS.format_validated("awq")
+    assert not ExpectedError(None, {}, "x").format_validated("bf16")
+
+
+def test_a_file_without_the_section_keeps_the_old_reading() -> None:
+    e = parse_errors({"expected_error_pct": 7.0, "by_family": {"Hopper": 6.0}})
+    assert e.for_family("Hopper") == 6.0 and e.held_out is None
+    assert not e.interval("Hopper", "bf16", 1).validated
+    assert parse_errors({"expected_error_pct": 7.0, "held_out": {"bad": 1}}).held_out is None
+
+
+def test_the_shipped_file_has_the_held_out_section() -> None:
+    e = load_expected_error()
+    assert e.held_out is not None and e.held_out.overall.n > 100
+    assert e.overall_pct == e.held_out.overall.median_abs_error_pct
+    assert "held out" in e.held_out.source
+    # weight-only formats have no held-out point yet: unvalidated
+    for fmt in ("awq", "gptq", "bnb-nf4"):
+        assert not e.format_validated(fmt)
+    assert e.format_validated("mxfp4") and e.format_validated("bf16")
+
+
+def test_loso_helpers_group_ratios_and_versions() -> None:
+    from tests.benchmark_scripts import load_benchmark
+    loso = load_benchmark("estimate_loso")
+    assert loso.version_at_least("0.13.0") and loso.version_at_least(">=0.10.1")
+    assert not loso.version_at_least("0.9.2") and not loso.version_at_least(None)
+    assert loso.interconnect("H100-SXM", 1) == "none"
+    assert loso.interconnect("H100-SXM", 4) == "link"
+    assert loso.interconnect("L40S", 2) == "pcie"
+
+    def held(id_: str, gpu: str, tp: int, measured: float, predicted: float):
+        return loso.Held(id=id_, source="s", gpu=gpu, family="Hopper", model="m",
+                         precision="bf16", tp=tp, interconnect="", input_len=1, output_len=1,
+                         concurrency=4, engine_version="0.13.0", goal_set=True,
+                         measured=measured, predicted=predicted,
+                         error_pct=(predicted / measured - 1) * 100)
+
+    rows = [held("a-tp1-x", "H100-SXM", 1, 100.0, 100.0),
+            held("a-tp4-x", "H100-SXM", 4, 50.0, 80.0),
+            held("b-tp1-x", "H200", 1, 120.0, 90.0)]
+    (tp,) = loso.tp_ratios(rows)
+    assert (tp.measured, tp.predicted) == (0.5, 0.8) and tp.error_pct == pytest.approx(60.0)
+    (pair,) = loso.gpu_pairs(rows)  # H100 vs H200 at TP1: measured slower, predicted faster
+    assert not pair.order_right

@@ -1,0 +1,69 @@
+"""Weight-only formats' dequantization cost and the per-step time tensor parallelism does not
+shrink, checked by hand on the step model."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from infer_prof.catalog.gpus import catalog
+from infer_prof.catalog.models import resolve_model
+from infer_prof.core.estimate.decode_step import fixed_step_s, step_cost
+from infer_prof.core.estimate.deployment import Deployment
+from infer_prof.core.estimate.factors import HOPPER_FIT
+from infer_prof.core.estimate.frontier_model import predict_point
+from infer_prof.core.estimate.weight_only import WEIGHT_ONLY, weight_only_cost
+
+ARCH = resolve_model("llama-3.1-8b", create_tiny=False, fetch=False).spec
+H100 = catalog()["H100-SXM"]
+A100 = catalog()["A100-80GB-SXM"]
+
+
+def _d(precision: str, gpu=H100, n: int = 1, **factors: float) -> Deployment:
+    f = msgspec.structs.replace(HOPPER_FIT, **factors) if factors else HOPPER_FIT
+    return Deployment(arch=ARCH, gpu=gpu, gpu_count=n, precision=precision, factors=f,
+                      link_gbps=900.0 if n > 1 else None)
+
+
+def test_small_batch_reads_packed_weights_at_the_format_share() -> None:
+    awq, bnb = step_cost(_d("awq"), batch=1, context=0), step_cost(_d("bnb-nf4"), batch=1,
+                                                                     context=0)
+    bw = H100.memory_bandwidth_gbps * 1e9
+    assert awq.bound == "memory"
+    assert awq.memory_s == pytest.approx(awq.weight_bytes / (bw * HOPPER_FIT.mbu * 0.98))
+    assert bnb.memory_s == pytest.approx(bnb.weight_bytes / (bw * HOPPER_FIT.mbu * 0.7))
+    assert awq.time_s < step_cost(_d("bf16"), batch=1, context=0).time_s < bnb.time_s * 3
+
+
+def test_large_batch_pays_the_dequantization_per_flop() -> None:
+    bf16 = step_cost(_d("bf16"), batch=512, context=0)
+    awq = step_cost(_d("awq"), batch=512, context=0)
+    assert bf16.bound == awq.bound == "compute"
+    assert awq.compute_s == pytest.approx(bf16.compute_s / WEIGHT_ONLY["awq"].compute_share)
+
+
+def test_fp8_runs_weight_only_where_the_gpu_has_no_fp8_math() -> None:
+    assert weight_only_cost("fp8", H100) is None
+    assert weight_only_cost("fp8", A100) is WEIGHT_ONLY["fp8-weight-only"]
+    assert weight_only_cost("bf16", A100) is None and weight_only_cost("mxfp4", H100) is None
+
+
+def test_fixed_step_time_counts_every_layer_whatever_the_gpu_count() -> None:
+    f = msgspec.structs.replace(HOPPER_FIT, step_overhead_ms=0.3, layer_overhead_us=10.0)
+    assert fixed_step_s(f, 32) == pytest.approx(0.3e-3 + 32 * 10e-6)
+    one = step_cost(_d("bf16", step_overhead_ms=0.3, layer_overhead_us=10.0), batch=8,
+                    context=512)
+    four = step_cost(_d("bf16", n=4, step_overhead_ms=0.3, layer_overhead_us=10.0), batch=8,
+                     context=512)
+    assert one.overhead_s == four.overhead_s == pytest.approx(fixed_step_s(f, ARCH.num_layers))
+    assert four.memory_s == pytest.approx(one.memory_s / 4, rel=0.02)
+
+
+@pytest.mark.parametrize("concurrency", [1, 8, 64])
+def test_tp4_of_a_small_model_is_not_faster_per_gpu_than_tp1(concurrency: int) -> None:
+    kw = {"input_len": 1024, "output_len": 256, "concurrency": concurrency}
+    for factors in ({}, {"layer_overhead_us": 8.0}):
+        one = predict_point(_d("bf16", **factors), **kw)
+        four = predict_point(_d("bf16", n=4, **factors), **kw)
+        assert four.output_tok_s_per_gpu < one.output_tok_s_per_gpu
+        assert four.interactivity > one.interactivity  # faster per user, slower per GPU
