@@ -41,8 +41,9 @@ def reset_prefix_cache(
 ) -> CacheReset:
     """``POST <base_url>/reset_prefix_cache``, again up to ``attempts`` times ``wait_s``
     seconds apart (10 s in all) while the server answers ``{"success": false}`` (the last
-    point's requests, cut at its end, still hold blocks until the engine drops them). Never raises: a refusal (404, 405, 403, ...) or no answer is a
-    :class:`CacheReset` with ``done`` False and the reason."""
+    point's requests, cut at its end, still hold blocks until the engine drops them). Never
+    raises: a refusal (404, 405, 403, ...) or no answer is a :class:`CacheReset` with ``done``
+    False and the reason."""
     url = base_url.rstrip("/") + RESET_PATH
     detail = ""
     for attempt in range(max(1, attempts)):
