@@ -66,6 +66,7 @@ def _csv(rows: list[dict[str, Any]], best: dict[str, set[int]], paths: list[str]
 
 
 _QUALITY_KEYS = {c.key for c in columns_at("compare", "quality")}
+_OPTIONAL_KEYS = _QUALITY_KEYS | {c.key for c in columns_at("compare", "server")}
 
 
 def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
@@ -73,9 +74,10 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
     caption = "* best in its column" + (
         "; a run of repeats shows the mean ±SD across them (intervals below)" if repeated else "")
     t = Table(box=box.SIMPLE_HEAVY, caption=caption, caption_justify="left")
-    # the quality check's columns only where a run measured it (JSON and CSV keep every column)
+    # the quality check's and the server state's columns only where a run measured them (JSON
+    # and CSV keep every column)
     columns = [c for c in COLUMNS
-               if c.key not in _QUALITY_KEYS or any(row.get(c.key) is not None for row in rows)]
+               if c.key not in _OPTIONAL_KEYS or any(row.get(c.key) is not None for row in rows)]
     for c in columns:
         t.add_column(
             c.header,

@@ -35,14 +35,15 @@ def reset_prefix_cache(
     api_key: str | None = None,
     context: ssl.SSLContext | None = None,
     *,
-    attempts: int = 20,
+    attempts: int = 40,
     wait_s: float = 0.25,
     timeout_s: float = 30.0,
 ) -> CacheReset:
     """``POST <base_url>/reset_prefix_cache``, again up to ``attempts`` times ``wait_s``
-    seconds apart while the server answers ``{"success": false}`` (the last point's requests
-    still hold blocks). Never raises: a refusal (404, 405, 403, ...) or no answer is a
-    :class:`CacheReset` with ``done`` False and the reason."""
+    seconds apart (10 s in all) while the server answers ``{"success": false}`` (the last
+    point's requests, cut at its end, still hold blocks until the engine drops them). Never
+    raises: a refusal (404, 405, 403, ...) or no answer is a :class:`CacheReset` with ``done``
+    False and the reason."""
     url = base_url.rstrip("/") + RESET_PATH
     detail = ""
     for attempt in range(max(1, attempts)):

@@ -125,6 +125,9 @@ def vllm_flags(
         if recent and "--per-request-spec-decode-metrics" not in given:
             args += ["--per-request-spec-decode-metrics", "summary"]
     if reasoning_parser and "--reasoning-parser" not in given:
+        if vllm_version is not None and vllm_version < (0, 9) and "--enable-reasoning" not in given:
+            # the parser needed it before 0.9, which deprecated it (vllm-project/vllm#18404)
+            args.append("--enable-reasoning")
         args += ["--reasoning-parser", reasoning_parser]
     return args + lora_flags(lora_adapters, given) + list(extra_args)
 

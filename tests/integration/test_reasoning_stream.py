@@ -19,12 +19,12 @@ pytestmark = pytest.mark.integration
 THINK = 10  # reasoning tokens per stream
 
 
-def _run(url: str, tmp_path: Path, name: str, output_len: int) -> Path:
+def _run(url: str, tmp_path: Path, name: str, output_len: int, *extra: str) -> Path:
     out = tmp_path / f"{name}.json"
     p = cli("run", "--model", "tiny-llama", "--endpoint", url, "--api", "chat", "-c", "4",
             "-n", "16", "--input-len", "8", "--output-len", str(output_len), "--warmup", "none",
             "--no-history", "--no-progress", "--results-dir", str(tmp_path / "results"),
-            "--output", str(out))
+            "--output", str(out), *extra)
     assert p.returncode == 0, p.stderr[-3000:]
     return out
 
@@ -70,7 +70,11 @@ def test_requests_cut_while_thinking_have_no_ttfo_and_counts_fall_back_to_chunks
     assert (cut.reasoning.requests, cut.reasoning.ended_in_reasoning) == (16, 16)
     assert cut.summary.ttfo_ms is None and cut.summary.answer_tpot_ms is None  # null, never 0
     assert cut.summary.ttft_ms is not None and cut.summary.tpot_ms is not None
-    full = load_typed_result(_run(server.url, tmp_path, "full", 16))
+    full = load_typed_result(_run(server.url, tmp_path, "full", 16,
+                                  "--interactivity-of", "answer"))
     assert full.reasoning is not None and full.reasoning.token_source == "chunks"
+    s = full.summary  # interactivity over answer tokens: 1000 / answer TPOT p50
+    assert s.answer_tpot_ms is not None and s.interactivity_tok_s_user is not None
+    assert s.interactivity_tok_s_user == pytest.approx(1000 / s.answer_tpot_ms.p50, rel=1e-6)
     assert full.reasoning.reasoning_tokens_total == 16 * THINK
     assert full.reasoning.answer_tokens_total == 16 * (16 - THINK)

@@ -107,3 +107,23 @@ def test_a_reader_counts_reasoning_tokens_and_finds_the_first_answer_chunk(which
     b.close()
     assert toks == [1, 2, 1, 2, 1]
     assert (reader.reasoning_ct, reader.first_answer) == (4, 3)
+
+
+@pytest.mark.parametrize("which", ["python", "c"])
+def test_a_stream_that_answers_first_is_not_classified_further(which):
+    """A plain model's stream pays for its first chunk only: a later reasoning chunk is not
+    looked at (the server's usage still counts its tokens)."""
+    import socket
+
+    a, b = socket.socketpair()
+    b.setsockopt(socket.SOL_SOCKET, stamped_reader.SO_TIMESTAMPNS, 1)
+    b.setblocking(False)
+    sinks = stamped_reader.ReadSinks([], [], [], lambda data, t: True, lambda e: None, None)
+    reader = stamped_reader.make_reader(b, sinks, implementation=which)
+    reader.fast = 1
+    for ct, delta in ((1, b'{"content":"a"}'), (2, b'{"reasoning":"b"}')):
+        a.send(wire(chat(delta).replace(b'"completion_tokens":3', b'"completion_tokens":%d' % ct)))
+        reader()
+    a.close()
+    b.close()
+    assert (reader.reasoning_ct, reader.first_answer) == (0, 0)

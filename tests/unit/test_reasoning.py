@@ -132,10 +132,17 @@ def test_the_choice_the_option_and_the_flag():
         parse_reasoning_parser("Deep Seek", "--reasoning-parser")
 
 
-def vllm_flags_of(parser: str | None, extra: tuple[str, ...] = ()) -> list[str]:
+def vllm_flags_of(parser: str | None, extra: tuple[str, ...] = (),
+                  version: tuple[int, ...] | None = None) -> list[str]:
     from infer_prof.core.planning.plan_result import EngineSettings
 
-    return vllm_flags(EngineSettings(), extra, reasoning_parser=parser)
+    return vllm_flags(EngineSettings(), extra, reasoning_parser=parser, vllm_version=version)
+
+
+def test_vllm_before_0_9_also_gets_enable_reasoning():
+    assert "--enable-reasoning" in vllm_flags_of("deepseek_r1", version=(0, 8, 5))
+    assert "--enable-reasoning" not in vllm_flags_of("deepseek_r1", version=(0, 26, 0))
+    assert "--enable-reasoning" not in vllm_flags_of(None, version=(0, 8, 5))
 
 
 def test_a_model_known_to_reason_that_streamed_none_gets_one_line():
