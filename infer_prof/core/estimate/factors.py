@@ -114,9 +114,12 @@ HOPPER_FIT = StepFactors(
         "25.7 ms, mostly KV reads); mfu_decode = mfu_prefill = 0.65 from llama-3.1-8b bf16 at "
         "128 streams (TPOT 16.4 ms, compute bound); the same six points are predicted within "
         "12 % of output tok/s, but TTFT of one 512-token prompt at 10.9 ms against 17.5 "
-        "measured; allreduce_efficiency and allreduce_latency_us are assumptions, not "
-        "measured (no tensor-parallel run yet), and layer_overhead_us 0: one GPU cannot tell "
-        "it from step_overhead_ms (fits with tensor-parallel points move it)"
+        "measured; allreduce_efficiency 0.7 and allreduce_latency_us 10 not measured here, "
+        "but in line with vLLM's own all-reduce benchmark on H100 (vllm-project/vllm pull "
+        "24111, TP=6, the best kernel per size: 13 / 16 / 21 / 31 us at 0.5 / 1 / 2 / 4 MB, "
+        "about 11 us + 5 us a MB, i.e. 0.74 of NVLink's 450 GB/s one way for the ring's "
+        "2(n-1)/n bytes); layer_overhead_us 0: one GPU cannot tell it from step_overhead_ms "
+        "(fits with tensor-parallel points move it)"
     ),
 )
 """The Hopper defaults: fitted on the project's only GPU measurements (see ``source``)."""
