@@ -13,6 +13,7 @@ from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import HOPPER_FIT
 from infer_prof.core.estimate.frontier_model import predict_point
 from infer_prof.core.estimate.weight_only import WEIGHT_ONLY, weight_only_cost
+from infer_prof.core.planning.memory import weight_bytes
 
 ARCH = resolve_model("llama-3.1-8b", create_tiny=False, fetch=False).spec
 H100 = catalog()["H100-SXM"]
@@ -67,3 +68,21 @@ def test_tp4_of_a_small_model_is_not_faster_per_gpu_than_tp1(concurrency: int) -
         four = predict_point(_d("bf16", n=4, **factors), **kw)
         assert four.output_tok_s_per_gpu < one.output_tok_s_per_gpu
         assert four.interactivity > one.interactivity  # faster per user, slower per GPU
+
+
+def test_the_shares_are_the_published_ratios_to_16_bit() -> None:
+    # GPUStack, Qwen3-8B on one A100 80GB, vLLM 0.9.2, 1,000 ShareGPT prompts: tok/s
+    bf16 = 10338.25
+    assert WEIGHT_ONLY["awq"].compute_share == round(8066.03 / bf16, 2)  # AWQ Marlin
+    assert WEIGHT_ONLY["gptq"].compute_share == round(8146.73 / bf16, 2)  # GPTQ-Marlin int4
+    assert WEIGHT_ONLY["int8"].compute_share == round(7119.60 / bf16, 2)  # GPTQ-Marlin int8
+    assert WEIGHT_ONLY["bnb-nf4"].compute_share == round(5916.34 / bf16, 2)  # bitsandbytes
+    # Mistral-7B on one L4 at batch 1, vLLM 0.16.0: 61.4 (AWQ-Marlin) / 17.9 (FP16) tok/s for
+    # the planner's 16-bit / AWQ weight bytes
+    mistral = resolve_model("mistral-7b", create_tiny=False, fetch=False).spec
+    ratio = weight_bytes(mistral, "bf16") / weight_bytes(mistral, "awq")
+    assert WEIGHT_ONLY["awq"].bandwidth_share == round(61.4 / 17.9 / ratio, 2)
+    # bitsandbytes ~20 against AWQ ~30 tok/s at one request (vLLM issue 22780), 9/16 against
+    # 133/256 byte a weight: a share of AWQ's
+    assert WEIGHT_ONLY["bnb-nf4"].bandwidth_share == pytest.approx(
+        20 / 30 * (9 / 16) / (133 / 256) * WEIGHT_ONLY["awq"].bandwidth_share, abs=0.02)
