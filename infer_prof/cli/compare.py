@@ -8,7 +8,7 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 import typer
@@ -40,6 +40,9 @@ from infer_prof.results.document import Result
 from infer_prof.results.identity import PLACEMENT_FIELDS, differing_fields, readable_name
 from infer_prof.results.loading import load_typed_results
 from infer_prof.results.schema import ResultFileError
+
+if TYPE_CHECKING:
+    from infer_prof.cli.compare_tiers import TierTable
 
 FORMATS = ("table", "markdown", "csv", "json")
 
@@ -257,7 +260,7 @@ def _warn_about_status(runs: _Runs) -> None:
 
 
 def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict[str, set[int]],
-                      runs: _Runs, tier_costs: dict[str, Any] | None) -> None:
+                      runs: _Runs, tier_costs: TierTable | None) -> None:
     """The table in ``output_format`` on stdout (with the tier costs for ``json`` and
     ``table`` when asked for)."""
     paths = [str(x.path) for x in runs.loaded]
@@ -272,7 +275,8 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
         if adapters:  # runs over LoRA adapters: each run's figures per adapter
             payload["adapters"] = msgspec.to_builtins(adapters)
         if tier_costs is not None:
-            payload["tiers"] = {"market": tier_costs["market"], "runs": tier_costs["runs"]}
+            payload["tiers"] = {"market": tier_costs.market.to_dict(),
+                                "runs": msgspec.to_builtins(tier_costs.runs)}
         typer.echo(json.dumps(payload, indent=2, default=str))
     elif output_format == "csv":
         sys.stdout.write(_csv(rows, best, paths))
@@ -295,7 +299,7 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
             print_tiers(console, runs.names, tier_costs)
 
 
-def _tiers(results: list[Result], prices_from: str | None) -> dict[str, Any]:
+def _tiers(results: list[Result], prices_from: str | None) -> TierTable:
     """``compare --tiers``: each run's cost per tier (infer_prof.cli.compare_tiers)."""
     from infer_prof.cli.compare_tiers import tiers_for
 
