@@ -246,17 +246,43 @@ def _qwen3_next(cfg: dict[str, Any], layers: int) -> HybridLayers:
                         attention_gate=bool(cfg.get("attn_output_gate", True)))
 
 
-def _mamba2(cfg: dict[str, Any], hidden: int, *, heads: str, head_dim: str, state: str,
-            groups: str, kernel: str, conv_bias: str, bias: str,
-            inner: int | None = None) -> LinearMixer:
-    h, p = _int(cfg, heads), _int(cfg, head_dim)
-    n, g, k = _int(cfg, state), _int(cfg, groups, 1), _int(cfg, kernel, 4)
+@dataclass(frozen=True)
+class Mamba2Fields:
+    """How one family's config.json spells its Mamba2 fields: the number of SSM heads, the head
+    width, the state size N, the number of B/C groups, the causal convolution's kernel width,
+    and the flags for the convolution's bias and the projections' bias."""
+
+    heads: str
+    head_dim: str
+    state: str
+    groups: str
+    kernel: str
+    conv_bias: str
+    bias: str
+
+
+_NEMOTRON_H_MAMBA2 = Mamba2Fields(
+    heads="mamba_num_heads", head_dim="mamba_head_dim", state="ssm_state_size",
+    groups="n_groups", kernel="conv_kernel", conv_bias="use_conv_bias", bias="use_bias")
+"""NemotronH's spelling."""
+_MAMBA_PREFIXED_MAMBA2 = Mamba2Fields(
+    heads="mamba_n_heads", head_dim="mamba_d_head", state="mamba_d_state",
+    groups="mamba_n_groups", kernel="mamba_d_conv", conv_bias="mamba_conv_bias",
+    bias="mamba_proj_bias")
+"""GraniteMoeHybrid's and Falcon-H1's spelling."""
+
+
+def _mamba2(cfg: dict[str, Any], fields: Mamba2Fields, inner: int | None = None) -> LinearMixer:
+    """A Mamba2 mixer read from ``cfg`` as ``fields`` spells it; ``inner`` the SSM width
+    (heads x head width when not given)."""
+    h, p = _int(cfg, fields.heads), _int(cfg, fields.head_dim)
+    n, g, k = _int(cfg, fields.state), _int(cfg, fields.groups, 1), _int(cfg, fields.kernel, 4)
     i = inner if inner is not None else h * p
     conv = i + 2 * g * n
     return LinearMixer(kind="mamba2", conv_kernel=k, conv_channels=conv, heads=h, rows=p,
                        cols=n, inner=i, in_proj=2 * i + 2 * g * n + h, groups=g,
-                       group_width=n, norm_width=i, bias=bool(cfg.get(bias, False)),
-                       conv_bias=bool(cfg.get(conv_bias, True)))
+                       group_width=n, norm_width=i, bias=bool(cfg.get(fields.bias, False)),
+                       conv_bias=bool(cfg.get(fields.conv_bias, True)))
 
 
 def _nemotron_h(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
@@ -280,9 +306,7 @@ def _nemotron_h(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
                                 "(known: 'M', '*', '-', 'E')")
     mixers = tuple({"M": "linear", "*": "attention"}.get(c, "none") for c in pattern)
     mlps = tuple({"-": "plain", "E": "moe"}.get(c, "none") for c in pattern)
-    mixer = _mamba2(cfg, hidden, heads="mamba_num_heads", head_dim="mamba_head_dim",
-                    state="ssm_state_size", groups="n_groups", kernel="conv_kernel",
-                    conv_bias="use_conv_bias", bias="use_bias")
+    mixer = _mamba2(cfg, _NEMOTRON_H_MAMBA2)
     # NemotronHForCausalLMConfig: the SSM state is float32 unless the config says otherwise
     ssm = str(cfg.get("mamba_ssm_cache_dtype") or "float32")
     return HybridLayers("nemotron_h", mixers, mixer, mlps=mlps, norms_per_layer=1,
@@ -295,10 +319,7 @@ def _granite(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
     mixers = _kinds_from_list(cfg, "layer_types", layers, {
         "attention": "attention", "mamba": "linear", "full_attention": "attention",
         "linear_attention": "linear"})
-    mixer = _mamba2(cfg, hidden, heads="mamba_n_heads", head_dim="mamba_d_head",
-                    state="mamba_d_state", groups="mamba_n_groups", kernel="mamba_d_conv",
-                    conv_bias="mamba_conv_bias", bias="mamba_proj_bias",
-                    inner=_int(cfg, "mamba_expand", 2) * hidden)
+    mixer = _mamba2(cfg, _MAMBA_PREFIXED_MAMBA2, inner=_int(cfg, "mamba_expand", 2) * hidden)
     return HybridLayers("granitemoehybrid", mixers, mixer)
 
 
@@ -308,9 +329,7 @@ def _falcon_h1(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
     head = cfg.get("mamba_d_head")
     if head in (None, "auto"):
         cfg = {**cfg, "mamba_d_head": width // _int(cfg, "mamba_n_heads")}
-    mixer = _mamba2(cfg, hidden, heads="mamba_n_heads", head_dim="mamba_d_head",
-                    state="mamba_d_state", groups="mamba_n_groups", kernel="mamba_d_conv",
-                    conv_bias="mamba_conv_bias", bias="mamba_proj_bias", inner=width)
+    mixer = _mamba2(cfg, _MAMBA_PREFIXED_MAMBA2, inner=width)
     return HybridLayers("falcon_h1", ("both",) * layers, mixer)
 
 
