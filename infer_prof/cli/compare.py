@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any
 
+import msgspec
 import typer
 from rich import box
 from rich.console import Console
@@ -278,7 +279,7 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
             "differing_fields": runs.diff,
         }
         if adapters:  # runs over LoRA adapters: each run's figures per adapter
-            payload["adapters"] = adapters
+            payload["adapters"] = msgspec.to_builtins(adapters)
         if tier_costs is not None:
             payload["tiers"] = {"market": tier_costs["market"], "runs": tier_costs["runs"]}
         typer.echo(json.dumps(payload, indent=2, default=str))
