@@ -15,6 +15,7 @@ import typer
 from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from infer_prof.cli.common import fail
@@ -69,8 +70,10 @@ def _csv(rows: list[dict[str, Any]], best: dict[str, set[int]], paths: list[str]
     return buf.getvalue()
 
 
-_QUALITY_KEYS = {c.key for c in columns_at("compare", "quality")}
-_OPTIONAL_KEYS = _QUALITY_KEYS | {c.key for c in columns_at("compare", "server")}
+#: Columns the console table shows only where some run has a value (the metric table's
+#: ``when_measured``): the quality check, the server state, a reasoning model's.
+_OPTIONAL_KEYS = {c.key for c in columns_at("compare")
+                  if c.metric.shows["compare"].when_measured}
 
 
 def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
@@ -78,8 +81,8 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
     caption = "* best in its column" + (
         "; a run of repeats shows the mean ±SD across them (intervals below)" if repeated else "")
     t = Table(box=box.SIMPLE_HEAVY, caption=caption, caption_justify="left")
-    # the quality check's and the server state's columns only where a run measured them (JSON
-    # and CSV keep every column)
+    # the quality check's, the server state's and a reasoning model's columns only where a run
+    # measured them (JSON and CSV keep every column)
     columns = [c for c in COLUMNS
                if c.key not in _OPTIONAL_KEYS or any(row.get(c.key) is not None for row in rows)]
     for c in columns:
@@ -97,6 +100,12 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
             cells.append(f"[bold]{text}*[/bold]" if i in best.get(c.key, set()) else text)
         t.add_row(*cells)
     return t
+
+
+def _natural_width(table: Table) -> int:
+    """The characters ``table`` takes when nothing is squeezed (its widest rendering)."""
+    wide = Console(width=10_000)
+    return Measurement.get(wide, wide.options, table).maximum
 
 
 def _interval_table(rows: list[dict[str, Any]]) -> Table | None:
@@ -283,10 +292,11 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
     elif output_format == "markdown":
         sys.stdout.write(compare_markdown(rows, best) + comparison_adapter_markdown(adapters))
     else:
+        table = _table(rows, best)
         console = Console()
-        if not console.is_terminal:
-            console = Console(width=400)  # a pipe or file: never squeeze or wrap the columns
-        console.print(_table(rows, best))
+        if not console.is_terminal:  # a pipe or file: never squeeze or wrap the columns
+            console = Console(width=max(400, _natural_width(table)))
+        console.print(table)
         per_adapter = comparison_adapter_table(adapters)
         if per_adapter is not None:
             console.print(per_adapter)
