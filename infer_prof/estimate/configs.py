@@ -82,20 +82,37 @@ class Config:
         return tuple(out)
 
 
-def config_for(model: ModelSpec, gpu: GpuSpec, gpu_count: int, *, input_len: int,
-               output_len: int, quantization: str, kv_cache_dtype: str = "auto",
-               catalog: Sequence[GpuSpec] = (), link: TpLink | None = None,
-               support: Support | None = None) -> Config | str:
-    """The :class:`Config` of ``model`` on ``gpu_count`` x ``gpu`` at ``quantization`` (a
-    planner precision, or ``auto``) and ``kv_cache_dtype``, or one line saying why there is
+@dataclass(frozen=True)
+class ConfigRequest:
+    """One configuration asked of the planner: ``gpu_count`` x ``gpu`` at the weight precision
+    ``quantization`` (a planner precision, or ``auto``) and ``kv_cache_dtype``, for one sequence
+    of ``input_len + output_len`` tokens; ``link`` and ``support`` when the caller already has
+    them (else looked up: :func:`infer_prof.catalog.interconnects.tp_link`,
+    :func:`infer_prof.catalog.vllm_support.precision_support`)."""
+
+    gpu: GpuSpec
+    gpu_count: int
+    input_len: int
+    output_len: int
+    quantization: str
+    kv_cache_dtype: str = "auto"
+    link: TpLink | None = None
+    support: Support | None = None
+
+
+def config_for(model: ModelSpec, ask: ConfigRequest,
+               catalog: Sequence[GpuSpec] = ()) -> Config | str:
+    """The :class:`Config` of ``model`` as ``ask`` describes it, or one line saying why there is
     none: the count does not split the model's heads, nothing holds one sequence, no FLOP/s
     figure, a precision the planner refuses here."""
+    gpu, gpu_count = ask.gpu, ask.gpu_count
+    input_len, output_len = ask.input_len, ask.output_len
     caps = EngineCaps(build="cuda", checked=False)
     try:
         check_tensor_parallel(model, gpu_count)
         p = plan(PlanRequest(model, gpu, gpus=gpu_count, concurrency=1, input_len=input_len,
-                             output_len=output_len, quantization=quantization, caps=caps,
-                             kv_cache_dtype=kv_cache_dtype, catalog=catalog),
+                             output_len=output_len, quantization=ask.quantization, caps=caps,
+                             kv_cache_dtype=ask.kv_cache_dtype, catalog=catalog),
                  with_suggestions=False)
     except PlanError as exc:
         return str(exc)
@@ -113,9 +130,9 @@ def config_for(model: ModelSpec, gpu: GpuSpec, gpu_count: int, *, input_len: int
                   max_concurrency=min(p.memory.max_sequences, max_seqs),
                   max_num_batched_tokens=budget, kv_cache_dtype=kv,
                   notes=(("fp8 KV cache (the planner's choice)",)
-                         if kv == "fp8" and kv_cache_dtype != "fp8" else ()),
-                  support=support or precision_support(gpu, p.precision),
-                  link=link if link is not None else tp_link(gpu.key, gpu_count))
+                         if kv == "fp8" and ask.kv_cache_dtype != "fp8" else ()),
+                  support=ask.support or precision_support(gpu, p.precision),
+                  link=ask.link if ask.link is not None else tp_link(gpu.key, gpu_count))
 
 
 def plan_configs(model: ModelSpec, gpu: GpuSpec, *, input_len: int, output_len: int,
@@ -127,8 +144,8 @@ def plan_configs(model: ModelSpec, gpu: GpuSpec, *, input_len: int, output_len: 
     counts = (gpus,) if gpus else GPU_COUNTS
     why = ""
     for n in counts:
-        c = config_for(model, gpu, n, input_len=input_len, output_len=output_len,
-                       quantization=quantization, catalog=catalog)
+        c = config_for(model, ConfigRequest(gpu, n, input_len=input_len, output_len=output_len,
+                                            quantization=quantization), catalog)
         if isinstance(c, Config):
             return [c]
         if c.startswith("the GPU catalog has no"):

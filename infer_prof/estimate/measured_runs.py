@@ -11,7 +11,8 @@ as ``infer-prof history`` finds it), a history location (a SQLite file, ``sqlite
 - not a closed loop at a fixed concurrency (an open-loop ``--request-rate`` run, a matrix);
 - incomplete, or marked invalid by its validity checks, or without a throughput;
 - a model whose architecture the planner cannot read offline, or a precision not recorded;
-- a configuration the estimate cannot predict (a precision without a FLOP/s figure for the GPU).
+- a configuration the estimate cannot predict (a precision the released vLLM does not run on the
+  GPU, by the support table, or one without a FLOP/s figure for the GPU).
 
 Random-weights runs (``--load-format dummy``) are kept: their speed is the real model's.
 """
@@ -27,6 +28,7 @@ from pathlib import Path
 from infer_prof.catalog.estimate_factors import factors_for
 from infer_prof.catalog.gpus import catalog, match_gpu_name
 from infer_prof.catalog.interconnects import tp_link
+from infer_prof.catalog.vllm_support import precision_support
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.estimate.factors import family_of
@@ -140,6 +142,9 @@ def to_measured(result: Result, source: str) -> MeasuredRun | str:
         over_pcie=link is not None and link.kind == "pcie",
         kv_cache_dtype="fp8" if result.plan is not None and result.plan.kv_cache_dtype == "fp8"
         else "auto")
+    support = precision_support(gpu, precision)
+    if not support.runs:
+        return f"the estimate cannot predict it (released vLLM does not run it: {support.why})"
     try:
         predict_run(factors_for(gpu), run)
     except ValueError as exc:

@@ -46,7 +46,13 @@ from infer_prof.core.catalog.market import InstanceOffer, filter_offers
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.planning.memory import check_tensor_parallel, checkpoint_precision
 from infer_prof.core.planning.precisions import PlanError, normalize_precision
-from infer_prof.estimate.configs import GPU_COUNTS, LOSSY_WEIGHTS, Config, config_for
+from infer_prof.estimate.configs import (
+    GPU_COUNTS,
+    LOSSY_WEIGHTS,
+    Config,
+    ConfigRequest,
+    config_for,
+)
 from infer_prof.estimate.document import SearchSummary, Skipped, Unsupported
 from infer_prof.estimate.request import EstimateRequest
 
@@ -196,10 +202,10 @@ def search(request: EstimateRequest, gpus: Sequence[GpuSpec], offers: Sequence[I
                         kept["quality"] += 1
                         continue
                     planned += 1
-                    c = config_for(model, g, n, input_len=request.input_len,
-                                   output_len=request.output_len, quantization=p,
-                                   kv_cache_dtype=kv, catalog=catalog, link=link,
-                                   support=support)
+                    ask = ConfigRequest(g, n, input_len=request.input_len,
+                                        output_len=request.output_len, quantization=p,
+                                        kv_cache_dtype=kv, link=link, support=support)
+                    c = config_for(model, ask, catalog)
                     if isinstance(c, Config):
                         out.configs.append(c)
                         continue

@@ -20,7 +20,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
@@ -71,7 +71,7 @@ def chunk_tokens_of(choice: dict[str, Any]) -> int:
     return 0
 
 
-def chunk_kind_of(choice: dict[str, Any]) -> int:
+def chunk_kind_of(choice: Mapping[str, object]) -> int:
     """What a parsed chunk's choice carries, by the fast path's rule
     (:func:`infer_prof.loadgen.stamped_reader.chunk_kind_py`): the answer (non-empty
     ``content`` or ``tool_calls``; a completion's ``text``), else reasoning (a ``reasoning`` or
@@ -401,7 +401,7 @@ class _Exchange:
         return k
 
 
-def read_cached_tokens(usage: dict[str, Any], record: RequestRecord) -> None:
+def read_cached_tokens(usage: Mapping[str, object], record: RequestRecord) -> None:
     """The prompt tokens the server found in its prefix cache, where its usage says it:
     ``usage.prompt_tokens_details.cached_tokens`` (OpenAI's field; vLLM sends it when started
     with ``--enable-prompt-tokens-details``)."""

@@ -4,14 +4,16 @@ run's own tables, and the same rows for ``compare`` (one row per run and adapter
 Each row is one adapter (``base``: the served model itself) from the result's ``lora`` section
 (:class:`infer_prof.results.lora_sections.AdapterFigures`): requests asked and sent (shares of
 the measured requests), completed, TTFT and TPOT p50/p99 (ms), and output tokens/s over the
-whole run's window (so the rows add up to the run's ``output tokens/s``).
+whole run's window (so the rows add up to the run's ``output tokens/s``). A row is an
+:class:`AdapterRow`, declared once: the console and Markdown tables, the HTML report's section
+(:mod:`infer_prof.report.lora_section`) and ``compare --format json`` read its fields.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 
@@ -36,33 +38,71 @@ COLUMNS = (
 OPTIONAL = ("TTFT p99", "TPOT p99", "asked")
 
 
-def adapter_row(f: AdapterFigures) -> dict[str, Any]:
-    """One adapter's figures as a row (keys of :data:`COLUMNS`; latencies in ms, None when not
-    measured)."""
-    return {
-        "adapter": f.adapter,
-        "share_asked": f.share_asked,
-        "share_sent": f.share_sent,
-        "requests_completed": f.requests_completed,
-        "requests_failed": f.requests_failed,
-        "ttft_p50_ms": _stat(f.ttft_ms, "p50"),
-        "ttft_p99_ms": _stat(f.ttft_ms, "p99"),
-        "tpot_p50_ms": _stat(f.tpot_ms, "p50"),
-        "tpot_p99_ms": _stat(f.tpot_ms, "p99"),
-        "output_throughput": f.output_throughput,
-    }
+class AdapterRow(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One adapter's row: the adapter (``base``: the served model itself), its share of requests
+    asked and sent (fractions), requests completed and failed, TTFT and TPOT p50/p99 (ms) and
+    output tokens/s over the run's window; None where not measured. ``run`` names the run in
+    ``compare`` (None, and left out of the JSON, in a single run's table). Encoded as JSON in
+    this field order (``compare --format json``'s ``adapters``)."""
+
+    run: str | None = None
+    adapter: str
+    share_asked: float | None
+    share_sent: float | None
+    requests_completed: int | None
+    requests_failed: int | None
+    ttft_p50_ms: float | None
+    ttft_p99_ms: float | None
+    tpot_p50_ms: float | None
+    tpot_p99_ms: float | None
+    output_throughput: float | None
+
+    def figures(self) -> tuple[float | None, ...]:
+        """The row's figures in the order of :data:`COLUMNS` after ``adapter``."""
+        return (self.share_asked, self.share_sent, self.requests_completed, self.ttft_p50_ms,
+                self.ttft_p99_ms, self.tpot_p50_ms, self.tpot_p99_ms, self.output_throughput)
 
 
-def _stat(d: Distribution | None, name: str) -> float | None:
-    return None if d is None else getattr(d, name)
+def adapter_row(f: AdapterFigures, run: str | None = None) -> AdapterRow:
+    """One adapter's figures as a row (latencies in ms, None when not measured), of the run
+    named ``run`` in ``compare``."""
+    return AdapterRow(
+        run=run,
+        adapter=f.adapter,
+        share_asked=f.share_asked,
+        share_sent=f.share_sent,
+        requests_completed=f.requests_completed,
+        requests_failed=f.requests_failed,
+        ttft_p50_ms=_p50(f.ttft_ms),
+        ttft_p99_ms=_p99(f.ttft_ms),
+        tpot_p50_ms=_p50(f.tpot_ms),
+        tpot_p99_ms=_p99(f.tpot_ms),
+        output_throughput=f.output_throughput,
+    )
 
 
-def adapter_rows(result: Result) -> list[dict[str, Any]]:
-    """The rows of a result's adapters (:func:`adapter_row`); [] for a run without them."""
-    return [adapter_row(f) for f in result.lora.per_adapter] if result.lora else []
+def _p50(d: Distribution | None) -> float | None:
+    return None if d is None else d.p50
 
 
-def _cell(key: str, value: Any) -> str:
+def _p99(d: Distribution | None) -> float | None:
+    return None if d is None else d.p99
+
+
+def adapter_rows(result: Result, run: str | None = None) -> list[AdapterRow]:
+    """The rows of a result's adapters (:func:`adapter_row`), of the run named ``run`` in
+    ``compare``; [] for a run without them."""
+    return [adapter_row(f, run) for f in result.lora.per_adapter] if result.lora else []
+
+
+def cells(row: AdapterRow) -> list[str]:
+    """The row's console and Markdown cells in the order of :data:`COLUMNS`: shares as whole
+    percents, output tokens/s to 0.1, other figures to 0.01, ``n/a`` where not measured."""
+    return [row.adapter] + [_cell(key, value) for (key, _), value
+                            in zip(COLUMNS[1:], row.figures(), strict=True)]
+
+
+def _cell(key: str, value: float | None) -> str:
     if value is None:
         return "n/a"
     if key.startswith("share_"):
@@ -84,7 +124,7 @@ def adapter_table(result: Result) -> Table | None:
     for key, header in COLUMNS:
         t.add_column(header, justify="left" if key == "adapter" else "right")
     for row in rows:
-        t.add_row(*(_cell(k, row[k]) for k, _ in COLUMNS))
+        t.add_row(*cells(row))
     return t
 
 
@@ -96,13 +136,13 @@ def print_adapters(result: Result, console: Console) -> None:
 
 
 def comparison_adapter_rows(results: Sequence[Result], names: Sequence[str]
-                            ) -> list[dict[str, Any]]:
-    """``compare``'s adapter rows: each run's (named ``names[i]``, key ``run``) adapter rows."""
-    return [{"run": name, **row} for r, name in zip(results, names, strict=True)
-            for row in adapter_rows(r)]
+                            ) -> list[AdapterRow]:
+    """``compare``'s adapter rows: each run's adapter rows, ``run`` its name ``names[i]``."""
+    return [row for r, name in zip(results, names, strict=True)
+            for row in adapter_rows(r, name)]
 
 
-def comparison_adapter_table(rows: Sequence[dict[str, Any]]) -> Table | None:
+def comparison_adapter_table(rows: Sequence[AdapterRow]) -> Table | None:
     """``compare``'s per-adapter table: a ``run`` column, then :data:`COLUMNS`; None without
     rows."""
     if not rows:
@@ -112,11 +152,11 @@ def comparison_adapter_table(rows: Sequence[dict[str, Any]]) -> Table | None:
     for key, header in COLUMNS:
         t.add_column(header, justify="left" if key == "adapter" else "right")
     for row in rows:
-        t.add_row(str(row["run"]), *(_cell(k, row[k]) for k, _ in COLUMNS))
+        t.add_row(str(row.run), *cells(row))
     return t
 
 
-def comparison_adapter_markdown(rows: Sequence[dict[str, Any]]) -> str:
+def comparison_adapter_markdown(rows: Sequence[AdapterRow]) -> str:
     """``compare --format markdown``'s per-adapter table (a ``run`` column, then
     :data:`COLUMNS`), after a blank line; '' without rows."""
     if not rows:
@@ -125,6 +165,5 @@ def comparison_adapter_markdown(rows: Sequence[dict[str, Any]]) -> str:
              "| run | " + " | ".join(h for _, h in COLUMNS) + " |",
              "|---|" + "|".join("---" if k == "adapter" else "---:" for k, _ in COLUMNS) + "|"]
     for row in rows:
-        lines.append(f"| {row['run']} | " + " | ".join(_cell(k, row[k]) for k, _ in COLUMNS)
-                     + " |")
+        lines.append(f"| {row.run} | " + " | ".join(cells(row)) + " |")
     return "\n".join(lines) + "\n"

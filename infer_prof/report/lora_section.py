@@ -24,9 +24,8 @@ def lora_section(runs: Sequence[RunData], names: Sequence[str]) -> str:
     head = "<tr><th>run</th>" + "".join(f"<th>{esc(h)}</th>" for _, h in COLUMNS) + "</tr>"
     body = []
     for row in rows:
-        cells = [f"<td>{esc(row['run'])}</td>", f"<td>{esc(row['adapter'])}</td>"]
-        for key, _ in COLUMNS[1:]:
-            value = row[key]
+        cells = [f"<td>{esc(str(row.run))}</td>", f"<td>{esc(row.adapter)}</td>"]
+        for (key, _), value in zip(COLUMNS[1:], row.figures(), strict=True):
             if key.startswith("share_"):
                 cells.append(f'<td class="num">{esc(f"{100 * value:.0f}%")}</td>'
                              if value is not None else cell(None))

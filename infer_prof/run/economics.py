@@ -29,6 +29,7 @@ from infer_prof.core.planning.memory import (
     routed_expert_bytes,
     weight_bytes,
 )
+from infer_prof.results.cost_sections import Energy, Filled
 
 
 @dataclass(frozen=True)
@@ -151,7 +152,7 @@ def cost_block(
 
 def filled_instance(
     usd_per_gpu_hour: float, instance_gpus: int, engine_gpus: int, summary: dict[str, Any]
-) -> dict[str, Any] | None:
+) -> Filled | None:
     """The cost if every GPU of the instance served a replica like the measured one.
 
     A run priced by a whole instance (``--instance``) whose engine used fewer GPUs than the
@@ -167,19 +168,19 @@ def filled_instance(
     whole = cost_report(usd_per_gpu_hour, instance_gpus,
                         _times(summary.get("output_throughput"), replicas),
                         _times(summary.get("total_throughput"), replicas))
-    return {
-        "replicas": replicas,
-        "idle_gpus": instance_gpus - replicas * engine_gpus,
-        "usd_per_million_output_tokens": whole["usd_per_million_output_tokens"],
-        "usd_per_million_total_tokens": whole["usd_per_million_total_tokens"],
-    }
+    return Filled(
+        replicas=replicas,
+        idle_gpus=instance_gpus - replicas * engine_gpus,
+        usd_per_million_output_tokens=_float(whole["usd_per_million_output_tokens"]),
+        usd_per_million_total_tokens=_float(whole["usd_per_million_total_tokens"]),
+    )
 
 
 def _times(value: Any, factor: int) -> float | None:
     return float(value) * factor if isinstance(value, (int, float)) else None
 
 
-def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) -> dict[str, Any]:
+def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) -> Energy:
     """Energy over the measured window and joules per output token (null without NVML).
 
     Also the clock state: ``power_capped`` (the clocks sat at the board's power limit, normal
@@ -193,23 +194,29 @@ def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) 
         energy, source = total["energy_j_integrated"], "nvml_power_integrated"
     if energy is None:
         source = None
-    return {
-        "energy_j": energy,
-        "source": source,
-        "joules_per_output_token": (
+    return Energy(
+        energy_j=_float(energy),
+        source=source,
+        joules_per_output_token=_float(
             joules_per_token_at_rate(energy, summary.get("duration_s"),
                                      summary.get("output_throughput"))
             if summary.get("rate_basis") == "stream_spans"
             else joules_per_token(energy, summary.get("total_output_tokens"))
         ),
-        "mean_power_w": total.get("power_w_mean"),
-        "power_capped": total.get("power_capped"),
-        "throttled": total.get("throttled"),
-        "throttle_reasons": total.get("throttle_reasons"),
-        "reason": None
+        mean_power_w=_float(total.get("power_w_mean")),
+        power_capped=total.get("power_capped"),
+        throttled=total.get("throttled"),
+        throttle_reasons=total.get("throttle_reasons"),
+        reason=None
         if energy is not None
         else (telemetry_gpu or {}).get("reason") or "no energy reading",
-    }
+    )
+
+
+def _float(value: float | None) -> float | None:
+    """A number as the result's float fields hold it (an int becomes a float, as decoding the
+    section from JSON would make it); None stays None."""
+    return None if value is None else float(value)
 
 
 def decode_batch(

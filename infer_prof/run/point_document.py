@@ -163,7 +163,7 @@ def build_result(point: PointRun) -> Result:
         duration_estimate=msgspec.convert(ctx.estimate, DurationEstimate)
         if ctx.estimate else None,
         precision=_precision(ctx) or "bf16",
-        energy=msgspec.convert(energy, Energy),
+        energy=energy,
         telemetry=msgspec.convert(driven.telemetry, Telemetry) if driven.telemetry else None,
         requests_file=None,  # set when written (save_point)
         precision_stop=msgspec.convert(state.precision, PrecisionStop)
@@ -238,7 +238,7 @@ def _add_economics(
     point: PointRun,
     sdict: Obj,
     scraped: Mapping[str, Any],
-    energy: Mapping[str, Any],
+    energy: Energy,
 ) -> None:
     """Cost and roofline for the GPUs the engine used (tp x pp x dp of the server it ran;
     --gpus for an --endpoint, default 1), as the frontier's per-GPU axes are; then the
@@ -263,7 +263,7 @@ def _add_economics(
     )
     result.cost = msgspec.convert(
         cost_block(
-            sdict, ctx.gpu, engine_gpus, options, energy["energy_j"], sdict.get("duration_s")
+            sdict, ctx.gpu, engine_gpus, options, energy.energy_j, sdict.get("duration_s")
         ),
         Cost,
     )

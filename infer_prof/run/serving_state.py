@@ -97,7 +97,7 @@ def speculative_section(
     )
 
 
-def _settings(config: str | None) -> dict[str, Any]:
+def _settings(config: str | None) -> Mapping[str, object]:
     """The speculative configuration's JSON object ({} without one)."""
     try:
         value = json.loads(config) if config else {}

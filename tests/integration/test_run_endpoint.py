@@ -9,6 +9,8 @@ from infer_prof.results.schema import load_result
 from infer_prof.results.store import read_requests
 
 from .conftest import cli, load_single_result, long_run, wait_until_served
+from .misbehaving_server import MisbehavingServer, Reply
+from .test_stream_client import full_stream
 
 pytestmark = pytest.mark.integration
 
@@ -171,20 +173,45 @@ def test_http_errors_are_failures_with_their_kind(synthetic, tmp_path):
     assert summary["requests_completed"] == 6
 
 
-def test_a_run_where_every_request_failed_exits_4_with_the_reason(synthetic, tmp_path):
-    """The synthetic server has no chat route: every request is answered 404. The result is
-    still written, and the exit code and one line say that nothing was measured, and why."""
-    server = synthetic(ttft_ms=5.0, itl_ms=1.0, tokens=4)
+#: What a FastAPI server (vLLM's API server is one) answers for a route it does not have.
+NOT_FOUND_BODY = b'{"detail":"Not Found"}'
+NOT_FOUND = (b"HTTP/1.1 404 Not Found\r\ncontent-type: application/json\r\n"
+             b"content-length: %d\r\n\r\n" % len(NOT_FOUND_BODY) + NOT_FOUND_BODY)
+
+
+def completions_only(_number: int, head: bytes) -> Reply:
+    """Four tokens for ``POST /v1/completions``, :data:`NOT_FOUND` for any other route."""
+    served = head.startswith(b"POST /v1/completions ")
+    return Reply(full_stream(4, compact=True) if served else [NOT_FOUND])
+
+
+def test_a_run_where_every_request_failed_exits_4_with_the_reason(tmp_path):
+    """A server that serves completions but has no chat route: every ``--api chat`` request is
+    answered 404. The result is still written, and the exit code and one line say that nothing
+    was measured, and why."""
     out = tmp_path / "r.json"
-    p = cli("run", "--model", "tiny-llama", "--no-progress", "--endpoint", server.url,
-            "--api", "chat", "-c", "2", "-n", "4", "--input-len", "8", "--output-len", "4",
-            "--warmup", "none", "--no-history", "--output", str(out))
+    with MisbehavingServer(completions_only) as server:
+        p = cli("run", "--model", "tiny-llama", "--no-progress", "--endpoint", server.url,
+                "--api", "chat", "-c", "2", "-n", "4", "--input-len", "8", "--output-len", "4",
+                "--warmup", "none", "--no-history", "--output", str(out))
     assert p.returncode == 4, p.stderr
+    assert server.requests == 4
+    assert all(h.startswith(b"POST /v1/chat/completions ") for h in server.heads)
     line = p.stderr.strip().splitlines()[-1]
     assert line.startswith("error: every measured request failed (http_404: 4)")
-    assert "no route POST /v1/chat/completions" in line and "--api" in line
+    assert "Not Found" in line and "--api" in line
     assert str(out) in line
     assert load_result(out)["summary"]["requests_failed"] == 4
+
+
+def test_the_completions_only_server_serves_completions(tmp_path):
+    """The same server answers ``--api completions``: the 404s above are the missing chat
+    route, not a broken server."""
+    with MisbehavingServer(completions_only) as server:
+        p = cli(*BASE, "--endpoint", server.url, "--api", "completions", "-c", "2", "-n", "4",
+                "--input-len", "8", "--output-len", "4", "--warmup", "none", "--no-history",
+                "--output", str(tmp_path / "r.json"))
+    assert p.returncode == 0, p.stderr
 
 
 @pytest.mark.parametrize("processes", ["auto", "2"])

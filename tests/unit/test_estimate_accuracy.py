@@ -27,9 +27,9 @@ def doc() -> dict:
 
 
 def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) -> None:
-    # 2026-12-02, factors fitted on every source: n=72, median 5.0 %, p90 17.5 %
+    # 2026-12-02, factors fitted on every source: n=73, median 5.0 %, p90 17.3 %
     s = doc["holdout"]["vllm_closed_loop"]
-    assert s["n"] >= 72
+    assert s["n"] >= 73
     assert s["median_abs_error_pct"] <= 5.5
     assert s["p90_abs_error_pct"] <= 19.0
 
@@ -38,7 +38,7 @@ def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dic
     fam = doc["holdout"]["vllm_closed_loop_by_gpu_family"]
     assert fam["Hopper"]["median_abs_error_pct"] <= 4.5  # today 3.7
     assert fam["Blackwell"]["median_abs_error_pct"] <= 6.5  # today 5.4
-    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 6.0  # today 5.4 (bursts too)
+    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 6.0  # today 5.3 (bursts too)
 
 
 def test_pairs_cheaper_gpu_no_worse_than_today(doc: dict) -> None:
@@ -136,7 +136,7 @@ def test_a_family_of_one_source_is_not_fitted_and_takes_the_most_measured_fit() 
 
     assert MIN_FAMILY_SOURCES == 2
     fitted = fitted_factors()
-    assert "Ada" not in fitted and "CDNA3" not in fitted  # one source each today
+    assert "Ada" in fitted and "CDNA3" not in fitted  # Ada: RTX 4090 + L4; CDNA3: one source
     shipped = fallback_factors()
     assert shipped is not None and shipped.family == "Hopper"
     a100 = factors_for(catalog()["A100-80GB-SXM"])

@@ -154,10 +154,11 @@ def test_allreduce_over_pcie_by_hand():
 def test_tp4_of_a_7b_model_is_not_predicted_faster_per_gpu_than_tp1(gpu):
     from infer_prof.catalog.estimate_factors import factors_for
     from infer_prof.core.estimate.frontier_model import predict_point
-    from infer_prof.estimate.configs import config_for
+    from infer_prof.estimate.configs import ConfigRequest, config_for
 
     arch, g = resolve_model("llama-2-7b").spec, catalog()[gpu]
-    one, four = (config_for(arch, g, n, input_len=1024, output_len=1024, quantization="bf16")
+    one, four = (config_for(arch, ConfigRequest(g, n, input_len=1024, output_len=1024,
+                                                quantization="bf16"))
                  for n in (1, 4))
     assert not isinstance(one, str) and not isinstance(four, str)
     assert four.link is not None  # NVLink or PCIe: the all-reduce is counted
@@ -201,7 +202,7 @@ def _row(gpu: str, usd: float, **kw: object) -> Row:
 
 
 def test_rows_rank_by_the_slow_end_validated_first_unless_by_point():
-    from infer_prof.estimate.configs import config_for
+    from infer_prof.estimate.configs import ConfigRequest, config_for
     from infer_prof.estimate.ranking import pessimistic_usd, with_interval
 
     stats = {"n": 9, "median_abs_error_pct": 6.0, "p90_abs_error_pct": 25.0}
@@ -215,8 +216,8 @@ def test_rows_rank_by_the_slow_end_validated_first_unless_by_point():
     assert not errors.interval("Hopper", "bnb-nf4", 1, "none").validated
     assert pessimistic_usd(1.0, sure) == pytest.approx(1.25)
     g = catalog()["H100-SXM"]
-    c = config_for(resolve_model("llama-2-7b").spec, g, 1, input_len=512, output_len=128,
-                   quantization="bf16")
+    c = config_for(resolve_model("llama-2-7b").spec,
+                   ConfigRequest(g, 1, input_len=512, output_len=128, quantization="bf16"))
     assert not isinstance(c, str)
     row = with_interval(_row("H100-SXM", 1.0), c, errors)
     assert row.validated and row.usd_per_million_output_tokens_pessimistic == pytest.approx(1.25)

@@ -60,12 +60,18 @@ def test_fixed_step_time_counts_every_layer_whatever_the_gpu_count() -> None:
     assert four.memory_s == pytest.approx(one.memory_s / 4, rel=0.02)
 
 
+@pytest.mark.parametrize("model", ["llama-2-7b", "llama-3.1-8b"])
 @pytest.mark.parametrize("concurrency", [1, 8, 64])
-def test_tp4_of_a_small_model_is_not_faster_per_gpu_than_tp1(concurrency: int) -> None:
+def test_tp4_of_a_small_model_is_not_faster_per_gpu_than_tp1(model: str, concurrency: int) -> None:
+    from infer_prof.catalog.estimate_factors import factors_for
+
+    arch = resolve_model(model, create_tiny=False, fetch=False).spec
     kw = {"input_len": 1024, "output_len": 256, "concurrency": concurrency}
-    for factors in ({}, {"layer_overhead_us": 8.0}):
-        one = predict_point(_d("bf16", **factors), **kw)
-        four = predict_point(_d("bf16", n=4, **factors), **kw)
+    for f in (HOPPER_FIT, factors_for(H100),
+              msgspec.structs.replace(HOPPER_FIT, layer_overhead_us=8.0)):
+        one = predict_point(Deployment(arch=arch, gpu=H100, factors=f), **kw)
+        four = predict_point(Deployment(arch=arch, gpu=H100, gpu_count=4, factors=f,
+                                        link_gbps=900.0), **kw)
         assert four.output_tok_s_per_gpu < one.output_tok_s_per_gpu
         assert four.interactivity > one.interactivity  # faster per user, slower per GPU
 
