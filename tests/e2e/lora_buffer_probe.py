@@ -47,10 +47,13 @@ def main() -> None:
     os.environ.setdefault("VLLM_ALLOW_INSECURE_SERIALIZATION", "1")
     from vllm import LLM
 
+    # by its module's name: run as __main__, the function would not pickle to the worker
+    from tests.e2e.lora_buffer_probe import buffers as listed
+
     llm = LLM(model=model, load_format="dummy", enforce_eager=True, max_model_len=512,
               kv_cache_memory_bytes=64 << 20, enable_lora=True, max_loras=max_loras,
               max_lora_rank=rank)
-    print("LORA_BUFFERS " + json.dumps(llm.apply_model(buffers)[0]), flush=True)
+    print("LORA_BUFFERS " + json.dumps(llm.apply_model(listed)[0]), flush=True)
 
 
 if __name__ == "__main__":
