@@ -311,10 +311,11 @@ def _read_sharegpt(path: str, text: str) -> tuple[list[_Raw], int]:
 # ------------------------------------------------------------------------- tokenizer side
 
 
-def chat_template_renderer(folder: str | Path) -> Callable[[list[dict[str, str]]], str] | None:
+def chat_template_renderer(folder: str | Path) -> Callable[..., str] | None:
     """The tokenizer folder's chat template as a function of the messages (rendered as
     transformers does: jinja2 sandbox, ``trim_blocks``/``lstrip_blocks``,
-    ``add_generation_prompt=True``, the special tokens by name), or None when it has none."""
+    ``add_generation_prompt=True``, the special tokens by name; keywords are further template
+    variables, e.g. ``enable_thinking=False``), or None when it has none."""
     folder = Path(folder)
     cfg: dict[str, Any] = {}
     try:
@@ -342,8 +343,9 @@ def chat_template_renderer(folder: str | Path) -> Callable[[list[dict[str, str]]
     specials = {k: _token_text(cfg.get(k)) for k in ("bos_token", "eos_token", "unk_token",
                                                       "pad_token")}
 
-    def render(messages: list[dict[str, str]]) -> str:
-        return compiled.render(messages=messages, add_generation_prompt=True, **specials)
+    def render(messages: list[dict[str, str]], **variables: Any) -> str:
+        return compiled.render(**{**specials, **variables}, messages=messages,
+                               add_generation_prompt=True)
 
     return render
 

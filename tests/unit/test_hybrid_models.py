@@ -248,6 +248,12 @@ def _plan_cli(folder: Path) -> Any:
      "hybrid_override_pattern"),
     ("qwen3-next-80b-a3b", {"model_type": "qwen2"}, "full_attention_interval"),
     ("qwen3-next-80b-a3b", {"model_type": "kimi_linear"}, "kimi_linear"),
+    # a field that is not a number is named (the readers take config.json as Mapping[str,
+    # object] and check what they read)
+    ("nemotron-h-56b-base-8k", {"mamba_num_heads": [128]}, "mamba_num_heads"),
+    ("nemotron-h-56b-base-8k", {"n_groups": None}, "n_groups"),
+    ("nemotron-3-nano-30b-a3b", {"moe_shared_expert_intermediate_size": {"size": 3712}},
+     "moe_shared_expert_intermediate_size"),
 ])
 def test_unreadable_layer_kinds_are_one_line_and_exit_2(tmp_path, name, change, field):
     folder = tmp_path / "m"

@@ -51,8 +51,9 @@ refused with one line: the planner never plans them as full attention by default
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from infer_prof.core.catalog.model_tensors import TensorGroup
@@ -205,14 +206,23 @@ class HybridLayers:
         return self.mixers.count("attention") + self.mixers.count("both")
 
 
-def _int(cfg: dict[str, Any], key: str, default: int | None = None) -> int:
-    value = cfg.get(key, default)
+def _number(value: object, key: str) -> int | float | str:
+    """A field's JSON value that ``int()`` / ``float()`` read: a number or a numeric string;
+    :class:`HybridConfigError` naming ``key`` when it is null or another kind of value."""
     if value is None:
         raise HybridConfigError(f"lacks the field {key!r} its linear layers need")
-    return int(value)
+    if not isinstance(value, (int, float, str)):
+        raise HybridConfigError(f"has {key} {value!r}, which is not a number")
+    return value
 
 
-def _kinds_from_list(cfg: dict[str, Any], field: str, layers: int,
+def _int(cfg: Mapping[str, object], key: str, default: int | None = None) -> int:
+    """The field ``key`` as ``int()`` reads it (``default`` when the key is absent; a null is
+    an error, as is a value that is not a number)."""
+    return int(_number(cfg.get(key, default), key))
+
+
+def _kinds_from_list(cfg: Mapping[str, object], field: str, layers: int,
                      names: dict[str, str]) -> tuple[str, ...]:
     values = cfg.get(field)
     if not isinstance(values, list):
@@ -227,7 +237,7 @@ def _kinds_from_list(cfg: dict[str, Any], field: str, layers: int,
     return tuple(names[v] for v in values)
 
 
-def _qwen3_next(cfg: dict[str, Any], layers: int) -> HybridLayers:
+def _qwen3_next(cfg: Mapping[str, object], layers: int) -> HybridLayers:
     if isinstance(cfg.get("layer_types"), list):
         mixers = _kinds_from_list(cfg, "layer_types", layers, {
             "full_attention": "attention", "linear_attention": "linear"})
@@ -272,7 +282,8 @@ _MAMBA_PREFIXED_MAMBA2 = Mamba2Fields(
 """GraniteMoeHybrid's and Falcon-H1's spelling."""
 
 
-def _mamba2(cfg: dict[str, Any], fields: Mamba2Fields, inner: int | None = None) -> LinearMixer:
+def _mamba2(cfg: Mapping[str, object], fields: Mamba2Fields,
+            inner: int | None = None) -> LinearMixer:
     """A Mamba2 mixer read from ``cfg`` as ``fields`` spells it; ``inner`` the SSM width
     (heads x head width when not given)."""
     h, p = _int(cfg, fields.heads), _int(cfg, fields.head_dim)
@@ -285,7 +296,7 @@ def _mamba2(cfg: dict[str, Any], fields: Mamba2Fields, inner: int | None = None)
                        conv_bias=bool(cfg.get(fields.conv_bias, True)))
 
 
-def _nemotron_h(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
+def _nemotron_h(cfg: Mapping[str, object], layers: int, hidden: int) -> HybridLayers:
     pattern = cfg.get("hybrid_override_pattern")
     if pattern is None and isinstance(cfg.get("layers_block_type"), list):
         # transformers 5's NemotronHConfig spelling: one word a layer
@@ -313,7 +324,7 @@ def _nemotron_h(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
                         ssm_dtype="float32" if ssm == "float32" else "model")
 
 
-def _granite(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
+def _granite(cfg: Mapping[str, object], layers: int, hidden: int) -> HybridLayers:
     # the published configs spell "attention"/"mamba"; transformers 5 rewrites them to
     # "full_attention"/"linear_attention" (configuration_utils._LEGACY_LAYER_TYPE_REMAP)
     mixers = _kinds_from_list(cfg, "layer_types", layers, {
@@ -323,9 +334,11 @@ def _granite(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
     return HybridLayers("granitemoehybrid", mixers, mixer)
 
 
-def _falcon_h1(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
-    inner = cfg.get("mamba_d_ssm")
-    width = int(inner) if inner is not None else int(float(cfg.get("mamba_expand", 2)) * hidden)
+def _falcon_h1(cfg: Mapping[str, object], layers: int, hidden: int) -> HybridLayers:
+    if cfg.get("mamba_d_ssm") is not None:
+        width = _int(cfg, "mamba_d_ssm")
+    else:
+        width = int(float(_number(cfg.get("mamba_expand", 2), "mamba_expand")) * hidden)
     head = cfg.get("mamba_d_head")
     if head in (None, "auto"):
         cfg = {**cfg, "mamba_d_head": width // _int(cfg, "mamba_n_heads")}
@@ -333,7 +346,7 @@ def _falcon_h1(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
     return HybridLayers("falcon_h1", ("both",) * layers, mixer)
 
 
-def _jamba(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
+def _jamba(cfg: Mapping[str, object], layers: int, hidden: int) -> HybridLayers:
     period, offset = _int(cfg, "attn_layer_period", 8), _int(cfg, "attn_layer_offset", 4)
     if period < 1 or not 0 <= offset < period:
         raise HybridConfigError(f"has attn_layer_period {period} and attn_layer_offset "
@@ -342,7 +355,7 @@ def _jamba(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
     n, k = _int(cfg, "mamba_d_state", 16), _int(cfg, "mamba_d_conv", 4)
     i = _int(cfg, "mamba_expand", 2) * hidden
     rank = cfg.get("mamba_dt_rank", "auto")
-    dt_rank = -(-hidden // 16) if rank in (None, "auto") else int(rank)
+    dt_rank = -(-hidden // 16) if rank in (None, "auto") else _int(cfg, "mamba_dt_rank")
     mixer = LinearMixer(kind="mamba1", conv_kernel=k, conv_channels=i, heads=i, rows=n,
                         cols=1, inner=i, in_proj=2 * i, dt_rank=dt_rank,
                         bias=bool(cfg.get("mamba_proj_bias", False)),
@@ -350,7 +363,7 @@ def _jamba(cfg: dict[str, Any], layers: int, hidden: int) -> HybridLayers:
     return HybridLayers("jamba", mixers, mixer)
 
 
-def read_hybrid(cfg: dict[str, Any], num_layers: int, hidden: int) -> HybridLayers | None:
+def read_hybrid(cfg: Mapping[str, object], num_layers: int, hidden: int) -> HybridLayers | None:
     """The hybrid structure of a (text) config, or None for a decoder of attention layers only.
     Raises :class:`HybridConfigError` naming the field when the layer kinds cannot be read, or
     the family when it is a hybrid the planner does not model (never planned as attention)."""

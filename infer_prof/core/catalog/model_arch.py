@@ -31,6 +31,7 @@ What is read, and where vLLM reads the same (``vllm/model_executor/models/<arch>
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -276,27 +277,36 @@ def layer_attention(cfg: dict[str, Any], num_layers: int,
     return ("full",) * num_layers, None
 
 
-def nemotron_h_moe(cfg: dict[str, Any], moe: MoeSpec | None) -> MoeSpec | None:
+def count_field(cfg: Mapping[str, object], key: str) -> int:
+    """The field ``key`` as ``int()`` reads it, 0 when absent, null, 0 or empty;
+    :class:`ConfigFieldError` naming it when it is not a number (a list, an object)."""
+    value = cfg.get(key) or 0
+    if not isinstance(value, (int, float, str)):
+        raise ConfigFieldError(f"has {key} {value!r}, which is not a number")
+    return int(value)
+
+
+def nemotron_h_moe(cfg: Mapping[str, object], moe: MoeSpec | None) -> MoeSpec | None:
     """Nemotron-H's experts (vLLM ``nemotron_h.py`` ``NemotronHMoE``): ``n_routed_experts`` of
     ``moe_intermediate_size``, each an up and a down projection (no gate), shared experts of
     ``moe_shared_expert_intermediate_size x n_shared_experts``, the router's per-expert
     correction bias."""
     if moe is None:
         return None
-    shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) * int(
-        cfg.get("n_shared_experts") or 0)
+    shared = (count_field(cfg, "moe_shared_expert_intermediate_size")
+              * count_field(cfg, "n_shared_experts"))
     return MoeSpec(num_experts=moe.num_experts, top_k=moe.top_k,
                    expert_intermediate=moe.expert_intermediate, shared_intermediate=shared,
                    score_bias=True, gated=False)
 
 
-def granite_moe(cfg: dict[str, Any], moe: MoeSpec | None) -> MoeSpec | None:
+def granite_moe(cfg: Mapping[str, object], moe: MoeSpec | None) -> MoeSpec | None:
     """Granite-4.0-H's MLP (vLLM ``granitemoehybrid.py``): experts of ``intermediate_size``
     when ``num_local_experts > 0`` beside an ungated-by-router shared MLP of
     ``shared_intermediate_size``; without experts, None (a dense MLP of the shared width)."""
     if moe is None:
         return None
-    shared = int(cfg.get("shared_intermediate_size") or 0)
+    shared = count_field(cfg, "shared_intermediate_size")
     return MoeSpec(num_experts=moe.num_experts, top_k=moe.top_k,
                    expert_intermediate=moe.expert_intermediate, shared_intermediate=shared)
 
