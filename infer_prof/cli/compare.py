@@ -8,13 +8,14 @@ import json
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import msgspec
 import typer
 from rich import box
 from rich.console import Console
 from rich.markup import escape
+from rich.measure import Measurement
 from rich.table import Table
 
 from infer_prof.cli.common import fail
@@ -41,6 +42,9 @@ from infer_prof.results.identity import PLACEMENT_FIELDS, differing_fields, read
 from infer_prof.results.loading import load_typed_results
 from infer_prof.results.schema import ResultFileError
 
+if TYPE_CHECKING:
+    from infer_prof.cli.compare_tiers import TierTable
+
 FORMATS = ("table", "markdown", "csv", "json")
 
 
@@ -66,8 +70,10 @@ def _csv(rows: list[dict[str, Any]], best: dict[str, set[int]], paths: list[str]
     return buf.getvalue()
 
 
-_QUALITY_KEYS = {c.key for c in columns_at("compare", "quality")}
-_OPTIONAL_KEYS = _QUALITY_KEYS | {c.key for c in columns_at("compare", "server")}
+#: Columns the console table shows only where some run has a value (the metric table's
+#: ``when_measured``): the quality check, the server state, a reasoning model's.
+_OPTIONAL_KEYS = {c.key for c in columns_at("compare")
+                  if c.metric.shows["compare"].when_measured}
 
 
 def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
@@ -75,8 +81,8 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
     caption = "* best in its column" + (
         "; a run of repeats shows the mean ±SD across them (intervals below)" if repeated else "")
     t = Table(box=box.SIMPLE_HEAVY, caption=caption, caption_justify="left")
-    # the quality check's and the server state's columns only where a run measured them (JSON
-    # and CSV keep every column)
+    # the quality check's, the server state's and a reasoning model's columns only where a run
+    # measured them (JSON and CSV keep every column)
     columns = [c for c in COLUMNS
                if c.key not in _OPTIONAL_KEYS or any(row.get(c.key) is not None for row in rows)]
     for c in columns:
@@ -94,6 +100,12 @@ def _table(rows: list[dict[str, Any]], best: dict[str, set[int]]) -> Table:
             cells.append(f"[bold]{text}*[/bold]" if i in best.get(c.key, set()) else text)
         t.add_row(*cells)
     return t
+
+
+def _natural_width(table: Table) -> int:
+    """The characters ``table`` takes when nothing is squeezed (its widest rendering)."""
+    wide = Console(width=10_000)
+    return Measurement.get(wide, wide.options, table).maximum
 
 
 def _interval_table(rows: list[dict[str, Any]]) -> Table | None:
@@ -257,7 +269,7 @@ def _warn_about_status(runs: _Runs) -> None:
 
 
 def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict[str, set[int]],
-                      runs: _Runs, tier_costs: dict[str, Any] | None) -> None:
+                      runs: _Runs, tier_costs: TierTable | None) -> None:
     """The table in ``output_format`` on stdout (with the tier costs for ``json`` and
     ``table`` when asked for)."""
     paths = [str(x.path) for x in runs.loaded]
@@ -272,17 +284,19 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
         if adapters:  # runs over LoRA adapters: each run's figures per adapter
             payload["adapters"] = msgspec.to_builtins(adapters)
         if tier_costs is not None:
-            payload["tiers"] = {"market": tier_costs["market"], "runs": tier_costs["runs"]}
+            payload["tiers"] = {"market": tier_costs.market.to_dict(),
+                                "runs": msgspec.to_builtins(tier_costs.runs)}
         typer.echo(json.dumps(payload, indent=2, default=str))
     elif output_format == "csv":
         sys.stdout.write(_csv(rows, best, paths))
     elif output_format == "markdown":
         sys.stdout.write(compare_markdown(rows, best) + comparison_adapter_markdown(adapters))
     else:
+        table = _table(rows, best)
         console = Console()
-        if not console.is_terminal:
-            console = Console(width=400)  # a pipe or file: never squeeze or wrap the columns
-        console.print(_table(rows, best))
+        if not console.is_terminal:  # a pipe or file: never squeeze or wrap the columns
+            console = Console(width=max(400, _natural_width(table)))
+        console.print(table)
         per_adapter = comparison_adapter_table(adapters)
         if per_adapter is not None:
             console.print(per_adapter)
@@ -295,7 +309,7 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
             print_tiers(console, runs.names, tier_costs)
 
 
-def _tiers(results: list[Result], prices_from: str | None) -> dict[str, Any]:
+def _tiers(results: list[Result], prices_from: str | None) -> TierTable:
     """``compare --tiers``: each run's cost per tier (infer_prof.cli.compare_tiers)."""
     from infer_prof.cli.compare_tiers import tiers_for
 

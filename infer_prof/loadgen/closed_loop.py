@@ -27,7 +27,9 @@ LoadPhase = Literal["starting", "warm-up", "waiting", "measuring", "done"]
 class RequestSpec:
     """One request to send: its prompt (token IDs, text or chat messages), asked output length,
     whether it warms up, and the LoRA adapter it asks for (its ``model``; None: the served
-    model)."""
+    model). ``body``: its request bytes when they were built before the load
+    (:mod:`infer_prof.loadgen.prepared`; the prompt is then empty, the bytes hold it); None:
+    the driver's builder makes them at the send."""
 
     index: int
     prompt: Prompt
@@ -35,6 +37,7 @@ class RequestSpec:
     max_tokens: int
     warmup: bool = False
     adapter: str | None = None
+    body: bytes | None = None
 
 
 class RecordSink(Protocol):
@@ -98,6 +101,10 @@ class DriverIO:
     counters: LiveCounters
     stop: asyncio.Event
     records: RecordSink
+
+    def request_bytes(self, spec: RequestSpec) -> bytes:
+        """The bytes to send for ``spec``: those prepared before the load, else built now."""
+        return spec.body if spec.body is not None else self.build(spec)
 
 
 class WarmupGate:
@@ -228,7 +235,7 @@ async def stream_one(
     io.records.append(rec)
     counters.sent += 1
     await stream_request(
-        conn, io.build(spec), rec, timeout_s, counters.add_tokens, counters.reads, pacer
+        conn, io.request_bytes(spec), rec, timeout_s, counters.add_tokens, counters.reads, pacer
     )
     free_ns = time.perf_counter_ns()
     account(rec, counters)

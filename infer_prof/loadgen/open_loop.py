@@ -166,7 +166,7 @@ class _OpenLoop:
                 io.records.append(rec)
                 counters.sent += 1
                 await stream_request(
-                    conn, io.build(spec), rec, self.plan.timeout_s, counters.add_tokens,
+                    conn, io.request_bytes(spec), rec, self.plan.timeout_s, counters.add_tokens,
                     counters.reads
                 )
                 if conn.sock is not None:
@@ -248,7 +248,7 @@ class _OpenLoop:
         conn = self.connection()
         try:
             await stream_request(
-                conn, io.build(spec), rec, self.plan.timeout_s, counters.add_tokens,
+                conn, io.request_bytes(spec), rec, self.plan.timeout_s, counters.add_tokens,
                 counters.reads
             )
         finally:

@@ -99,8 +99,9 @@ class Client(Section):
     """The load generator's own health over the point (``run.load``, ``run.load_pool``;
     docs/client.md): how request times were stamped, client queue time (ms), event-loop lag,
     dispatch lag and slot wait (ms, open loop only; None in a closed loop), sends the open loop
-    could not make (``not_sent``), the reader and its reads, read lag (ms), and CPU seconds per
-    wall second of the busiest process (``cpu_share``). With more than one client process the
+    could not make (``not_sent``), the reader and its reads, read lag (ms), CPU seconds per
+    wall second of the busiest process (``cpu_share``), and how many requests were prepared
+    before the load or built at their send. With more than one client process the
     figures are pooled and each worker's own are under ``workers``."""
 
     timestamp_source: str | list[str] | None = None
@@ -120,6 +121,13 @@ class Client(Section):
     wall_s: float | None = None
     cpu_share: float | None = None
     workers: list[WorkerClient] | None = None
+    #: requests whose bytes were built before the load (``loadgen.prepared``); None when the
+    #: point prepares none (multi-turn sessions make each turn as it comes)
+    prepared_requests: int | None = None
+    #: requests taken without prepared bytes, so made and built at their send on the load's hot
+    #: path (a duration-bound point past its look-ahead, or past the memory budget); one client
+    #: process only (None with several: worker processes take from lazy sources themselves)
+    requests_built_at_send: int | None = None
 
 
 class MeanP50(Section):

@@ -34,6 +34,7 @@ from infer_prof.loadgen.openai_requests import (
     build_completion_request,
     chat_messages,
 )
+from infer_prof.loadgen.prepared import preparation_counts
 from infer_prof.loadgen.sessions import SessionRun
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.traces import Trace
@@ -143,6 +144,9 @@ def drive_point(
         progress.finish()
         records = pooled or spool.read_back()
         spool.discard()
+    prepared, at_send = preparation_counts(warm, measured)
+    client.update(prepared_requests=prepared,
+                  requests_built_at_send=at_send if processes == 1 else None)
     if processes == 1:
         if state.incomplete_reason == "server_died":
             relabel_server_died(records)

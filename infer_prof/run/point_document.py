@@ -36,7 +36,6 @@ from infer_prof.results import history_database
 from infer_prof.results.config_record import ResolvedConfig, config_record
 from infer_prof.results.document import (
     Api,
-    Cost,
     Energy,
     Environment,
     GpuUsed,
@@ -163,7 +162,7 @@ def build_result(point: PointRun) -> Result:
         duration_estimate=msgspec.convert(ctx.estimate, DurationEstimate)
         if ctx.estimate else None,
         precision=_precision(ctx) or "bf16",
-        energy=msgspec.convert(energy, Energy),
+        energy=energy,
         telemetry=msgspec.convert(driven.telemetry, Telemetry) if driven.telemetry else None,
         requests_file=None,  # set when written (save_point)
         precision_stop=msgspec.convert(state.precision, PrecisionStop)
@@ -238,7 +237,7 @@ def _add_economics(
     point: PointRun,
     sdict: Obj,
     scraped: Mapping[str, Any],
-    energy: Mapping[str, Any],
+    energy: Energy,
 ) -> None:
     """Cost and roofline for the GPUs the engine used (tp x pp x dp of the server it ran;
     --gpus for an --endpoint, default 1), as the frontier's per-GPU axes are; then the
@@ -261,11 +260,8 @@ def _add_economics(
         instance=cfg.cost.instance,
         prices_from=cfg.cost.prices_from,
     )
-    result.cost = msgspec.convert(
-        cost_block(
-            sdict, ctx.gpu, engine_gpus, options, energy["energy_j"], sdict.get("duration_s")
-        ),
-        Cost,
+    result.cost = cost_block(
+        sdict, ctx.gpu, engine_gpus, options, energy.energy_j, sdict.get("duration_s")
     )
     metrics_summary = scraped.get("summary") or {}
     batch, batch_source = decode_batch(

@@ -19,6 +19,7 @@ from infer_prof.core.analysis.sweep import find_max_float, find_max_int
 from infer_prof.core.measurement.precision import PrecisionRule
 from infer_prof.core.workload.slo import format_slos
 from infer_prof.core.workload.workloads import Workload
+from infer_prof.loadgen.prepared import prepare_point
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results.document import decode_result
 from infer_prof.results.store import write_result
@@ -276,6 +277,8 @@ def _run_point(
         warm = list(lora.assign(warm)) if isinstance(warm, list) else lora.assign(warm)
         measured = lora.assign(measured)
     build = request_builder(ctx, run_id)
+    if not ctx.sessions:  # every request's bytes before the load (a session's turns: as they come)
+        warm, measured = prepare_point(wl, warm, measured, build)
     cache = prepare_cache(ctx, wl, salt, progress)  # --prefix-cache: before any request
     driven = drive_point(ctx, wl, build, warm, measured, progress, precision)
     if driven.state.incomplete_reason == "interrupted":

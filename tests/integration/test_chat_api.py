@@ -132,6 +132,9 @@ def test_chat_run_reports_template_tokens_and_how_tokens_were_counted(chat_serve
     assert api["chat_template_tokens"] == {"mean": TEMPLATE_TOKENS, "min": TEMPLATE_TOKENS,
                                            "max": TEMPLATE_TOKENS, "requests": 6}
     assert "chat template prompt tokens" in p.stdout and "usage at the end only" in p.stdout
+    # every request's prompt made and bytes built before the load (loadgen.prepared)
+    assert result["client"]["prepared_requests"] == 6
+    assert result["client"]["requests_built_at_send"] == 0
     chats = [b for path, _, b in chat_server.seen if path == "/v1/chat/completions"]
     assert len(chats) == 6
     for body in chats:

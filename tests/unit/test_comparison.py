@@ -241,3 +241,44 @@ def test_every_compare_column_path_is_declared_and_a_misspelt_one_is_refused() -
         value_at(r, "summary.ttft_ms.p95")
     with pytest.raises(UndeclaredPath):
         value_at(r, "sumary.output_throughput")
+
+
+def test_console_table_shows_what_no_plain_run_measures_only_where_a_run_has_it() -> None:
+    """compare's console table: TTFO, answer TPOT, reasoning and answer tokens (a reasoning
+    model's), the server state's and the quality check's columns only where some run compared
+    has a value; a pipe gets the whole table, no header cut, however wide it is."""
+    import io
+
+    from rich.console import Console
+
+    from infer_prof.cli.compare import _natural_width, _table
+
+    def headers(rows: list[dict[str, Any]]) -> list[str]:
+        table, _ = comparison_table([typed(r) for r in rows])
+        t = _table(table, {})
+        return [str(c.header) for c in t.columns]
+
+    plain = result()
+    shown = headers([plain, result(tput=900.0)])
+    for head in ("TTFO p50 ms", "answer TPOT p50 ms", "reasoning tok", "answer tok",
+                 "prefix hit", "accept rate", "accuracy"):
+        assert head not in shown
+    assert "TTFT p50 ms" in shown and "TPOT p99 ms" in shown
+    thinker = result()
+    thinker["summary"]["ttfo_ms"] = {"p50": 300.0, "p99": 400.0}
+    thinker["summary"]["answer_tpot_ms"] = {"p50": 7.5, "p99": 9.5}
+    thinker["reasoning"] = {"streamed": True, "requests": 10, "ended_in_reasoning": 0,
+                            "reasoning_tokens": {"mean": 40.0}, "answer_tokens": {"mean": 88.0}}
+    rows, _ = comparison_table([typed(plain), typed(thinker)])
+    both = headers([plain, thinker])
+    for head in ("TTFO p50 ms", "TTFO p99 ms", "answer TPOT p50 ms", "reasoning tok",
+                 "answer tok"):
+        assert head in both, head
+    assert rows[0]["ttfo_p50"] is None and rows[1]["reasoning_tokens"] == 40.0
+    long = result()
+    long["labels"] = {"instance": "x" * 300}
+    t, _ = comparison_table([typed(long), typed(thinker)])
+    table = _table(t, {})
+    out = io.StringIO()
+    Console(file=out, width=max(400, _natural_width(table))).print(table)
+    assert "x" * 300 in out.getvalue() and "…" not in out.getvalue()

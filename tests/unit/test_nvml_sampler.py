@@ -13,6 +13,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
+import msgspec
 import pynvml
 import pytest
 
@@ -528,7 +529,7 @@ def _console_rows(masks: list[int]) -> dict[str, str]:
             "output_throughput": 1.0,
             "total_throughput": 1.0,
         },
-        "energy": energy_block(telemetry_gpu, run),
+        "energy": msgspec.to_builtins(energy_block(telemetry_gpu, run)),
     }
     t = totals_table(result_of(**result))
     return dict(zip(t.columns[0].cells, t.columns[1].cells, strict=True))

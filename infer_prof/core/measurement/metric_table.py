@@ -63,12 +63,16 @@ UNIT_IN_HEADER: frozenset[Place] = frozenset({"compare"})
 class Show:
     """How a metric shows at one place. ``stats``: for a latency, the statistics shown (a
     column each); ``label``, ``digits``, ``path``: that place's header, decimals and result path
-    where they differ from the metric's own."""
+    where they differ from the metric's own; ``when_measured``: a table there shows its column
+    only where some row has a value (compare's console table: what a plain run does not measure,
+    as a reasoning model's TTFO or the quality check, stays out of it; CSV and JSON keep every
+    column)."""
 
     stats: tuple[str, ...] = ()
     label: str | None = None
     digits: int | None = None
     path: str | None = None
+    when_measured: bool = False
 
 
 @dataclass(frozen=True)
@@ -166,6 +170,9 @@ def _with(shows: dict[Place, Show], override: Mapping[str, Show]) -> dict[Place,
     return shows
 
 
+_MEASURED = Show(when_measured=True)
+_MEASURED_P50_P99 = Show(P50_P99, when_measured=True)
+
 _OUT_USD = "cost.usd_per_million_output_tokens|cost.usd_per_1m_output_tokens"
 
 #: Every metric, in the order tables show them (the gate judges rates, then latencies, then
@@ -181,12 +188,13 @@ METRICS: tuple[Metric, ...] = (
            samples_ns=_one(ttft_ns)),
     Metric("ttfo_ms", "ttfo", "TTFO", "ms", "lower", "latency", "summary.ttfo_ms",
            _latency_shows("console", "slo", "gate", "compare", "history", "report",
-                          history=Show(("p50",))),
+                          history=Show(("p50",)), compare=_MEASURED_P50_P99),
            samples_ns=_one(ttfo_ns), title="time to first output (answer) token"),
     Metric("tpot_ms", "tpot", "TPOT", "ms", "lower", "latency", "summary.tpot_ms",
            _latency_shows(*_EVERYWHERE, history=Show(("p50",))), samples_ns=_one(tpot_ns)),
     Metric("answer_tpot_ms", "answer_tpot", "answer TPOT", "ms", "lower", "latency",
-           "summary.answer_tpot_ms", _latency_shows("console", "slo", "gate", "compare"),
+           "summary.answer_tpot_ms",
+           _latency_shows("console", "slo", "gate", "compare", compare=_MEASURED_P50_P99),
            samples_ns=_one(answer_tpot_ns), title="time per answer token"),
     Metric("itl_ms", "itl", "ITL", "ms", "lower", "latency", "summary.itl_ms",
            _latency_shows("console", "slo", "gate", "endpoints", "report"),
@@ -241,25 +249,28 @@ METRICS: tuple[Metric, ...] = (
            "energy", "summary.joules_per_total_token", _at("gate", "compare"), digits=4),
     Metric("prefix_cache_hit_rate", "prefix_hit_rate", "prefix hits", "share of prompt tokens",
            "higher", "server", "summary.prefix_cache_hit_rate",
-           _at("compare", "history", compare=Show(label="prefix hit")), digits=3),
-    Metric("spec_acceptance_rate", "spec_acceptance", "accept rate", "share of draft tokens",
-           "higher", "server", "summary.spec_acceptance_rate", _at("compare", "history"),
+           _at("compare", "history", compare=Show(label="prefix hit", when_measured=True)),
            digits=3),
+    Metric("spec_acceptance_rate", "spec_acceptance", "accept rate", "share of draft tokens",
+           "higher", "server", "summary.spec_acceptance_rate",
+           _at("compare", "history", compare=_MEASURED), digits=3),
     Metric("spec_acceptance_length", "spec_length", "accept len", "tokens per verify step",
-           "higher", "server", "summary.spec_acceptance_length", _at("compare", "history"),
-           digits=2),
+           "higher", "server", "summary.spec_acceptance_length",
+           _at("compare", "history", compare=_MEASURED), digits=2),
     Metric("reasoning_tokens", "reasoning_tokens", "reasoning tok", "tokens per request",
-           "lower", "tokens", "reasoning.reasoning_tokens.mean", _at("compare", "history"),
-           digits=1),
+           "lower", "tokens", "reasoning.reasoning_tokens.mean",
+           _at("compare", "history", compare=_MEASURED), digits=1),
     Metric("answer_tokens", "answer_tokens", "answer tok", "tokens per request", "lower",
-           "tokens", "reasoning.answer_tokens.mean", _at("compare"), digits=1),
+           "tokens", "reasoning.answer_tokens.mean", _at(compare=_MEASURED), digits=1),
     Metric("quality_accuracy", "accuracy", "accuracy", "share of task items", "higher",
-           "quality", "quality.accuracy", _at("compare", "history"), digits=3),
+           "quality", "quality.accuracy", _at("compare", "history", compare=_MEASURED),
+           digits=3),
     Metric("quality_perplexity", "perplexity", "perplexity", "", "lower", "quality",
-           "quality.perplexity", _at("compare", "history"), digits=3),
+           "quality.perplexity", _at("compare", "history", compare=_MEASURED), digits=3),
     Metric("quality_mean_kl", "kl", "KL", "nats per token", "lower", "quality",
            "quality.reference.mean_kl",
-           _at("compare", "history", compare=Show(label="KL nats/tok")), digits=4),
+           _at("compare", "history", compare=Show(label="KL nats/tok", when_measured=True)),
+           digits=4),
 )
 
 
