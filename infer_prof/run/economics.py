@@ -10,7 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from infer_prof.catalog.market import find_instance, load_market
+import msgspec
+
+from infer_prof.catalog.market import Market, find_instance, load_market
 from infer_prof.catalog.prices import PriceError, PriceQuote, load_prices, select_price
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.market import InstanceQuote, Tier, cheapest_offer, quote_instance
@@ -29,7 +31,7 @@ from infer_prof.core.planning.memory import (
     routed_expert_bytes,
     weight_bytes,
 )
-from infer_prof.results.cost_sections import Energy, Filled
+from infer_prof.results.cost_sections import Cost, Energy, Filled, OwnedCost, Price, PriceCatalog
 
 
 @dataclass(frozen=True)
@@ -50,7 +52,7 @@ class CostOptions:
 
 def choose_price(
     gpu: GpuSpec | None, gpus: int, opts: CostOptions
-) -> tuple[PriceQuote | InstanceQuote, int, dict[str, Any] | None]:
+) -> tuple[PriceQuote | InstanceQuote, int, PriceCatalog | None]:
     """The price a run is costed at, the GPUs it covers, and the market it came from.
 
     In order: ``--price-per-hour``; ``--instance`` (the whole instance is costed: its price
@@ -71,14 +73,19 @@ def choose_price(
             raise PriceError(f"--instance {opts.instance}: {offer.key()} has no {tier} price in "
                              f"{market.describe()}")
         quote = quote_instance(offer, tier, f"named with --instance {opts.instance}")
-        return quote, offer.gpu_count, market.to_dict()
+        return quote, offer.gpu_count, _market_section(market)
     if gpu is not None:
         market = load_market(opts.prices_from)
         found = cheapest_offer(market.offers, gpu.key, tier, gpus)
         if found is not None:
-            return found, gpus, market.to_dict()
+            return found, gpus, _market_section(market)
     seed = select_price(load_prices(None), gpu.key if gpu else None, None, None, opts.spot)
     return seed, gpus, None
+
+
+def _market_section(market: Market) -> PriceCatalog:
+    """Where a market price came from, as ``cost.price.catalog`` records it."""
+    return msgspec.convert(market.to_dict(), PriceCatalog)
 
 
 def cost_block(
@@ -88,66 +95,80 @@ def cost_block(
     opts: CostOptions,
     energy_j: float | None,
     window_s: float | None,
-) -> dict[str, Any]:
+) -> Cost:
     """Rental cost of the run (price covers all ``gpus``) and, when a purchase price is given,
     the owned-hardware cost and the break-even hours against renting. Null with a reason when
     no price applies (e.g. a CPU run without ``--price-per-hour``)."""
-    out: dict[str, Any] = {"available": False, "reason": None}
     priced_gpus = gpus
-    market: dict[str, Any] | None = None
+    market: PriceCatalog | None = None
     quote: PriceQuote | InstanceQuote | None
+    reason: str | None = None
     try:
         quote, priced_gpus, market = choose_price(gpu, gpus, opts)
     except (PriceError, ValueError) as exc:
-        out["reason"] = (
+        reason = (
             str(exc)
             if gpu or opts.price_per_hour or opts.instance
             else ("no GPU to price: pass --gpu NAME (for --endpoint runs) or --price-per-hour")
         )
         quote = None
-    if quote is not None:
-        out.update(
-            cost_report(
-                quote.usd_per_hour,
-                priced_gpus,
-                summary.get("output_throughput"),
-                summary.get("total_throughput"),
-            )
+    output_tps, total_tps = summary.get("output_throughput"), summary.get("total_throughput")
+    owned = (_owned_cost(output_tps, gpu, gpus, opts.purchase_usd, opts, (energy_j, window_s),
+                         quote) if opts.purchase_usd is not None else None)
+    if quote is None:
+        return Cost(available=False, reason=reason, owned=owned)
+    report = cost_report(quote.usd_per_hour, priced_gpus, output_tps, total_tps)
+    price = msgspec.convert(quote.to_dict(), Price)
+    return Cost(
+        available=True,
+        reason=None,
+        usd_per_gpu_hour=_float(report["usd_per_gpu_hour"]),
+        gpus=report["gpus"],
+        usd_per_hour=_float(report["usd_per_hour"]),
+        usd_per_million_output_tokens=_float(report["usd_per_million_output_tokens"]),
+        usd_per_million_total_tokens=_float(report["usd_per_million_total_tokens"]),
+        output_tokens_per_usd=_float(report["output_tokens_per_usd"]),
+        total_tokens_per_usd=_float(report["total_tokens_per_usd"]),
+        price=price if market is None else msgspec.structs.replace(price, catalog=market),
+        run_gpus=gpus,
+        filled=filled_instance(quote.usd_per_hour, priced_gpus, gpus, summary),
+        owned=owned,
+    )
+
+
+def _owned_cost(output_tps: float | None, gpu: GpuSpec | None, gpus: int, purchase: float,
+                opts: CostOptions, energy: tuple[float | None, float | None],
+                quote: PriceQuote | InstanceQuote | None) -> OwnedCost:
+    """The cost of owning the run's ``gpus`` (``purchase`` USD each, over ``opts``' years,
+    utilization and power price; ``energy``: the joules measured and the window in s, else the
+    TDP), its $ per 1M output tokens at ``output_tps`` (output tokens/s) and, with a rental
+    ``quote``, the hours after which buying beats renting; unavailable with the reason when the
+    options cannot be costed."""
+    energy_j, window_s = energy
+    tdp = gpu.tdp_watts * gpus if gpu and gpu.tdp_watts else None
+    measured = energy_j is not None and window_s
+    try:
+        owned = owned_cost_per_hour(
+            purchase * gpus,
+            opts.amortize_years,
+            opts.usd_per_kwh,
+            utilization=opts.utilization,
+            energy_joules=energy_j if measured else None,
+            duration_s=window_s if measured else None,
+            tdp_watts=tdp,
         )
-        out["price"] = quote.to_dict()
-        out["run_gpus"] = gpus
-        out["filled"] = filled_instance(quote.usd_per_hour, priced_gpus, gpus, summary)
-        if market is not None:
-            out["price"]["catalog"] = market
-        out["available"] = True
-    if opts.purchase_usd is not None:
-        tdp = gpu.tdp_watts * gpus if gpu and gpu.tdp_watts else None
-        measured = energy_j is not None and window_s
-        try:
-            owned = owned_cost_per_hour(
-                opts.purchase_usd * gpus,
-                opts.amortize_years,
-                opts.usd_per_kwh,
-                utilization=opts.utilization,
-                energy_joules=energy_j if measured else None,
-                duration_s=window_s if measured else None,
-                tdp_watts=tdp,
-            )
-        except ValueError as exc:
-            out["owned"] = {"available": False, "reason": str(exc)}
-        else:
-            owned_d = {"available": True, **owned.to_dict()}
-            owned_d["usd_per_million_output_tokens"] = cost_per_million_output_tokens(
-                owned.usd_per_hour, summary.get("output_throughput"), 1
-            )
-            if quote is not None:
-                owned_d["break_even_hours"] = break_even_hours(
-                    opts.purchase_usd * gpus,
-                    quote.usd_per_hour * gpus,
-                    owned.electricity_usd_per_hour + owned.overhead_usd_per_hour,
-                )
-            out["owned"] = owned_d
-    return out
+    except ValueError as exc:
+        return OwnedCost(available=False, reason=str(exc))
+    section = msgspec.convert(owned.to_dict(), OwnedCost)
+    per_million = cost_per_million_output_tokens(owned.usd_per_hour, output_tps, 1)
+    break_even = None if quote is None else break_even_hours(
+        purchase * gpus,
+        quote.usd_per_hour * gpus,
+        owned.electricity_usd_per_hour + owned.overhead_usd_per_hour,
+    )
+    return msgspec.structs.replace(section, available=True,
+                                   usd_per_million_output_tokens=_float(per_million),
+                                   break_even_hours=_float(break_even))
 
 
 def filled_instance(

@@ -36,7 +36,6 @@ from infer_prof.results import history_database
 from infer_prof.results.config_record import ResolvedConfig, config_record
 from infer_prof.results.document import (
     Api,
-    Cost,
     Energy,
     Environment,
     GpuUsed,
@@ -261,11 +260,8 @@ def _add_economics(
         instance=cfg.cost.instance,
         prices_from=cfg.cost.prices_from,
     )
-    result.cost = msgspec.convert(
-        cost_block(
-            sdict, ctx.gpu, engine_gpus, options, energy.energy_j, sdict.get("duration_s")
-        ),
-        Cost,
+    result.cost = cost_block(
+        sdict, ctx.gpu, engine_gpus, options, energy.energy_j, sdict.get("duration_s")
     )
     metrics_summary = scraped.get("summary") or {}
     batch, batch_source = decode_batch(

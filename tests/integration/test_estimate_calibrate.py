@@ -30,12 +30,17 @@ ESTIMATE = ("estimate", "--model", "llama-2-7b", "--gpu", "H100-SXM", "--input-l
             "--output-len", str(TOKENS), "--target-interactivity", "20")
 
 
-@pytest.fixture(scope="module")
-def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """Four runs at once against one server, into one folder and one history: two closed loops
-    labelled H100-SXM (2 and 8 streams), one without a GPU (4 streams: an endpoint whose GPU is
-    unknown), one open loop (--rate). Each has its own file name (-c2, -c8, -c4, -r20)."""
-    root = tmp_path_factory.mktemp("calibrate")
+#: The validity checks that blame the client's machine, not the server or the product: a client
+#: starved of CPU (others held the cores) reads late (core/measurement/validity.py).
+CLIENT_CHECKS = ("read_lag:", "dispatch_lag:", "client_cpu:")
+ATTEMPTS = 3
+
+
+def _record_runs(root: Path, *, at_once: bool) -> tuple[Path, Path]:
+    """Four runs against one server (all at once, or one after another), into one folder and
+    one history: two closed loops labelled H100-SXM (2 and 8 streams), one without a GPU (4
+    streams: an endpoint whose GPU is unknown), one open loop (--rate). Each has its own file
+    name (-c2, -c8, -c4, -r20)."""
     folder, db = root / "results", root / "history.sqlite"
     server = start_synthetic(20.0, 20.0, TOKENS)
     common = ("run", "--endpoint", server.url, "--model", "llama-2-7b", "--input-len", "32",
@@ -46,16 +51,53 @@ def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
             ("-c", "4", "-n", "12"),
             ("--rate", "20", "-n", "10", "--gpu", "H100-SXM")]
     try:
-        procs = [subprocess.Popen([sys.executable, "-m", "infer_prof", *common, *extra],
-                                  cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                  text=True) for extra in runs]
-        for p in procs:
-            _, err = p.communicate(timeout=120)
-            assert p.returncode == 0, err
+        for group in ([runs] if at_once else [[r] for r in runs]):
+            procs = [subprocess.Popen([sys.executable, "-m", "infer_prof", *common, *extra],
+                                      cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      text=True) for extra in group]
+            for p in procs:
+                _, err = p.communicate(timeout=120)
+                assert p.returncode == 0, err
     finally:
         server.stop()
     assert len(list(folder.glob("*.json"))) == 4
-    return {"folder": folder, "db": db}
+    return folder, db
+
+
+def _starved(folder: Path) -> list[str]:
+    """The validity reasons of the runs the tests calibrate from (the H100-SXM closed loops)
+    when a check that blames the client's CPU is all that made one invalid; any other reason
+    fails here, as it is no load's doing."""
+    starved = []
+    for name in ("*-c2.json", "*-c8.json"):
+        (path,) = folder.glob(name)
+        validity = json.loads(path.read_text())["validity"]
+        reasons = validity["reasons"]
+        if validity["valid"]:
+            continue
+        assert validity["client_overloaded"] and all(r.startswith(CLIENT_CHECKS)
+                                                     for r in reasons), (path, reasons)
+        starved += reasons
+    return starved
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """:func:`_record_runs`, all at once, then again one run after another (a fresh folder and
+    history, up to :data:`ATTEMPTS` in all) while a run the tests use was marked invalid only
+    because its client could not keep up: the clients and the server share the machine's cores
+    with whatever else runs there, and 10 ms of read lag (half the server's 20 ms ITL) is
+    enough. The checks are right to mark such a run; the tests here are about what the
+    estimate does with valid ones. Any other reason a run is invalid fails at once."""
+    said: list[str] = []
+    for attempt in range(ATTEMPTS):
+        folder, db = _record_runs(tmp_path_factory.mktemp(f"calibrate{attempt}"),
+                                  at_once=attempt == 0)
+        starved = _starved(folder)
+        if not starved:
+            return {"folder": folder, "db": db}
+        said += starved
+    raise AssertionError(f"the client could not keep up in {ATTEMPTS} attempts: {said}")
 
 
 def _json(*args: str) -> dict[str, Any]:

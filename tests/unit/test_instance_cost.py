@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from infer_prof.catalog.gpus import find_gpu
+from infer_prof.results.cost_sections import Cost
 from infer_prof.run.economics import CostOptions, cost_block
 
 from .test_skypilot_catalog import write_live_catalog
@@ -19,8 +21,11 @@ def no_sky_home(tmp_path, monkeypatch):
 
 
 def cost(gpu: str | None, gpus: int, **opts) -> dict:
-    return cost_block(SUMMARY, find_gpu(gpu) if gpu else None, gpus, CostOptions(**opts),
-                      None, None)
+    """The run's ``cost`` section as the result file holds it (JSON)."""
+    section = cost_block(SUMMARY, find_gpu(gpu) if gpu else None, gpus, CostOptions(**opts),
+                         None, None)
+    assert isinstance(section, Cost)
+    return msgspec.to_builtins(section)
 
 
 def test_named_instance_costs_the_whole_instance():
@@ -90,3 +95,22 @@ def test_a_price_the_user_gave_is_said_as_given():
 
     rows = dict(_derived_rows(result_of(cost=cost("H100-SXM", 2, price_per_hour=1.5))))
     assert rows["price"] == "$3.00/h for 2 GPU(s) (given with --price-per-hour)"
+
+
+def test_owned_hardware_beside_the_rent_with_its_break_even():
+    section = cost_block(SUMMARY, find_gpu("H100-SXM"), 2, CostOptions(
+        price_per_hour=1.5, purchase_usd=30000), 3600.0, 10.0)
+    owned = section.owned
+    assert owned is not None and owned.available and owned.power_source == "measured"
+    # $60,000 over 3 years of 24/7 use, 360 W measured (3,600 J over 10 s) at $0.12/kWh
+    assert owned.usd_per_hour == pytest.approx(60000 / (3 * 8760) + 0.36 * 0.12)
+    assert owned.usd_per_million_output_tokens == pytest.approx(
+        owned.usd_per_hour / (1000.0 * 3600) * 1e6)
+    # buying beats renting 2 GPUs at $1.50/h after purchase / (rent - power and overhead)
+    assert owned.break_even_hours == pytest.approx(60000 / (3.0 - 0.36 * 0.12))
+    # no GPU: no rent, and an owned cost only with the power measured
+    bad = cost_block(SUMMARY, None, 1, CostOptions(purchase_usd=1000), None, None)
+    assert not bad.available and bad.owned is not None and not bad.owned.available
+    assert "needs power: measured energy and duration, or a TDP" in (bad.owned.reason or "")
+    unrented = cost_block(SUMMARY, None, 1, CostOptions(purchase_usd=1000), 3600.0, 10.0).owned
+    assert unrented is not None and unrented.available and unrented.break_even_hours is None
