@@ -23,6 +23,7 @@ from infer_prof.cli.declared import declared_command
 from infer_prof.config.options import Opt
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.planning.lora_memory import VLLM_LORA_RANKS, LoraSlots
 from infer_prof.core.planning.plan_result import Plan
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.core.planning.precisions import PRECISION_LABELS, PlanError
@@ -129,7 +130,9 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
 
     table = Table(title="memory per GPU (GiB)", box=box.SIMPLE_HEAVY, show_edge=False)
     hybrid = any(c.memory.state_bytes_per_sequence for c in p.candidates)
-    cols = ("precision", "weights", "overhead", "KV cache", "KV/token",
+    lora = any(c.memory.lora_bytes for c in p.candidates)
+    cols = ("precision", "weights", *(("LoRA",) if lora else ()), "overhead", "KV cache",
+            "KV/token",
             *(("state/seq",) if hybrid else ()), "seqs at once", "verdict")
     for col in cols:
         table.add_column(col, justify="left" if col in ("precision", "verdict") else "right",
@@ -150,6 +153,7 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
         else:
             verdict = c.reason or "fits"
         table.add_row(("* " if chosen else "  ") + c.label, _gib(m.weights_bytes),
+                      *((_gib(m.lora_bytes),) if lora else ()),
                       _gib(m.overhead_bytes), _gib(m.kv_cache_bytes),
                       f"{m.kv_bytes_per_token / 1024:,.0f} KiB",
                       *((f"{m.state_bytes_per_sequence / 2**20:,.1f} MiB",) if hybrid else ()),
@@ -160,8 +164,10 @@ def _print_plan(p: Plan, how: str, console: Console) -> None:
                       "fp8) or when nothing else fits")
     if p.memory:
         m = p.memory
+        lora_part = f"LoRA buffers {_gib(m.lora_bytes)} + " if m.lora_bytes else ""
         console.print(f"breakdown: weights {_gib(m.weights_bytes)} (whole model "
-                      f"{_gib(m.weights_bytes_total)}) + fixed {_gib(m.fixed_overhead_bytes)} + "
+                      f"{_gib(m.weights_bytes_total)}) + {lora_part}fixed "
+                      f"{_gib(m.fixed_overhead_bytes)} + "
                       f"activations {_gib(m.activation_bytes)} + KV cache {_gib(m.kv_cache_bytes)}"
                       f" = {_gib(m.budget_bytes)} GiB; the load needs {_gib(m.kv_needed_bytes)} "
                       "GiB of KV")
@@ -223,6 +229,13 @@ class PlanOptions:
     memory_budget: Annotated[str | None, Opt(
         ("--memory-budget",), "Memory the engine may use (e.g. 24GiB, 512MiB): a CPU run without "
         "--gpu; replaces the utilization budget with one.")] = None
+    max_loras: Annotated[int | None, Opt(
+        ("--max-loras",), "LoRA adapters in one batch, as vLLM's --max-loras (run sets it to the "
+        "--lora-modules count): plan the adapter buffers vLLM reserves before the KV cache.")
+    ] = None
+    max_lora_rank: Annotated[int, Opt(
+        ("--max-lora-rank",), "The adapters' largest rank, as vLLM's --max-lora-rank (with "
+        "--max-loras).")] = 16
     json_output: Annotated[bool, Opt(("--json",), "Print the plan as JSON.")] = False
 
 
@@ -237,9 +250,10 @@ def plan_options(o: PlanOptions) -> None:
             budget = parse_bytes(o.memory_budget)
         except ValueError as exc:
             _fail(f"--memory-budget: {exc}")
+    lora = _lora_slots(o)
     spec = _resolve_spec(o.model)
     gpu_specs, count, found, how = _resolve_gpus(o.gpu, o.gpus, budget)
-    results = [_plan_one(o, spec, g, count, found, budget) for g in gpu_specs]
+    results = [_plan_one(o, spec, g, count, found, budget, lora) for g in gpu_specs]
     if o.json_output:
         docs = [r.to_dict(_vllm_args(r)) for r in results]
         typer.echo(json.dumps(docs[0] if len(docs) == 1 else docs, indent=2))
@@ -259,8 +273,21 @@ def plan_options(o: PlanOptions) -> None:
         raise typer.Exit(1)
 
 
+def _lora_slots(o: PlanOptions) -> LoraSlots | None:
+    """``--max-loras`` and ``--max-lora-rank`` as the planner's slots (None without adapters);
+    exits 2 on a count below 1 or a rank vLLM does not take."""
+    if o.max_loras is None:
+        return None
+    if o.max_loras < 1:
+        _fail(f"--max-loras must be at least 1, got {o.max_loras}")
+    if o.max_lora_rank not in VLLM_LORA_RANKS:
+        _fail(f"--max-lora-rank {o.max_lora_rank} is not one vLLM takes; use one of "
+              f"{', '.join(map(str, VLLM_LORA_RANKS))}")
+    return LoraSlots(o.max_loras, o.max_lora_rank)
+
+
 def _plan_one(o: PlanOptions, spec: ModelSpec, gpu_spec: GpuSpec | None, count: int,
-              found: list[DetectedGpu], budget: int | None) -> Plan:
+              found: list[DetectedGpu], budget: int | None, lora: LoraSlots | None) -> Plan:
     """The plan on one GPU model (exits 2 with the planner's one-line reason)."""
     from infer_prof.run.engine_setup import device_memory, engine_capabilities  # --help stays fast
 
@@ -273,7 +300,7 @@ def _plan_one(o: PlanOptions, spec: ModelSpec, gpu_spec: GpuSpec | None, count: 
             memory_per_gpu_bytes=memory, memory_source=source,
             kv_cache_dtype=o.kv_cache_dtype, load_format=o.load_format,
             caps=engine_capabilities(gpu_spec is not None),
-            catalog=list(catalog().values())))
+            catalog=list(catalog().values()), lora=lora))
     except PlanError as exc:
         _fail(str(exc))
 

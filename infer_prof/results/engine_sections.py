@@ -42,6 +42,9 @@ class PlannedMemory(Section):
     """Tokens per KV block (a hybrid model's are aligned to its state pages)."""
     block_bytes: int | None = None
     """Pool bytes one block takes across every layer."""
+    lora_bytes: int | None = None
+    """The LoRA adapters' buffers vLLM reserves before the KV cache (``--max-loras`` slots of
+    ``--max-lora-rank``; 0 without adapters)."""
 
 
 class PlanCandidate(Section):

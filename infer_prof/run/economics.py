@@ -112,11 +112,11 @@ def cost_block(
             else ("no GPU to price: pass --gpu NAME (for --endpoint runs) or --price-per-hour")
         )
         quote = None
-    owned = (_owned_cost(summary, gpu, gpus, opts.purchase_usd, opts, (energy_j, window_s), quote)
-             if opts.purchase_usd is not None else None)
+    output_tps, total_tps = summary.get("output_throughput"), summary.get("total_throughput")
+    owned = (_owned_cost(output_tps, gpu, gpus, opts.purchase_usd, opts, (energy_j, window_s),
+                         quote) if opts.purchase_usd is not None else None)
     if quote is None:
         return Cost(available=False, reason=reason, owned=owned)
-    output_tps, total_tps = summary.get("output_throughput"), summary.get("total_throughput")
     report = cost_report(quote.usd_per_hour, priced_gpus, output_tps, total_tps)
     price = msgspec.convert(quote.to_dict(), Price)
     return Cost(
@@ -136,13 +136,14 @@ def cost_block(
     )
 
 
-def _owned_cost(summary: dict[str, Any], gpu: GpuSpec | None, gpus: int, purchase: float,
+def _owned_cost(output_tps: float | None, gpu: GpuSpec | None, gpus: int, purchase: float,
                 opts: CostOptions, energy: tuple[float | None, float | None],
                 quote: PriceQuote | InstanceQuote | None) -> OwnedCost:
     """The cost of owning the run's ``gpus`` (``purchase`` USD each, over ``opts``' years,
     utilization and power price; ``energy``: the joules measured and the window in s, else the
-    TDP), its $ per 1M output tokens and, with a rental ``quote``, the hours after which buying
-    beats renting; unavailable with the reason when the options cannot be costed."""
+    TDP), its $ per 1M output tokens at ``output_tps`` (output tokens/s) and, with a rental
+    ``quote``, the hours after which buying beats renting; unavailable with the reason when the
+    options cannot be costed."""
     energy_j, window_s = energy
     tdp = gpu.tdp_watts * gpus if gpu and gpu.tdp_watts else None
     measured = energy_j is not None and window_s
@@ -159,8 +160,7 @@ def _owned_cost(summary: dict[str, Any], gpu: GpuSpec | None, gpus: int, purchas
     except ValueError as exc:
         return OwnedCost(available=False, reason=str(exc))
     section = msgspec.convert(owned.to_dict(), OwnedCost)
-    per_million = cost_per_million_output_tokens(
-        owned.usd_per_hour, summary.get("output_throughput"), 1)
+    per_million = cost_per_million_output_tokens(owned.usd_per_hour, output_tps, 1)
     break_even = None if quote is None else break_even_hours(
         purchase * gpus,
         quote.usd_per_hour * gpus,

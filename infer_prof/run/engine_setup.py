@@ -17,6 +17,7 @@ from infer_prof.catalog.gpus import catalog as gpu_catalog
 from infer_prof.catalog.models import ResolvedModel, alias_config_dir
 from infer_prof.config.run_groups import EngineConfig
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
+from infer_prof.core.planning.lora_memory import LoraSlots
 from infer_prof.core.planning.memory import sequence_pool_bytes
 from infer_prof.core.planning.plan_result import EngineSettings, Plan
 from infer_prof.core.planning.planner import PlanRequest, plan
@@ -142,11 +143,13 @@ def make_plan(
     input_len: int,
     output_len: int,
     load_format: str | None = None,
+    lora: LoraSlots | None = None,
 ) -> tuple[Plan | None, str | None]:
     """Plan precision and memory for a server this run starts (``--quantization auto`` or a
     forced precision). Returns (plan, why there is none). Raises ConfigError when the model
     cannot run at all, with the planner's numbers and what would fit. ``load_format``: the
-    run's decided one (default: the one given)."""
+    run's decided one (default: the one given); ``lora``: the adapter slots the launch gets
+    (``--lora-modules``), whose buffers the plan takes from the KV cache."""
     load_format = load_format or engine.load_format
     if engine.endpoint:
         return None, "--endpoint: the running server's own settings apply"
@@ -197,6 +200,7 @@ def make_plan(
                 ),
                 caps=engine_capabilities(gpu is not None),
                 catalog=tuple(gpu_catalog().values()),
+                lora=lora,
             ),
         )
     except PlanError as exc:

@@ -13,6 +13,7 @@ from infer_prof.catalog.models import ModelError, ResolvedModel, resolve_model
 from infer_prof.config.run_groups import ResultsConfig
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.planning.duration import Estimate
+from infer_prof.core.planning.lora_memory import LoraSlots
 from infer_prof.core.planning.planner import Plan
 from infer_prof.core.planning.weights import WeightDecision
 from infer_prof.core.workload.slo import Slo, SloError, parse_slos, slos_from_mapping
@@ -137,8 +138,10 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     plan_conc = max(point_concurrency(w) for w in points)
     mean_in = math.ceil(max(w.input_len.mean() for w in points))
     mean_out = math.ceil(max(w.output_len.mean() for w in points))
+    slots = (LoraSlots(lora.max_loras, lora.max_lora_rank)
+             if lora and lora.max_loras and lora.max_lora_rank else None)
     the_plan, no_plan_reason = make_plan(
-        cfg.engine, model, gpu, gpu_count, plan_conc, mean_in, mean_out, load_format
+        cfg.engine, model, gpu, gpu_count, plan_conc, mean_in, mean_out, load_format, slots
     )
     on_gpu = has_nvidia_gpu()
     precision = the_plan.precision if the_plan else None

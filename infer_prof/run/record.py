@@ -23,6 +23,7 @@ from infer_prof.results import history_database
 from infer_prof.results.document import Result
 from infer_prof.results.document_base import Distribution
 from infer_prof.results.failed_run import engine_dead
+from infer_prof.results.load_sections import LoadMode
 from infer_prof.results.loading import record_result
 from infer_prof.results.run_ids import new_run_id
 from infer_prof.results.schema import SCHEMA_VERSION
@@ -34,7 +35,8 @@ from infer_prof.results.store import (
     write_file,
     write_new_file,
 )
-from infer_prof.results.sweep_document import Sweep, decode_sweep
+from infer_prof.results.sweep_document import Knee as SweepKnee
+from infer_prof.results.sweep_document import Sweep, SweepRow, decode_sweep
 from infer_prof.run import result_files
 from infer_prof.run.config import RunConfig
 from infer_prof.run.load_points import point_label
@@ -202,59 +204,71 @@ def record_health(records: list[RequestRecord]) -> dict[str, Any]:
     }
 
 
-def _stat(d: Distribution | None, stat: str) -> float | None:
-    """``d.<stat>`` (``"p50"``), None where the distribution was not recorded."""
-    return None if d is None else getattr(d, stat)
+def _p50(d: Distribution | None) -> float | None:
+    return None if d is None else d.p50
+
+
+def _p99(d: Distribution | None) -> float | None:
+    return None if d is None else d.p99
+
+
+def sweep_row(outcome: RunOutcome) -> SweepRow:
+    """One point's row of the sweep: its file, workload and load (streams of a closed loop,
+    requests/s of an open one), rates, latency percentiles (ms), the frontier's axes, goodput
+    and verdicts (None where not measured)."""
+    r = outcome.document
+    s, load = r.summary, r.load
+    return SweepRow(
+        result_file=outcome.result_path.name,
+        workload=r.workload.name if r.workload else None,
+        mode=load.mode if load else None,
+        load=None if load is None else (load.concurrency if load.mode == "closed" else load.rate),
+        request_throughput=s.request_throughput,
+        output_throughput=s.output_throughput,
+        ttft_p50_ms=_p50(s.ttft_ms),
+        ttft_p99_ms=_p99(s.ttft_ms),
+        tpot_p50_ms=_p50(s.tpot_ms),
+        tpot_p99_ms=_p99(s.tpot_ms),
+        interactivity_tok_s_user=s.interactivity_tok_s_user,
+        total_tok_s_per_gpu=s.total_tok_s_per_gpu,
+        usd_per_million_output_tokens=s.usd_per_million_output_tokens,
+        e2e_p50_ms=_p50(s.e2e_ms),
+        goodput=r.slo.goodput if r.slo else None,
+        slo_passed=r.slo.passed if r.slo else None,
+        valid=r.validity.valid if r.validity else None,
+        complete=r.complete,
+    )
+
+
+def sweep_knees(rows: Sequence[SweepRow]) -> list[SweepKnee]:
+    """The knee of each workload's curve per loop mode (a suite holds several; rate inf is no
+    point on a curve): the first point whose TPOT p50 exceeds 1.5 x the lowest load's
+    (``core.analysis.sweep.find_knee``), with its row in ``rows``."""
+    curves: dict[tuple[str | None, LoadMode | None], list[tuple[int, float]]] = {}
+    for i, row in enumerate(rows):
+        if row.load is not None and row.load != math.inf:
+            curves.setdefault((row.workload, row.mode), []).append((i, float(row.load)))
+    knees = []
+    for (workload, mode), points in curves.items():
+        knee = find_knee([(load, rows[i].tpot_p50_ms) for i, load in points])
+        if knee is not None:
+            knees.append(SweepKnee(
+                index=knee.index, load=knee.load, tpot_p50_ms=knee.tpot_p50_ms,
+                baseline_ms=knee.baseline_ms, threshold_ms=knee.threshold_ms,
+                row=points[knee.index][0], workload=workload, mode=mode))
+    return knees
 
 
 def sweep_summary(outcomes: list[RunOutcome], search: dict[str, Any] | None) -> dict[str, Any]:
-    """The curve over load points: one row per point, the knee (TPOT p50 past 1.5x its
-    lowest-load value) and the find-max answer when one was searched."""
-    rows: list[dict[str, Any]] = []
-    for o in outcomes:
-        r = o.document
-        s = r.summary
-        load = r.load
-        rows.append(
-            {
-                "result_file": o.result_path.name,
-                "workload": r.workload.name if r.workload else None,
-                "mode": load.mode if load else None,
-                "load": None if load is None else (
-                    load.concurrency if load.mode == "closed" else load.rate),
-                "request_throughput": s.request_throughput,
-                "output_throughput": s.output_throughput,
-                "ttft_p50_ms": _stat(s.ttft_ms, "p50"),
-                "ttft_p99_ms": _stat(s.ttft_ms, "p99"),
-                "tpot_p50_ms": _stat(s.tpot_ms, "p50"),
-                "tpot_p99_ms": _stat(s.tpot_ms, "p99"),
-                "interactivity_tok_s_user": s.interactivity_tok_s_user,
-                "total_tok_s_per_gpu": s.total_tok_s_per_gpu,
-                "usd_per_million_output_tokens": s.usd_per_million_output_tokens,
-                "e2e_p50_ms": _stat(s.e2e_ms, "p50"),
-                "goodput": r.slo.goodput if r.slo else None,
-                "slo_passed": r.slo.passed if r.slo else None,
-                "valid": r.validity.valid if r.validity else None,
-                "complete": r.complete,
-            }
-        )
-    # one curve per workload and loop mode (a suite holds several); rate inf is no point on it
-    groups: dict[tuple[str, str], list[int]] = {}
-    for i, row in enumerate(rows):
-        if row["load"] is not None and row["load"] != math.inf:
-            groups.setdefault((row["workload"], row["mode"]), []).append(i)
-    knees = []
-    for (workload, mode), idx in groups.items():
-        knee = find_knee([(float(rows[i]["load"]), rows[i]["tpot_p50_ms"]) for i in idx])
-        if knee is not None:
-            knees.append(
-                {**knee.to_dict(), "row": idx[knee.index], "workload": workload, "mode": mode}
-            )
+    """The curve over load points: one row per point (:func:`sweep_row`), the knees
+    (:func:`sweep_knees`) and the find-max answer when one was searched, as the sweep file's
+    JSON object (:class:`infer_prof.results.sweep_document.Sweep`)."""
+    rows = [sweep_row(o) for o in outcomes]
     return {
         "schema_version": SCHEMA_VERSION,
         "kind": "infer-prof.sweep",
-        "points": rows,
-        "knees": knees,
+        "points": msgspec.to_builtins(rows),
+        "knees": msgspec.to_builtins(sweep_knees(rows)),
         "knee_rule": "first point whose TPOT p50 exceeds 1.5 x the lowest load's",
         "find_max": search,
     }

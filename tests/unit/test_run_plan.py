@@ -49,3 +49,18 @@ def test_random_weights_are_the_plans_load_format(monkeypatch: pytest.MonkeyPatc
     plan = plan_run(cfg)
     assert plan.load_format == "dummy" and cfg == given and cfg.engine.load_format is None
     assert plan.engine_path.endswith("llama-2-7b")  # the alias's config folder, for dummy
+
+
+def test_a_run_over_lora_adapters_plans_their_buffers() -> None:
+    """``--lora-modules`` with two rank-8 adapters: the launch gets --max-loras 2
+    --max-lora-rank 8, and the plan takes vLLM's buffers for them from the KV cache."""
+    from infer_prof.catalog.tiny_lora import ensure_tiny_lora
+
+    a1, a2 = ensure_tiny_lora(8, seed=1), ensure_tiny_lora(8, seed=2)
+    cfg = RunConfig(model="tiny-llama", server="synthetic", workload="fixed-512-128",
+                    num_requests=4, concurrency=[1], yes=True, memory_budget_bytes=1 << 30,
+                    lora_modules=[f"a1={a1}", f"a2={a2}"])
+    plan = plan_run(cfg)
+    assert plan.plan is not None and plan.plan.memory is not None
+    assert plan.plan.memory.lora_bytes == 345_088  # tests/unit/test_lora_memory.py
+    assert any("2 adapters of rank 8" in n for n in plan.plan.notes)

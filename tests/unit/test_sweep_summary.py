@@ -35,3 +35,22 @@ def test_knee_per_workload_and_mode_with_row_indices():
     ]
     assert [p["workload"] for p in sweep["points"]] == ["chat"] * 5 + ["rag"] * 2
     assert sweep["kind"] == "infer-prof.sweep"
+
+
+def test_rows_and_knees_are_the_sweep_files_declared_types():
+    from infer_prof.results.sweep_document import Knee, SweepRow, decode_sweep
+    from infer_prof.run.record import sweep_knees, sweep_row
+
+    outs = [outcome("chat", "closed", 1, 10.0), outcome("chat", "closed", 4, 20.0),
+            outcome("chat", "open", float("inf"), 40.0)]
+    rows = [sweep_row(o) for o in outs]
+    assert all(isinstance(r, SweepRow) for r in rows)
+    assert (rows[0].result_file, rows[0].mode, rows[0].load, rows[0].tpot_p50_ms,
+            rows[0].ttft_p99_ms, rows[0].e2e_p50_ms, rows[0].valid) == (
+        "chat-closed-1.json", "closed", 1, 10.0, 2.0, 3.0, True)
+    assert rows[2].load == float("inf")  # in the rows, but no point on the curve
+    assert sweep_knees(rows) == [Knee(index=1, load=4.0, tpot_p50_ms=20.0, baseline_ms=10.0,
+                                      threshold_ms=15.0, row=1, workload="chat", mode="closed")]
+    # the file's JSON reads back as the same rows
+    sweep = decode_sweep(sweep_summary(outs, None))
+    assert sweep.points == rows and sweep.knees == sweep_knees(rows)

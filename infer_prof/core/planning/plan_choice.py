@@ -52,10 +52,12 @@ class PlanSetup:
     load_format: str | None
     max_num_batched_tokens: int
     max_num_seqs: int
+    lora: int = 0  # LoRA buffers per GPU, bytes (lora_memory.lora_buffer_bytes)
 
 
 def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBreakdown:
-    """Per-GPU memory of ``precision``: weights, overhead, and the KV cache left, in blocks of
+    """Per-GPU memory of ``precision``: weights, LoRA buffers, overhead, and the KV cache left
+    (``budget - weights - lora - overhead``), in blocks of
     :data:`BLOCK_SIZE` tokens of every layer (``kv_bytes_per_token`` sums the layers); a
     sequence takes ``ceil(its KV bytes / block bytes)`` blocks, its KV bytes counting only the
     window of sliding-window layers plus one scheduler step's tokens
@@ -69,7 +71,7 @@ def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBrea
     weights = weight_bytes(s.model, memory_precision, s.tp)
     total = weight_bytes(s.model, memory_precision, 1)
     overhead = s.fixed + s.activation
-    kv_cache = s.budget - weights - overhead
+    kv_cache = s.budget - weights - s.lora - overhead
     kv_bytes = 1 if kv_dtype == "fp8" else s.kv_dtype_bytes
     per_token = kv_bytes_per_token(s.model, s.tp, kv_bytes)
     block, block_bytes, paging = pool_layout(s.model, s.tp, kv_bytes, on_cpu=s.gpu is None)
@@ -101,13 +103,14 @@ def evaluate(s: PlanSetup, precision: str, kv_dtype: str = "auto") -> MemoryBrea
         blocks_per_sequence=per_seq,
         max_sequences=max_seqs,
         kv_needed_bytes=kv_needed,
-        needed_bytes=weights + overhead + kv_needed,
+        needed_bytes=weights + s.lora + overhead + kv_needed,
         fits_load=max_seqs >= s.concurrency,
         runnable=max_seqs >= 1,
         kv_cache_dtype=kv_dtype,
         state_bytes_per_sequence=state,
         block_size=block,
         block_bytes=block_bytes,
+        lora_bytes=s.lora,
     )
 
 

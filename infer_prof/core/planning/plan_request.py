@@ -9,6 +9,7 @@ from dataclasses import KW_ONLY, dataclass
 
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.planning.lora_memory import LoraSlots
 from infer_prof.core.planning.precisions import EngineCaps
 
 
@@ -50,3 +51,4 @@ class PlanRequest:
     max_num_seqs: int | None = None
     vllm_version: tuple[int, ...] | None = None
     catalog: Sequence[GpuSpec] = ()
+    lora: LoraSlots | None = None

@@ -18,7 +18,9 @@ class MemoryBreakdown:
     what a hybrid model's linear/Mamba layers keep per sequence whatever its length (pages of the
     pool, padded as vLLM pads them; 0 without such layers); ``kv_blocks`` blocks of
     ``block_size`` tokens, each ``block_bytes`` of the pool (every layer's share of one block);
-    ``blocks_per_sequence`` those one sequence of the load takes, states included."""
+    ``blocks_per_sequence`` those one sequence of the load takes, states included;
+    ``lora_bytes`` the LoRA adapters' buffers vLLM reserves before the KV cache (0 without
+    adapters: :mod:`infer_prof.core.planning.lora_memory`)."""
 
     precision: str
     budget_bytes: int
@@ -41,6 +43,7 @@ class MemoryBreakdown:
     state_bytes_per_sequence: int = 0
     block_size: int = 16
     block_bytes: int = 0
+    lora_bytes: int = 0
 
 
 @dataclass(frozen=True)

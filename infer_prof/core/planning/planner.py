@@ -19,6 +19,7 @@ from typing import Any
 from infer_prof.core.catalog.gpus import GIB, GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.catalog.state_pages import hybrid_paging, ssm_dtype_bytes
+from infer_prof.core.planning.lora_memory import LoraBuffers, lora_buffer_bytes
 from infer_prof.core.planning.memory import (
     BLOCK_SIZE,
     NON_TORCH_GPU,
@@ -117,10 +118,12 @@ def _setup(r: PlanRequest, caps: EngineCaps, b: _Budget) -> PlanSetup:
     else:
         fixed = NON_TORCH_GPU + (TP_COMM_OVERHEAD if r.gpus > 1 else 0)
         act = gpu_activation_bytes(r.model, r.gpus, mnbt, mns)
+    lora = lora_buffer_bytes(r.model, r.lora, r.gpus).bytes if r.lora else None
     return PlanSetup(model=r.model, gpu=r.gpu, tp=r.gpus, concurrency=r.concurrency,
                   seq_len=r.input_len + r.output_len, budget=b.budget, fixed=fixed,
                   activation=act, kv_dtype_bytes=r.kv_cache_dtype_bytes, caps=caps,
-                  load_format=r.load_format, max_num_batched_tokens=mnbt, max_num_seqs=mns)
+                  load_format=r.load_format, max_num_batched_tokens=mnbt, max_num_seqs=mns,
+                  lora=lora or 0)
 
 
 def _queueing(s: PlanSetup, choice: Choice, wanted: str) -> tuple[int | None, int | None]:
@@ -167,6 +170,8 @@ def _device_notes(r: PlanRequest, s: PlanSetup, vllm_version: tuple[int, ...] | 
     if r.memory_budget_bytes is not None:
         choice.notes.append("--memory-budget replaces gpu_memory_utilization x memory; the KV "
                             "cache size is passed to vLLM as kv_cache_memory_bytes")
+    if r.lora is not None:
+        choice.notes.append(_lora_note(lora_buffer_bytes(r.model, r.lora, r.gpus)))
     if r.gpu is not None and s.caps.build == "cuda" and vllm_version is not None \
             and vllm_version[:2] != (0, 26):
         choice.notes.append(
@@ -174,6 +179,17 @@ def _device_notes(r: PlanRequest, s: PlanSetup, vllm_version: tuple[int, ...] | 
             f"{'.'.join(map(str, vllm_version))} is installed: later releases may charge "
             "CUDA-graph memory (0.7-1.9 GiB) inside the budget "
             "(VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS), leaving less KV cache")
+
+
+def _lora_note(buffers: LoraBuffers) -> str:
+    """What the plan says about the LoRA adapters' buffers."""
+    n, r = buffers.slots.max_loras, buffers.slots.max_rank
+    if buffers.bytes is None:
+        return f"LoRA, {n} adapters of rank {r}: {buffers.note}"
+    return (f"LoRA, {n} adapters of rank {r} (--max-loras, --max-lora-rank): vLLM reserves "
+            f"{buffers.bytes / 2**20:,.1f} MiB per GPU of adapter buffers for every linear "
+            f"layer{' and the embeddings' if buffers.embedding_bytes else ''} before it sizes "
+            "the KV cache (lora_memory.py)")
 
 
 def _model_notes(model: ModelSpec, s: PlanSetup) -> list[str]:
