@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from rich.console import Console
 from rich.table import Table
@@ -64,6 +64,10 @@ class CalibrateOptions:
         ("CPU time (us) the built-in server burns per streamed token, as a real API "
         "server on this host would (15 at 1024 streams is about one core); judged "
         "against the server-cost targets."))] = 0.0
+    api: Annotated[Literal["completions", "chat"], Opt(
+        ("--api",),
+        ("The API the client speaks: completions, or chat (chat requests, streamed back "
+         "as chat chunks)."))] = "completions"
     json_output: Annotated[bool, Opt(
         ("--json",),
         "Print the full report as JSON.")] = False
@@ -90,7 +94,7 @@ def calibrate(o: CalibrateOptions) -> None:
         levels,
         CalibrationSettings(ttft_ms=o.ttft_ms, itl_ms=o.itl_ms, output_len=o.output_len,
                             requests_per_stream=o.requests_per_stream, processes=procs,
-                            tls=o.tls, server_cost_us=o.server_cost_us),
+                            tls=o.tls, server_cost_us=o.server_cost_us, api=o.api),
         on_point=lambda rep: err.print(_progress_line(rep)),
     )
     if o.json_output:
@@ -98,6 +102,7 @@ def calibrate(o: CalibrateOptions) -> None:
         return
     server = (f"server: TTFT {o.ttft_ms:g} ms, ITL {o.itl_ms:g} ms, "
               f"{o.output_len} tokens{', HTTPS' if o.tls else ''}"
+              + (", chat API" if o.api == "chat" else "")
               + (f", {o.server_cost_us:g} us CPU per token" if o.server_cost_us > 0 else ""))
     out = Console(width=max(120, Console().width))
     out.print(_error_table(reports, server))

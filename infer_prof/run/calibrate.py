@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from infer_prof.config.run_groups import Api
 from infer_prof.core.measurement.accuracy import (
     TARGETS_BY_MODE,
     calibration_mode,
@@ -37,7 +38,12 @@ from infer_prof.loadgen.closed_loop import (
     run_closed_loop,
 )
 from infer_prof.loadgen.endpoint import Endpoint
-from infer_prof.loadgen.openai_requests import build_completion_request
+from infer_prof.loadgen.openai_requests import (
+    build_chat_request,
+    build_completion_request,
+    chat_messages,
+)
+from infer_prof.loadgen.prepared import prepare
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.worker_shared import WorkerJob
 from infer_prof.loadgen.workers import choose_processes, merge_health, run_in_workers
@@ -135,7 +141,8 @@ class CalibrationLoad:
     """One calibration point's load: ``concurrency`` closed-loop streams sending
     ``num_requests`` requests of ``input_len`` prompt and ``output_len`` output tokens, after
     ``warmup`` warm-up requests, from ``processes`` client processes, each request given up
-    after ``timeout_s`` seconds."""
+    after ``timeout_s`` seconds, over ``api``: ``completions`` (token-ID prompts) or ``chat``
+    (one user message of ``input_len`` words, streamed back as chat chunks)."""
 
     concurrency: int
     num_requests: int
@@ -144,6 +151,7 @@ class CalibrationLoad:
     warmup: int = 0
     processes: int = 1
     timeout_s: float = 120.0
+    api: Api = "completions"
 
 
 def drive(
@@ -154,7 +162,8 @@ def drive(
     ca_bundle: str | None = None,
 ) -> list[RequestRecord]:
     """Run the closed-loop driver against ``url`` with ``load`` and return its records (request
-    IDs ``id_prefix`` + index).
+    IDs ``id_prefix`` + index). Every request's bytes are built before the load, as ``run``
+    builds them (:mod:`infer_prof.loadgen.prepared`).
 
     ``load.processes > 1`` spreads the streams over that many worker processes
     (:mod:`infer_prof.loadgen.workers`); ``health``, when given, receives the client's own
@@ -166,26 +175,33 @@ def drive(
                                                 load.processes)
     endpoint = Endpoint.from_url(url, ca_bundle=ca_bundle)
 
+    chat = load.api == "chat"
+    text = " ".join(["word"] * input_len)  # chat: the synthetic server counts its words
+
     def specs() -> Iterator[RequestSpec]:
         for i in range(num_requests):
-            yield RequestSpec(i, list(range(100, 100 + input_len)), input_len, output_len)
+            p = text if chat else list(range(100, 100 + input_len))
+            yield RequestSpec(i, p, input_len, output_len)
 
-    warm = [
-        RequestSpec(-1 - i, [100] * input_len, input_len, 2, warmup=True) for i in range(warmup)
+    warm_specs = [
+        RequestSpec(-1 - i, text if chat else [100] * input_len, input_len, 2, warmup=True)
+        for i in range(warmup)
     ]
 
     def build(spec: RequestSpec) -> bytes:
-        return build_completion_request(
-            endpoint,
-            "synthetic",
-            spec.prompt,
-            spec.max_tokens,
-            request_id=f"{id_prefix}{spec.index}",
-        )
+        rid = f"{id_prefix}{spec.index}"
+        if chat:
+            return build_chat_request(endpoint, "synthetic", chat_messages(spec.prompt),
+                                      spec.max_tokens, request_id=rid)
+        return build_completion_request(endpoint, "synthetic", spec.prompt, spec.max_tokens,
+                                        request_id=rid)
+
+    warm = list(prepare(warm_specs, build))
+    measured = list(prepare(specs(), build))
 
     if processes > 1:
         job = WorkerJob(
-            "closed", endpoint, build, timeout_s, warm, concurrency, None, list(specs())
+            "closed", endpoint, build, timeout_s, warm, concurrency, None, measured
         )
         merged, worker_health = run_in_workers(processes, job)
         if health is not None:
@@ -200,7 +216,7 @@ def drive(
             run_closed_loop(
                 DriverIO(endpoint, build, counters, asyncio.Event(), records),
                 warm,
-                specs(),
+                iter(measured),
                 ClosedLoopPlan(concurrency, timeout_s),
             )
         )
@@ -287,10 +303,11 @@ def calibrate_point(
     output_len: int,
     processes: int = 1,
     mode: str = "lean",
+    api: Api = "completions",
 ) -> dict[str, Any]:
-    """One concurrency level: drive, fetch the truth, compare against ``mode``'s targets
-    (:data:`~infer_prof.core.measurement.accuracy.TARGETS_BY_MODE`); ``server`` records the server
-    process's own CPU over the level (``cpu_s``) and per token it streamed."""
+    """One concurrency level over ``api``: drive, fetch the truth, compare against ``mode``'s
+    targets (:data:`~infer_prof.core.measurement.accuracy.TARGETS_BY_MODE`); ``server`` records
+    the server process's own CPU over the level (``cpu_s``) and per token it streamed."""
     context = server.context
     get_json(f"{server.url}/truth/reset", context=context)
     prefix = f"cal-c{concurrency}-"
@@ -298,7 +315,7 @@ def calibrate_point(
     ticks = cpu_ticks()
     server_cpu0 = process_cpu_s(server.proc.pid)
     load = CalibrationLoad(concurrency, num_requests, input_len, output_len,
-                           warmup=min(concurrency, 64), processes=processes)
+                           warmup=min(concurrency, 64), processes=processes, api=api)
     records = drive(server.url, load, prefix, health=health, ca_bundle=server.ca_bundle)
     server_cpu1 = process_cpu_s(server.proc.pid)
     full_truth = get_json(f"{server.url}/truth", timeout_s=60, context=context)
@@ -320,6 +337,7 @@ def calibrate_point(
         else None,
     }
     report["concurrency"] = concurrency
+    report["api"] = api
     report["processes"] = processes
     report["client"] = health
     report["cpu_pressure_pct"] = cpu_pressure()
@@ -337,7 +355,8 @@ class CalibrationSettings:
     made now, :mod:`infer_prof.servers.certs`, verified by the client as a real endpoint's)
     and ``server_cost_us``: CPU the built-in server burns per streamed token (``--cost-us`` of
     :mod:`infer_prof.servers.synthetic`; above 0 the points are judged against the
-    ``server_cost`` targets)."""
+    ``server_cost`` targets); ``api``: the API the client speaks (``chat``: chat requests
+    and chat chunks)."""
 
     ttft_ms: float = 50.0
     itl_ms: float = 15.0
@@ -347,6 +366,7 @@ class CalibrationSettings:
     processes: int | None = None
     tls: bool = False
     server_cost_us: float = 0.0
+    api: Api = "completions"
 
 
 def run_calibration(
@@ -374,7 +394,7 @@ def run_calibration(
         for c in concurrencies:
             procs = processes or auto_processes(c, itl_ms)
             rep = calibrate_point(
-                server, c, c * requests_per_stream, input_len, output_len, procs, mode
+                server, c, c * requests_per_stream, input_len, output_len, procs, mode, cs.api
             )
             rep["nominal"] = {
                 "ttft_ms": ttft_ms,

@@ -38,6 +38,18 @@ def test_accuracy_single_stream(synthetic):
     assert 4.5 <= rep["itl"]["p50_client_ms"] <= 6.0
 
 
+def test_chat_calibration_reads_chat_chunks_as_accurately(synthetic):
+    """``calibrate --api chat``: chat requests, streamed back as chat chunks (the role-only
+    first chunk is no token), held to the same truth."""
+    server = synthetic(ttft_ms=20.0, itl_ms=5.0, tokens=32)
+    rep = calibrate_point(server, concurrency=8, num_requests=16, input_len=8, output_len=32,
+                          api="chat")
+    assert rep["api"] == "chat" and rep["failed"] == 0 and rep["matched_requests"] == 16
+    assert abs(rep["ttft"]["p50_error_ms"]) <= 1.0
+    assert abs(rep["itl"]["p50_error_ms"]) <= 0.5
+    assert 4.5 <= rep["itl"]["p50_client_ms"] <= 6.0
+
+
 #: Above this share of CPU taken by the hypervisor during a level, the machine was not fair to
 #: the client (37.5 % was seen on a CI-like box) and only the verdict's consistency is checked.
 FAIR_STEAL_PCT = 10.0
