@@ -15,24 +15,24 @@ started through its own argument parser because the ``vllm`` console script of t
 cannot find its package metadata.
 
 Each client's CPU is read from ``/proc/<pid>/stat`` (user + system, every thread, plus any child
-processes) every 10 ms while it runs, and taken over the measured window only: from the arrival
-of its first measured request at the server to the server's send of its last token (the server's
-ground truth, on the same clock as the samples), interpolated between samples; tokens are all
-the server sent in that window. infer-prof's reads in the window are its whole run's reads times
-the window's share of the tokens it was sent (its count includes the warm-up). Start-up (imports,
-tokenizer, prompt pool) and shutdown are outside the window. Printed per client: CPU seconds in
-the window, tokens streamed in it, CPU per token; for infer-prof also CPU per read (its own read
-count), the client's queue p99 over the measured requests (from a stream's previous response
-to its next send: request building, send pacing above 256 streams) and the time-weighted mean
-of requests in flight. Each client's kernel (system) time per token is printed beside its total:
-a client that reads each token as it arrives pays the kernel for every read (``recvmsg``, the
-ACK it sends, and on loopback the server side's handling of that ACK, run in the reader's
-context), whatever its own code costs. Then per concurrency the ratio infer-prof / vllm and its
-floor, infer-prof's kernel time alone over vLLM's total: the ratio a client with free user-space
-code would reach. Targets (issue 14): at most 12 us per read at 128 and 1024 streams, ratio 0.2
-or less. Where vLLM's client falls behind (at 1024 streams it takes a whole core) it gets
-several tokens per read, so its kernel time per token and its total fall: a figure bought by
-timing tokens late.
+processes) every 10 ms while it runs, and taken over the measured window only: from the arrival of
+its first measured request at the server to the server's send of its last token (the server's
+ground truth, on the same clock as the samples), interpolated between samples; tokens are all the
+server sent in that window. infer-prof's reads in the window are its whole run's reads times the
+window's share of the tokens it was sent (its count includes the warm-up). Start-up (imports,
+tokenizer, prompt pool) and shutdown are outside the window. Printed per client: CPU seconds in the
+window, tokens streamed in it, CPU per token; for infer-prof also CPU per read (its own read
+count), the client's queue p99 over the measured requests (from a stream's previous response to its
+next send: send pacing above 256 streams; the request bytes are built before the load) and the
+time-weighted mean of requests in flight. Each client's kernel (system) time per token is printed
+beside its total: a client that reads each token as it arrives pays the kernel for every read
+(``recvmsg``, the ACK it sends, and on loopback the server side's handling of that ACK, run in the
+reader's context), whatever its own code costs. Then per concurrency the ratio infer-prof / vllm
+and its floor, infer-prof's kernel time alone over vLLM's total: the ratio a client with free
+user-space code would reach. Targets (issue 14): at most 12 us per read at 128 and 1024 streams,
+ratio 0.2 or less. Where vLLM's client falls behind (at 1024 streams it takes a whole core) it gets
+several tokens per read, so its kernel time per token and its total fall: a figure bought by timing
+tokens late.
 """
 
 from __future__ import annotations

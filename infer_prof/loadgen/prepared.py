@@ -13,7 +13,9 @@ ending together waited for each other's prompts: the client held 215-518 request
 
 How many are prepared: every spec of a source that ends (a counted point, a counted or steady
 warm-up), and from a source bound only by a duration, the first ``ahead`` of them; within
-:data:`BUDGET_BYTES` of request bytes either way. The specs beyond those are made when taken
+:data:`BUDGET_BYTES` of request bytes either way. A multi-turn point's conversations are
+prepared whole, every turn of each (:func:`prepare_conversations`; the turns of synthetic and
+dataset sessions do not depend on the server's answers). The specs beyond those are made when taken
 and their bytes built at the send, as before (:attr:`PreparedSpecs.built_at_send` counts them).
 The bytes are those the same builder makes at the send: same prompt, same request ID.
 """
@@ -24,9 +26,13 @@ import math
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from infer_prof.core.workload.workloads import Workload
 from infer_prof.loadgen.closed_loop import RequestSpec
+
+if TYPE_CHECKING:  # (sessions imports this module)
+    from infer_prof.loadgen.sessions import Conversation
 
 #: Request bytes one source prepares at most (memory); the specs beyond are built at the send.
 BUDGET_BYTES = 256 * 2**20
@@ -138,3 +144,49 @@ def preparation_counts(
             prepared += sum(1 for s in src if s.body is not None)
             at_send += sum(1 for s in src if s.body is None)
     return (prepared, at_send) if seen else (None, None)
+
+
+class PreparedConversations(Iterator["Conversation"]):
+    """A multi-turn point's conversations, the prepared ones first (every turn with its bytes),
+    then the rest as they come (their turns built at the send, counted in ``built_at_send``)."""
+
+    def __init__(self, ready: deque[Conversation], rest: Iterator[Conversation], prepared: int,
+                 at_send: int) -> None:
+        self._ready = ready
+        self._rest = rest
+        self.prepared = prepared  # turns prepared before the load
+        self.built_at_send = at_send  # turns left to build at their send (taken so far)
+
+    def __iter__(self) -> PreparedConversations:
+        return self
+
+    def __next__(self) -> Conversation:
+        if self._ready:
+            return self._ready.popleft()
+        conv = next(self._rest)
+        self.built_at_send += len(conv.turns)
+        return conv
+
+
+def prepare_conversations(
+    convs: Iterable[Conversation],
+    build: Callable[[RequestSpec], bytes],
+    ahead: int | None = None,
+    budget_bytes: int = BUDGET_BYTES,
+) -> PreparedConversations:
+    """``convs`` with the first ones whose turns reach ``ahead`` requests (all, when None: the
+    source must end) made and built now, within ``budget_bytes`` of request bytes in all."""
+    it = iter(convs)
+    ready: deque[Conversation] = deque()
+    turns = at_send = used = 0
+    while (ahead is None or turns < ahead) and used < budget_bytes:
+        conv = next(it, None)
+        if conv is None:
+            break
+        done = prepare(conv.turns, build, budget_bytes=budget_bytes - used)
+        used += done.prepared_bytes
+        turns += done.prepared
+        specs = list(done)
+        at_send += done.built_at_send  # a conversation the budget ran out in
+        ready.append(replace(conv, turns=specs))
+    return PreparedConversations(ready, it, turns, at_send)

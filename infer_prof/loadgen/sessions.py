@@ -65,6 +65,7 @@ from infer_prof.loadgen.datasets import (
 )
 from infer_prof.loadgen.endpoint import StreamConnection, resolve
 from infer_prof.loadgen.pacing import SendPacer
+from infer_prof.loadgen.prepared import PreparedConversations, prepare_conversations
 from infer_prof.loadgen.prompts import TokenPool, make_prompt
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.results.config_record import SessionDatasetUsed, SessionsUsed
@@ -379,6 +380,13 @@ class SessionRun:
         convs = self._convs
         self._convs = (Conversation(c.session, [replace(t, adapter=adapter_of(c.session))
                                                 for t in c.turns]) for c in convs)
+
+    def prepare(self, build: Callable[[RequestSpec], bytes],
+                ahead: int | None) -> PreparedConversations:
+        """Make the sessions' turns and build their bytes now, before the load (the first
+        ``ahead`` turns' conversations; all when None): :mod:`infer_prof.loadgen.prepared`."""
+        self._convs = prepared = prepare_conversations(self._convs, build, ahead)
+        return prepared
 
     def _next(self) -> Conversation | None:
         conv = next(self._convs, None)

@@ -121,8 +121,8 @@ class Client(Section):
     wall_s: float | None = None
     cpu_share: float | None = None
     workers: list[WorkerClient] | None = None
-    #: requests whose bytes were built before the load (``loadgen.prepared``); None when the
-    #: point prepares none (multi-turn sessions make each turn as it comes)
+    #: requests whose bytes were built before the load (``loadgen.prepared``; a multi-turn
+    #: point's turns); None when the point prepared none (a result from before)
     prepared_requests: int | None = None
     #: requests taken without prepared bytes, so made and built at their send on the load's hot
     #: path (a duration-bound point past its look-ahead, or past the memory budget); one client

@@ -34,7 +34,7 @@ from infer_prof.loadgen.openai_requests import (
     build_completion_request,
     chat_messages,
 )
-from infer_prof.loadgen.prepared import preparation_counts
+from infer_prof.loadgen.prepared import ahead_of_duration, preparation_counts
 from infer_prof.loadgen.sessions import SessionRun
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.traces import Trace
@@ -118,6 +118,9 @@ def drive_point(
     if session_run is not None and ctx.lora is not None:  # one adapter per conversation
         session_run.ask_adapters(ctx.lora.adapter_of)
     state.session_run = session_run
+    # every turn's bytes before the load (a counted point's sessions whole)
+    convs = session_run.prepare(build, None if wl.num_requests is not None
+                                else ahead_of_duration(wl)) if session_run else None
     processes = 1 if session_run else client_processes(
         cfg.load.client_processes, wl, tls=ctx.endpoint.tls is not None
     )
@@ -144,7 +147,8 @@ def drive_point(
         progress.finish()
         records = pooled or spool.read_back()
         spool.discard()
-    prepared, at_send = preparation_counts(warm, measured)
+    prepared, at_send = ((convs.prepared, convs.built_at_send) if convs is not None
+                         else preparation_counts(warm, measured))
     client.update(prepared_requests=prepared,
                   requests_built_at_send=at_send if processes == 1 else None)
     if processes == 1:

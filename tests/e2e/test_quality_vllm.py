@@ -3,11 +3,14 @@ first use on one-digit sums (catalog/trained_tiny.py). Each `infer-prof run --qu
 starts vLLM, drives a small load, then checks the answers on the same server:
 
 - bf16 tiny-adder answers most sums (its untrained copy answers 2 of 100: docs/quality.md,
-  left out here to keep the suite inside its time: the 3-bit copy below shows the check
+  left out here to keep the suite inside its time: the 2-bit copy below shows the check
   failing a model on the same engine);
 - a bitsandbytes 4-bit tiny-adder (vllm-bnb-plugin) measured against the bf16 result:
   perplexity ratio and KL stated;
-- a copy whose linear weights are rounded to 3 bits falls under --min-quality 0.99.
+- a copy whose linear weights are rounded to 2 bits (ternary: -s, 0, +s a row) falls under
+  --min-quality 0.99. Not 3 bits: how much a rounding costs depends on the trained weights, which
+  depend on torch's and transformers' versions; the tiny-adder the locked set-up trains (torch
+  2.13, transformers 5.19) keeps 95 of 100 sums at 3 bits, 26 at 2 (docs/quality.md).
 
 Slow: three vLLM starts (about a minute each on 2 idle cores).
 """
@@ -68,10 +71,10 @@ def test_bitsandbytes_4bit_against_bf16(bf16, tmp_path):
     assert "vs reference" in line and "KL" in line
 
 
-def test_min_quality_marks_weights_rounded_to_3_bits(bf16, tmp_path):
+def test_min_quality_marks_weights_rounded_to_2_bits(bf16, tmp_path):
     ref, q = bf16
-    rounded = write_rounded_copy(ensure_tiny_adder(), tmp_path / "rounded3", bits=3)
-    done, d = run(tmp_path / "r3.json", "--model", str(rounded), "--served-model-name",
+    rounded = write_rounded_copy(ensure_tiny_adder(), tmp_path / "rounded2", bits=2)
+    done, d = run(tmp_path / "r2.json", "--model", str(rounded), "--served-model-name",
                   "tiny-adder", "--quality-reference", str(ref), "--min-quality", "0.99")
     assert done.returncode == 0, done.stderr[-3000:]  # the load's result stands; marked
     assert d["below_floor"] is True and d["min_quality"] == 0.99

@@ -215,6 +215,9 @@ def test_synthetic_sessions_go_as_alternating_chat_messages(chat_server, tmp_pat
     assert all(isinstance(m["content"], str) and m["content"] for m in sent[2])
     result = load_result(out)
     assert result["config"]["sessions"]["prompt"] == "messages"
+    # every turn made and built before the load, none at its send (loadgen.prepared)
+    assert (result["client"]["prepared_requests"], result["client"]["requests_built_at_send"]) \
+        == (3, 0)
     recs = sorted((r for r in read_requests(out.with_name("s.requests.jsonl")) if not r.warmup),
                   key=lambda r: r.index)
     # the messages' own tokens: 12 per user message, 5 per answer stand-in

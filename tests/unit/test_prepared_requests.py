@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 from infer_prof.catalog.tinymodel import ensure_tiny_llama
 from infer_prof.core.workload.distributions import Fixed
+from infer_prof.core.workload.sessions import SessionSettings
 from infer_prof.core.workload.workloads import Arrival, Workload
 from infer_prof.loadgen.closed_loop import DriverIO, LiveCounters, RequestSpec
 from infer_prof.loadgen.endpoint import Endpoint
@@ -23,6 +24,7 @@ from infer_prof.loadgen.prepared import (
     prepare_point,
 )
 from infer_prof.loadgen.prompts import TokenPool
+from infer_prof.loadgen.sessions import SessionPlan
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.run.load import request_builder
 from infer_prof.run.load_points import SpecOptions, build_specs
@@ -147,3 +149,35 @@ def test_open_loop_look_ahead_is_the_duration_at_the_rate() -> None:
     assert ahead_of_duration(wl) == 35
     fast = _workload(num_requests=None, duration_s=10.0, arrival=Arrival.open(rate=1e6))
     assert ahead_of_duration(fast) == MAX_AHEAD
+
+
+def test_a_multi_turn_chat_point_builds_every_turn_before_the_load() -> None:
+    pool = TokenPool.from_tokenizer_dir(str(ensure_tiny_llama()))
+    wl = _workload(num_requests=12, input_len=Fixed(16), output_len=Fixed(8))
+    plan = SessionPlan(SessionSettings(turns=3, prompt="messages"))
+    maker = CountingMaker()
+    calls, build = _builder("chat")
+    run = plan.start(wl, pool, maker, "s")
+    convs = run.prepare(build, None)
+    assert (convs.prepared, len(calls)) == (12, 12)  # 4 whole sessions of 3 turns, built now
+    maker.calls = 0
+    calls.clear()
+    io = DriverIO(ENDPOINT, build, LiveCounters(), asyncio.Event(), [])  # type: ignore[arg-type]
+    sent = [io.request_bytes(t) for c in iter(run._next, None) for t in c.turns]
+    assert maker.calls == 0 and calls == [] and convs.built_at_send == 0
+    # the bytes each turn was built into at its send before: same conversations, same IDs
+    lazy = plan.start(wl, pool, TextPromptMaker.from_tokenizer_dir(ensure_tiny_llama()), "s")
+    assert sent == [build(t) for c in iter(lazy._next, None) for t in c.turns]  # type: ignore[operator]
+    assert sent[2].count(b'"role":"assistant"') == 2  # turn 3 resends 2 answers
+
+
+def test_a_duration_bound_multi_turn_point_prepares_whole_sessions_ahead() -> None:
+    pool = TokenPool.from_tokenizer_dir(str(ensure_tiny_llama()))
+    wl = _workload(num_requests=None, duration_s=30.0, arrival=Arrival.closed(1))
+    run = SessionPlan(SessionSettings(turns=3)).start(wl, pool, None, "s")
+    _calls, build = _builder("completions")
+    convs = run.prepare(build, ahead_of_duration(wl))  # 8 requests: 3 whole sessions
+    assert convs.prepared == 9
+    taken = [run._next() for _ in range(4)]
+    assert all(t.body is not None for c in taken[:3] for t in c.turns)  # type: ignore[union-attr]
+    assert convs.built_at_send == 3  # the 4th session's turns are built at their send
