@@ -8,7 +8,7 @@ import importlib.util
 import subprocess
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -134,20 +134,28 @@ def resolve_gpu(engine: EngineConfig) -> tuple[GpuSpec | None, int, str]:
     return first.spec, count, f"detected ({first.nvml_name})"
 
 
+@dataclass(frozen=True)
+class PlannedLoad:
+    """The load a launch is planned for: the most concurrent streams of any point, and the
+    largest mean prompt and output lengths (tokens)."""
+
+    concurrency: int
+    input_len: int
+    output_len: int
+
+
 def make_plan(
     engine: EngineConfig,
     model: ResolvedModel,
     gpu: GpuSpec | None,
     gpus: int,
-    concurrency: int,
-    input_len: int,
-    output_len: int,
+    load: PlannedLoad,
     load_format: str | None = None,
     lora: LoraSlots | None = None,
 ) -> tuple[Plan | None, str | None]:
     """Plan precision and memory for a server this run starts (``--quantization auto`` or a
-    forced precision). Returns (plan, why there is none). Raises ConfigError when the model
-    cannot run at all, with the planner's numbers and what would fit. ``load_format``: the
+    forced precision) at ``load``. Returns (plan, why there is none). Raises ConfigError when
+    the model cannot run at all, with the planner's numbers and what would fit. ``load_format``: the
     run's decided one (default: the one given); ``lora``: the adapter slots the launch gets
     (``--lora-modules``), whose buffers the plan takes from the KV cache."""
     load_format = load_format or engine.load_format
@@ -184,9 +192,9 @@ def make_plan(
                 model.spec,
                 gpu,
                 gpus=gpus,
-                concurrency=concurrency,
-                input_len=input_len,
-                output_len=output_len,
+                concurrency=load.concurrency,
+                input_len=load.input_len,
+                output_len=load.output_len,
                 gpu_memory_utilization=engine.gpu_memory_utilization or 0.9,
                 quantization=precision,
                 memory_budget_bytes=engine.memory_budget_bytes,

@@ -25,7 +25,7 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
 from infer_prof.run.config import Api, ConfigError, RunConfig, check_api, resolve_api, validate
-from infer_prof.run.engine_setup import engine_model_path, make_plan, resolve_gpu
+from infer_prof.run.engine_setup import PlannedLoad, engine_model_path, make_plan, resolve_gpu
 from infer_prof.run.environment import has_nvidia_gpu
 from infer_prof.run.load_points import (
     attach_dataset,
@@ -141,7 +141,8 @@ def plan_run(cfg: RunConfig) -> RunPlan:
     slots = (LoraSlots(lora.max_loras, lora.max_lora_rank)
              if lora and lora.max_loras and lora.max_lora_rank else None)
     the_plan, no_plan_reason = make_plan(
-        cfg.engine, model, gpu, gpu_count, plan_conc, mean_in, mean_out, load_format, slots
+        cfg.engine, model, gpu, gpu_count, PlannedLoad(plan_conc, mean_in, mean_out), load_format,
+        slots,
     )
     on_gpu = has_nvidia_gpu()
     precision = the_plan.precision if the_plan else None

@@ -141,7 +141,10 @@ def test_chat_api_on_vllm(bos_vllm, tmp_path):
 
 #: 16 requests of 1000 tokens, each of its own prefix group, whose 896-token prefix is 7 of
 #: vLLM-CPU's 128-token blocks: cold, no request finds its prefix cached (each group's first
-#: request is its only one); warm, every one finds all 7 blocks: 896 / 1000 of its prompt.
+#: request is its only one); warm, every one finds all 7 blocks: 896 / 1000 of its prompt. One
+#: output token: a reply of more came whole within one burst on a loaded machine (its first
+#: token then unknown, as a buffered stream's is); with 24 out, 10 and 5 of 16 cold requests
+#: and 1 of 16 warm ones were timed in two runs here. One token is always timed.
 SHARED = """name = "shared-896"
 num_requests = 16
 warmup_requests = 0
@@ -178,10 +181,8 @@ def test_prefix_cache_cold_and_warm_on_vllm(bos_vllm, tmp_path):
     assert [r.cached_tokens for r in recs if not r.warmup] == [896] * 16
     # the server's counters over the window agree within the requests at its edges
     assert warm["counter_hit_rate"] == pytest.approx(0.896, abs=0.06)
-    # 104 of 1000 prompt tokens to compute instead of 1000: TTFT falls by well over half. One
-    # token out, so every request's first token is timed: on a busy machine vLLM's API server
-    # sends a stream's tokens in bursts, and with 4 (or 24) out most requests had all theirs in
-    # one burst (no TTFT: metrics.first_token_known), leaving a p50 of 1 to 10 requests
+    # 104 of 1000 prompt tokens to compute instead of 1000: TTFT falls by well over half; one
+    # token out (SHARED), so every request is timed (metrics.first_token_known)
     timed = {m: runs[m]["summary"]["ttft_ms"]["count"] for m in runs}
     assert timed == {"cold": 16, "warm": 16}, timed
     ttft = {m: runs[m]["summary"]["ttft_ms"]["p50"] for m in runs}

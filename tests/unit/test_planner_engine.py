@@ -201,8 +201,8 @@ def test_run_plans_with_the_same_memory(monkeypatch):
     monkeypatch.setattr(engine_setup, "detect_gpus", lambda: found)
     monkeypatch.setattr(engine_setup, "cuda_total_memory", lambda i: 85_017_755_648)
     cfg = RunConfig(model="llama-2-70b", load_format="dummy")
-    p, why = engine_setup.make_plan(cfg.engine, resolve_model("llama-2-70b"), H100, 1, 128, 512,
-                                    128)
+    p, why = engine_setup.make_plan(cfg.engine, resolve_model("llama-2-70b"), H100, 1,
+                                    engine_setup.PlannedLoad(128, 512, 128))
     assert p is not None and why is None
     assert p.memory_per_gpu_bytes == 85_017_755_648
     assert p.budget_per_gpu_bytes == round(0.9 * 85_017_755_648)
@@ -352,14 +352,16 @@ def test_cli_plan_load_format_dummy_issue_case(monkeypatch):
 
 def test_run_refuses_bitsandbytes_with_dummy_weights_before_starting_vllm():
     from infer_prof.run.config import ConfigError
-    from infer_prof.run.engine_setup import make_plan
+    from infer_prof.run.engine_setup import PlannedLoad, make_plan
 
     cfg = RunConfig(model="tiny-llama", load_format="dummy", quantization="bitsandbytes")
     with pytest.raises(ConfigError, match="cannot run with --load-format dummy"):
-        make_plan(cfg.engine, resolve_model("tiny-llama"), None, 1, 1, 64, 16)  # CPU, no budget
+        # on a CPU, with no budget
+        make_plan(cfg.engine, resolve_model("tiny-llama"), None, 1, PlannedLoad(1, 64, 16))
     cfg = RunConfig(model="tiny-llama", quantization="bitsandbytes")  # real weights: no plan,
     # no error:
-    assert make_plan(cfg.engine, resolve_model("tiny-llama"), None, 1, 1, 64, 16)[0] is None
+    tiny = resolve_model("tiny-llama")
+    assert make_plan(cfg.engine, tiny, None, 1, PlannedLoad(1, 64, 16))[0] is None
 
 
 def test_run_console_says_requests_queue():
