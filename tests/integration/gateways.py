@@ -118,7 +118,10 @@ def wait_port(port: int, proc: subprocess.Popen, what: str, timeout_s: float = 1
 
 
 def litellm_binary() -> Path:
-    venv = Path(os.environ.get("LITELLM_VENV", REPO / ".venv-litellm"))
+    """LiteLLM's executable in ``$LITELLM_VENV`` (the Makefile passes ``.venv-litellm``,
+    relative to the repository, where pytest runs), as an absolute path: the proxy is started
+    in its own folder, where a relative one names nothing."""
+    venv = Path(os.environ.get("LITELLM_VENV", REPO / ".venv-litellm")).absolute()
     exe = venv / "bin" / "litellm"
     if not exe.exists():
         pytest.skip(f"LiteLLM is not installed in {venv} (scripts/install_litellm.sh makes it)")
