@@ -75,7 +75,7 @@ def _table(doc: EstimateDocument, console: Console) -> None:
                       _num(r.usd_per_million_input_tokens, ".2f"), _num(r.ttft_ms_p50),
                       _num(r.tpot_ms_p50, ".1f"), inst)
     print_fitted(console, table, ("$/1M in", "TTFT ms", "$/1M slow", "TPOT ms"),
-                 shorten=("instance",))
+                 shorten=("instance", "GPU", "config"))
 
 
 def _ranking_lines(doc: EstimateDocument) -> list[str]:

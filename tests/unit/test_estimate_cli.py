@@ -111,6 +111,20 @@ def test_console_table_fits_80_columns_and_says_predicted(app):
     assert any("expected error" in line for line in lines)
 
 
+def test_the_whole_markets_80_column_table_keeps_each_rows_error_and_cost(app):
+    """Over the whole market the longest GPU, configuration and instance names are cut short
+    with an ellipsis, so every row keeps its cost and its error interval (or 'unvalidated')."""
+    res = run(app, "--model", "llama-3.1-70b", "--input-len", "1024", "--output-len", "1024",
+              "--target-interactivity", "30", columns=80)
+    assert res.exit_code == 0, res.output
+    lines = res.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    header = next(line for line in lines if line.lstrip().startswith("GPU"))
+    assert "$/1M out" in header and "error" in header and "tok/s/GPU" in header
+    rows = [line for line in lines[lines.index(header) + 2:] if line.strip()][:10]
+    assert all(re.search(r"\d\.\d\d\s+(±\d+%|unvalidated)", row) for row in rows), rows
+
+
 @pytest.mark.parametrize(("args", "says"), [
     (("--model", "llama-2-7b", "--gpu", "H10"), "unknown GPU 'H10'; nearest: "),
     (("--model", "no-such-model"), "unknown model 'no-such-model'"),
