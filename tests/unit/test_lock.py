@@ -6,6 +6,7 @@ exactly its versions. So the lock cannot silently fall behind the set-up."""
 import importlib.metadata as md
 import re
 import sys
+import sysconfig
 import tomllib
 from pathlib import Path
 
@@ -117,7 +118,11 @@ def test_a_venv_installed_from_the_lock_holds_its_versions():
         pytest.skip("this environment was not installed from a lock (make test-latest, or by hand)")
     pins = _pins(REPO / record.read_text().strip())
     wrong = []
-    for dist in md.distributions():
+    # what pip installed in this venv, not whatever sys.path holds by now: importing setuptools
+    # (vLLM, torch's extension builder) appends setuptools/_vendor, whose vendored packaging
+    # 24.2 and typing-extensions 4.12.2 are no installed packages
+    site = sorted({sysconfig.get_path("purelib"), sysconfig.get_path("platlib")})
+    for dist in md.distributions(path=site):
         name = canonicalize_name(dist.metadata["Name"])
         if name in pins and dist.version != pins[name]:
             wrong.append(f"{name} {dist.version} (locked {pins[name]})")
