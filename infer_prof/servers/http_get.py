@@ -10,6 +10,23 @@ import urllib.request
 from typing import Any
 
 
+def _exchange(
+    req: urllib.request.Request,
+    timeout_s: float,
+    api_key: str | None,
+    context: ssl.SSLContext | None,
+) -> tuple[int, bytes]:
+    """Send ``req`` (with the Bearer ``api_key`` when given): (status, body), an HTTP error's
+    status and body included. Raises OSError when no HTTP answer came at all."""
+    if api_key:
+        req.add_header("Authorization", f"Bearer {api_key}")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s, context=context) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read()
+
+
 def http_get(
     url: str,
     timeout_s: float = 5.0,
@@ -19,13 +36,7 @@ def http_get(
     """GET ``url``: (status, body). Raises OSError when no HTTP answer came at all.
     ``context``: the TLS context for an https URL (the endpoint's; default: the system's)."""
     req = urllib.request.Request(url, headers={"User-Agent": "infer-prof"})
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s, context=context) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+    return _exchange(req, timeout_s, api_key, context)
 
 
 def get_json(
@@ -62,10 +73,4 @@ def http_post_json(
     req = urllib.request.Request(url, data=data, method="POST",
                                  headers={"User-Agent": "infer-prof",
                                           "Content-Type": "application/json"})
-    if api_key:
-        req.add_header("Authorization", f"Bearer {api_key}")
-    try:
-        with urllib.request.urlopen(req, timeout=timeout_s, context=context) as resp:
-            return resp.status, resp.read()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read()
+    return _exchange(req, timeout_s, api_key, context)
