@@ -23,6 +23,13 @@ import msgspec
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
 
+MIN_FAMILY_SOURCES = 2
+"""Sources a family's points must come from for a fit of its own: one source's points cannot
+tell the hardware from that source's setup (its vLLM build, flags, client), and a family fitted
+on one source's setup carries it to every other (a B200 fitted on one slow August 2025 setup
+alone predicted InferenceMAX's B200 runs 50-70 % too slow). Fewer: the family measured by the
+most sources serves it (:attr:`Fitted.fallback`)."""
+
 FACTORS_FILE = "estimate_factors.json"
 
 
@@ -76,9 +83,15 @@ def factors_for(gpu: GpuSpec) -> StepFactors:
     carried = fallback_factors()
     if carried is None:
         return default_factors(gpu)
-    if carried.family == family:
-        return carried
+    return carried_over(carried, family)
+
+
+def carried_over(factors: StepFactors, family: str) -> StepFactors:
+    """``factors`` (another family's fit) serving ``family``, its source saying so (the same
+    factors when they are ``family``'s own)."""
+    if factors.family == family:
+        return factors
     return msgspec.structs.replace(
-        carried, family=family,
-        source=(f"no {family} fit from 2 or more published sources: {carried.family}'s fit "
-                f"carried over ({carried.source})"))
+        factors, family=family,
+        source=(f"no {family} fit from {MIN_FAMILY_SOURCES} or more published sources: "
+                f"{factors.family}'s fit carried over ({factors.source})"))

@@ -18,7 +18,7 @@ from functools import cache
 
 import msgspec
 
-from infer_prof.catalog.estimate_factors import factors_for
+from infer_prof.catalog.estimate_factors import MIN_FAMILY_SOURCES, carried_over, factors_for
 from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.catalog.models import resolve_model
@@ -56,14 +56,6 @@ class Fitted:
     families: dict[str, StepFactors]
     gpus: dict[str, StepFactors]
     fallback: StepFactors | None = None
-
-
-MIN_FAMILY_SOURCES = 2
-"""Sources a family's points must come from for a fit of its own: one source's points cannot
-tell the hardware from that source's setup (its vLLM build, flags, client), and a family fitted
-on one source's setup carries it to every other (a B200 fitted on one slow August 2025 setup
-alone predicted InferenceMAX's B200 runs 50-70 % too slow). Fewer: the family measured by the
-most sources serves it (:attr:`Fitted.fallback`)."""
 
 MIN_GPU_POINTS = 6
 """Fit points a GPU needs for factors of its own (fewer: its family's serve it)."""
@@ -143,14 +135,8 @@ def chooser(fit: Fitted) -> Chooser:
     return choose
 
 
-def carried(factors: StepFactors, family: str) -> StepFactors:
-    """``factors`` (another family's fit) serving ``family``, its source saying so."""
-    if factors.family == family:
-        return factors
-    return msgspec.structs.replace(
-        factors, family=family,
-        source=(f"no {family} fit from {MIN_FAMILY_SOURCES} or more sources: {factors.family}'s "
-                f"fit carried over ({factors.source})"))
+carried = carried_over
+"""``factors`` (another family's fit) serving ``family`` (catalog.estimate_factors)."""
 
 
 
