@@ -27,7 +27,7 @@ def doc() -> dict:
 
 
 def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) -> None:
-    # 2026-12-02, factors fitted on every source: n=79, median 5.1 %, p90 22.2 %
+    # 2026-12-02, factors fitted on every source: n=81, median 5.0 %, p90 18.6 %
     s = doc["holdout"]["vllm_closed_loop"]
     assert s["n"] >= 79
     assert s["median_abs_error_pct"] <= 5.5
@@ -38,7 +38,7 @@ def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dic
     fam = doc["holdout"]["vllm_closed_loop_by_gpu_family"]
     assert fam["Hopper"]["median_abs_error_pct"] <= 4.5  # today 3.8
     assert fam["Blackwell"]["median_abs_error_pct"] <= 8.5  # today 7.6 (Vultr)
-    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 6.5  # today 5.6 (bursts too)
+    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 6.5  # today 5.4 (bursts too)
 
 
 def test_pairs_cheaper_gpu_no_worse_than_today(doc: dict) -> None:
@@ -136,12 +136,13 @@ def test_a_family_of_one_source_is_not_fitted_and_takes_the_most_measured_fit() 
 
     assert MIN_FAMILY_SOURCES == 2
     fitted = fitted_factors()
-    assert "Ada" in fitted and "CDNA3" not in fitted  # Ada: RTX 4090 + L4; CDNA3: one source
+    # Ada: RTX 4090 + L4; Ampere: AccelMark + ree2raz/inference-bench; CDNA3: one source
+    assert {"Ada", "Ampere"} <= set(fitted) and "CDNA3" not in fitted
     shipped = fallback_factors()
     assert shipped is not None and shipped.family == "Hopper"
-    a100 = factors_for(catalog()["A100-80GB-SXM"])
-    assert a100.family == "Ampere" and a100.mbu == shipped.mbu
-    assert a100.source.startswith("no Ampere fit from 2 or more published sources")
+    mi300x = factors_for(catalog()["MI300X"])
+    assert mi300x.family == "CDNA3" and mi300x.mbu == shipped.mbu
+    assert mi300x.source.startswith("no CDNA3 fit from 2 or more published sources")
     assert carried(shipped, "Hopper") is shipped
     # one source's cases alone: no family fitted, nothing to fall back on
     own = [c for c in _fit_cases() if c.point.source.title.startswith("infer-prof's own")]
