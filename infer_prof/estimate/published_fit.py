@@ -6,9 +6,10 @@ concurrency the planner says runs at once) and predicted as ``estimate`` does (:
 closed-loop point of every source, with the rules the held-out-by-source validation found
 necessary (:data:`MIN_FAMILY_SOURCES`, :data:`TP_ONLY`, :data:`POOL_WEIGHT`): per architecture
 family, each pulled towards the family the most sources measured as far as its own sources are
-few, then per GPU with :data:`MIN_GPU_POINTS` points, pulled towards its family's. ``benchmarks/estimate_accuracy.py --write`` writes the result
-to ``estimate_factors.json``; ``benchmarks/estimate_loso.py`` refits it with each source held
-out (:func:`fit_cases` on the other sources' cases).
+few, then per GPU with :data:`MIN_GPU_POINTS` points, pulled towards its family's.
+``benchmarks/estimate_accuracy.py --write`` writes the result to ``estimate_factors.json``;
+``benchmarks/estimate_loso.py`` refits it with each source held out (:func:`fit_cases` on the
+other sources' cases).
 """
 
 from __future__ import annotations
