@@ -248,7 +248,7 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
     base = search or Search()
     for family in sorted(eligible, key=lambda k: (k != parent, k)):  # the parent first
         members = cases[family]
-        if family == parent:
+        if parent is None or family == parent:
             start, how = default_factors(catalog()[members[0].point.gpu]), base
         else:
             start, how = carried(families[parent], family), pooled(base, sources[family])
