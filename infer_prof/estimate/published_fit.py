@@ -30,6 +30,7 @@ from infer_prof.core.estimate.calibration import FITTED, Search, fit_factors
 from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
 from infer_prof.core.estimate.frontier_model import predict_point
+from infer_prof.core.estimate.peaks import peak_flops
 from infer_prof.core.planning.planner import PlanRequest, plan
 
 __all__ = ["FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "POOL_WEIGHT",
@@ -100,6 +101,8 @@ def prepare(p: PublishedPoint) -> Case | str:
     cap = pl.running_at_once
     if not pl.fits or not cap:
         return "the planner says it does not fit"
+    if not peak_flops(gpu, p.precision):  # the step's compute time cannot be predicted
+        return f"the GPU catalog has no {p.precision} FLOP/s figure for {gpu.key}"
     at = min(p.concurrency, cap) if p.concurrency else cap
     return Case(p, arch, family_of(gpu), model_family(p.model, arch), max(1, at),
                 1.0 if kv == "fp8" else 2.0)
