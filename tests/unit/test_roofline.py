@@ -12,7 +12,6 @@ H100-SXM: 3.35e12 B/s HBM3 bandwidth, 989e12 dense fp16 FLOP/s.
 from __future__ import annotations
 
 import msgspec
-
 import pytest
 
 from infer_prof.catalog.gpus import catalog

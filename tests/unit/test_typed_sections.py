@@ -154,8 +154,8 @@ def test_the_frontier_a_frontier_run_writes_is_declared_and_typed() -> None:
     table = {c: {**_result(c, 10 * c, 100 * c, 0, slo_passed=True, price=2.0),
                  "precision_stop": tracker.to_dict()} for c in (1, 2, 4)}
     doc = run_frontier(_points([1, 2, 4]), _spec([1, 2, 4]), _driver(table)[0], [])
-    doc["problems"] = answer(doc, 75.0, "tpot_p99<=50ms")
-    written = json.loads(json.dumps(doc))  # as the file holds it (tuples as lists)
+    doc.problems = answer(doc, 75.0, "tpot_p99<=50ms")
+    written = msgspec.to_builtins(doc)  # as the file holds it
     assert check_document(_doc(frontier=written)) == []
     fr = decode_result(_doc(frontier=written)).frontier
     assert isinstance(fr, Frontier)
