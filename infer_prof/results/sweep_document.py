@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+from msgspec import UnsetType
 
 from infer_prof.results.document import schema_text_of, shipped_schema_path, type_problems
 from infer_prof.results.document_base import Section
@@ -89,16 +90,12 @@ class SearchAnswer(Section):
 
 class FindMax(Section):
     """``--find-max``: what was searched (``concurrency`` or ``rate``) and the answer; both None
-    with a ``reason`` when a point did not complete."""
+    with a ``reason`` when a point did not complete (an answer has no ``reason``: ``UNSET``, not
+    written)."""
 
     load: str | None = None
     result: SearchAnswer | None = None
-    reason: str | None = None
-
-
-class MemberFrontier(Frontier):
-    """One suite member's frontier (``--frontier --suite``): a :class:`Frontier` with its
-    ``workload`` (first), as read back from the sweep file."""
+    reason: str | None | UnsetType = None
 
 
 class EngineConfigFrontier(Section):
@@ -129,7 +126,10 @@ class EngineSweep(Section):
 
 
 class Sweep(Section):
-    """A sweep summary (see the module docstring)."""
+    """A sweep summary (see the module docstring). What a run does not make is left out
+    (``UNSET``, not written; None when read back): an engine sweep's own ``frontier`` (each
+    configuration has its own), ``frontiers`` outside ``--frontier --suite``, ``engine_sweep``
+    outside ``--engine-sweep``; ``frontier`` is null in any other sweep without one."""
 
     schema_version: int
     kind: SweepKind
@@ -137,9 +137,9 @@ class Sweep(Section):
     knees: list[Knee] = []
     knee_rule: str | None = None
     find_max: FindMax | None = None
-    frontier: Frontier | None = None
-    frontiers: list[MemberFrontier] | None = None
-    engine_sweep: EngineSweep | None = None
+    frontier: Frontier | None | UnsetType = None
+    frontiers: list[Frontier] | None | UnsetType = None  # a suite's: each names its workload
+    engine_sweep: EngineSweep | None | UnsetType = None
 
 
 def decode_sweep(data: Any) -> Sweep:

@@ -24,9 +24,9 @@ from infer_prof.core.analysis.engine_sweep import (
     parse_document,
     parse_flag,
 )
-from infer_prof.results.schema import SCHEMA_VERSION
+from infer_prof.results.frontier_sections import Frontier
 from infer_prof.results.store import result_paths, safe_name, write_result
-from infer_prof.results.sweep_document import decode_sweep
+from infer_prof.results.sweep_document import EngineConfigFrontier, decode_sweep
 from infer_prof.run.config import ConfigError, RunConfig, validate
 from infer_prof.run.record import SweepOutcome, now, sweep_summary
 from infer_prof.run.result_files import check_result_location
@@ -107,26 +107,29 @@ def execute_engine_sweep(
     check_result_location(cfg.results)  # --output: absent (or --overwrite), writable
     stamp = now().strftime("%Y%m%d-%H%M%S")
     outcomes = []
-    configs: list[dict[str, Any]] = []
+    configs: list[EngineConfigFrontier] = []
     for ec, one in checked:
         done = execute(one)
         outcomes.extend(done.points)
-        frontier = msgspec.to_builtins(done.sweep.frontier) if done.sweep else None
-        configs.append({**ec.to_dict(), "frontier": frontier,
-                        "sweep_file": done.sweep_path.name if done.sweep_path else None})
+        read = done.sweep.frontier if done.sweep else None  # as its sweep file reads back
+        frontier = read if isinstance(read, Frontier) else None
+        configs.append(EngineConfigFrontier(
+            name=ec.name, settings=dict(ec.settings), frontier=frontier,
+            sweep_file=done.sweep_path.name if done.sweep_path else None))
         if not done.complete:
             break  # a configuration that did not complete ends the sweep, as a point does
-    summary = sweep_summary(outcomes, None)
-    summary["kind"] = "infer-prof.engine-sweep"
-    summary["schema_version"] = SCHEMA_VERSION
+    typed = sweep_summary(outcomes, None)
+    typed.kind = "infer-prof.engine-sweep"
+    summary = msgspec.to_builtins(typed)  # no frontier of its own: the configurations' below
+    fronts = [(c.name, msgspec.to_builtins(c.frontier.points) if c.frontier else [])
+              for c in configs]
     summary["engine_sweep"] = {
-        "configs": configs,
-        "envelope": envelope([(c["name"], (c["frontier"] or {}).get("points") or [])
-                              for c in configs]),
+        "configs": msgspec.to_builtins(configs),
+        "envelope": envelope(fronts),
         "problems": [],
     }
-    short = [f"{c['name']}: {'; '.join((c['frontier'] or {}).get('problems') or [])}"
-             for c in configs if (c["frontier"] or {}).get("problems")]
+    short = [f"{c.name}: {'; '.join(c.frontier.problems)}"
+             for c in configs if c.frontier and c.frontier.problems]
     if configs and len(short) == len(configs):  # no configuration gives an answer
         summary["engine_sweep"]["problems"] = short
     name = f"{stamp}-{safe_name(cfg.engine.model)}.engine-sweep"

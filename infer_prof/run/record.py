@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
 from infer_prof.core.analysis.sweep import find_knee
 from infer_prof.core.measurement.metrics import RequestRecord
@@ -36,8 +37,8 @@ from infer_prof.results.store import (
     write_file,
     write_new_file,
 )
+from infer_prof.results.sweep_document import FindMax, Sweep, SweepRow, decode_sweep
 from infer_prof.results.sweep_document import Knee as SweepKnee
-from infer_prof.results.sweep_document import Sweep, SweepRow, decode_sweep
 from infer_prof.run import result_files
 from infer_prof.run.config import RunConfig
 from infer_prof.run.load_points import point_label
@@ -260,19 +261,22 @@ def sweep_knees(rows: Sequence[SweepRow]) -> list[SweepKnee]:
     return knees
 
 
-def sweep_summary(outcomes: list[RunOutcome], search: dict[str, Any] | None) -> dict[str, Any]:
+def sweep_summary(outcomes: list[RunOutcome], search: FindMax | None) -> Sweep:
     """The curve over load points: one row per point (:func:`sweep_row`), the knees
     (:func:`sweep_knees`) and the find-max answer when one was searched, as the sweep file's
-    JSON object (:class:`infer_prof.results.sweep_document.Sweep`)."""
+    type (:class:`infer_prof.results.sweep_document.Sweep`; no frontier yet: left out)."""
     rows = [sweep_row(o) for o in outcomes]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "kind": "infer-prof.sweep",
-        "points": msgspec.to_builtins(rows),
-        "knees": msgspec.to_builtins(sweep_knees(rows)),
-        "knee_rule": "first point whose TPOT p50 exceeds 1.5 x the lowest load's",
-        "find_max": search,
-    }
+    return Sweep(
+        schema_version=SCHEMA_VERSION,
+        kind="infer-prof.sweep",
+        points=rows,
+        knees=sweep_knees(rows),
+        knee_rule="first point whose TPOT p50 exceeds 1.5 x the lowest load's",
+        find_max=search,
+        frontier=UNSET,
+        frontiers=UNSET,
+        engine_sweep=UNSET,
+    )
 
 
 def record_sweep(
@@ -280,7 +284,7 @@ def record_sweep(
     model_name: str,
     stamp: str,
     outcomes: list[RunOutcome],
-    search: dict[str, Any] | None,
+    search: FindMax | None,
     frontier: Frontier | None = None,
     frontiers: list[Frontier] | None = None,
     several: bool = True,
@@ -295,10 +299,11 @@ def record_sweep(
     many = several and len(outcomes) > 1
     if not (many or cfg.load.find_max or frontier is not None or frontiers):
         return SweepOutcome(outcomes)
-    sweep = sweep_summary(outcomes, search)
-    sweep["frontier"] = msgspec.to_builtins(frontier)
+    summary = sweep_summary(outcomes, search)
+    summary.frontier = frontier
     if frontiers is not None:  # --frontier --suite: one per member
-        sweep["frontiers"] = msgspec.to_builtins(frontiers)
+        summary.frontiers = frontiers
+    sweep = msgspec.to_builtins(summary)
     check_result_type(sweep)  # held to its declared type (Sweep) before it is written
     tag = f"-{cfg.results.run_tag}" if cfg.results.run_tag else ""
     name = f"{stamp}-{safe_name(model_name)}{tag}.sweep"

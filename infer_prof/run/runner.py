@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
+from msgspec import UNSET
 
-from infer_prof.core.analysis.sweep import find_max_float, find_max_int
+from infer_prof.core.analysis.sweep import SearchResult, find_max_float, find_max_int
 from infer_prof.core.measurement.precision import PrecisionRule
 from infer_prof.core.workload.slo import format_slos
 from infer_prof.core.workload.workloads import Workload
@@ -26,6 +27,7 @@ from infer_prof.report.progress import ProgressLine
 from infer_prof.results.document import decode_result
 from infer_prof.results.frontier_sections import Frontier
 from infer_prof.results.store import write_result
+from infer_prof.results.sweep_document import FindMax, Probe, SearchAnswer
 from infer_prof.run import quality_phase
 from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
@@ -100,7 +102,7 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     progress = ProgressLine(total=None, enabled=cfg.results.progress)
     announce_plan(plan, progress)
     check_history(cfg, progress)
-    search: dict[str, Any] | None = None
+    search: FindMax | None = None
     repeats = RepeatPlan(cfg.load.repeat, cfg.load.repeat_relaunch)
     with stop_signals() as stopper:
         try:
@@ -300,7 +302,7 @@ def _run_point(
 
 def _find_max(
     ctx: RunContext, base: Workload, outcomes: list[RunOutcome], stopper: Stopper
-) -> dict[str, Any]:
+) -> FindMax:
     """Search the highest concurrency (closed loop) or rate (open loop) that meets the SLOs."""
 
     def at(**override: Any) -> bool:
@@ -317,15 +319,27 @@ def _find_max(
             start = base.arrival.concurrency or 1
             # more streams than requests cannot load the server any further
             ceiling = max(start, min(4096, base.num_requests or 4096))
-            found: Any = find_max_int(lambda c: at(concurrency=c), start=start, ceiling=ceiling)
+            found: SearchResult[int] | SearchResult[float] = find_max_int(
+                lambda c: at(concurrency=c), start=start, ceiling=ceiling)
             load = "concurrency"
         else:
             start_rate = base.arrival.rate if base.arrival.rate not in (None, math.inf) else 1.0
             found = find_max_float(lambda r: at(rate=r), start=float(start_rate))
             load = "rate"
     except _Stop:
-        return {"load": None, "result": None, "reason": "stopped: a point did not complete"}
-    return {"load": load, "result": found.to_dict()}
+        return FindMax(load=None, result=None, reason="stopped: a point did not complete")
+    return FindMax(load=load, result=search_answer(found), reason=UNSET)
+
+
+def search_answer(found: SearchResult[int] | SearchResult[float]) -> SearchAnswer:
+    """The find-max search's answer as the sweep file's section: the highest load that met the
+    SLOs, the lowest that did not (streams, or requests/s), every probe and why it ended."""
+    return SearchAnswer(
+        best=found.best,
+        first_fail=found.first_fail,
+        probes=[Probe(load=load, passed=ok) for load, ok in found.probes],
+        reason=found.reason,
+    )
 
 
 class _Stop(Exception):

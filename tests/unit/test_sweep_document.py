@@ -10,6 +10,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
+from msgspec import UNSET
 from rich.console import Console
 
 from infer_prof.core.analysis.sweep import SearchResult
@@ -18,6 +19,7 @@ from infer_prof.report.frontier_table import frontier_problems, print_frontiers
 from infer_prof.results.schema import SCHEMA_VERSION
 from infer_prof.results.store import ResultTypeError, check_result_type
 from infer_prof.results.sweep_document import (
+    FindMax,
     Sweep,
     check_sweep,
     decode_sweep,
@@ -28,6 +30,7 @@ from infer_prof.run.config import RunConfig
 from infer_prof.run.engine_sweep import execute_engine_sweep
 from infer_prof.run.frontier_run import answer, run_frontier, suite_frontiers
 from infer_prof.run.record import SweepOutcome, record_sweep, sweep_summary
+from infer_prof.run.runner import search_answer
 from tests.unit.test_frontier_run import _driver, _points, _result, _spec
 
 
@@ -76,7 +79,8 @@ def test_find_max_and_a_suite_are_declared(tmp_path: Path) -> None:
     cfg, spec = RunConfig(frontier=True, results_dir=str(tmp_path)), _spec([1, 2])
     docs = suite_frontiers([*a, *b], spec, _driver(table)[0], outcomes, None)
     done = record_sweep(cfg, "m", "20260101-000000", outcomes,
-                        {"load": "concurrency", "result": found.to_dict()}, frontiers=docs)
+                        FindMax(load="concurrency", result=search_answer(found), reason=UNSET),
+                        frontiers=docs)
     assert done.sweep is not None and done.sweep_path is not None
     assert check_sweep(json.loads(done.sweep_path.read_text())) == []
     fm = done.sweep.find_max
@@ -85,8 +89,10 @@ def test_find_max_and_a_suite_are_declared(tmp_path: Path) -> None:
     assert isinstance(fm.result.best, int)  # streams stay whole numbers
     assert [p.passed for p in fm.result.probes] == [True, True, False]
     assert [f.workload for f in done.sweep.frontiers or []] == ["w", "other"]
-    stopped = {"load": None, "result": None, "reason": "stopped: a point did not complete"}
-    assert check_sweep({**sweep_summary(outcomes, stopped)}) == []
+    stopped = FindMax(load=None, result=None, reason="stopped: a point did not complete")
+    written = msgspec.to_builtins(sweep_summary(outcomes, stopped))
+    assert check_sweep(written) == [] and written["find_max"]["reason"] == stopped.reason
+    assert "frontier" not in written and "engine_sweep" not in written  # not made: left out
 
 
 def test_an_engine_sweep_is_declared_with_its_envelope(
@@ -117,7 +123,7 @@ def test_a_misspelt_key_is_named_by_its_path_and_refused_before_writing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     outcomes, frontier = _frontier_run(tmp_path)
-    sweep = sweep_summary(outcomes, None)
+    sweep = msgspec.to_builtins(sweep_summary(outcomes, None))
     sweep["frontier"] = msgspec.to_builtins(frontier)  # as record_sweep writes it
     sweep["points"][1]["tpot_p5O_ms"] = 1.0
     sweep["frontier"]["points"][0]["paretoo"] = True
@@ -126,7 +132,7 @@ def test_a_misspelt_key_is_named_by_its_path_and_refused_before_writing(
     monkeypatch.setenv("INFER_PROF_STRICT_SCHEMA", "1")
     with pytest.raises(ResultTypeError, match=r"\$\.points\[1\]\.tpot_p5O_ms"):
         check_result_type(sweep)
-    bad = {**sweep_summary(outcomes, None), "knees": [{"row": "two"}]}
+    bad = {**msgspec.to_builtins(sweep_summary(outcomes, None)), "knees": [{"row": "two"}]}
     assert any("knees" in p for p in check_sweep(bad))
     assert decode_sweep({"schema_version": 1, "kind": "infer-prof.sweep"}).points == []
 

@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import msgspec
+
 from infer_prof.run.record import RunOutcome, sweep_summary
 from tests.unit.typed_results import result_of
 
@@ -29,7 +31,7 @@ def test_knee_per_workload_and_mode_with_row_indices():
         outcome("rag", "closed", 4, 20.0),
         outcome("rag", "closed", 16, 25.0),  # 25 < 30: no knee
     ]
-    sweep = sweep_summary(outs, None)
+    sweep = msgspec.to_builtins(sweep_summary(outs, None))  # as the file holds it
     assert [(k["workload"], k["mode"], k["row"], k["load"]) for k in sweep["knees"]] == [
         ("chat", "closed", 2, 32.0)
     ]
@@ -52,5 +54,5 @@ def test_rows_and_knees_are_the_sweep_files_declared_types():
     assert sweep_knees(rows) == [Knee(index=1, load=4.0, tpot_p50_ms=20.0, baseline_ms=10.0,
                                       threshold_ms=15.0, row=1, workload="chat", mode="closed")]
     # the file's JSON reads back as the same rows
-    sweep = decode_sweep(sweep_summary(outs, None))
+    sweep = decode_sweep(msgspec.to_builtins(sweep_summary(outs, None)))
     assert sweep.points == rows and sweep.knees == sweep_knees(rows)

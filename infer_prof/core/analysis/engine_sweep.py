@@ -47,9 +47,6 @@ class EngineConfig:
     name: str
     settings: dict[str, Any] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "settings": dict(self.settings)}
-
 
 def _value(setting: str, raw: Any, where: str) -> Any:
     kind = SETTINGS.get(setting)

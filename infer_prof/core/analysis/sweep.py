@@ -122,14 +122,6 @@ class SearchResult(Generic[T]):
     probes: list[tuple[T, bool]] = field(default_factory=list)  # (load, passed), in run order
     reason: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "best": self.best,
-            "first_fail": self.first_fail,
-            "probes": [{"load": load, "passed": ok} for load, ok in self.probes],
-            "reason": self.reason,
-        }
-
 
 class _Memo(Generic[T]):
     def __init__(self, passes: Callable[[T], bool], max_probes: int) -> None:
