@@ -4,10 +4,12 @@ A published point is made ready to predict (:func:`prepare`: the model's archite
 concurrency the planner says runs at once) and predicted as ``estimate`` does (:func:`predict`).
 :func:`fit_all` fits the :class:`~infer_prof.core.estimate.factors.StepFactors` on every vLLM
 closed-loop point of every source, with the rules the held-out-by-source validation found
-necessary (:data:`MIN_FAMILY_SOURCES`, :data:`TP_ONLY`): per architecture family, then per GPU
-with :data:`MIN_GPU_POINTS` points. ``benchmarks/estimate_accuracy.py --write`` writes the result
-to ``estimate_factors.json``; ``benchmarks/estimate_loso.py`` refits it with each source held
-out (:func:`fit_cases` on the other sources' cases).
+necessary (:data:`MIN_FAMILY_SOURCES`, :data:`TP_ONLY`, :data:`POOL_WEIGHT`): per architecture
+family, each pulled towards the family the most sources measured as far as its own sources are
+few, then per GPU with :data:`MIN_GPU_POINTS` points, pulled towards its family's.
+``benchmarks/estimate_accuracy.py --write`` writes the result to ``estimate_factors.json``;
+``benchmarks/estimate_loso.py`` refits it with each source held out (:func:`fit_cases` on the
+other sources' cases).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from infer_prof.core.estimate.calibration import FITTED, Search, fit_factors
 from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
 from infer_prof.core.estimate.frontier_model import predict_point
+from infer_prof.core.estimate.peaks import peak_flops
 from infer_prof.core.planning.planner import PlanRequest, plan
 
-__all__ = ["FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "TP_ONLY", "Case",
-           "Chooser", "Fitted", "architecture", "carried", "chooser", "fit_all", "fit_cases",
-           "identifiable", "model_family", "predict", "prepare", "shipped_factors"]
+__all__ = ["FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "POOL_WEIGHT",
+           "TP_ONLY", "Case", "Chooser", "Fitted", "architecture", "carried", "chooser", "fit_all",
+           "fit_cases", "identifiable", "model_family", "pooled", "predict", "prepare",
+           "shipped_factors"]
 
 
 @dataclass(frozen=True)
@@ -97,6 +101,8 @@ def prepare(p: PublishedPoint) -> Case | str:
     cap = pl.running_at_once
     if not pl.fits or not cap:
         return "the planner says it does not fit"
+    if not peak_flops(gpu, p.precision):  # the step's compute time cannot be predicted
+        return f"the GPU catalog has no {p.precision} FLOP/s figure for {gpu.key}"
     at = min(p.concurrency, cap) if p.concurrency else cap
     return Case(p, arch, family_of(gpu), model_family(p.model, arch), max(1, at),
                 1.0 if kv == "fp8" else 2.0)
@@ -157,6 +163,18 @@ FitLog = Callable[[str], None]
 """Where a fit says what it did, one line a fit (the benchmark prints them to stderr)."""
 
 
+POOL_WEIGHT = 2.0
+"""``lambda0``: a family's fit (or a GPU's own) from ``S`` sources is pulled towards its parent's
+fit (the fallback family's for a family, the family's for a GPU) with the weight
+``lambda0 / S`` in :func:`~infer_prof.core.estimate.calibration.objective` (partial pooling). In
+Bayesian terms, the sources' setups shift a fit with a spread ``sigma_s`` in log throughput and
+the hardware moves a factor from its parent's with a spread ``tau``; the posterior's pull is
+``sigma_s^2 / (S tau^2)``. With ``sigma_s`` about 0.25 (the spread of sources' errors, by
+source) and ``tau`` about 0.18 (Blackwell's and Ada's fitted ``mbu`` against Hopper's, 0.81 and
+0.69 against 0.64, in log), ``lambda0 = 0.0625 / 0.0324``, about 2. Fewer sources pull harder: a
+family that two sources with the same slow setup measured stays near its parent."""
+
+
 def _fit(members: list[Case], start: StepFactors, what: str, day: str,
          fitted: tuple[str, ...] = FITTED, search: Search | None = None,
          log: FitLog | None = None) -> StepFactors:
@@ -213,9 +231,12 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
               search: Search | None = None, log: FitLog | None = None) -> Fitted:
     """:func:`fit_all`'s fit on the cases ``fit_on``: per architecture family (only the
     families named in ``only``, when given), then per GPU with :data:`MIN_GPU_POINTS` points.
-    A family whose cases come from fewer than :data:`MIN_FAMILY_SOURCES` sources is not fitted;
-    the family the most sources measured becomes the ``fallback``. ``search`` overrides the
-    coordinate search's settings (default :class:`Search`)."""
+    A family whose cases come from fewer than :data:`MIN_FAMILY_SOURCES` sources is not fitted.
+    The family the most sources measured (the parent, and the ``fallback``) is fitted first,
+    from the estimate's defaults with :class:`Search`'s weak pull; every other family starts
+    from the parent's fit and is pulled back to it, and a GPU's own fit to its family's, with
+    the weight :func:`pooled` gives its number of sources (partial pooling, :data:`POOL_WEIGHT`).
+    ``search`` overrides the coordinate search's settings (default :class:`Search`)."""
     cases: dict[str, list[Case]] = {}
     for case in fit_on:
         cases.setdefault(case.family, []).append(case)
@@ -225,18 +246,27 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
     sources = {k: len({c.point.source.title for c in v}) for k, v in cases.items()}
     families: dict[str, StepFactors] = {}
     gpus: dict[str, StepFactors] = {}
-    for family, members in sorted(cases.items()):
-        if sources[family] < MIN_FAMILY_SOURCES:
-            continue
-        families[family] = _fit(members, default_factors(catalog()[members[0].point.gpu]),
-                                family, day, identifiable(members), search, log)
+    eligible = [k for k in cases if sources[k] >= MIN_FAMILY_SOURCES]
+    parent = max(eligible, key=lambda k: (sources[k], len(cases[k])), default=None)
+    base = search or Search()
+    for family in sorted(eligible, key=lambda k: (k != parent, k)):  # the parent first
+        members = cases[family]
+        if parent is None or family == parent:
+            start, how = default_factors(catalog()[members[0].point.gpu]), base
+        else:
+            start, how = carried(families[parent], family), pooled(base, sources[family])
+        families[family] = _fit(members, start, family, day, identifiable(members), how, log)
         by_gpu: dict[str, list[Case]] = {}
         for c in members:
             by_gpu.setdefault(c.point.gpu, []).append(c)
         for key, own in sorted(by_gpu.items()):
             if len(own) >= MIN_GPU_POINTS and len(by_gpu) > 1:
-                gpus[key] = _fit(own, families[family], key, day, GPU_FITTED, search, log)
-    best = max(families, key=lambda k: (sources[k], len(cases[k])), default=None)
-    return Fitted(families, gpus, families[best] if best else None)
+                gpus[key] = _fit(own, families[family], key, day, GPU_FITTED,
+                                 pooled(base, len({c.point.source.title for c in own})), log)
+    return Fitted(families, gpus, families[parent] if parent else None)
 
 
+def pooled(search: Search, sources: int) -> Search:
+    """``search`` with the pull towards the start (the parent's fit) a fit from ``sources``
+    sources gets: ``POOL_WEIGHT / sources`` (:data:`POOL_WEIGHT`)."""
+    return msgspec.structs.replace(search, prior_weight=POOL_WEIGHT / max(1, sources))

@@ -27,34 +27,46 @@ def doc() -> dict:
 
 
 def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) -> None:
-    # 2026-12-02, factors fitted on every source: n=79, median 5.1 %, p90 22.2 %
+    # 2026-12-02, factors fitted on every source, each family and GPU pooled towards its
+    # parent (published_fit.POOL_WEIGHT): n=81, median 9.7 %, p90 25.8 %
     s = doc["holdout"]["vllm_closed_loop"]
-    assert s["n"] >= 79
-    assert s["median_abs_error_pct"] <= 5.5
-    assert s["p90_abs_error_pct"] <= 23.5
+    assert s["n"] >= 81
+    assert s["median_abs_error_pct"] <= 10.0
+    assert s["p90_abs_error_pct"] <= 27.0
 
 
 def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dict) -> None:
     fam = doc["holdout"]["vllm_closed_loop_by_gpu_family"]
-    assert fam["Hopper"]["median_abs_error_pct"] <= 4.5  # today 3.8
-    assert fam["Blackwell"]["median_abs_error_pct"] <= 8.5  # today 7.6 (Vultr)
-    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 6.5  # today 5.6 (bursts too)
+    assert fam["Hopper"]["median_abs_error_pct"] <= 9.0  # today 8.4
+    assert fam["Blackwell"]["median_abs_error_pct"] <= 10.5  # today 9.9 (Vultr)
+    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 10.5  # today 9.8 (bursts too)
 
 
 def test_pairs_cheaper_gpu_no_worse_than_today(doc: dict) -> None:
     s = doc["pairs_holdout_vllm"]
-    assert s["pairs"] >= 44 and s["right"] >= 36  # today 36/44
+    assert s["pairs"] >= 44 and s["right"] >= 38  # today 38/44
 
 
 def test_other_engines_are_reported_apart(doc: dict) -> None:
     others = doc["holdout"]["other_engines"]
     assert "vllm" not in others and {"tensorrt-llm", "nim"} <= set(others)
-    assert others["tensorrt-llm"]["median_abs_error_pct"] <= 11.5  # today 9.6
+    assert others["tensorrt-llm"]["median_abs_error_pct"] <= 15.5  # today 14.3
 
 
 def test_every_unpredicted_point_says_why(doc: dict) -> None:
     for r in doc["rows"]:
         assert (r["predicted"] is None) == bool(r["why"]), r["id"]
+
+
+def test_a_gpu_without_a_flops_figure_is_set_aside_with_its_reason() -> None:
+    # the A10G's 16-bit FLOP/s is not published (gpus.json): a point on it is left out of the
+    # fit and the held-out run with the reason, not a ValueError in the middle of either
+    point = next(p for p in published_results().points
+                 if p.engine == "vllm" and p.load == "closed-loop" and p.gpu_count == 1
+                 and p.precision == "bf16")
+    assert not isinstance(bench.prepare(point), str)
+    why = bench.prepare(msgspec.structs.replace(point, gpu="A10G"))
+    assert why == "the GPU catalog has no bf16 FLOP/s figure for A10G"
 
 
 def test_shipped_factors_were_fitted_on_vllm_closed_loops_of_every_source() -> None:
@@ -136,12 +148,13 @@ def test_a_family_of_one_source_is_not_fitted_and_takes_the_most_measured_fit() 
 
     assert MIN_FAMILY_SOURCES == 2
     fitted = fitted_factors()
-    assert "Ada" in fitted and "CDNA3" not in fitted  # Ada: RTX 4090 + L4; CDNA3: one source
+    # Ada: RTX 4090 + L4; Ampere: AccelMark + ree2raz/inference-bench; CDNA3: one source
+    assert {"Ada", "Ampere"} <= set(fitted) and "CDNA3" not in fitted
     shipped = fallback_factors()
     assert shipped is not None and shipped.family == "Hopper"
-    a100 = factors_for(catalog()["A100-80GB-SXM"])
-    assert a100.family == "Ampere" and a100.mbu == shipped.mbu
-    assert a100.source.startswith("no Ampere fit from 2 or more published sources")
+    mi300x = factors_for(catalog()["MI300X"])
+    assert mi300x.family == "CDNA3" and mi300x.mbu == shipped.mbu
+    assert mi300x.source.startswith("no CDNA3 fit from 2 or more published sources")
     assert carried(shipped, "Hopper") is shipped
     # one source's cases alone: no family fitted, nothing to fall back on
     own = [c for c in _fit_cases() if c.point.source.title.startswith("infer-prof's own")]
