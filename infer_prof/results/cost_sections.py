@@ -9,6 +9,8 @@ Units are in the names: ``_usd`` US dollars, ``_j`` joules, ``_w`` watts.
 
 from __future__ import annotations
 
+from msgspec import UnsetType
+
 from infer_prof.results.document_base import Section
 
 
@@ -71,7 +73,8 @@ class Price(Section):
     cloud: str | None = None
     tier: str | None = None
     spot: bool | None = None
-    catalog: PriceCatalog | None = None
+    #: UNSET (left out) where the price is repeated without its market (a frontier's ``price``)
+    catalog: PriceCatalog | None | UnsetType = None
 
 
 class Filled(Section):

@@ -1,7 +1,8 @@
 """The result's sections about the engine's plan and its ceilings, as types (part of
 :class:`infer_prof.results.document.Result`): ``plan`` (``core.planning.plan_result.Plan`` in
 its JSON form), ``duration_estimate`` (``core.planning.duration.Estimate``) and ``roofline``
-(``run.economics.roofline_block``).
+(``run.economics.roofline_block``: :class:`Roofline`, declared beside the arithmetic that builds
+it, in :mod:`infer_prof.core.catalog.roofline_record`).
 
 Every field has a default, so a result of an older version that lacks one still loads (None:
 not recorded). Units are in the names: ``_bytes`` bytes, ``_s`` seconds, ``_per_s`` per second.
@@ -11,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from infer_prof.core.catalog.roofline_record import Roofline as Roofline
 from infer_prof.results.document_base import Section
 
 
@@ -164,53 +166,3 @@ class DurationEstimate(Section):
     single_stream_tokens_per_s: float | None = None
     fastest_request_s: float | None = None
     assumptions: EstimateAssumptions | None = None
-
-
-class Roofline(Section):
-    """The run against the hardware's ceilings (``run.economics.roofline_block``,
-    ``core.catalog.roofline``): ``available`` False with a ``reason`` without a known model
-    architecture and a catalog GPU. The inputs (batch, context, bytes, peak FLOP/s), the decode
-    bandwidth and compute ceilings (tokens/s), window and decode-step MBU, prefill MFU (``_pct``
-    in percent, the others as fractions), and whether a figure is above its ceiling (a
-    measurement error). ``definitions`` says each figure's formula in words."""
-
-    available: bool
-    reason: str | None = None
-    batch_size: float | None = None
-    mean_context_len: float | None = None
-    weight_bytes: float | None = None
-    kv_bytes_per_token: float | None = None
-    bandwidth_bytes_per_s: float | None = None
-    peak_flops: float | None = None
-    output_tokens_per_s: float | None = None
-    prefill_tokens_per_s: float | None = None
-    mean_prompt_len: float | None = None
-    decode_bytes_per_step: float | None = None
-    decode_step_time_min_s: float | None = None
-    decode_bandwidth_ceiling_tokens_per_s: float | None = None
-    decode_flops_per_token: float | None = None
-    decode_compute_ceiling_tokens_per_s: float | None = None
-    decode_ceiling_tokens_per_s: float | None = None
-    decode_bound: str | None = None
-    achieved_bytes_per_s: float | None = None
-    mbu: float | None = None
-    mbu_pct: float | None = None
-    decode_step_time_s: float | None = None
-    decode_step_time_source: str | None = None
-    decode_step_bytes_per_s: float | None = None
-    decode_step_mbu: float | None = None
-    decode_step_mbu_pct: float | None = None
-    decode_above_ceiling: bool | None = None
-    prefill_attended_context: float | None = None
-    prefill_flops_per_token: float | None = None
-    prefill_ceiling_tokens_per_s: float | None = None
-    achieved_flops: float | None = None
-    mfu: float | None = None
-    mfu_pct: float | None = None
-    prefill_above_ceiling: bool | None = None
-    above_ceiling: bool | None = None
-    definitions: dict[str, str] | None = None
-    batch_source: str | None = None
-    precision: str | None = None
-    gpu: str | None = None
-    gpus: int | None = None

@@ -11,6 +11,8 @@ costs $ per 1M tokens.
 
 from __future__ import annotations
 
+from msgspec import UNSET, UnsetType
+
 from infer_prof.results.cost_sections import Price
 from infer_prof.results.document_base import Section
 
@@ -91,41 +93,49 @@ class AtTarget(Section):
 
 
 class FrontierTarget(Section):
-    """What the frontier was asked: an interactivity (``--target-interactivity``), whether the
-    front reaches it and the front's interactivity range, and the SLOs (``--slo``) in words."""
+    """What the frontier was asked: an interactivity (``--target-interactivity``, tokens/s
+    per user), whether the front reaches it and the front's interactivity range (tokens/s per
+    user, lowest and highest), and the SLOs (``--slo``) in words. A run asked only one of them
+    leaves the other's keys out (``UNSET``: not written; None when read back)."""
 
-    interactivity: float | None = None
-    reached: bool | None = None
-    front_interactivity: list[float | None] | None = None
-    slo: str | None = None
+    interactivity: float | None | UnsetType = None
+    reached: bool | None | UnsetType = None
+    front_interactivity: list[float | None] | None | UnsetType = None
+    slo: str | None | UnsetType = None
 
 
 class ExpectedCost(Section):
     """What the run expected the measurement to take, said before it started
     (``core.planning.run_cost.RunCost``): the rented seconds (start-up and each point expected
     to run; ``at_most_s`` every level that may run), the price for the rented GPUs together
-    and where it came from, the expected USD, and why it was unknown (None when known)."""
+    (USD/hour) and where it came from, the expected USD, and why it was unknown (None when
+    known). In the order a frontier run has always written them: the plan's figures, then what
+    follows from them (``seconds``, ``usd``, ``at_most_usd``)."""
 
-    seconds: float | None = None
     startup_s: float | None = None
     points_s: list[float] = []
     at_most_s: float | None = None
-    usd: float | None = None
-    at_most_usd: float | None = None
     usd_per_hour: float | None = None
     gpus: int | None = None
     price_source: str | None = None
     unknown: str | None = None
+    seconds: float | None = None
+    usd: float | None = None
+    at_most_usd: float | None = None
 
 
 class Frontier(Section):
     """A ``--frontier`` run (``run.frontier_run.run_frontier`` and ``answer``): the points
     measured, why it stopped, the loop and its variable, the GPUs each point used and the price
-    per GPU-hour (and where it came from), the target and the answers at it and at the SLOs,
-    and what could not be answered; what it expected to cost before it started
+    per GPU-hour in USD (and where it came from, without the market's listing, which each
+    point's result holds: ``price.catalog`` left out), the target and the answers at it and at
+    the SLOs, and what could not be answered; what it expected to cost before it started
     (``run.run_cost``) and, with ``--concurrency-from-estimate``, how its levels were chosen
-    (``run.frontier_estimate``)."""
+    (``run.frontier_estimate``). A suite member's frontier (``--frontier --suite``) names its
+    ``workload`` first and leaves out the expected cost and the levels' origin (``UNSET``: not
+    written); a single frontier has no ``workload``."""
 
+    workload: str | UnsetType = UNSET
     points: list[FrontierRow] = []
     stopped_because: str | None = None
     at_target: AtTarget | None = None
@@ -137,5 +147,5 @@ class Frontier(Section):
     target: FrontierTarget | None = None
     at_slo: AtTarget | None = None
     problems: list[str] = []
-    expected_cost: ExpectedCost | None = None
-    levels_from_estimate: str | None = None
+    expected_cost: ExpectedCost | None | UnsetType = None
+    levels_from_estimate: str | None | UnsetType = None

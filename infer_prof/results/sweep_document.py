@@ -97,10 +97,8 @@ class FindMax(Section):
 
 
 class MemberFrontier(Frontier):
-    """One suite member's frontier (``--frontier --suite``): a :class:`Frontier` and its
-    workload."""
-
-    workload: str | None = None
+    """One suite member's frontier (``--frontier --suite``): a :class:`Frontier` with its
+    ``workload`` (first), as read back from the sweep file."""
 
 
 class EngineConfigFrontier(Section):

@@ -24,6 +24,7 @@ from infer_prof.core.catalog.prices import (
     owned_cost_per_hour,
 )
 from infer_prof.core.catalog.roofline import RooflineInputs, roofline_report
+from infer_prof.core.catalog.roofline_record import Roofline
 from infer_prof.core.measurement.timeseries import joules_per_token, joules_per_token_at_rate
 from infer_prof.core.planning.memory import (
     checkpoint_precision,
@@ -289,9 +290,9 @@ def roofline_block(
     precision: str | None,
     summary: dict[str, Any],
     load: DecodeLoad,
-) -> dict[str, Any]:
-    """Decode bandwidth ceiling at the batch the server ran, prefill compute ceiling, window and
-    decode-step MBU, MFU (``core.catalog.roofline``).
+) -> Roofline:
+    """The result's ``roofline`` section: decode bandwidth ceiling at the batch the server ran,
+    prefill compute ceiling, window and decode-step MBU, MFU (``core.catalog.roofline``).
 
     ``load.mean_batch``: sequences per decode step (:class:`DecodeLoad`).
     Weight bytes follow the precision the engine ran; KV bytes per token assume a 16-bit cache;
@@ -301,11 +302,11 @@ def roofline_block(
     MFU it gives is a lower bound of what prefill reached while it ran.
     """
     if spec is None or gpu is None:
-        return {
-            "available": False,
-            "reason": "needs a known model architecture and a GPU from the catalog "
+        return Roofline(
+            available=False,
+            reason="needs a known model architecture and a GPU from the catalog "
             "(--gpu NAME for a remote endpoint)",
-        }
+        )
     prec = checkpoint_precision(spec) if spec.quant is not None else precision or "bf16"
     peak = (
         gpu.fp8_tflops if prec == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops or gpu.fp16_tflops
@@ -329,9 +330,8 @@ def roofline_block(
         decode_step_time_source=step_source,
         routed_expert_bytes=float(routed_expert_bytes(spec, prec)),
     ))
-    report["batch_source"] = load.batch_source
-    report["available"] = True
-    report["precision"] = prec
-    report["gpu"] = gpu.key
-    report["gpus"] = gpus
+    report.batch_source = load.batch_source
+    report.precision = prec
+    report.gpu = gpu.key
+    report.gpus = gpus
     return report

@@ -23,13 +23,15 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+from msgspec import UNSET
+
+from infer_prof.core.analysis import frontier as pure
 from infer_prof.core.analysis.frontier import (
-    AtTarget,
     FrontierPoint,
     at_slo,
     at_target,
     front,
-    frontier_dict,
     make_point,
     mark_pareto,
     plateaued,
@@ -37,6 +39,15 @@ from infer_prof.core.analysis.frontier import (
 from infer_prof.core.analysis.frontier_axes import gpus_used, point_from_result, run_price
 from infer_prof.core.measurement.precision import PrecisionRule
 from infer_prof.core.workload.workloads import Workload
+from infer_prof.results.cost_sections import Price
+from infer_prof.results.document import Result, SloOutcome
+from infer_prof.results.frontier_sections import (
+    AtTarget,
+    Frontier,
+    FrontierRow,
+    FrontierTarget,
+    PrecisionStop,
+)
 from infer_prof.run.config import ConfigError, RunConfig, validate
 from infer_prof.run.record import RunOutcome
 
@@ -159,15 +170,14 @@ def run_frontier(
     max_sequences: int | None = None,
     say: Callable[[str], None] = lambda _: None,
     stop_requested: Callable[[], bool] = lambda: False,
-) -> dict[str, Any]:
+) -> Frontier:
     """Run ``points`` (one per level, in order) through ``run_point`` until a stop rule fires
     (module docstring); each outcome is appended to ``outcomes`` as it is measured, so nothing
     measured is lost. ``max_sequences``: the planner's;
     ``stop_requested``: true once a stop signal came (no further point is started).
-    Returns ``result["frontier"]`` less its answer (:func:`answer` adds it)."""
+    Returns the result's ``frontier`` less its answer (:func:`answer` adds it)."""
     fpoints: list[FrontierPoint] = []
-    passes: list[bool] = []
-    extra: list[dict[str, Any]] = []
+    measured: list[tuple[Result, bool | None]] = []  # each point's document, its SLO verdict
     reason = spec.ceiling_reason
     for wl, level in zip(points, spec.levels, strict=True):
         if stop_requested():
@@ -181,24 +191,17 @@ def run_frontier(
             break
         out = run_point(wl, spec.precision)
         outcomes.append(out)
-        r = out.result
-        if not r["complete"]:
-            why = r["incomplete_reason"]
+        doc = out.document
+        if not doc.complete:
+            why = doc.incomplete_reason
             reason = f"incomplete: the point at {level:g} did not complete ({why})"
             break
-        p = point_of(level, r)
+        p = point_of(level, out.result)
         fpoints.append(p)
-        slo = r.get("slo")
-        passes.append(bool(slo["passed"]) if slo else True)
-        extra.append(
-            {
-                "requests": r["summary"].get("requests_completed"),
-                "precision": r.get("precision_stop"),
-                "slo_passed": passes[-1] if slo else None,
-            }
-        )
-        say(_line(spec.loop, p, r.get("precision_stop")))
-        if slo and not slo["passed"]:
+        slo = doc.slo
+        measured.append((doc, slo.passed if slo else None))
+        say(_line(spec.loop, p, doc.precision_stop))
+        if slo and not slo.passed:
             reason = f"slo: the point at {level:g} breaks {_broken(slo)}"
             break
         if len(fpoints) > 1 and not spec.explicit:
@@ -211,67 +214,107 @@ def run_frontier(
                     f"{fpoints[-2].concurrency:g} to {level:g} (a gain < {MIN_GAIN:.0%})"
                 )
                 break
-    marked = mark_pareto(fpoints)
-    doc = frontier_dict(marked, reason, None)
-    for row, more in zip(doc["points"], extra, strict=True):
-        row.update(more)
-    doc["loop"] = spec.loop
-    doc["variable"] = "concurrency" if spec.loop == "closed" else "rate (requests/s offered)"
-    doc["gpus"] = gpus_of(outcomes[0].result) if outcomes else 1
-    doc["usd_per_gpu_hour"] = price_of(outcomes[0].result) if outcomes else None
-    doc["price"] = price_source(outcomes[0].result) if outcomes else None
-    return doc
+    rows = [frontier_row(p, doc, passed)
+            for p, (doc, passed) in zip(mark_pareto(fpoints), measured, strict=True)]
+    return Frontier(
+        points=rows,
+        stopped_because=reason,
+        at_target=None,
+        loop=spec.loop,
+        variable="concurrency" if spec.loop == "closed" else "rate (requests/s offered)",
+        gpus=gpus_of(outcomes[0].result) if outcomes else 1,
+        usd_per_gpu_hour=price_of(outcomes[0].result) if outcomes else None,
+        price=price_source(outcomes[0].document) if outcomes else None,
+    )
 
 
-def price_source(result: dict[str, Any]) -> dict[str, Any] | None:
+def frontier_row(p: FrontierPoint, doc: Result, slo_passed: bool | None) -> FrontierRow:
+    """One measured point of the frontier: ``p``'s axes (tokens/s per user and per GPU, $ per
+    1M tokens, Pareto), the requests its result ``doc`` completed, its precision stop, and
+    whether it met the SLOs (None without SLOs)."""
+    return FrontierRow(
+        concurrency=p.concurrency,
+        interactivity=p.interactivity,
+        interactivity_p90=p.interactivity_p90,
+        output_tok_s_per_gpu=p.output_tok_s_per_gpu,
+        input_tok_s_per_gpu=p.input_tok_s_per_gpu,
+        total_tok_s_per_gpu=p.total_tok_s_per_gpu,
+        usd_per_million_output_tokens=p.usd_per_million_output_tokens,
+        usd_per_million_input_tokens=p.usd_per_million_input_tokens,
+        usd_per_million_total_tokens=p.usd_per_million_total_tokens,
+        pareto=p.pareto,
+        requests=doc.summary.requests_completed,
+        precision=doc.precision_stop,
+        slo_passed=slo_passed,
+    )
+
+
+def price_source(doc: Result) -> Price | None:
     """Where the frontier's price came from (the first point's ``cost.price``: cloud, instance
     type, region, tier, source, date, or the seed row / ``--price-per-hour``), None unpriced.
-    Every point of one frontier runs with the same price options, so one source holds for all."""
-    cost = result.get("cost") or {}
-    if not cost.get("available") or not cost.get("price"):
+    Every point of one frontier runs with the same price options, so one source holds for all.
+    The market's listing (``catalog``) is in each point's result, not repeated: left out."""
+    cost = doc.cost
+    if cost is None or not cost.available or cost.price is None:
         return None
-    price = dict(cost["price"])
-    price.pop("catalog", None)  # the market's listing: in each point's result, not repeated
-    return price
+    return msgspec.structs.replace(cost.price, catalog=UNSET)
 
 
-def answer(doc: dict[str, Any], target: float | None, slo_text: str | None) -> list[str]:
-    """Add ``target``, ``at_target`` and ``at_slo`` to the frontier document ``doc``; return
-    the plain lines to say when the target or the SLOs are out of the front's reach."""
+def at_section(a: pure.AtTarget) -> AtTarget:
+    """The front read at an interactivity (:class:`infer_prof.core.analysis.frontier.AtTarget`)
+    as the result's section (``between``: the two loads it lies between, or None)."""
+    return AtTarget(
+        interactivity=a.interactivity,
+        output_tok_s_per_gpu=a.output_tok_s_per_gpu,
+        input_tok_s_per_gpu=a.input_tok_s_per_gpu,
+        total_tok_s_per_gpu=a.total_tok_s_per_gpu,
+        usd_per_million_output_tokens=a.usd_per_million_output_tokens,
+        usd_per_million_input_tokens=a.usd_per_million_input_tokens,
+        usd_per_million_total_tokens=a.usd_per_million_total_tokens,
+        interpolated=a.interpolated,
+        between=list(a.between) if a.between is not None else None,
+    )
+
+
+def answer(doc: Frontier, target: float | None, slo_text: str | None) -> list[str]:
+    """Set ``target``, ``at_target`` and ``at_slo`` of the frontier ``doc``; return the plain
+    lines to say when the target or the SLOs are out of the front's reach."""
     points = [
-        FrontierPoint(**{k: p[k] for k in FrontierPoint.__dataclass_fields__})
-        for p in doc["points"]
+        FrontierPoint(**{k: getattr(p, k) for k in FrontierPoint.__dataclass_fields__})
+        for p in doc.points
     ]
-    price = doc.get("usd_per_gpu_hour")
+    price = doc.usd_per_gpu_hour
     problems: list[str] = []
-    hit: AtTarget | None = None
-    doc["target"] = None
+    hit: pure.AtTarget | None = None
+    doc.target = None
     if target is not None:
         hit = at_target(points, target, price)
         f = front(points)
         lo = f[0].interactivity if f else None
         hi = f[-1].interactivity if f else None
-        doc["target"] = {
-            "interactivity": target,
-            "reached": hit is not None,
-            "front_interactivity": [lo, hi],
-        }
+        doc.target = FrontierTarget(
+            interactivity=target, reached=hit is not None, front_interactivity=[lo, hi],
+            slo=UNSET,
+        )
         if hit is None:
             problems.append(_out_of_reach(target, f))
     slo_hit = None
     if slo_text:
-        passes = [p.get("slo_passed") is not False for p in doc["points"]]
+        passes = [p.slo_passed is not False for p in doc.points]
         slo_hit = at_slo(points, passes, price)
-        doc["target"] = {**(doc["target"] or {}), "slo": slo_text}
+        if doc.target is None:  # only the SLOs were asked
+            doc.target = FrontierTarget(
+                interactivity=UNSET, reached=UNSET, front_interactivity=UNSET, slo=slo_text)
+        else:
+            doc.target.slo = slo_text
         if slo_hit is None:
             problems.append(
                 f"no measured point meets --slo {slo_text}: no answer at the SLO "
                 "(every point measured is in the result)"
             )
-    doc["at_target"] = (
-        hit.to_dict() if hit else (slo_hit.to_dict() if slo_hit and target is None else None)
-    )
-    doc["at_slo"] = slo_hit.to_dict() if slo_hit else None
+    answered = hit if hit else (slo_hit if slo_hit and target is None else None)
+    doc.at_target = at_section(answered) if answered else None
+    doc.at_slo = at_section(slo_hit) if slo_hit else None
     return problems
 
 
@@ -295,11 +338,12 @@ def suite_frontiers(
     slo_text: str | None,
     say: Callable[[str], None] = lambda _: None,
     stop_requested: Callable[[], bool] = lambda: False,
-) -> list[dict[str, Any]]:
+) -> list[Frontier]:
     """``--frontier --suite``: each member's points (as the suite lists them, its counts) run
     as one frontier (the stop rules as for a list); a point that did not complete ends them
-    all. Each frontier document gets ``workload``; its problems are prefixed with it."""
-    docs = []
+    all. Each frontier names its ``workload``; its problems are prefixed with it (no expected
+    cost or levels' origin: the run's, not a member's)."""
+    docs: list[Frontier] = []
     for group in member_groups(points):
         mode = group[0].arrival.mode
         levels = tuple(
@@ -312,9 +356,11 @@ def suite_frontiers(
         doc = run_frontier(
             group, member, run_point, outcomes, say=say, stop_requested=stop_requested
         )
-        doc["problems"] = [f"{group[0].name}: {p}" for p in answer(doc, spec.target, slo_text)]
-        docs.append({"workload": group[0].name, **doc})
-        if outcomes and not outcomes[-1].result["complete"]:
+        doc.problems = [f"{group[0].name}: {p}" for p in answer(doc, spec.target, slo_text)]
+        doc.workload = group[0].name
+        doc.expected_cost = doc.levels_from_estimate = UNSET
+        docs.append(doc)
+        if outcomes and not outcomes[-1].document.complete:
             break
     return docs
 
@@ -339,11 +385,11 @@ def _out_of_reach(target: float, f: list[FrontierPoint]) -> str:
     )
 
 
-def _broken(slo: dict[str, Any]) -> str:
-    return "; ".join(slo.get("failures") or []) or "its SLOs"
+def _broken(slo: SloOutcome) -> str:
+    return "; ".join(slo.failures or []) or "its SLOs"
 
 
-def _line(loop: str, p: FrontierPoint, precision: dict[str, Any] | None) -> str:
+def _line(loop: str, p: FrontierPoint, precision: PrecisionStop | None) -> str:
     unit = "streams" if loop == "closed" else "req/s"
     inter = f"{p.interactivity:.1f}" if p.interactivity is not None else "-"
     text = (
@@ -351,10 +397,10 @@ def _line(loop: str, p: FrontierPoint, precision: dict[str, Any] | None) -> str:
         f"{p.output_tok_s_per_gpu:,.0f} output, {inter} tok/s/user"
     )
     if precision:
-        tp = (precision.get("output_throughput") or {}).get("rel_half_width")
-        tq = (precision.get("tpot_p50_ms") or {}).get("rel_half_width")
+        tp = precision.output_throughput.rel_half_width if precision.output_throughput else None
+        tq = precision.tpot_p50_ms.rel_half_width if precision.tpot_p50_ms else None
         text += (
             f" (±{(tp or 0) * 100:.1f} % / ±{(tq or 0) * 100:.1f} % after "
-            f"{precision.get('requests')} requests, {precision.get('stopped_by')})"
+            f"{precision.requests} requests, {precision.stopped_by})"
         )
     return text

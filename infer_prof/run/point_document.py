@@ -46,7 +46,7 @@ from infer_prof.results.document import (
     Validity,
 )
 from infer_prof.results.document_base import Distribution, Obj
-from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
+from infer_prof.results.engine_sections import DurationEstimate, Plan
 from infer_prof.results.frontier_sections import PrecisionStop
 from infer_prof.results.load_sections import (
     Client,
@@ -267,14 +267,14 @@ def _add_economics(
     batch, batch_source = decode_batch(
         metrics_summary, busy_concurrency(point.driven.records), point_concurrency(wl)
     )
-    result.roofline = msgspec.convert(roofline_block(
+    result.roofline = roofline_block(
         ctx.model.spec,
         ctx.gpu,
         engine_gpus,
         _precision(ctx),
         sdict,
         DecodeLoad(batch, round(wl.input_len.mean()), round(wl.output_len.mean()), batch_source),
-    ), Roofline)
+    )
     axes = result_axes(document_json(result))
     result.summary = msgspec.structs.replace(result.summary, **axes)
 

@@ -23,6 +23,7 @@ from infer_prof.results import history_database
 from infer_prof.results.document import Result
 from infer_prof.results.document_base import Distribution
 from infer_prof.results.failed_run import engine_dead
+from infer_prof.results.frontier_sections import Frontier
 from infer_prof.results.load_sections import LoadMode
 from infer_prof.results.loading import record_result
 from infer_prof.results.run_ids import new_run_id
@@ -280,8 +281,8 @@ def record_sweep(
     stamp: str,
     outcomes: list[RunOutcome],
     search: dict[str, Any] | None,
-    frontier: dict[str, Any] | None = None,
-    frontiers: list[dict[str, Any]] | None = None,
+    frontier: Frontier | None = None,
+    frontiers: list[Frontier] | None = None,
     several: bool = True,
 ) -> SweepOutcome:
     """The execution's outcome; with several points, --find-max or --frontier, the sweep
@@ -295,9 +296,9 @@ def record_sweep(
     if not (many or cfg.load.find_max or frontier is not None or frontiers):
         return SweepOutcome(outcomes)
     sweep = sweep_summary(outcomes, search)
-    sweep["frontier"] = frontier
+    sweep["frontier"] = msgspec.to_builtins(frontier)
     if frontiers is not None:  # --frontier --suite: one per member
-        sweep["frontiers"] = frontiers
+        sweep["frontiers"] = msgspec.to_builtins(frontiers)
     check_result_type(sweep)  # held to its declared type (Sweep) before it is written
     tag = f"-{cfg.results.run_tag}" if cfg.results.run_tag else ""
     name = f"{stamp}-{safe_name(model_name)}{tag}.sweep"

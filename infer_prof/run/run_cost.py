@@ -35,6 +35,7 @@ from infer_prof.core.planning.run_cost import (
     sweep_cost,
 )
 from infer_prof.core.workload.workloads import Workload
+from infer_prof.results.frontier_sections import ExpectedCost
 from infer_prof.run.config import ConfigError, RunConfig
 from infer_prof.run.economics import CostOptions, choose_price
 from infer_prof.run.frontier_run import MIN_GAIN, FrontierSpec
@@ -173,6 +174,24 @@ def expected_cost(plan: RunPlan, spec: FrontierSpec | None) -> RunCost:
         all_s = all_s[:most]
     at_most = startup + sum(all_s * rounds)
     return RunCost(startup, tuple(measured), at_most, usd_per_hour, gpus, source)
+
+
+def expected_section(cost: RunCost) -> ExpectedCost:
+    """The expectation as a frontier's ``expected_cost`` section: the plan's seconds (start-up,
+    each point, at most), USD/hour for the rented GPUs and its source, why unknown, then the
+    expected seconds and USD (:class:`~infer_prof.core.planning.run_cost.RunCost`)."""
+    return ExpectedCost(
+        startup_s=cost.startup_s,
+        points_s=list(cost.points_s),
+        at_most_s=cost.at_most_s,
+        usd_per_hour=cost.usd_per_hour,
+        gpus=cost.gpus,
+        price_source=cost.price_source,
+        unknown=cost.unknown,
+        seconds=cost.seconds,
+        usd=cost.usd,
+        at_most_usd=cost.at_most_usd,
+    )
 
 
 def check_cost(plan: RunPlan, spec: FrontierSpec | None) -> RunCost | None:

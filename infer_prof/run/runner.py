@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
+
 from infer_prof.core.analysis.sweep import find_max_float, find_max_int
 from infer_prof.core.measurement.precision import PrecisionRule
 from infer_prof.core.workload.slo import format_slos
@@ -22,6 +24,7 @@ from infer_prof.core.workload.workloads import Workload
 from infer_prof.loadgen.prepared import prepare_point
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results.document import decode_result
+from infer_prof.results.frontier_sections import Frontier
 from infer_prof.results.store import write_result
 from infer_prof.run import quality_phase
 from infer_prof.run.config import RunConfig
@@ -36,7 +39,7 @@ from infer_prof.run.frontier_run import (
 from infer_prof.run.load import drive_point, request_builder
 from infer_prof.run.load_points import SpecOptions, build_specs
 from infer_prof.run.planning import RunPlan, announce_plan, history_location, plan_run
-from infer_prof.run.point_document import PointRun, build_result
+from infer_prof.run.point_document import PointRun, build_result, document_json
 from infer_prof.run.point_prompts import point_salt
 from infer_prof.run.prefix_cache import prepare_cache
 from infer_prof.run.preflight import say
@@ -53,7 +56,7 @@ from infer_prof.run.record import (
 )
 from infer_prof.run.repeats import RepeatPlan, record_launch_spreads
 from infer_prof.run.result_files import check_result_location
-from infer_prof.run.run_cost import check_cost
+from infer_prof.run.run_cost import check_cost, expected_section
 from infer_prof.run.startup import (
     RunContext,
     new_server,
@@ -89,8 +92,8 @@ def execute(cfg: RunConfig) -> SweepOutcome:
     check_result_location(cfg.results)
     quality_plan = quality_phase.prepare(cfg)  # --quality: files and reference, before starting
     quality = None
-    frontier: dict[str, Any] | None = None
-    frontiers: list[dict[str, Any]] | None = None
+    frontier: Frontier | None = None
+    frontiers: list[Frontier] | None = None
     stamp = now().strftime("%Y%m%d-%H%M%S")
     launch = _Launch()  # the server of the moment
     outcomes: list[RunOutcome] = []
@@ -130,14 +133,15 @@ def execute(cfg: RunConfig) -> SweepOutcome:
                         memory.max_sequences if memory else None, progress.status,
                         stop_requested,
                     )
-                    frontier["problems"] = answer(frontier, fspec.target, slo_text)
-                    frontier["expected_cost"] = expected.to_dict() if expected else None
-                    frontier["levels_from_estimate"] = chosen_levels
+                    frontier.problems = answer(frontier, fspec.target, slo_text)
+                    frontier.expected_cost = expected_section(expected) if expected else None
+                    frontier.levels_from_estimate = chosen_levels
                     if outcomes:  # the frontier run's result: its last point's file carries it
                         last = outcomes[-1]
-                        doc = {**last.result, "frontier": frontier}
+                        doc = document_json(
+                            msgspec.structs.replace(last.document, frontier=frontier))
                         write_result(last.result_path, doc)  # held to the declared type
-                        last.document = decode_result(doc)
+                        last.document = decode_result(doc)  # as the file reads back
                 else:
                     ctx = _run_rounds(plan, ctx, launch, outcomes, stopper, repeats, stamp,
                                       progress)

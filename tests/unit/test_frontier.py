@@ -4,8 +4,6 @@ front held to its brute-force definition on random point sets with ties."""
 
 from __future__ import annotations
 
-import math
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -15,7 +13,6 @@ from infer_prof.core.analysis.frontier import (
     FrontierPoint,
     at_slo,
     at_target,
-    frontier_dict,
     interactivity,
     make_point,
     mark_pareto,
@@ -269,16 +266,3 @@ def test_at_slo_takes_best_passing_measured_point() -> None:
     assert at_slo(pts, [False, False, False], 1.0) is None
     with pytest.raises(ValueError):
         at_slo(pts, [True], 1.0)
-
-
-def test_frontier_dict_names() -> None:
-    pts = mark_pareto([_pt(1, 100.0, 100.0), _pt(2, 90.0, 180.0)])
-    d = frontier_dict(pts, "plateau", at_target(pts, 95.0, 2.0))
-    assert set(d) == {"points", "stopped_because", "at_target"}
-    assert set(d["points"][0]) == {
-        "concurrency", "interactivity", "interactivity_p90", "output_tok_s_per_gpu",
-        "input_tok_s_per_gpu", "total_tok_s_per_gpu", "usd_per_million_output_tokens",
-        "usd_per_million_input_tokens", "usd_per_million_total_tokens", "pareto"}
-    assert d["at_target"]["between"] == [2, 1] and d["at_target"]["interpolated"] is True
-    assert math.isfinite(d["at_target"]["usd_per_million_output_tokens"])
-    assert frontier_dict(pts, "max", None)["at_target"] is None

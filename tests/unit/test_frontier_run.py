@@ -3,6 +3,7 @@ bad input refused before anything starts."""
 
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from infer_prof.core.analysis.frontier_axes import summary_with_axes
@@ -115,42 +116,42 @@ def test_stops_when_a_doubling_gains_under_5_percent():
     doc = run_frontier(_points(levels), _spec(levels), run_point, outcomes)
     assert [a[0] for a in asked] == [1, 2, 4, 8]  # 16 never run
     assert len(outcomes) == 4  # every point measured is kept
-    assert doc["stopped_because"].startswith("plateaued")
-    assert doc["gpus"] == 2
-    assert doc["points"][0]["output_tok_s_per_gpu"] == pytest.approx(50.0)
-    assert doc["points"][0]["interactivity"] == pytest.approx(100.0)
-    assert doc["points"][0]["requests"] == 40 and doc["points"][0]["precision"]
-    assert [p["pareto"] for p in doc["points"]] == [True, True, True, True]
+    assert doc.stopped_because.startswith("plateaued")
+    assert doc.gpus == 2
+    assert doc.points[0].output_tok_s_per_gpu == pytest.approx(50.0)
+    assert doc.points[0].interactivity == pytest.approx(100.0)
+    assert doc.points[0].requests == 40 and doc.points[0].precision
+    assert [p.pareto for p in doc.points] == [True, True, True, True]
 
 
 def test_stops_at_an_slo_break_at_max_sequences_and_when_incomplete():
     table = {1: _result(1, 10, 100, 0, True), 2: _result(2, 12, 200, 0, False)}
     doc = run_frontier(_points([1, 2, 4]), _spec([1, 2, 4]), _driver(table)[0], [])
-    assert doc["stopped_because"].startswith("slo: the point at 2 breaks tpot_p99")
+    assert doc.stopped_because.startswith("slo: the point at 2 breaks tpot_p99")
     table = {1: _result(1, 10, 100, 0), 2: _result(2, 12, 200, 0)}
     doc = run_frontier(_points([1, 2, 4]), _spec([1, 2, 4]), _driver(table)[0], [],
                        max_sequences=3)
-    assert doc["stopped_because"].startswith("max_sequences")
+    assert doc.stopped_because.startswith("max_sequences")
     table = {1: _result(1, 10, 100, 0), 2: _result(2, 12, 200, 0, complete=False)}
     out = []
     doc = run_frontier(_points([1, 2, 4]), _spec([1, 2, 4]), _driver(table)[0], out)
-    assert doc["stopped_because"].startswith("incomplete") and len(out) == 2
-    assert len(doc["points"]) == 1
+    assert doc.stopped_because.startswith("incomplete") and len(out) == 2
+    assert len(doc.points) == 1
 
 
 def test_answer_at_target_interpolated_and_out_of_reach():
     table = {1: _result(1, 10, 100, 0, price=2.0), 2: _result(2, 20, 180, 0, price=2.0),
              4: _result(4, 40, 200, 0, price=2.0)}
     doc = run_frontier(_points([1, 2, 4]), _spec([1, 2, 4]), _driver(table)[0], [])
-    assert doc["stopped_because"].startswith("max_concurrency")
+    assert doc.stopped_because.startswith("max_concurrency")
     assert answer(doc, 75.0, None) == []
-    a = doc["at_target"]
-    assert a["interpolated"] and sorted(a["between"]) == [1.0, 2.0]
-    assert 50.0 < a["output_tok_s_per_gpu"] < 90.0  # between 100 / 2 and 180 / 2 per GPU
-    assert a["usd_per_million_output_tokens"] == pytest.approx(
-        2.0 / (a["output_tok_s_per_gpu"] * 3600 / 1e6))
+    a = doc.at_target
+    assert a.interpolated and sorted(a.between) == [1.0, 2.0]
+    assert 50.0 < a.output_tok_s_per_gpu < 90.0  # between 100 / 2 and 180 / 2 per GPU
+    assert a.usd_per_million_output_tokens == pytest.approx(
+        2.0 / (a.output_tok_s_per_gpu * 3600 / 1e6))
     problems = answer(doc, 500.0, None)
-    assert doc["at_target"] is None and doc["target"]["reached"] is False
+    assert doc.at_target is None and doc.target.reached is False
     assert "above the front" in problems[0] and "not extrapolated" in problems[0]
     assert "below the front" in answer(doc, 10.0, None)[0]
 
@@ -159,7 +160,7 @@ def test_answer_at_an_slo_none_met():
     table = {1: _result(1, 10, 100, 0, False)}
     doc = run_frontier(_points([1, 2]), _spec([1, 2]), _driver(table)[0], [])
     problems = answer(doc, None, "tpot_p99<=50ms")
-    assert doc["at_slo"] is None and "no measured point meets --slo" in problems[0]
+    assert doc.at_slo is None and "no measured point meets --slo" in problems[0]
 
 
 def test_suite_runs_one_frontier_per_member():
@@ -172,5 +173,33 @@ def test_suite_runs_one_frontier_per_member():
     run_point, asked = _driver(table)
     out = []
     docs = suite_frontiers([*a, *b], spec, run_point, out, None)
-    assert [d["workload"] for d in docs] == ["w", "other"] and len(out) == 4
-    assert all(d["stopped_because"].startswith("list") and len(d["points"]) == 2 for d in docs)
+    assert [d.workload for d in docs] == ["w", "other"] and len(out) == 4
+    assert all(d.stopped_because.startswith("list") and len(d.points) == 2 for d in docs)
+
+
+def test_the_written_frontier_leaves_out_what_was_not_asked():
+    """The frontier's JSON (``msgspec.to_builtins`` of the typed section, as the result and
+    sweep files hold it): the target's keys only for what was asked, the price without the
+    market's listing, a suite member's ``workload`` first and no expected cost of its own."""
+    price = {"usd_per_hour": 2.0, "kind": "instance",
+             "catalog": {"source": "skypilot", "date": "2026-11-30", "age_days": 2}}
+    table = {1: {**_result(1, 10, 100, 0, price=2.0), "cost": {"available": True, "price": price}},
+             2: _result(2, 20, 180, 0, price=2.0)}
+    doc = run_frontier(_points([1, 2]), _spec([1, 2]), _driver(table)[0], [])
+    assert doc.price is not None and doc.price.usd_per_hour == 2.0
+    answer(doc, None, "tpot_p99<=50ms")
+    written = msgspec.to_builtins(doc)
+    assert "catalog" not in written["price"] and "workload" not in written
+    assert written["target"] == {"slo": "tpot_p99<=50ms"}
+    answer(doc, 75.0, None)
+    assert list(msgspec.to_builtins(doc)["target"]) == [
+        "interactivity", "reached", "front_interactivity"]
+    answer(doc, 75.0, "tpot_p99<=50ms")
+    target = msgspec.to_builtins(doc)["target"]
+    assert list(target) == ["interactivity", "reached", "front_interactivity", "slo"]
+    at = msgspec.to_builtins(doc)["at_target"]
+    assert at["interpolated"] is True and sorted(at["between"]) == [1.0, 2.0]
+    cfg, spec = prepare(RunConfig(frontier=True, suite="nightly", scale="tiny"), False)
+    member = suite_frontiers(_points([1, 2]), spec, _driver(table)[0], [], None)[0]
+    keys = list(msgspec.to_builtins(member))
+    assert keys[0] == "workload" and keys[-1] == "problems"  # no expected cost, no levels

@@ -232,8 +232,8 @@ def test_moe_decode_step_reads_the_expected_distinct_experts():
         spec, weight_bytes=float(total), kv_bytes_per_token=0.0,
         bandwidth_bytes_per_s=1e12, peak_flops=None, batch_size=1.0, mean_context_len=0.0,
         output_tokens_per_s=10.0, routed_expert_bytes=float(experts)))
-    assert report["decode_bytes_per_step"] == pytest.approx(one)
-    assert report["mbu"] == pytest.approx(one * 10.0 / 1e12)
+    assert report.decode_bytes_per_step == pytest.approx(one)
+    assert report.mbu == pytest.approx(one * 10.0 / 1e12)
 
 
 def _app() -> typer.Typer:

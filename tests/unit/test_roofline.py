@@ -11,8 +11,7 @@ H100-SXM: 3.35e12 B/s HBM3 bandwidth, 989e12 dense fp16 FLOP/s.
 
 from __future__ import annotations
 
-import json
-
+import msgspec
 import pytest
 
 from infer_prof.catalog.gpus import catalog
@@ -107,28 +106,28 @@ def test_report_batch1_h100(llama7b):
         prefill_tokens_per_s=30_000.0,
         mean_prompt_len=1023),
     )
-    json.dumps(rep)  # JSON-serializable
-    assert rep["decode_bandwidth_ceiling_tokens_per_s"] == pytest.approx(248.5747534, rel=1e-9)
-    assert rep["decode_bound"] == "memory"
-    assert rep["decode_ceiling_tokens_per_s"] == rep["decode_bandwidth_ceiling_tokens_per_s"]
-    assert rep["decode_step_time_min_s"] == pytest.approx(WEIGHTS / BW, rel=1e-12)
-    assert rep["mbu_pct"] == pytest.approx(80.45869392, rel=1e-9)
-    assert rep["achieved_bytes_per_s"] == pytest.approx(200.0 * WEIGHTS, rel=1e-12)
+    msgspec.json.encode(rep)  # JSON-serializable
+    assert rep.decode_bandwidth_ceiling_tokens_per_s == pytest.approx(248.5747534, rel=1e-9)
+    assert rep.decode_bound == "memory"
+    assert rep.decode_ceiling_tokens_per_s == rep.decode_bandwidth_ceiling_tokens_per_s
+    assert rep.decode_step_time_min_s == pytest.approx(WEIGHTS / BW, rel=1e-12)
+    assert rep.mbu_pct == pytest.approx(80.45869392, rel=1e-9)
+    assert rep.achieved_bytes_per_s == pytest.approx(200.0 * WEIGHTS, rel=1e-12)
     # 989e12 / 13,220,446,208 = 74,808.37 prompt tok/s
-    assert rep["prefill_ceiling_tokens_per_s"] == pytest.approx(74_808.36762, rel=1e-9)
-    assert rep["mfu_pct"] == pytest.approx(40.10246575, rel=1e-9)
-    assert rep["decode_above_ceiling"] is False
-    assert rep["prefill_above_ceiling"] is False
-    assert rep["above_ceiling"] is False
+    assert rep.prefill_ceiling_tokens_per_s == pytest.approx(74_808.36762, rel=1e-9)
+    assert rep.mfu_pct == pytest.approx(40.10246575, rel=1e-9)
+    assert rep.decode_above_ceiling is False
+    assert rep.prefill_above_ceiling is False
+    assert rep.above_ceiling is False
 
 
 def test_report_flags_throughput_above_ceiling(llama7b):
     # 300 tok/s at batch 1 is more than the 248.6 tok/s the bandwidth allows: measurement error
     rep = roofline_report(RooflineInputs(
         llama7b, WEIGHTS, KV, BW, PEAK, 1, 0, output_tokens_per_s=300.0))
-    assert rep["decode_above_ceiling"] is True
-    assert rep["above_ceiling"] is True
-    assert rep["mbu"] > 1.0
+    assert rep.decode_above_ceiling is True
+    assert rep.above_ceiling is True
+    assert rep.mbu > 1.0
     # prefill above its 74,808 tok/s compute ceiling is flagged the same way
     rep = roofline_report(
         RooflineInputs(llama7b,
@@ -142,9 +141,9 @@ def test_report_flags_throughput_above_ceiling(llama7b):
         prefill_tokens_per_s=80_000.0,
         mean_prompt_len=1023),
     )
-    assert rep["decode_above_ceiling"] is False
-    assert rep["prefill_above_ceiling"] is True
-    assert rep["above_ceiling"] is True
+    assert rep.decode_above_ceiling is False
+    assert rep.prefill_above_ceiling is True
+    assert rep.above_ceiling is True
 
 
 def test_report_large_batch_is_compute_bound(llama7b):
@@ -152,18 +151,18 @@ def test_report_large_batch_is_compute_bound(llama7b):
     # compute ceiling 989e12 / 13,214,154,752 = 74,843.98 -> the lower one binds
     rep = roofline_report(RooflineInputs(
         llama7b, WEIGHTS, KV, BW, PEAK, 1024, 0, output_tokens_per_s=80_000.0))
-    assert rep["decode_bandwidth_ceiling_tokens_per_s"] == pytest.approx(254_540.5475, rel=1e-9)
-    assert rep["decode_compute_ceiling_tokens_per_s"] == pytest.approx(74_843.98500, rel=1e-9)
-    assert rep["decode_bound"] == "compute"
-    assert rep["above_ceiling"] is True  # 80,000 > 74,844
+    assert rep.decode_bandwidth_ceiling_tokens_per_s == pytest.approx(254_540.5475, rel=1e-9)
+    assert rep.decode_compute_ceiling_tokens_per_s == pytest.approx(74_843.98500, rel=1e-9)
+    assert rep.decode_bound == "compute"
+    assert rep.above_ceiling is True  # 80,000 > 74,844
 
 
 def test_report_nulls_where_not_computable(llama7b):
     # unknown GPU (no bandwidth, no peak) and no measurement: numbers that need them are null
     rep = roofline_report(RooflineInputs(
         llama7b, WEIGHTS, KV, None, None, 8, 100, output_tokens_per_s=None))
-    json.dumps(rep)
-    assert rep["decode_bytes_per_step"] == WEIGHTS + 8 * 100 * KV
+    msgspec.json.encode(rep)
+    assert rep.decode_bytes_per_step == WEIGHTS + 8 * 100 * KV
     for key in (
         "decode_bandwidth_ceiling_tokens_per_s",
         "decode_ceiling_tokens_per_s",
@@ -174,13 +173,13 @@ def test_report_nulls_where_not_computable(llama7b):
         "above_ceiling",
         "decode_above_ceiling",
     ):
-        assert rep[key] is None, key
+        assert getattr(rep, key) is None, key
     # batch size unknown: no decode numbers at all
     rep = roofline_report(RooflineInputs(
         llama7b, WEIGHTS, KV, BW, PEAK, None, 100, output_tokens_per_s=50.0))
-    assert rep["decode_bytes_per_step"] is None
-    assert rep["mbu"] is None
-    assert rep["above_ceiling"] is None
+    assert rep.decode_bytes_per_step is None
+    assert rep.mbu is None
+    assert rep.above_ceiling is None
 
 
 def test_bad_inputs_raise():
@@ -284,28 +283,28 @@ def test_result_block_reports_both_mbus_with_their_sources(llama7b):
         llama7b, gpu, 1, "bf16", _h100_summary(4258.0, 19.4, 25.7),
         DecodeLoad(batch, 512, 128, source)
     )
-    json.dumps(rep)
-    assert rep["batch_size"] == 114.3 and rep["batch_source"] == "server_running_busy_mean"
-    assert rep["mean_context_len"] == 576.0
-    assert rep["decode_bytes_per_step"] == pytest.approx(47_994_275_430.4, rel=1e-12)
-    assert rep["mbu_pct"] == pytest.approx(53.37084258, rel=1e-9)
-    assert rep["decode_step_time_s"] == pytest.approx(0.0194, rel=1e-12)
-    assert rep["decode_step_time_source"] == "itl_p50"  # not the TPOT p50 of 25.7 ms
-    assert rep["decode_step_bytes_per_s"] == pytest.approx(2.4739317232e12, rel=1e-9)
-    assert rep["decode_step_mbu_pct"] == pytest.approx(73.84870816, rel=1e-9)
-    assert rep["definitions"] == MBU_DEFINITIONS
-    assert "window" in rep["definitions"]["mbu"]
-    assert "decode_step_time_s" in rep["definitions"]["decode_step_mbu"]
+    msgspec.json.encode(rep)
+    assert rep.batch_size == 114.3 and rep.batch_source == "server_running_busy_mean"
+    assert rep.mean_context_len == 576.0
+    assert rep.decode_bytes_per_step == pytest.approx(47_994_275_430.4, rel=1e-12)
+    assert rep.mbu_pct == pytest.approx(53.37084258, rel=1e-9)
+    assert rep.decode_step_time_s == pytest.approx(0.0194, rel=1e-12)
+    assert rep.decode_step_time_source == "itl_p50"  # not the TPOT p50 of 25.7 ms
+    assert rep.decode_step_bytes_per_s == pytest.approx(2.4739317232e12, rel=1e-9)
+    assert rep.decode_step_mbu_pct == pytest.approx(73.84870816, rel=1e-9)
+    assert rep.definitions == MBU_DEFINITIONS
+    assert "window" in rep.definitions["mbu"]
+    assert "decode_step_time_s" in rep.definitions["decode_step_mbu"]
 
     # one stream: the busy mean of the gauge (1.0), not its time average (0.90); no ITL
     # recorded here, so the step time is the TPOT p50
     batch, source = decode_batch({"running_busy_mean": 1.0, "running_mean": 0.9}, 1.0, 1)
     rep = roofline_block(llama7b, gpu, 1, "bf16", _h100_summary(160.0, None, 6.15),
                          DecodeLoad(batch, 512, 128, source))
-    assert rep["batch_size"] == 1.0
-    assert rep["decode_step_time_source"] == "tpot_p50"
-    assert rep["decode_step_mbu_pct"] == pytest.approx(66.87936474, rel=1e-9)
-    assert rep["mbu_pct"] == pytest.approx(65.80929490, rel=1e-9)
+    assert rep.batch_size == 1.0
+    assert rep.decode_step_time_source == "tpot_p50"
+    assert rep.decode_step_mbu_pct == pytest.approx(66.87936474, rel=1e-9)
+    assert rep.mbu_pct == pytest.approx(65.80929490, rel=1e-9)
 
 
 def test_decode_batch_falls_back_to_the_client_then_the_asked_concurrency():
@@ -316,7 +315,7 @@ def test_decode_batch_falls_back_to_the_client_then_the_asked_concurrency():
 def test_decode_step_mbu_is_null_without_a_step_time(llama7b):
     rep = roofline_report(RooflineInputs(
         llama7b, WEIGHTS, KV, BW, PEAK, 1, 0, output_tokens_per_s=200.0))
-    assert rep["mbu"] is not None
-    assert rep["decode_step_mbu"] is None and rep["decode_step_time_source"] is None
+    assert rep.mbu is not None
+    assert rep.decode_step_mbu is None and rep.decode_step_time_source is None
     with pytest.raises(ValueError):
         decode_step_mbu(WEIGHTS, 0.0, BW)

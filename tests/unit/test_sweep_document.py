@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import msgspec
 import pytest
 from rich.console import Console
 
@@ -36,7 +37,7 @@ def _frontier_run(tmp_path: Path, **kw):
              4: _result(4, 40, 200, 0, price=2.0)}
     outcomes: list = []
     doc = run_frontier(_points([1, 2, 4]), _spec([1, 2, 4]), _driver(table)[0], outcomes, **kw)
-    doc["problems"] = answer(doc, 75.0, None)
+    doc.problems = answer(doc, 75.0, None)
     return outcomes, doc
 
 
@@ -117,7 +118,7 @@ def test_a_misspelt_key_is_named_by_its_path_and_refused_before_writing(
 ) -> None:
     outcomes, frontier = _frontier_run(tmp_path)
     sweep = sweep_summary(outcomes, None)
-    sweep["frontier"] = frontier
+    sweep["frontier"] = msgspec.to_builtins(frontier)  # as record_sweep writes it
     sweep["points"][1]["tpot_p5O_ms"] = 1.0
     sweep["frontier"]["points"][0]["paretoo"] = True
     assert sorted(check_sweep(sweep)) == ["undeclared key $.frontier.points[0].paretoo",

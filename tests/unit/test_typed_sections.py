@@ -11,6 +11,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof.catalog.gpus import catalog, find_gpu
 from infer_prof.catalog.models import registry, resolve_model
 from infer_prof.core.catalog.models import ModelSpec
@@ -91,19 +93,20 @@ def test_the_roofline_is_declared_available_or_not() -> None:
                "itl_ms": {"p50": 19.4}, "tpot_ms": {"p50": 25.7}}
     rep = roofline_block(_llama7b(), catalog()["H100-SXM"], 1, "bf16", summary,
                          DecodeLoad(114.3, 512, 128, "server_running_busy_mean"))
-    doc = _doc(roofline=rep)
+    assert isinstance(rep, Roofline) and rep.available and rep.reason is None
+    written = msgspec.to_builtins(rep)  # as the result file holds it: every declared key
+    assert list(written) == list(Roofline.__struct_fields__)
+    doc = _doc(roofline=written)
     assert check_document(doc) == []
     roof = decode_result(doc).roofline
-    assert isinstance(roof, Roofline) and roof.available
-    assert roof.mbu_pct == rep["mbu_pct"] and roof.decode_step_time_source == "itl_p50"
-    # every key it writes, and the declared reason null
-    assert document_json(decode_result(doc))["roofline"] == {**rep, "reason": None}
+    assert roof == rep and roof.decode_step_time_source == "itl_p50"
+    assert document_json(decode_result(doc))["roofline"] == written
     rows = dict(_derived_rows(decode_result(doc)))
-    assert rows["prefill MFU (%)"] == f"{rep['mfu_pct']:.1f}"
+    assert rows["prefill MFU (%)"] == f"{rep.mfu_pct:.1f}"
     off = roofline_block(None, None, 1, None, summary, DecodeLoad(None, 1, 1))
-    typed_off = decode_result(_doc(roofline=off)).roofline
-    assert typed_off is not None and not typed_off.available and typed_off.reason == off["reason"]
-    assert check_document(_doc(roofline={**rep, "mbu_percent": 1.0})) == [
+    typed_off = decode_result(_doc(roofline=msgspec.to_builtins(off))).roofline
+    assert typed_off is not None and not typed_off.available and typed_off.reason == off.reason
+    assert check_document(_doc(roofline={**written, "mbu_percent": 1.0})) == [
         "undeclared key $.roofline.mbu_percent"]
 
 
@@ -151,8 +154,8 @@ def test_the_frontier_a_frontier_run_writes_is_declared_and_typed() -> None:
     table = {c: {**_result(c, 10 * c, 100 * c, 0, slo_passed=True, price=2.0),
                  "precision_stop": tracker.to_dict()} for c in (1, 2, 4)}
     doc = run_frontier(_points([1, 2, 4]), _spec([1, 2, 4]), _driver(table)[0], [])
-    doc["problems"] = answer(doc, 75.0, "tpot_p99<=50ms")
-    written = json.loads(json.dumps(doc))  # as the file holds it (tuples as lists)
+    doc.problems = answer(doc, 75.0, "tpot_p99<=50ms")
+    written = msgspec.to_builtins(doc)  # as the file holds it
     assert check_document(_doc(frontier=written)) == []
     fr = decode_result(_doc(frontier=written)).frontier
     assert isinstance(fr, Frontier)

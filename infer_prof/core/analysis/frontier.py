@@ -48,10 +48,6 @@ class FrontierPoint:
     usd_per_million_total_tokens: float | None
     pareto: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        """The point as the result JSON writes it (``frontier.points[]``)."""
-        return asdict(self)
-
 
 def interactivity(tpot_ms: float | None) -> float | None:
     """Tokens/s one user sees = 1000 / TPOT (ms); None when TPOT is unknown or not positive."""
@@ -321,15 +317,3 @@ def at_slo(
     best = max(ok, key=lambda p: p.total_tok_s_per_gpu)
     return _priced(float(best.interactivity or 0.0), best.output_tok_s_per_gpu,
                    best.input_tok_s_per_gpu, best.total_tok_s_per_gpu, usd_per_gpu_hour, None)
-
-
-def frontier_dict(
-    points: Sequence[FrontierPoint], stopped_because: str, at_target: AtTarget | None,
-) -> dict[str, Any]:
-    """``{"points": [...], "stopped_because": str, "at_target": {...} | None}``: the part of
-    ``result["frontier"]`` this module knows (the run adds target, gpus, price and precision)."""
-    return {
-        "points": [p.to_dict() for p in points],
-        "stopped_because": stopped_because,
-        "at_target": at_target.to_dict() if at_target is not None else None,
-    }

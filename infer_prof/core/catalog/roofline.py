@@ -62,10 +62,10 @@ A measured throughput above its ceiling cannot be real: it is flagged as a measu
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from infer_prof.core.catalog.kv_layout import kv_groups, state_bytes_read
 from infer_prof.core.catalog.models import ModelSpec
+from infer_prof.core.catalog.roofline_record import Roofline
 
 
 def _require_positive(name: str, value: float) -> None:
@@ -262,8 +262,9 @@ class RooflineInputs:
     routed_expert_bytes: float = 0.0
 
 
-def roofline_report(inputs: RooflineInputs) -> dict[str, Any]:
-    """Ceilings, utilizations and the above-ceiling flag of one run (JSON-ready; null where the
+def roofline_report(inputs: RooflineInputs) -> Roofline:
+    """Ceilings, utilizations and the above-ceiling flag of one run, as the result's
+    :class:`~infer_prof.core.catalog.roofline_record.Roofline` (``available``; None where the
     inputs do not allow the number). The inputs are :class:`RooflineInputs`, echoed in the report.
 
     ``above_ceiling`` is True when either measured throughput exceeds its ceiling (a measurement
@@ -273,57 +274,40 @@ def roofline_report(inputs: RooflineInputs) -> dict[str, Any]:
     it came from) the report also has the decode-step MBU ``decode_step_mbu`` (see
     ``MBU_DEFINITIONS``, copied into ``definitions``).
     """
-    out = _empty_report(inputs)
+    out = _inputs_report(inputs)
     _decode(inputs, out)
     _prefill(inputs, out)
-    flags = [
-        f for f in (out["decode_above_ceiling"], out["prefill_above_ceiling"]) if f is not None
-    ]
-    out["above_ceiling"] = any(flags) if flags else None
-    out["definitions"] = dict(MBU_DEFINITIONS)
+    flags = [f for f in (out.decode_above_ceiling, out.prefill_above_ceiling) if f is not None]
+    out.above_ceiling = any(flags) if flags else None
+    out.definitions = dict(MBU_DEFINITIONS)
     return out
 
 
-def _empty_report(i: RooflineInputs) -> dict[str, Any]:
-    """The report's keys in order: the inputs, and None for every figure not computed yet."""
-    return {
-        "batch_size": i.batch_size,
-        "mean_context_len": i.mean_context_len,
-        "weight_bytes": i.weight_bytes,
-        "kv_bytes_per_token": i.kv_bytes_per_token,
-        "bandwidth_bytes_per_s": i.bandwidth_bytes_per_s,
-        "peak_flops": i.peak_flops,
-        "output_tokens_per_s": i.output_tokens_per_s,
-        "prefill_tokens_per_s": i.prefill_tokens_per_s,
-        "mean_prompt_len": i.mean_prompt_len,
-        "decode_bytes_per_step": None,
-        "decode_step_time_min_s": None,
-        "decode_bandwidth_ceiling_tokens_per_s": None,
-        "decode_flops_per_token": None,
-        "decode_compute_ceiling_tokens_per_s": None,
-        "decode_ceiling_tokens_per_s": None,
-        "decode_bound": None,
-        "achieved_bytes_per_s": None,
-        "mbu": None,
-        "mbu_pct": None,
-        "decode_step_time_s": i.decode_step_time_s,
-        "decode_step_time_source": i.decode_step_time_source,
-        "decode_step_bytes_per_s": None,
-        "decode_step_mbu": None,
-        "decode_step_mbu_pct": None,
-        "decode_above_ceiling": None,
-        "prefill_attended_context": None,
-        "prefill_flops_per_token": None,
-        "prefill_ceiling_tokens_per_s": None,
-        "achieved_flops": None,
-        "mfu": None,
-        "mfu_pct": None,
-        "prefill_above_ceiling": None,
-        "above_ceiling": None,
-    }
+def _float(x: float | None) -> float | None:
+    """An input echoed as the report's float fields hold it (a whole number becomes a float,
+    as the section read back from JSON holds it); None stays None."""
+    return None if x is None else float(x)
 
 
-def _decode(i: RooflineInputs, out: dict[str, Any]) -> None:
+def _inputs_report(i: RooflineInputs) -> Roofline:
+    """The report with the inputs echoed, every figure None until computed."""
+    return Roofline(
+        available=True,
+        batch_size=_float(i.batch_size),
+        mean_context_len=_float(i.mean_context_len),
+        weight_bytes=_float(i.weight_bytes),
+        kv_bytes_per_token=_float(i.kv_bytes_per_token),
+        bandwidth_bytes_per_s=_float(i.bandwidth_bytes_per_s),
+        peak_flops=_float(i.peak_flops),
+        output_tokens_per_s=_float(i.output_tokens_per_s),
+        prefill_tokens_per_s=_float(i.prefill_tokens_per_s),
+        mean_prompt_len=_float(i.mean_prompt_len),
+        decode_step_time_s=_float(i.decode_step_time_s),
+        decode_step_time_source=i.decode_step_time_source,
+    )
+
+
+def _decode(i: RooflineInputs, out: Roofline) -> None:
     """Decode: bandwidth ceiling, compute ceiling, the lower of them, window and decode-step
     MBU, into ``out``; nothing without the weight and KV bytes, a batch and a context."""
     batch_size, bandwidth = i.batch_size, i.bandwidth_bytes_per_s
@@ -339,50 +323,49 @@ def _decode(i: RooflineInputs, out: dict[str, Any]) -> None:
         i.spec, i.weight_bytes, i.kv_bytes_per_token, batch_size, i.mean_context_len,
         i.routed_expert_bytes,
     )
-    out["decode_bytes_per_step"] = step_bytes
+    out.decode_bytes_per_step = _float(step_bytes)
     ceilings: dict[str, float] = {}
     if _usable(bandwidth) and step_bytes > 0:
         assert bandwidth is not None
-        out["decode_step_time_min_s"] = decode_step_time_min_s(step_bytes, bandwidth)
+        out.decode_step_time_min_s = decode_step_time_min_s(step_bytes, bandwidth)
         ceilings["memory"] = decode_bandwidth_ceiling(step_bytes, bandwidth, batch_size)
-        out["decode_bandwidth_ceiling_tokens_per_s"] = ceilings["memory"]
+        out.decode_bandwidth_ceiling_tokens_per_s = ceilings["memory"]
         if i.output_tokens_per_s is not None:
-            out["achieved_bytes_per_s"] = step_bytes * i.output_tokens_per_s / batch_size
-            out["mbu"] = mbu(i.output_tokens_per_s, batch_size, step_bytes, bandwidth)
-            out["mbu_pct"] = _pct(out["mbu"])
+            out.achieved_bytes_per_s = step_bytes * i.output_tokens_per_s / batch_size
+            out.mbu = mbu(i.output_tokens_per_s, batch_size, step_bytes, bandwidth)
+            out.mbu_pct = _pct(out.mbu)
         step_s = i.decode_step_time_s
         if _usable(step_s):
             assert step_s is not None
-            out["decode_step_bytes_per_s"] = step_bytes / step_s
-            out["decode_step_mbu"] = decode_step_mbu(step_bytes, step_s, bandwidth)
-            out["decode_step_mbu_pct"] = _pct(out["decode_step_mbu"])
+            out.decode_step_bytes_per_s = step_bytes / step_s
+            out.decode_step_mbu = decode_step_mbu(step_bytes, step_s, bandwidth)
+            out.decode_step_mbu_pct = _pct(out.decode_step_mbu)
     dec_flops = decode_flops_per_token(i.spec, i.mean_context_len)
-    out["decode_flops_per_token"] = dec_flops
+    out.decode_flops_per_token = dec_flops
     if _usable(i.peak_flops):
         assert i.peak_flops is not None
         ceilings["compute"] = compute_ceiling(dec_flops, i.peak_flops)
-        out["decode_compute_ceiling_tokens_per_s"] = ceilings["compute"]
+        out.decode_compute_ceiling_tokens_per_s = ceilings["compute"]
     if ceilings:
         bound = min(ceilings, key=lambda k: ceilings[k])
-        out["decode_bound"] = bound
-        out["decode_ceiling_tokens_per_s"] = ceilings[bound]
+        out.decode_bound = bound
+        out.decode_ceiling_tokens_per_s = ceilings[bound]
         if i.output_tokens_per_s is not None:
-            out["decode_above_ceiling"] = i.output_tokens_per_s > ceilings[bound]
+            out.decode_above_ceiling = i.output_tokens_per_s > ceilings[bound]
 
 
-def _prefill(i: RooflineInputs, out: dict[str, Any]) -> None:
+def _prefill(i: RooflineInputs, out: Roofline) -> None:
     """Prefill: compute ceiling and MFU, into ``out``."""
     attended = causal_mean_context(i.mean_prompt_len) if i.mean_prompt_len is not None else 0.0
-    out["prefill_attended_context"] = attended
+    out.prefill_attended_context = attended
     pre_flops = prefill_flops_per_token(i.spec, attended)
-    out["prefill_flops_per_token"] = pre_flops
+    out.prefill_flops_per_token = pre_flops
     if _usable(i.peak_flops):
         assert i.peak_flops is not None
-        out["prefill_ceiling_tokens_per_s"] = compute_ceiling(pre_flops, i.peak_flops)
+        ceiling = compute_ceiling(pre_flops, i.peak_flops)
+        out.prefill_ceiling_tokens_per_s = ceiling
         if i.prefill_tokens_per_s is not None:
-            out["achieved_flops"] = i.prefill_tokens_per_s * pre_flops
-            out["mfu"] = mfu(i.prefill_tokens_per_s, pre_flops, i.peak_flops)
-            out["mfu_pct"] = _pct(out["mfu"])
-            out["prefill_above_ceiling"] = (
-                i.prefill_tokens_per_s > out["prefill_ceiling_tokens_per_s"]
-            )
+            out.achieved_flops = i.prefill_tokens_per_s * pre_flops
+            out.mfu = mfu(i.prefill_tokens_per_s, pre_flops, i.peak_flops)
+            out.mfu_pct = _pct(out.mfu)
+            out.prefill_above_ceiling = i.prefill_tokens_per_s > ceiling

@@ -22,8 +22,7 @@ checked is not passed silently.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import dataclass
 
 SECONDS_PER_HOUR = 3600.0
 
@@ -76,11 +75,6 @@ class RunCost:
         if self.at_most_s is None or self.usd_per_hour is None:
             return None
         return rented_cost(self.at_most_s, self.usd_per_hour)
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the fields, ``seconds``, ``usd`` and ``at_most_usd``."""
-        return {**asdict(self), "seconds": self.seconds, "usd": self.usd,
-                "at_most_usd": self.at_most_usd}
 
 
 def sweep_cost(costs: Sequence[RunCost]) -> RunCost:
