@@ -2,7 +2,7 @@
 problem, before anything is sent (the endpoint here does not even listen: an error about it
 would mean the file was read too late), and no traceback.
 
-The parsers themselves are fuzzed in tests/unit/test_input_files_fuzz.py.
+The parsers themselves are fuzzed in test_input_files_fuzz.py.
 """
 
 from __future__ import annotations

@@ -1,12 +1,14 @@
 """The history on both backends, as runners and users use it: SQLite files and a real PostgreSQL
 server that the tests start (tests/postgres.py). Eight processes recording 50 runs each at once
-lose nothing and ``history:7`` picks the right runs; import/export round trips byte for byte;
-a database of a newer schema, a bad URL, an unreachable server and a wrong password are one-line
-errors with exit 2 and never show the password."""
+lose nothing and ``history:7`` picks the right runs, and two forked writers of one SQLite file
+lose nothing either; import/export round trips byte for byte; a database of a newer schema, a
+bad URL, an unreachable server and a wrong password are one-line errors with exit 2 and never
+show the password."""
 
 from __future__ import annotations
 
 import json
+import multiprocessing as mp
 import os
 import statistics
 import subprocess
@@ -161,6 +163,38 @@ def _bump_schema(location: str, version: int) -> None:
             insert(hs.schema().schema_version).values(version=version, applied_at="future")
         )
     eng.dispose()
+
+
+def _writer(db: str, worker: int, count: int, barrier: Any) -> None:
+    barrier.wait()
+    for i in range(count):
+        h.record_run(db, h.RunEntry(
+            run_id=f"w{worker}-{i}",
+            started_at=f"2024-05-01T02:{worker:02d}:{i:02d}Z",
+            config_fingerprint=f"fp-{worker}",
+            summary={"output_throughput": float(i), "ttft_ms": {"p99": float(worker)}},
+            labels={"worker": str(worker)},
+            complete=True,
+        ))
+
+
+def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
+    db = str(tmp_path / "h.sqlite")
+    ctx = mp.get_context("fork")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_writer, args=(db, w, 50, barrier)) for w in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    runs = h.list_runs(db, limit=0)
+    assert len(runs) == 100
+    assert {r.run_id for r in runs} == {f"w{w}-{i}" for w in range(2) for i in range(50)}
+    for w in range(2):
+        series = h.metric_series(db, f"fp-{w}", "output_throughput")
+        assert [v for _, _, v in series] == [float(i) for i in range(50)]
+        assert len(h.list_runs(db, label=f"worker={w}", limit=0)) == 50
 
 
 def test_a_database_of_a_newer_schema_is_refused(location: str, tmp_path: Path) -> None:

@@ -9,34 +9,16 @@ from importlib import resources
 
 import msgspec
 import pytest
-import typer
-from typer.testing import CliRunner
 
-from infer_prof.cli.estimate import estimate_command
 from infer_prof.results.frontier_sections import AtTarget
+from tests.unit.estimate_cli import no_sky_home, run  # noqa: F401 (autouse fixture)
 
 GPUS = ("--gpu", "H100-SXM", "--gpu", "A100-80GB-SXM", "--gpu", "L40S")
 
 
-@pytest.fixture(autouse=True)
-def no_sky_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # prices from the shipped snapshot
-
-
 @pytest.fixture(scope="module")
-def app() -> typer.Typer:
-    a = typer.Typer()
-    a.command()(estimate_command)
-    return a
-
-
-def run(app, *args: str, columns: int = 200):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
-
-
-@pytest.fixture(scope="module")
-def doc(app):
-    res = run(app, "--model", "llama-2-7b", *GPUS, "--input-len", "512", "--output-len", "128",
+def doc():
+    res = run("--model", "llama-2-7b", *GPUS, "--input-len", "512", "--output-len", "128",
               "--target-interactivity", "40", "--json")
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
@@ -85,8 +67,8 @@ def test_rows_cheapest_first_and_priced_as_design_says(doc):
         assert ys[0] <= tok_s <= ys[1]
 
 
-def test_slo_read_and_instance_pricing(app):
-    res = run(app, "--model", "llama-2-7b", "--gpu", "H100-SXM", "--slo", "tpot_p99=20",
+def test_slo_read_and_instance_pricing():
+    res = run("--model", "llama-2-7b", "--gpu", "H100-SXM", "--slo", "tpot_p99=20",
               "--instance", "aws:p5.48xlarge", "--json")
     assert res.exit_code == 0, res.output
     d = json.loads(res.stdout)
@@ -99,8 +81,8 @@ def test_slo_read_and_instance_pricing(app):
     assert row["at_target"]["total_tok_s_per_gpu"] == max(p["total_tok_s_per_gpu"] for p in faster)
 
 
-def test_console_table_fits_80_columns_and_says_predicted(app):
-    res = run(app, "--model", "llama-2-7b", *GPUS, "--target-interactivity", "40", columns=80)
+def test_console_table_fits_80_columns_and_says_predicted():
+    res = run("--model", "llama-2-7b", *GPUS, "--target-interactivity", "40", columns=80)
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
     assert all(len(line) <= 80 for line in lines), max(lines, key=len)
@@ -111,10 +93,10 @@ def test_console_table_fits_80_columns_and_says_predicted(app):
     assert any("expected error" in line for line in lines)
 
 
-def test_the_whole_markets_80_column_table_keeps_each_rows_error_and_cost(app):
+def test_the_whole_markets_80_column_table_keeps_each_rows_error_and_cost():
     """Over the whole market the longest GPU, configuration and instance names are cut short
     with an ellipsis, so every row keeps its cost and its error interval (or 'unvalidated')."""
-    res = run(app, "--model", "llama-3.1-70b", "--input-len", "1024", "--output-len", "1024",
+    res = run("--model", "llama-3.1-70b", "--input-len", "1024", "--output-len", "1024",
               "--target-interactivity", "30", columns=80)
     assert res.exit_code == 0, res.output
     lines = res.stdout.splitlines()
@@ -138,19 +120,19 @@ def test_the_whole_markets_80_column_table_keeps_each_rows_error_and_cost(app):
     (("--model", "llama-2-7b", "--gpu", "H100-SXM", "--target-interactivity", "5000"),
      "no configuration reaches 5000 tokens/s per user"),
 ])
-def test_bad_input_one_line_exit_2(app, args, says):
-    res = run(app, *args)
+def test_bad_input_one_line_exit_2(args, says):
+    res = run(*args)
     assert res.exit_code == 2, res.output
     errors = [line for line in res.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and says in errors[0], res.stderr
 
 
-def test_report_draws_predicted_frontiers_dashed_beside_measured(app, tmp_path):
+def test_report_draws_predicted_frontiers_dashed_beside_measured(tmp_path):
     from infer_prof.estimate.curves import EstimateFileError, load_estimate, predicted_curves
     from infer_prof.report.frontier_section import frontier_section
     from tests.unit.test_report_frontier import _runs
 
-    res = run(app, "--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpu", "L4", "--json")
+    res = run("--model", "llama-2-7b", "--gpu", "H100-SXM", "--gpu", "L4", "--json")
     assert res.exit_code == 0, res.output
     path = tmp_path / "estimate.json"
     path.write_text(res.stdout)
@@ -174,8 +156,8 @@ def test_report_draws_predicted_frontiers_dashed_beside_measured(app, tmp_path):
         load_estimate(bad)
 
 
-def test_tensor_parallel_counts_the_allreduce_over_nvlink_and_over_pcie(app):
-    res = run(app, "--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--gpu", "L40S", "--gpus",
+def test_tensor_parallel_counts_the_allreduce_over_nvlink_and_over_pcie():
+    res = run("--model", "llama-3.1-70b", "--gpu", "H100-SXM", "--gpu", "L40S", "--gpus",
               "4", "--input-len", "1024", "--output-len", "256", "--json")
     assert res.exit_code == 0, res.output
     rows = {r["gpu"]: r for r in json.loads(res.stdout)["rows"]}
@@ -191,8 +173,8 @@ def test_tensor_parallel_counts_the_allreduce_over_nvlink_and_over_pcie(app):
     ((), "at each configuration's highest throughput"),
     (("--slo", "ttft_p99=2000"), "at the best point meeting"),
 ])
-def test_the_table_reads_at_an_slo_or_at_the_highest_throughput(app, extra, heading):
-    res = run(app, "--model", "llama-2-7b", "--gpu", "H100-SXM", "--input-len", "512",
+def test_the_table_reads_at_an_slo_or_at_the_highest_throughput(extra, heading):
+    res = run("--model", "llama-2-7b", "--gpu", "H100-SXM", "--input-len", "512",
               "--output-len", "128", *extra)
     assert res.exit_code == 0, res.output
     assert heading in " ".join(res.stdout.split()) and "H100-SXM" in res.stdout

@@ -11,33 +11,15 @@ import json
 
 import msgspec
 import pytest
-import typer
-from typer.testing import CliRunner
 
 from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.market import load_market
 from infer_prof.catalog.models import resolve_model
-from infer_prof.cli.estimate import estimate_command
 from infer_prof.estimate.document import EstimateDocument, Row
 from infer_prof.estimate.expected_error import ExpectedError, parse_errors
 from infer_prof.estimate.ranking import rank
 from infer_prof.estimate.workflow import EstimateRequest, estimate, plan_all
-
-
-@pytest.fixture(autouse=True)
-def no_sky_home(tmp_path, monkeypatch):
-    monkeypatch.setenv("HOME", str(tmp_path / "home"))  # prices from the shipped snapshot
-
-
-@pytest.fixture(scope="module")
-def app() -> typer.Typer:
-    a = typer.Typer()
-    a.command()(estimate_command)
-    return a
-
-
-def run(app, *args: str, columns: int = 200):
-    return CliRunner().invoke(app, list(args), env={"COLUMNS": str(columns)})
+from tests.unit.estimate_cli import no_sky_home, run  # noqa: F401 (autouse fixture)
 
 
 def _estimate(model: str, gpus: tuple[str, ...], **kw: object) -> EstimateDocument:
@@ -58,8 +40,8 @@ def _cheapest(doc: EstimateDocument) -> float | None:
     return min(usd) if usd else None
 
 
-def test_the_issues_command_shows_a_configuration_cheaper_than_the_planners_one(app):
-    res = run(app, "--model", "llama-3.1-70b", "--input-len", "1024", "--output-len", "1024",
+def test_the_issues_command_shows_a_configuration_cheaper_than_the_planners_one():
+    res = run("--model", "llama-3.1-70b", "--input-len", "1024", "--output-len", "1024",
               "--target-interactivity", "30", "--gpu", "H100-SXM", "--rank-by", "point",
               "--json")
     assert res.exit_code == 0, res.output
@@ -67,7 +49,7 @@ def test_the_issues_command_shows_a_configuration_cheaper_than_the_planners_one(
     asked = []
     for n in ("1", "2", "4", "8"):
         for q in ("bf16", "fp8"):
-            one = run(app, "--model", "llama-3.1-70b", "--input-len", "1024", "--output-len",
+            one = run("--model", "llama-3.1-70b", "--input-len", "1024", "--output-len",
                       "1024", "--target-interactivity", "30", "--gpu", "H100-SXM", "--gpus", n,
                       "--quantization", q, "--rank-by", "point", "--json")
             if one.exit_code == 0:
@@ -91,7 +73,7 @@ def test_the_search_is_at_least_as_cheap_as_every_count_and_precision(model, gpu
     assert best <= min(asked) + 1e-9
 
 
-def test_the_support_table_keeps_what_vllm_cannot_run_out_of_the_ranking(app):
+def test_the_support_table_keeps_what_vllm_cannot_run_out_of_the_ranking():
     from infer_prof.catalog.vllm_support import (
         gpu_support,
         precision_support,
@@ -106,7 +88,7 @@ def test_the_support_table_keeps_what_vllm_cannot_run_out_of_the_ranking(app):
     assert not precision_support(cat["T4"], "fp8").runs_as.startswith("W8A8")  # Marlin only
     assert precision_support(cat["A100-80GB-SXM"], "fp8").weight_only
     assert not precision_support(cat["MI300X"], "bnb-nf4").runs
-    res = run(app, "--model", "llama-3.1-8b", "--input-len", "1024", "--output-len", "256",
+    res = run("--model", "llama-3.1-8b", "--input-len", "1024", "--output-len", "256",
               "--target-interactivity", "20", "--all-configs", "--json")
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
@@ -169,23 +151,23 @@ def test_tp4_of_a_7b_model_is_not_predicted_faster_per_gpu_than_tp1(gpu):
         assert p4.output_tok_s_per_gpu <= p1.output_tok_s_per_gpu, (c, p1, p4)
 
 
-def test_lossy_configurations_are_marked_and_kept_out_by_min_quality(app):
+def test_lossy_configurations_are_marked_and_kept_out_by_min_quality():
     base = ("--model", "llama-3.1-70b", "--input-len", "1024", "--output-len", "1024",
             "--target-interactivity", "30", "--gpu", "L40S", "--gpu", "H100-SXM")
-    res = run(app, *base, "--all-configs", "--json")
+    res = run(*base, "--all-configs", "--json")
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)["rows"]
     for r in rows:
         assert bool(r["lossy"]) == (r["precision"] == "bnb-nf4" or r["kv_cache_dtype"] == "fp8")
     assert any(r["lossy"] for r in rows)
-    table = run(app, *base, columns=120)
+    table = run(*base, columns=120)
     assert "†" in table.stdout and "lossy" in table.stdout
-    kept = run(app, *base, "--min-quality", "0.99", "--all-configs", "--json")
+    kept = run(*base, "--min-quality", "0.99", "--all-configs", "--json")
     assert kept.exit_code == 0, kept.output
     doc = json.loads(kept.stdout)
     assert doc["rows"] and not any(r["lossy"] for r in doc["rows"])
     assert doc["search"]["kv_cache_dtypes"] == ["auto"]
-    fp8_kv = run(app, *base, "--kv-cache-dtype", "fp8", "--quantization", "fp8", "--json")
+    fp8_kv = run(*base, "--kv-cache-dtype", "fp8", "--quantization", "fp8", "--json")
     assert {(r["kv_cache_dtype"], r["precision"]) for r in json.loads(fp8_kv.stdout)["rows"]} \
         == {("fp8", "fp8")}
 
@@ -239,8 +221,8 @@ def test_rows_rank_by_the_slow_end_validated_first_unless_by_point():
     (("--rank-by", "cheapest"), "unknown --rank-by 'cheapest'"),
     (("--quantization", "awq", "--min-quality", "0.99"), "--min-quality keeps out lossy"),
 ])
-def test_bad_search_input_one_line_exit_2(app, args, says):
-    res = run(app, "--model", "llama-3.1-8b", *args)
+def test_bad_search_input_one_line_exit_2(args, says):
+    res = run("--model", "llama-3.1-8b", *args)
     assert res.exit_code == 2, res.output
     errors = [line for line in res.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and says in errors[0], res.stderr

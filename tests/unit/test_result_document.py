@@ -2,6 +2,7 @@
 generated from it, a result of the wrong shape is caught before it is written, older files
 load, and the schema accepts what the writer writes."""
 
+import functools
 import json
 import subprocess
 import sys
@@ -21,6 +22,7 @@ from infer_prof.results.document import (
 )
 from infer_prof.results.schema import SCHEMA_VERSION, load_typed_result
 from infer_prof.results.store import ResultTypeError, write_result
+from tests.unit.typed_results import validate_result
 
 
 def _doc(**more):
@@ -48,7 +50,7 @@ def test_a_good_document_reads_as_attributes():
     assert r.load is not None and r.load.mode == "closed"
     assert r.cost is not None and r.cost.price is not None and r.cost.price.cloud == "aws"
     assert check_document(_doc()) == []
-    jsonschema.validate(_doc(), json_schema())
+    validate_result(_doc())
 
 
 def test_an_undeclared_key_is_named_by_its_path():
@@ -75,7 +77,7 @@ def test_a_value_of_the_wrong_type_is_named_by_its_path(path, value, words):
     problems = check_document(doc)
     assert len(problems) == 1 and words in problems[0]
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(doc, json_schema())
+        validate_result(doc)
 
 
 def test_an_older_file_without_the_newer_sections_loads(tmp_path):
@@ -109,12 +111,17 @@ def test_writing_a_drifted_result_raises_under_the_tests_and_warns_otherwise(tmp
                                "undeclared key $.surprise")
 
 
+@functools.cache
+def _result_type_info() -> msgspec.inspect.Type:
+    """``msgspec.inspect.type_info(Result)``, made once (the metric table asks for a few hundred
+    paths)."""
+    return msgspec.inspect.type_info(Result)
+
+
 def _declared(path: str) -> bool:
     """Whether a dotted result path (``summary.ttft_ms.p50``) is a field of :class:`Result`
     (a JSON-object section holds any key below it)."""
-    import msgspec
-
-    info: object = msgspec.inspect.type_info(Result)
+    info: object = _result_type_info()
     for part in path.split("."):
         while isinstance(info, msgspec.inspect.UnionType):  # X | None: the non-null member
             info = next(t for t in info.types if not isinstance(t, msgspec.inspect.NoneType))
@@ -164,7 +171,7 @@ def test_failure_kinds_are_the_documented_ones_and_others_are_refused():
     problems = check_document(bad)
     assert len(problems) == 1 and "$.summary.failure_kinds" in problems[0]
     with pytest.raises(jsonschema.ValidationError):
-        jsonschema.validate(bad, json_schema())
+        validate_result(bad)
     assert is_failure_kind("http_404") and not is_failure_kind("http_") and \
         not is_failure_kind("time_out")
 

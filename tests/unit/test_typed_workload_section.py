@@ -6,7 +6,6 @@ hand-written partial section still loads."""
 import json
 import math
 
-import jsonschema
 import msgspec
 import pytest
 
@@ -18,7 +17,8 @@ from infer_prof.core.workload.workload_record import (
     WorkloadRecord,
 )
 from infer_prof.core.workload.workloads import Arrival, SharedPrefix, Workload
-from infer_prof.results.document import check_document, decode_result, json_schema
+from infer_prof.results.document import check_document, decode_result
+from tests.unit.typed_results import validate_result
 
 OPEN = Workload("rag", Uniform(10, 20), Empirical(((1, 5, 1.0), (6, 9, 2))), num_requests=4,
                 arrival=Arrival.open(2.0, burstiness=2.0, max_concurrency=4),
@@ -67,7 +67,7 @@ def test_a_result_reads_its_workload_as_attributes():
     closed = decode_result(_doc(CLOSED.to_dict())).workload
     assert closed is not None and closed.arrival == ClosedArrivalRecord(concurrency=8)
     assert check_document(_doc(OPEN.to_dict())) == []
-    jsonschema.validate(_doc(CLOSED.to_dict()), json_schema())
+    validate_result(_doc(CLOSED.to_dict()))
 
 
 def test_an_infinite_rate_stays_infinite():

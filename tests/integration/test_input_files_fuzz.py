@@ -5,8 +5,11 @@ short enough to read; never another exception (which the CLI would print as a tr
 Garbage: random bytes; valid files truncated at any byte; valid lines with random JSON values
 (wrong types, unknown keys, deep nesting, huge numbers) put in at any line; random TOML tables.
 The parsers are called directly (the CLI's exit 2 for their errors is tested in
-tests/integration/test_bad_input_files.py). A few fixed cases: a missing field on line 40 000
-is named by that line; a 2 MB line; an empty file.
+test_bad_input_files.py). A few fixed cases: a missing field on line 40 000 is named by that
+line; a 2 MB line; an empty file.
+
+Here, not in tests/unit: about 2,800 generated files and a few of 45,000 lines or 2 MB take
+15-20 s on the 2-core VM, too long for ``make unit``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,8 @@ from infer_prof.loadgen.datasets import DatasetError, load_dataset
 from infer_prof.loadgen.traces import TraceError, load_trace
 from infer_prof.run.config import ConfigError
 from infer_prof.run.multi_endpoint import load_endpoints_file
+
+pytestmark = pytest.mark.integration
 
 FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.function_scoped_fixture,
