@@ -8,8 +8,8 @@ import io
 import json
 import math
 import sys
-from typing import Any
 
+import msgspec
 import typer
 from rich import box
 from rich.console import Console
@@ -44,25 +44,62 @@ COLUMNS = (
 )
 
 
-def flat_row(row: TargetRow) -> dict[str, Any]:
-    """One row as flat keys (:data:`COLUMNS`, plus ``interpolated``, ``between`` and the
-    curve's source and price)."""
-    d = row.to_dict()
-    at = d.pop("at_target") or {}
-    out = {k: d[k] for k in ("gpu", "instance", "configuration")}
-    for key in ("usd_per_million_output_tokens", "usd_per_million_total_tokens",
-                "output_tok_s_per_gpu", "total_tok_s_per_gpu", "interactivity", "interpolated",
-                "between"):
-        out[key] = at.get(key)
-    note = d["note"]
-    if d["problems"]:  # a point whose numbers do not hold is said in the row
-        note += f" [{len(d['problems'])} point(s) not ok: " + "; ".join(d["problems"]) + "]"
-    out.update(note=note, reaches=d["reaches"], source=d["source"], problems=d["problems"],
-               usd_per_gpu_hour=d["usd_per_gpu_hour"], points=d["points"], files=d["files"])
-    return out
+class FrontierAtTarget(msgspec.Struct, kw_only=True, omit_defaults=False):
+    """One frontier read at the target, as the comparison prints it (a JSON row; the table's
+    :data:`COLUMNS`): the GPU, instance and configuration; $ per 1M output and total tokens
+    (USD, None without a price), output and total tokens/s per GPU and the interactivity
+    (tokens/s per user) at the target, whether they were interpolated and between which loads
+    (None when the curve does not reach it); the note (with the points not ok, if any), whether
+    it reaches the target, the curve's source, its problems, the price (USD per GPU-hour), the
+    number of points and their files."""
+
+    gpu: str
+    instance: str
+    configuration: str
+    usd_per_million_output_tokens: float | None
+    usd_per_million_total_tokens: float | None
+    output_tok_s_per_gpu: float | None
+    total_tok_s_per_gpu: float | None
+    interactivity: float | None
+    interpolated: bool | None
+    between: list[float] | None
+    note: str
+    reaches: bool
+    source: str
+    problems: list[str]
+    usd_per_gpu_hour: float | None
+    points: int
+    files: list[str]
 
 
-def _table(rows: list[dict[str, Any]], title: str) -> Table:
+def flat_row(row: TargetRow) -> FrontierAtTarget:
+    """One row (:class:`FrontierAtTarget`) of a curve read at the target."""
+    c, at = row.curve, row.at
+    note = row.note
+    if c.problems:  # a point whose numbers do not hold is said in the row
+        note += f" [{len(c.problems)} point(s) not ok: " + "; ".join(c.problems) + "]"
+    return FrontierAtTarget(
+        gpu=c.gpu,
+        instance=c.instance,
+        configuration=c.configuration,
+        usd_per_million_output_tokens=at.usd_per_million_output_tokens if at else None,
+        usd_per_million_total_tokens=at.usd_per_million_total_tokens if at else None,
+        output_tok_s_per_gpu=at.output_tok_s_per_gpu if at else None,
+        total_tok_s_per_gpu=at.total_tok_s_per_gpu if at else None,
+        interactivity=at.interactivity if at else None,
+        interpolated=at.interpolated if at else None,
+        between=list(at.between) if at and at.between is not None else None,
+        note=note,
+        reaches=at is not None,
+        source=c.source,
+        problems=list(c.problems),
+        usd_per_gpu_hour=c.usd_per_gpu_hour,
+        points=len(c.points),
+        files=list(c.files),
+    )
+
+
+def _table(rows: list[FrontierAtTarget], title: str) -> Table:
     t = Table(box=box.SIMPLE_HEAVY, title=title, title_justify="left",
               caption="cheapest first; $ per 1M tokens at each GPU's price per hour; n/a: no "
                       "price", caption_justify="left")
@@ -71,32 +108,33 @@ def _table(rows: list[dict[str, Any]], title: str) -> Table:
     for row in rows:
         cells = []
         for key, _, digits in COLUMNS:
-            v = row.get(key)
+            v = getattr(row, key)
             text = escape(fmt_value(v, digits) if digits is not None else str(v or ""))
-            if key == "note" and not row["reaches"]:
+            if key == "note" and not row.reaches:
                 text = f"[bold red]{text}[/bold red]"
             cells.append(text)
         t.add_row(*cells)
     return t
 
 
-def _csv(rows: list[dict[str, Any]]) -> str:
+def _csv(rows: list[FrontierAtTarget]) -> str:
     buf = io.StringIO()
     keys = [k for k, _, _ in COLUMNS] + ["interpolated", "between", "source", "usd_per_gpu_hour"]
     w = csv.writer(buf)
     w.writerow(keys)
     for row in rows:
-        w.writerow(["" if row.get(k) is None else
-                    (" ".join(f"{x:g}" for x in row[k]) if k == "between" else row[k])
+        w.writerow(["" if getattr(row, k) is None else
+                    (" ".join(f"{x:g}" for x in row.between or []) if k == "between"
+                     else getattr(row, k))
                     for k in keys])
     return buf.getvalue()
 
 
-def _markdown(rows: list[dict[str, Any]], title: str) -> str:
+def _markdown(rows: list[FrontierAtTarget], title: str) -> str:
     lines = [f"**{title}**", "", "| " + " | ".join(h for _, h, _ in COLUMNS) + " |",
              "|" + "|".join("---" if d is None else "---:" for _, _, d in COLUMNS) + "|"]
     for row in rows:
-        cells = [fmt_value(row.get(k), d) if d is not None else str(row.get(k) or "")
+        cells = [fmt_value(getattr(row, k), d) if d is not None else str(getattr(row, k) or "")
                  for k, _, d in COLUMNS]
         lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")
     return "\n".join(lines) + "\n"
@@ -167,7 +205,8 @@ def compare_frontiers(
     title = f"{len(curves)} frontier(s) " + ", ".join(parts)
     if output_format == "json":
         typer.echo(json.dumps({"target_interactivity": target,
-                               "slo": format_slos(slos) if slos else None, "rows": rows},
+                               "slo": format_slos(slos) if slos else None,
+                               "rows": msgspec.to_builtins(rows)},
                               indent=2, default=str))
     elif output_format == "csv":
         sys.stdout.write(_csv(rows))
@@ -178,7 +217,7 @@ def compare_frontiers(
         if not console.is_terminal:
             console = Console(width=400)
         console.print(_table(rows, title))
-    if not any(r["reaches"] for r in rows):
+    if not any(r.reaches for r in rows):
         what = f"{target:g} tokens/s/user" if target is not None else "the SLOs"
         fail(f"no frontier reaches {what}" + (" within the SLOs" if slos and target else "")
-             + ": " + "; ".join(f"{r['gpu']} {r['configuration']}: {r['note']}" for r in rows))
+             + ": " + "; ".join(f"{r.gpu} {r.configuration}: {r.note}" for r in rows))

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from infer_prof.core.analysis.frontier import AtTarget, FrontierPoint, at_slo, at_target, front
 
@@ -54,23 +53,6 @@ class TargetRow:
     curve: Curve
     at: AtTarget | None
     note: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready: the curve's names, the value at the target (or null) and the note."""
-        c = self.curve
-        return {
-            "gpu": c.gpu,
-            "instance": c.instance,
-            "configuration": c.configuration,
-            "source": c.source,
-            "usd_per_gpu_hour": c.usd_per_gpu_hour,
-            "points": len(c.points),
-            "reaches": self.at is not None,
-            "at_target": self.at.to_dict() if self.at is not None else None,
-            "note": self.note,
-            "problems": list(c.problems),
-            "files": list(c.files),
-        }
 
 
 def _load(c: float) -> str:
