@@ -33,6 +33,7 @@ from infer_prof.core.planning.memory import (
     weight_bytes,
 )
 from infer_prof.results.cost_sections import Cost, Energy, Filled, OwnedCost, Price, PriceCatalog
+from infer_prof.results.document import Summary
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def _market_section(market: Market) -> PriceCatalog:
 
 
 def cost_block(
-    summary: dict[str, Any],
+    summary: Summary,
     gpu: GpuSpec | None,
     gpus: int,
     opts: CostOptions,
@@ -113,7 +114,7 @@ def cost_block(
             else ("no GPU to price: pass --gpu NAME (for --endpoint runs) or --price-per-hour")
         )
         quote = None
-    output_tps, total_tps = summary.get("output_throughput"), summary.get("total_throughput")
+    output_tps, total_tps = summary.output_throughput, summary.total_throughput
     owned = (_owned_cost(output_tps, gpu, gpus, opts.purchase_usd, opts, (energy_j, window_s),
                          quote) if opts.purchase_usd is not None else None)
     if quote is None:
@@ -173,7 +174,7 @@ def _owned_cost(output_tps: float | None, gpu: GpuSpec | None, gpus: int, purcha
 
 
 def filled_instance(
-    usd_per_gpu_hour: float, instance_gpus: int, engine_gpus: int, summary: dict[str, Any]
+    usd_per_gpu_hour: float, instance_gpus: int, engine_gpus: int, summary: Summary
 ) -> Filled | None:
     """The cost if every GPU of the instance served a replica like the measured one.
 
@@ -188,8 +189,8 @@ def filled_instance(
         return None
     replicas = instance_gpus // engine_gpus
     whole = cost_report(usd_per_gpu_hour, instance_gpus,
-                        _times(summary.get("output_throughput"), replicas),
-                        _times(summary.get("total_throughput"), replicas))
+                        _times(summary.output_throughput, replicas),
+                        _times(summary.total_throughput, replicas))
     return Filled(
         replicas=replicas,
         idle_gpus=instance_gpus - replicas * engine_gpus,
@@ -198,11 +199,11 @@ def filled_instance(
     )
 
 
-def _times(value: Any, factor: int) -> float | None:
-    return float(value) * factor if isinstance(value, (int, float)) else None
+def _times(value: float | None, factor: int) -> float | None:
+    return float(value) * factor if value is not None else None
 
 
-def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) -> Energy:
+def energy_block(telemetry_gpu: dict[str, Any] | None, summary: Summary) -> Energy:
     """Energy over the measured window and joules per output token (null without NVML).
 
     Also the clock state: ``power_capped`` (the clocks sat at the board's power limit, normal
@@ -220,10 +221,9 @@ def energy_block(telemetry_gpu: dict[str, Any] | None, summary: dict[str, Any]) 
         energy_j=_float(energy),
         source=source,
         joules_per_output_token=_float(
-            joules_per_token_at_rate(energy, summary.get("duration_s"),
-                                     summary.get("output_throughput"))
-            if summary.get("rate_basis") == "stream_spans"
-            else joules_per_token(energy, summary.get("total_output_tokens"))
+            joules_per_token_at_rate(energy, summary.duration_s, summary.output_throughput)
+            if summary.rate_basis == "stream_spans"
+            else joules_per_token(energy, summary.total_output_tokens)
         ),
         mean_power_w=_float(total.get("power_w_mean")),
         power_capped=total.get("power_capped"),
@@ -260,12 +260,12 @@ def decode_batch(
     return float(asked), "asked_concurrency"
 
 
-def decode_step_time(summary: dict[str, Any]) -> tuple[float | None, str | None]:
+def decode_step_time(summary: Summary) -> tuple[float | None, str | None]:
     """The time of one decode step (s) and its source: the ITL p50 (``itl_p50``: the typical
     gap between two tokens of a stream), else the TPOT p50 (``tpot_p50``); ``(None, None)``
     when neither was measured."""
-    for key, source in (("itl_ms", "itl_p50"), ("tpot_ms", "tpot_p50")):
-        p50 = (summary.get(key) or {}).get("p50")
+    for dist, source in ((summary.itl_ms, "itl_p50"), (summary.tpot_ms, "tpot_p50")):
+        p50 = dist.p50 if dist is not None else None
         if p50:
             return p50 / 1000.0, source
     return None, None
@@ -288,7 +288,7 @@ def roofline_block(
     gpu: GpuSpec | None,
     gpus: int,
     precision: str | None,
-    summary: dict[str, Any],
+    summary: Summary,
     load: DecodeLoad,
 ) -> Roofline:
     """The result's ``roofline`` section: decode bandwidth ceiling at the batch the server ran,
@@ -311,8 +311,8 @@ def roofline_block(
     peak = (
         gpu.fp8_tflops if prec == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops or gpu.fp16_tflops
     )
-    duration = summary.get("rate_window_s") or summary.get("duration_s")  # as the other rates
-    prefill_tps = (summary.get("total_prompt_tokens") or 0) / duration if duration else None
+    duration = summary.rate_window_s or summary.duration_s  # as the other rates
+    prefill_tps = (summary.total_prompt_tokens or 0) / duration if duration else None
     step_s, step_source = decode_step_time(summary)
     mean_batch, input_len, output_len = load.mean_batch, load.input_len, load.output_len
     report = roofline_report(RooflineInputs(
@@ -323,7 +323,7 @@ def roofline_block(
         peak_flops=peak * 1e12 * gpus if peak else None,
         batch_size=mean_batch,
         mean_context_len=input_len + output_len / 2,
-        output_tokens_per_s=summary.get("output_throughput"),
+        output_tokens_per_s=summary.output_throughput,
         prefill_tokens_per_s=prefill_tps,
         mean_prompt_len=float(input_len),
         decode_step_time_s=step_s,

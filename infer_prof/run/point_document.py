@@ -120,9 +120,10 @@ def build_result(point: PointRun) -> Result:
     rate_window_s = stream_span_s(records) if a.mode == "closed" else None
     summary = summarize_run(records, rate_window_s=rate_window_s)
     sdict = summary.to_dict()
+    typed = msgspec.convert(sdict, Summary)  # the result's summary, before the frontier axes
     scraped = _scraped(ctx, driven.telemetry, sdict)
     shape = stream_shape(records)
-    energy = energy_block(driven.telemetry.get("gpu"), sdict)
+    energy = energy_block(driven.telemetry.get("gpu"), typed)
     slos = ctx.slos if cfg.load.slo else (slos_from_mapping(wl.slo) or ctx.slos)
     result = Result(
         schema_version=SCHEMA_VERSION,
@@ -149,7 +150,7 @@ def build_result(point: PointRun) -> Result:
         model=model_section(ctx),
         server=msgspec.convert(point.server_info, Server),
         environment=msgspec.convert(fingerprint(), Environment),
-        summary=msgspec.convert(sdict, Summary),
+        summary=typed,
         stream=msgspec.convert(shape, Stream) if shape else None,  # how tokens arrived
         slo=msgspec.convert(
             evaluate_slos(records, slos, rate_window_s=rate_window_s).to_dict(), SloOutcome)
@@ -172,7 +173,7 @@ def build_result(point: PointRun) -> Result:
                           (scraped.get("summary") or {}).get("lora_adapters_running_max"))
         if ctx.lora else None,
     )
-    _add_economics(result, point, sdict, scraped, energy)
+    _add_economics(result, point, scraped, energy)
     _add_serving_state(result, point, scraped)
     return result
 
@@ -235,7 +236,6 @@ def served_precision(asked: str | None, quantized_layers: int | None,
 def _add_economics(
     result: Result,
     point: PointRun,
-    sdict: Obj,
     scraped: Mapping[str, Any],
     energy: Energy,
 ) -> None:
@@ -260,8 +260,9 @@ def _add_economics(
         instance=cfg.cost.instance,
         prices_from=cfg.cost.prices_from,
     )
+    summary = result.summary  # as summarized, before the frontier axes
     result.cost = cost_block(
-        sdict, ctx.gpu, engine_gpus, options, energy.energy_j, sdict.get("duration_s")
+        summary, ctx.gpu, engine_gpus, options, energy.energy_j, summary.duration_s
     )
     metrics_summary = scraped.get("summary") or {}
     batch, batch_source = decode_batch(
@@ -272,7 +273,7 @@ def _add_economics(
         ctx.gpu,
         engine_gpus,
         _precision(ctx),
-        sdict,
+        summary,
         DecodeLoad(batch, round(wl.input_len.mean()), round(wl.output_len.mean()), batch_source),
     )
     axes = result_axes(document_json(result))

@@ -7,11 +7,12 @@ import pytest
 
 from infer_prof.catalog.gpus import find_gpu
 from infer_prof.results.cost_sections import Cost
+from infer_prof.results.document import Summary
 from infer_prof.run.economics import CostOptions, cost_block
 
 from .test_skypilot_catalog import write_live_catalog
 
-SUMMARY = {"output_throughput": 1000.0, "total_throughput": 3000.0}
+SUMMARY = Summary(output_throughput=1000.0, total_throughput=3000.0)
 
 
 @pytest.fixture(autouse=True)

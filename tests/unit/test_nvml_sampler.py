@@ -19,6 +19,7 @@ import pytest
 
 from infer_prof.core.measurement.nvml import decode_clock_event_reasons
 from infer_prof.report.console import totals_table
+from infer_prof.results.document import Summary
 from infer_prof.run.economics import energy_block
 from infer_prof.telemetry.nvml import NvmlSampler
 from tests.unit.typed_results import result_of
@@ -520,7 +521,7 @@ def _console_rows(masks: list[int]) -> dict[str, str]:
     """The console's totals rows for a run whose NVML window held these masks."""
     summary = _masks_summary(masks)
     telemetry_gpu = {"available": True, "total": summary["total"]}
-    run = {"total_output_tokens": 1000}
+    run = Summary(total_output_tokens=1000)
     result = {
         "summary": {
             "requests_completed": 1,

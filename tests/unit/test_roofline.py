@@ -32,6 +32,8 @@ from infer_prof.core.catalog.roofline import (
 )
 from infer_prof.core.measurement import timeseries as ts
 from infer_prof.core.planning.memory import kv_bytes_per_token, weight_bytes
+from infer_prof.results.document import Summary
+from infer_prof.results.document_base import Distribution
 from infer_prof.run.economics import DecodeLoad, decode_batch, roofline_block
 
 BW = 3.35e12
@@ -264,14 +266,14 @@ def test_h100_one_stream_batch_is_one_not_the_gauges_time_average(h100_inputs):
     assert round(100 * mbu(160.0, 0.9, old_step, i["bw"])) == 73
 
 
-def _h100_summary(tps: float, itl_p50_ms: float | None, tpot_p50_ms: float) -> dict:
-    return {
-        "output_throughput": tps,
-        "duration_s": 30.0,
-        "total_prompt_tokens": 30 * tps * H100_IN / H100_OUT,
-        "itl_ms": {"p50": itl_p50_ms} if itl_p50_ms is not None else None,
-        "tpot_ms": {"p50": tpot_p50_ms},
-    }
+def _h100_summary(tps: float, itl_p50_ms: float | None, tpot_p50_ms: float) -> Summary:
+    return Summary(
+        output_throughput=tps,
+        duration_s=30.0,
+        total_prompt_tokens=round(30 * tps * H100_IN / H100_OUT),
+        itl_ms=Distribution(p50=itl_p50_ms) if itl_p50_ms is not None else None,
+        tpot_ms=Distribution(p50=tpot_p50_ms),
+    )
 
 
 def test_result_block_reports_both_mbus_with_their_sources(llama7b):

@@ -100,15 +100,18 @@ def test_joules_per_token_at_the_runs_rate() -> None:
 
 
 def test_energy_block_follows_the_rate_basis() -> None:
+    import msgspec
+
+    from infer_prof.results.document import Summary
     from infer_prof.run.economics import energy_block
 
     gpu = {"available": True, "total": {"energy_j": 800.0}}
     # a closed loop out of phase: 3,600 measured tokens over a 4 s window, at 1,000 tokens/s
     # over the streams' spans (warm-up tokens filled the rest of the window the energy paid for)
-    steady = {"total_output_tokens": 3600, "duration_s": 4.0, "output_throughput": 1000.0,
-              "rate_basis": "stream_spans"}
+    steady = Summary(total_output_tokens=3600, duration_s=4.0, output_throughput=1000.0,
+                     rate_basis="stream_spans")
     assert energy_block(gpu, steady).joules_per_output_token == 0.2
-    window = dict(steady, rate_basis="window")
+    window = msgspec.structs.replace(steady, rate_basis="window")
     assert energy_block(gpu, window).joules_per_output_token == 800.0 / 3600
 
 
@@ -116,12 +119,13 @@ def test_energy_block_is_the_result_section_as_a_run_writes_it() -> None:
     import msgspec
 
     from infer_prof.results.cost_sections import Energy
+    from infer_prof.results.document import Summary
     from infer_prof.run.economics import energy_block
 
     # NVML's counter in whole joules (an int) is held as a float, as decoding the file makes it
     e = energy_block({"total": {"energy_j": 800, "power_w_mean": 200, "power_capped": True,
                                 "throttled": False, "throttle_reasons": ["sw_power_cap"]}},
-                     {"total_output_tokens": 400})
+                     Summary(total_output_tokens=400))
     assert e == Energy(energy_j=800.0, source="nvml_energy_counter",
                        joules_per_output_token=2.0, mean_power_w=200.0, power_capped=True,
                        throttled=False, throttle_reasons=["sw_power_cap"])
@@ -129,8 +133,8 @@ def test_energy_block_is_the_result_section_as_a_run_writes_it() -> None:
         msgspec.json.decode(msgspec.json.encode(e), type=Energy))
     assert isinstance(e.energy_j, float) and isinstance(e.mean_power_w, float)
     # the integrated power when the counter is missing; nothing read: a reason
-    integrated = energy_block({"total": {"energy_j_integrated": 10.5}}, {})
+    integrated = energy_block({"total": {"energy_j_integrated": 10.5}}, Summary())
     assert (integrated.energy_j, integrated.source) == (10.5, "nvml_power_integrated")
-    none = energy_block({"available": False, "reason": "no NVML"}, {})
+    none = energy_block({"available": False, "reason": "no NVML"}, Summary())
     assert (none.energy_j, none.source, none.reason) == (None, None, "no NVML")
-    assert energy_block(None, {}).reason == "no energy reading"
+    assert energy_block(None, Summary()).reason == "no energy reading"

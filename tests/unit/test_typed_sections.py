@@ -24,7 +24,13 @@ from infer_prof.core.workload.sessions import SessionSettings, by_turn, prefix_c
 from infer_prof.loadgen.tls import TlsSettings
 from infer_prof.report.console import _derived_rows, _session_rows
 from infer_prof.report.run_data import gpu_label
-from infer_prof.results.document import check_document, decode_result, undeclared_keys
+from infer_prof.results.document import (
+    Summary,
+    check_document,
+    decode_result,
+    undeclared_keys,
+)
+from infer_prof.results.document_base import Distribution
 from infer_prof.results.engine_sections import DurationEstimate, Plan, Roofline
 from infer_prof.results.frontier_sections import Frontier, PrecisionStop
 from infer_prof.results.load_sections import Sessions
@@ -89,8 +95,8 @@ def test_the_duration_estimate_is_declared_and_typed() -> None:
 
 
 def test_the_roofline_is_declared_available_or_not() -> None:
-    summary = {"output_throughput": 4258.0, "duration_s": 30.0, "total_prompt_tokens": 511_000,
-               "itl_ms": {"p50": 19.4}, "tpot_ms": {"p50": 25.7}}
+    summary = Summary(output_throughput=4258.0, duration_s=30.0, total_prompt_tokens=511_000,
+                      itl_ms=Distribution(p50=19.4), tpot_ms=Distribution(p50=25.7))
     rep = roofline_block(_llama7b(), catalog()["H100-SXM"], 1, "bf16", summary,
                          DecodeLoad(114.3, 512, 128, "server_running_busy_mean"))
     assert isinstance(rep, Roofline) and rep.available and rep.reason is None
