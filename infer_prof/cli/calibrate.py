@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
+import msgspec
 from rich.console import Console
 from rich.table import Table
 
@@ -14,6 +15,9 @@ from infer_prof.cli.common import fail
 from infer_prof.cli.declared import declared_command
 from infer_prof.config.options import Opt
 from infer_prof.core.measurement.accuracy import TARGETS_BY_MODE, calibration_mode, trusted_up_to
+
+if TYPE_CHECKING:
+    from infer_prof.run.calibration_report import CalibrationPoint
 
 
 def _parse_levels(text: str) -> list[int]:
@@ -98,7 +102,7 @@ def calibrate(o: CalibrateOptions) -> None:
         on_point=lambda rep: err.print(_progress_line(rep)),
     )
     if o.json_output:
-        sys.stdout.write(json.dumps(reports, indent=2) + "\n")
+        sys.stdout.write(json.dumps(msgspec.to_builtins(reports), indent=2) + "\n")
         return
     server = (f"server: TTFT {o.ttft_ms:g} ms, ITL {o.itl_ms:g} ms, "
               f"{o.output_len} tokens{', HTTPS' if o.tls else ''}"
@@ -125,31 +129,32 @@ def _parse_processes(processes: str) -> int | None:
     return procs
 
 
-def _progress_line(rep: dict[str, Any]) -> str:
+def _progress_line(rep: CalibrationPoint) -> str:
     """One line on stderr when a level is done: matched requests, the client's processes,
     reader, CPU and read lag, the machine's CPU pressure and steal, the server's CPU."""
-    cl = rep.get("client") or {}
-    lag = (cl.get("read_lag_ms") or {}).get("p99")
-    steal = rep.get("cpu_steal_pct")
-    srv = rep.get("server") or {}
-    srv_cpu = srv.get("cpu_us_per_token")
+    cl = rep.client
+    read_lag = cl.get("read_lag_ms")
+    lag = read_lag.get("p99") if isinstance(read_lag, dict) else None
+    steal = rep.cpu_steal_pct
+    srv = rep.server
+    srv_cpu = srv.cpu_us_per_token
     return (
-        f"concurrency {rep['concurrency']}: {rep['matched_requests']} requests matched; "
-        f"client: {rep.get('processes', 1)} process(es), {cl.get('reader', '?')} reader, "
+        f"concurrency {rep.concurrency}: {rep.matched_requests} requests matched; "
+        f"client: {rep.processes} process(es), {cl.get('reader', '?')} reader, "
         f"CPU {cl.get('cpu_s', 0):.1f} s, "
         f"read lag p99 {'n/a' if lag is None else f'{lag:.2f} ms'}; CPU pressure from "
-        f"all work on the machine (PSI avg10) {rep.get('cpu_pressure_pct')}%"
+        f"all work on the machine (PSI avg10) {rep.cpu_pressure_pct}%"
         + (f"; CPU stolen by the hypervisor {steal:.1f}%" if steal is not None else "")
         + (
-            f"; server CPU {srv['cpu_s']:.1f} s ({srv_cpu:.1f} us/token, "
-            f"asked {srv.get('cost_us_per_token', 0):g})"
+            f"; server CPU {srv.cpu_s:.1f} s ({srv_cpu:.1f} us/token, "
+            f"asked {srv.cost_us_per_token:g})"
             if srv_cpu is not None
             else ""
         )
     )
 
 
-def _error_table(reports: list[dict[str, Any]], server: str) -> Table:
+def _error_table(reports: list[CalibrationPoint], server: str) -> Table:
     """Client minus truth per level (ms; requests/s in %), the truth, failures, and whether the
     level is within the targets (else which it misses); ``server`` describes the server."""
     t = Table(title=f"client error vs truth (ms; {server})", title_justify="left")
@@ -169,24 +174,24 @@ def _error_table(reports: list[dict[str, Any]], server: str) -> Table:
         t.add_column(col, justify="right")
     for r in reports:
         t.add_row(
-            str(r["concurrency"]),
-            str(r.get("processes", 1)),
-            _f(r["ttft"]["p50_error_ms"]),
-            _f(r["ttft"]["p99_error_ms"]),
-            _f(r["itl"]["p50_error_ms"]),
-            _f(r["itl"]["p99_error_ms"]),
-            _f(r["request_throughput"]["error_pct"]),
-            _f(r["ttft"]["p50_truth_ms"], 2),
-            _f(r["itl"]["p99_truth_ms"], 2),
-            str(r["failed"]),
-            "yes" if not r["misses"] else "no: " + ", ".join(r["misses"]),
+            str(r.concurrency),
+            str(r.processes),
+            _f(r.ttft.p50_error_ms),
+            _f(r.ttft.p99_error_ms),
+            _f(r.itl.p50_error_ms),
+            _f(r.itl.p99_error_ms),
+            _f(r.request_throughput.error_pct),
+            _f(r.ttft.p50_truth_ms, 2),
+            _f(r.itl.p99_truth_ms, 2),
+            str(r.failed),
+            "yes" if not r.misses else "no: " + ", ".join(r.misses),
         )
     return t
 
 
-def _targets_line(reports: list[dict[str, Any]], server_cost_us: float) -> str:
+def _targets_line(reports: list[CalibrationPoint], server_cost_us: float) -> str:
     """The targets of the calibration mode and the highest level within them."""
-    top = trusted_up_to(reports)
+    top = trusted_up_to([(r.concurrency, r.misses) for r in reports])
     mode = calibration_mode(server_cost_us)
     targets = TARGETS_BY_MODE[mode]
     return (

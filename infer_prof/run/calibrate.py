@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof.config.run_groups import Api
 from infer_prof.core.measurement.accuracy import (
     TARGETS_BY_MODE,
@@ -47,6 +49,7 @@ from infer_prof.loadgen.prepared import prepare
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.worker_shared import WorkerJob
 from infer_prof.loadgen.workers import choose_processes, merge_health, run_in_workers
+from infer_prof.run.calibration_report import CalibrationPoint, Nominal, ServerCost
 from infer_prof.servers.http_get import get_json, http_get
 from infer_prof.servers.vllm_server import die_with_parent
 
@@ -304,7 +307,7 @@ def calibrate_point(
     processes: int = 1,
     mode: str = "lean",
     api: Api = "completions",
-) -> dict[str, Any]:
+) -> CalibrationPoint:
     """One concurrency level over ``api``: drive, fetch the truth, compare against ``mode``'s
     targets (:data:`~infer_prof.core.measurement.accuracy.TARGETS_BY_MODE`); ``server`` records
     the server process's own CPU over the level (``cpu_s``) and per token it streamed."""
@@ -321,29 +324,37 @@ def calibrate_point(
     full_truth = get_json(f"{server.url}/truth", timeout_s=60, context=context)
     truth = full_truth["requests"]
     report = compare_to_truth(records, truth, prefix)
-    report["mode"] = mode
-    report["targets"] = TARGETS_BY_MODE[mode]
-    report["misses"] = misses(report, TARGETS_BY_MODE[mode])
+    missed = misses(report, TARGETS_BY_MODE[mode])
     tokens = sum(len(t["send_ns"]) for t in truth)
     server_cpu = (
         server_cpu1 - server_cpu0 if server_cpu0 is not None and server_cpu1 is not None else None
     )
-    report["server"] = {
-        "cost_us_per_token": full_truth.get("cost_ns_per_token", 0) / 1000,
-        "tokens": tokens,
-        "cpu_s": server_cpu,
-        "cpu_us_per_token": server_cpu / tokens * 1e6
-        if server_cpu is not None and tokens
-        else None,
-    }
-    report["concurrency"] = concurrency
-    report["api"] = api
-    report["processes"] = processes
-    report["client"] = health
-    report["cpu_pressure_pct"] = cpu_pressure()
-    report["cpu_steal_pct"] = steal_pct(ticks, cpu_ticks())
-    report["num_requests"] = num_requests
-    return report
+    return CalibrationPoint(
+        matched_requests=report.matched_requests,
+        client_records=report.client_records,
+        failed=report.failed,
+        ttft=report.ttft,
+        itl=report.itl,
+        request_throughput=report.request_throughput,
+        mode=mode,
+        targets=TARGETS_BY_MODE[mode],
+        misses=missed,
+        server=ServerCost(
+            cost_us_per_token=full_truth.get("cost_ns_per_token", 0) / 1000,
+            tokens=tokens,
+            cpu_s=server_cpu,
+            cpu_us_per_token=server_cpu / tokens * 1e6
+            if server_cpu is not None and tokens
+            else None,
+        ),
+        concurrency=concurrency,
+        api=api,
+        processes=processes,
+        client=health,
+        cpu_pressure_pct=cpu_pressure(),
+        cpu_steal_pct=steal_pct(ticks, cpu_ticks()),
+        num_requests=num_requests,
+    )
 
 
 @dataclass(frozen=True)
@@ -372,8 +383,8 @@ class CalibrationSettings:
 def run_calibration(
     concurrencies: list[int],
     settings: CalibrationSettings | None = None,
-    on_point: Callable[[dict[str, Any]], None] | None = None,
-) -> list[dict[str, Any]]:
+    on_point: Callable[[CalibrationPoint], None] | None = None,
+) -> list[CalibrationPoint]:
     """Calibrate at each concurrency (:class:`CalibrationSettings`; defaults when None);
     ``on_point(report)`` is told each point as it is measured."""
     cs = settings if settings is not None else CalibrationSettings()
@@ -396,13 +407,9 @@ def run_calibration(
             rep = calibrate_point(
                 server, c, c * requests_per_stream, input_len, output_len, procs, mode, cs.api
             )
-            rep["nominal"] = {
-                "ttft_ms": ttft_ms,
-                "itl_ms": itl_ms,
-                "output_len": output_len,
-                "server_cost_us": server_cost_us,
-            }
-            rep["tls"] = tls
+            rep.nominal = Nominal(ttft_ms=ttft_ms, itl_ms=itl_ms, output_len=output_len,
+                                  server_cost_us=server_cost_us)
+            rep.tls = tls
             reports.append(rep)
             if on_point:
                 on_point(rep)
@@ -414,4 +421,5 @@ def run_calibration(
 
 
 if __name__ == "__main__":  # pragma: no cover - handy for quick checks
-    print(json.dumps(run_calibration([int(x) for x in sys.argv[1:]] or [128]), indent=1))
+    print(json.dumps(msgspec.to_builtins(
+        run_calibration([int(x) for x in sys.argv[1:]] or [128])), indent=1))

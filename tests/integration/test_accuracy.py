@@ -16,26 +16,26 @@ pytestmark = pytest.mark.integration
 def test_accuracy_at_concurrency_128(synthetic):
     server = synthetic()
     rep = calibrate_point(server, concurrency=128, num_requests=256, input_len=32, output_len=128)
-    assert rep["failed"] == 0
-    assert rep["matched_requests"] == 256
-    ttft, itl, rps = rep["ttft"], rep["itl"], rep["request_throughput"]
+    assert rep.failed == 0
+    assert rep.matched_requests == 256
+    ttft, itl, rps = rep.ttft, rep.itl, rep.request_throughput
     # the truth itself is what the server was asked for (it is not running late)
-    assert 49.0 <= ttft["p50_truth_ms"] <= 55.0  # uvloop timers: up to ~1 ms early
-    assert abs(ttft["p50_error_ms"]) <= 1.0
-    assert abs(ttft["p99_error_ms"]) <= 3.0
-    assert abs(itl["p50_error_ms"]) <= 0.5
-    assert abs(itl["p99_error_ms"]) <= 1.0
-    assert abs(rps["error_pct"]) <= 1.0
+    assert 49.0 <= ttft.p50_truth_ms <= 55.0  # uvloop timers: up to ~1 ms early
+    assert abs(ttft.p50_error_ms) <= 1.0
+    assert abs(ttft.p99_error_ms) <= 3.0
+    assert abs(itl.p50_error_ms) <= 0.5
+    assert abs(itl.p99_error_ms) <= 1.0
+    assert abs(rps.error_pct) <= 1.0
 
 
 def test_accuracy_single_stream(synthetic):
     server = synthetic(ttft_ms=20.0, itl_ms=5.0, tokens=16)
     rep = calibrate_point(server, concurrency=1, num_requests=5, input_len=8, output_len=16)
-    assert rep["matched_requests"] == 5
-    assert abs(rep["ttft"]["p50_error_ms"]) <= 1.0
-    assert abs(rep["itl"]["p50_error_ms"]) <= 0.5
+    assert rep.matched_requests == 5
+    assert abs(rep.ttft.p50_error_ms) <= 1.0
+    assert abs(rep.itl.p50_error_ms) <= 0.5
     # the per-request ITL truth is ~5 ms; a client that measured read time would not care
-    assert 4.5 <= rep["itl"]["p50_client_ms"] <= 6.0
+    assert 4.5 <= rep.itl.p50_client_ms <= 6.0
 
 
 def test_chat_calibration_reads_chat_chunks_as_accurately(synthetic):
@@ -44,10 +44,10 @@ def test_chat_calibration_reads_chat_chunks_as_accurately(synthetic):
     server = synthetic(ttft_ms=20.0, itl_ms=5.0, tokens=32)
     rep = calibrate_point(server, concurrency=8, num_requests=16, input_len=8, output_len=32,
                           api="chat")
-    assert rep["api"] == "chat" and rep["failed"] == 0 and rep["matched_requests"] == 16
-    assert abs(rep["ttft"]["p50_error_ms"]) <= 1.0
-    assert abs(rep["itl"]["p50_error_ms"]) <= 0.5
-    assert 4.5 <= rep["itl"]["p50_client_ms"] <= 6.0
+    assert rep.api == "chat" and rep.failed == 0 and rep.matched_requests == 16
+    assert abs(rep.ttft.p50_error_ms) <= 1.0
+    assert abs(rep.itl.p50_error_ms) <= 0.5
+    assert 4.5 <= rep.itl.p50_client_ms <= 6.0
 
 
 #: Above this share of CPU taken by the hypervisor during a level, the machine was not fair to
@@ -98,13 +98,13 @@ def test_server_cost_knob_really_burns_the_servers_cpu(synthetic):
     server = synthetic("--cost-us", str(cost_us), ttft_ms=5.0, itl_ms=10.0, tokens=40)
     rep = calibrate_point(server, concurrency=4, num_requests=8, input_len=8, output_len=40,
                           mode="server_cost")
-    srv = rep["server"]
-    assert rep["failed"] == 0
-    assert srv["cost_us_per_token"] == cost_us
-    assert srv["tokens"] >= 8 * 40
-    assert srv["cpu_s"] is not None
-    assert srv["cpu_s"] > 0.5 * srv["tokens"] * cost_us / 1e6
-    assert rep["mode"] == "server_cost" and rep["targets"]["itl_p50_ms"] == 0.5
+    srv = rep.server
+    assert rep.failed == 0
+    assert srv.cost_us_per_token == cost_us
+    assert srv.tokens >= 8 * 40
+    assert srv.cpu_s is not None
+    assert srv.cpu_s > 0.5 * srv.tokens * cost_us / 1e6
+    assert rep.mode == "server_cost" and rep.targets["itl_p50_ms"] == 0.5
 
 
 def test_calibrate_server_cost_is_recorded_and_named_in_the_verdict():

@@ -337,14 +337,14 @@ def test_accuracy_over_tls_against_the_servers_truth(certs):
         rep = calibrate_point(server, concurrency=32, num_requests=64, input_len=16, output_len=64)
     finally:
         server.stop()
-    assert rep["failed"] == 0 and rep["matched_requests"] == 64
+    assert rep.failed == 0 and rep.matched_requests == 64
     # the server's timers may fire up to ~1 ms early under uvloop (its clock counts whole ms)
-    assert 49.0 <= rep["ttft"]["p50_truth_ms"] <= 55.0
-    assert abs(rep["ttft"]["p50_error_ms"]) <= 1.0
-    assert abs(rep["ttft"]["p99_error_ms"]) <= 3.0
-    assert abs(rep["itl"]["p50_error_ms"]) <= 0.5
-    assert abs(rep["itl"]["p99_error_ms"]) <= 1.0
-    assert abs(rep["request_throughput"]["error_pct"]) <= 1.0
+    assert 49.0 <= rep.ttft.p50_truth_ms <= 55.0
+    assert abs(rep.ttft.p50_error_ms) <= 1.0
+    assert abs(rep.ttft.p99_error_ms) <= 3.0
+    assert abs(rep.itl.p50_error_ms) <= 0.5
+    assert abs(rep.itl.p99_error_ms) <= 1.0
+    assert abs(rep.request_throughput.error_pct) <= 1.0
 
 
 def test_calibrate_tls_makes_its_own_certificate_and_says_https():

@@ -53,9 +53,9 @@ def test_closed_loop_over_two_processes_is_one_closed_loop(synthetic):
     # records from both processes are on one clock: compare with the server's truth
     truth = get_json(f"{server.url}/truth")["requests"]
     rep = compare_to_truth(records, truth, "wc-")
-    assert rep["matched_requests"] == 60
-    assert abs(rep["ttft"]["p50_error_ms"]) <= 1.0
-    assert abs(rep["itl"]["p50_error_ms"]) <= 0.5
+    assert rep.matched_requests == 60
+    assert abs(rep.ttft.p50_error_ms) <= 1.0
+    assert abs(rep.itl.p50_error_ms) <= 0.5
 
 
 def test_open_loop_over_two_processes_keeps_the_global_schedule(synthetic):

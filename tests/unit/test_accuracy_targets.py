@@ -1,13 +1,24 @@
-from infer_prof.core.measurement.accuracy import DEFAULT_TARGETS, misses, trusted_up_to
+from infer_prof.core.measurement.accuracy import (
+    DEFAULT_TARGETS,
+    AccuracyReport,
+    PercentileErrors,
+    ThroughputError,
+    misses,
+    trusted_up_to,
+)
 
 
-def report(ttft=(0.1, 0.2), itl=(0.01, 0.5), rps=0.1, concurrency=1):
-    return {
-        "concurrency": concurrency,
-        "ttft": {"p50_error_ms": ttft[0], "p99_error_ms": ttft[1]},
-        "itl": {"p50_error_ms": itl[0], "p99_error_ms": itl[1]},
-        "request_throughput": {"error_pct": rps},
-    }
+def _errors(p50, p99):
+    return PercentileErrors(p50_client_ms=None, p50_truth_ms=None, p50_error_ms=p50,
+                            p90_client_ms=None, p90_truth_ms=None, p90_error_ms=None,
+                            p99_client_ms=None, p99_truth_ms=None, p99_error_ms=p99)
+
+
+def report(ttft=(0.1, 0.2), itl=(0.01, 0.5), rps=0.1):
+    return AccuracyReport(matched_requests=1, client_records=1, failed=0,
+                          ttft=_errors(*ttft), itl=_errors(*itl),
+                          request_throughput=ThroughputError(client=None, truth=None,
+                                                             error_pct=rps))
 
 
 def test_within_every_target_misses_nothing():
@@ -40,14 +51,9 @@ def test_own_targets_replace_the_defaults():
 
 
 def test_trusted_up_to_stops_at_the_first_level_that_misses():
-    levels = [
-        {"concurrency": 128, "misses": []},
-        {"concurrency": 1, "misses": []},
-        {"concurrency": 1024, "misses": ["ITL p99"]},
-        {"concurrency": 512, "misses": []},
-    ]
+    levels = [(128, []), (1, []), (1024, ["ITL p99"]), (512, [])]
     assert trusted_up_to(levels) == 512
-    assert trusted_up_to([{"concurrency": 1, "misses": ["req/s"]}]) is None
+    assert trusted_up_to([(1, ["req/s"])]) is None
     assert trusted_up_to([]) is None
 
 
