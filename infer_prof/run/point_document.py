@@ -46,7 +46,7 @@ from infer_prof.results.document import (
     Validity,
 )
 from infer_prof.results.document_base import Distribution, Obj
-from infer_prof.results.engine_sections import DurationEstimate, Plan
+from infer_prof.results.engine_sections import Plan
 from infer_prof.results.frontier_sections import PrecisionStop
 from infer_prof.results.load_sections import (
     Client,
@@ -57,7 +57,7 @@ from infer_prof.results.load_sections import (
     TraceReplay,
     Warmup,
 )
-from infer_prof.results.model_sections import ModelArchitecture, WeightsUsed
+from infer_prof.results.model_sections import ModelArchitecture
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
 from infer_prof.results.server_sections import Server, Telemetry
 from infer_prof.run.economics import (
@@ -160,8 +160,7 @@ def build_result(point: PointRun) -> Result:
         gpu=GpuUsed(key=ctx.gpu.key if ctx.gpu else None, count=ctx.gpu_count, how=ctx.gpu_how),
         plan=plan_section(ctx),
         plan_reason=ctx.plan_reason,
-        duration_estimate=msgspec.convert(ctx.estimate, DurationEstimate)
-        if ctx.estimate else None,
+        duration_estimate=ctx.estimate,
         precision=_precision(ctx) or "bf16",
         energy=energy,
         telemetry=msgspec.convert(driven.telemetry, Telemetry) if driven.telemetry else None,
@@ -339,7 +338,7 @@ def model_section(ctx: RunContext) -> Model:
         has_tokenizer=model.has_tokenizer,
         spec=msgspec.convert(asdict(model.spec), ModelArchitecture) if model.spec else None,
         param_count=model.spec.param_count() if model.spec else None,
-        weights=msgspec.convert(ctx.weights, WeightsUsed) if ctx.weights else None,
+        weights=ctx.weights,
     )
 
 

@@ -61,7 +61,7 @@ def random_weights_reason(ctx: RunContext) -> str | None:
     """Why the served weights are random (None when they are not known to be)."""
     if ctx.load_format == "dummy":
         return "random weights (--load-format dummy)"
-    if ctx.weights and ctx.weights.get("weights") == "random":
+    if ctx.weights and ctx.weights.weights == "random":
         return "random weights"
     marker = Path(ctx.engine_path) / _TINY_MARKER
     try:

@@ -15,10 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
+
 from infer_prof.catalog.models import ResolvedModel
 from infer_prof.config.run_groups import EngineConfig
 from infer_prof.core.catalog.gpus import GpuSpec
+from infer_prof.core.planning.duration import Estimate
 from infer_prof.core.planning.planner import Plan
+from infer_prof.core.planning.weights import WeightDecision
 from infer_prof.core.workload.slo import Slo
 from infer_prof.loadgen.datasets import Dataset
 from infer_prof.loadgen.endpoint import Endpoint
@@ -27,6 +31,8 @@ from infer_prof.loadgen.sessions import SessionPlan
 from infer_prof.loadgen.text_prompts import TextPromptMaker
 from infer_prof.loadgen.traces import Trace
 from infer_prof.report.progress import ProgressLine, StartupLine
+from infer_prof.results.engine_sections import DurationEstimate
+from infer_prof.results.model_sections import WeightsUsed
 from infer_prof.results.store import make_run_name, result_paths, write_new_file
 from infer_prof.run.config import Api, ConfigError, RunConfig
 from infer_prof.run.endpoint_check import list_models
@@ -72,8 +78,8 @@ class RunContext:
     api: Api  # the API the run speaks (the plan's: --api, else its workloads')
     load_format: str | None  # what vLLM loads (the plan's: dummy when no weights are at hand)
     interrupted: bool = False
-    weights: dict[str, Any] | None = None  # the weights decision (model.weights in the result)
-    estimate: dict[str, Any] | None = None  # the duration estimate made before starting
+    weights: WeightsUsed | None = None  # the weights decision (model.weights in the result)
+    estimate: DurationEstimate | None = None  # the duration estimate made before starting
     text: TextPromptMaker | None = None  # --prompt text: exact-length text prompts
     dataset: Dataset | None = None  # --dataset: the prompts come from it
     as_ids: Callable[[str], list[int]] | None = None  # dataset text -> token IDs (token-ids)
@@ -240,8 +246,8 @@ def open_context(
         slos=plan.slos,
         api=plan.api,
         load_format=plan.load_format,
-        weights=weights.to_dict() if weights else None,
-        estimate=estimate.to_dict() if estimate else None,
+        weights=weights_section(weights) if weights else None,
+        estimate=estimate_section(estimate) if estimate else None,
         text=plan.text,
         dataset=dataset,
         as_ids=dataset_ids(cfg, engine_path, dataset, plan.api),
@@ -249,6 +255,20 @@ def open_context(
         sessions=plan.sessions,
         lora=lora,
     )
+
+
+def weights_section(decision: WeightDecision) -> WeightsUsed:
+    """The result's ``model.weights``: real or random weights, where they came from, the load
+    format vLLM gets, why, and the folder loaded instead of the model's own."""
+    return WeightsUsed(weights=decision.weights, origin=decision.origin,
+                       load_format=decision.load_format, reason=decision.reason,
+                       engine_path=decision.engine_path)
+
+
+def estimate_section(estimate: Estimate) -> DurationEstimate:
+    """The result's ``duration_estimate`` (seconds, tokens/s; the device and the assumptions
+    it used), as the result file holds it: whole numbers in float fields as floats."""
+    return msgspec.convert(estimate.to_dict(), DurationEstimate)
 
 
 def relaunched(

@@ -128,6 +128,7 @@ def test_random_weights_are_told_from_trained_ones(tmp_path):
     import json
     from types import SimpleNamespace
 
+    from infer_prof.results.model_sections import WeightsUsed
     from infer_prof.run.quality_phase import random_weights_reason
 
     def ctx(load_format=None, weights=None, generator=None):
@@ -139,7 +140,7 @@ def test_random_weights_are_told_from_trained_ones(tmp_path):
                                model=SimpleNamespace(name="m"))
 
     assert random_weights_reason(ctx("dummy")) == "random weights (--load-format dummy)"
-    assert random_weights_reason(ctx(weights={"weights": "random"})) == "random weights"
+    assert random_weights_reason(ctx(weights=WeightsUsed(weights="random"))) == "random weights"
     assert "never trained" in random_weights_reason(ctx(generator="infer_prof.tinymodel"))
     assert random_weights_reason(ctx(generator="infer_prof.catalog.trained_tiny")) is None
-    assert random_weights_reason(ctx(weights={"weights": "real"})) is None
+    assert random_weights_reason(ctx(weights=WeightsUsed(weights="real"))) is None

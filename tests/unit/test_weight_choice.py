@@ -1,5 +1,6 @@
 """The weights decision (pure): real weights when they can be had, else random ones, said why."""
 
+import msgspec
 import pytest
 
 from infer_prof.core.planning.weights import (
@@ -9,6 +10,7 @@ from infer_prof.core.planning.weights import (
     missing_shards,
     weight_files,
 )
+from infer_prof.run.startup import weights_section
 
 ALIAS = {"name": "llama-2-7b", "source": "alias", "hub_id": "meta-llama/Llama-2-7b-hf"}
 
@@ -62,7 +64,7 @@ def test_alias_without_weights_profiles_random_weights_and_says_why(hub, why):
         "profiling its architecture with random weights; speed is the same, outputs are "
         "meaningless"
     )
-    assert d.to_dict() == {
+    assert msgspec.to_builtins(weights_section(d)) == {  # the result's model.weights
         "weights": "random",
         "origin": "random",
         "load_format": "dummy",

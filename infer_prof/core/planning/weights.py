@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 WEIGHT_PATTERNS = ("*.safetensors", "*.bin", "*.pt", "*.pth", "*.gguf")
 """File names vLLM loads weights from (``--load-format auto`` tries safetensors, then the
@@ -95,13 +95,6 @@ class WeightDecision:
     engine_path: str | None = None
     notice: str | None = None
     error: str | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The result's ``model.weights`` block: weights, origin, load_format, reason."""
-        out = asdict(self)
-        for key in ("notice", "error"):
-            out.pop(key)
-        return out
 
 
 def _unavailable_why(facts: WeightFacts) -> str:
