@@ -28,7 +28,7 @@ def test_requests_over_two_adapters_and_the_base_model_on_vllm(tmp_path):
         [sys.executable, "-m", "infer_prof", "run", "--model", "tiny-llama", "--no-progress",
          "--no-history", "--enforce-eager", "--lora-modules", f"a1={a1},a2={a2}",
          "--lora-mix", MIX, "--seed", "4", "-c", "4", "-n", "40", "--input-len", "16",
-         "--output-len", "8", "--warmup-requests", "4", "--output", str(out)],
+         "--output-len", "64", "--warmup-requests", "4", "--output", str(out)],
         cwd=REPO, capture_output=True, text=True, timeout=900)
     assert p.returncode == 0, p.stderr[-3000:]
     result = load_typed_result(out)
@@ -42,14 +42,20 @@ def test_requests_over_two_adapters_and_the_base_model_on_vllm(tmp_path):
     assert [a.rank for a in lora.adapters] == [8, 8]
     assert lora.adapters[0].sha256 != lora.adapters[1].sha256
     assert (lora.max_lora_rank, lora.max_loras) == (8, 2)
-    # vllm:lora_requests_info: the adapters running at once, never more than --max-loras
+    # vllm:lora_requests_info: the adapters running at once, never more than --max-loras. A
+    # scraped gauge (every 0.5 s): 64 output tokens a request keep the measured window a few
+    # seconds long (at 8 it was 0.5 s, 3 scrapes, and a loaded CI machine's scrapes at its edges
+    # saw only idle moments: max 0)
+    metrics = result.telemetry.server_metrics if result.telemetry else None
+    assert metrics is not None and metrics.summary is not None
+    assert (metrics.summary.scrapes or 0) >= 4, metrics.summary
     assert lora.adapters_running_max is not None and 1 <= lora.adapters_running_max <= 2
     # every request asked for the adapter the mix picks for its index (seed 4), and got it
     mix = parse_mix(MIX, ["a1", "a2"], seed=4)
     recs = [r for r in read_requests(tmp_path / "lora.requests.jsonl") if not r.warmup]
     assert len(recs) == 40 and all(r.ok for r in recs)
     assert [r.adapter or "base" for r in recs] == [mix.pick(r.index) for r in recs]
-    assert all(r.output_tokens == 8 for r in recs)
+    assert all(r.output_tokens == 64 for r in recs)
     counts = mix.counts(range(40))
     rows = {f.adapter: f for f in lora.per_adapter}
     assert list(rows) == ["a1", "a2", "base"]

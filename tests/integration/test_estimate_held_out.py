@@ -6,6 +6,7 @@ computation gives (regenerated with the documented command)."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from infer_prof.estimate.expected_error import load_expected_error
@@ -59,3 +60,22 @@ def test_the_shipped_errors_file_is_this_computation(doc: dict) -> None:
     assert held.overall.median_abs_error_pct == pytest.approx(
         doc["overall"].median_abs_error_pct, abs=0.15)
     assert set(held.by_cell) == set(doc["by_cell"])
+
+
+def test_a_family_few_sources_measured_is_pulled_to_its_parents_fit(monkeypatch) -> None:
+    """The fold without InferenceMAX: Blackwell's points are two sources' (`sariekr/gpu_conc`,
+    Vultr), both slower than InferenceMAX's B200. Pooled (POOL_WEIGHT / 2 for its 2 sources),
+    its memory share stays near Hopper's; unpooled, those two setups alone drag it down."""
+    from infer_prof.estimate import published_fit
+
+    found, _ = loso.cases()
+    rest = [c for c in found if not c.point.source.title.startswith("SemiAnalysis InferenceMAX")]
+    assert len({c.point.source.title for c in rest if c.family == "Blackwell"}) == 2
+    pooled = published_fit.fit_cases(rest, "pooled", only=("Hopper", "Blackwell"))
+    hopper, blackwell = pooled.families["Hopper"], pooled.families["Blackwell"]
+    assert blackwell.mbu == pytest.approx(hopper.mbu, rel=0.25)
+    monkeypatch.setattr(published_fit, "POOL_WEIGHT", 1e-6)
+    alone = published_fit.fit_cases(rest, "unpooled", only=("Hopper", "Blackwell"))
+    assert alone.families["Blackwell"].mbu < 0.6 * hopper.mbu
+    # the parent is fitted the same way either way (only its source's date text differs)
+    assert msgspec.structs.replace(alone.families["Hopper"], source=hopper.source) == hopper
