@@ -86,7 +86,7 @@ class PointRun:
     context, the point's workload, its run ID and readable name, when it started, what the
     driving gave (``driven``: records, state with its precision stop's block, ``client``
     health, ``telemetry``; its server_metrics summary is marked in place, :func:`_scraped`)
-    and ``server_info``."""
+    and the ``server`` section (:func:`infer_prof.run.record.server_section`)."""
 
     ctx: RunContext
     wl: Workload
@@ -94,7 +94,7 @@ class PointRun:
     run_name: str
     started: dt.datetime
     driven: DrivenPoint
-    server_info: Mapping[str, Any]
+    server: Server
     cache: CacheSetup | None = None  # what --prefix-cache did before the point
 
 
@@ -148,7 +148,7 @@ def build_result(point: PointRun) -> Result:
             Warmup),
         labels=dict(cfg.results.labels),
         model=model_section(ctx),
-        server=msgspec.convert(point.server_info, Server),
+        server=point.server,
         environment=msgspec.convert(fingerprint(), Environment),
         summary=typed,
         stream=msgspec.convert(shape, Stream) if shape else None,  # how tokens arrived

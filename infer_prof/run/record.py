@@ -29,6 +29,7 @@ from infer_prof.results.load_sections import LoadMode
 from infer_prof.results.loading import record_result
 from infer_prof.results.run_ids import new_run_id
 from infer_prof.results.schema import SCHEMA_VERSION
+from infer_prof.results.server_sections import Server
 from infer_prof.results.store import (
     check_result_type,
     make_run_name,
@@ -124,21 +125,20 @@ def point_files(
 
 
 def server_section(ctx: RunContext, state: PointState,
-                   records: Sequence[RequestRecord] = ()) -> dict[str, Any]:
-    """The point's ``server`` section: the session's, plus the exit code, log tail and root
-    cause when the server died (which marks the point incomplete in ``state``) or its engine
-    did (a request failed with vLLM's engine-dead answer, ``failed_run.ENGINE_DEAD``, while the API
-    server may still be up)."""
+                   records: Sequence[RequestRecord] = ()) -> Server:
+    """The point's ``server`` section (:class:`~infer_prof.results.server_sections.Server`): the
+    session's, plus the exit code, log tail and root cause when the server died (which marks
+    the point incomplete in ``state``) or its engine did (a request failed with vLLM's
+    engine-dead answer, ``failed_run.ENGINE_DEAD``, while the API server may still be up)."""
     server = ctx.server
-    server_info = dict(ctx.server_info)
-    if server is None:
-        return server_info
-    if server.poll() is not None:
-        state.incomplete_reason = state.incomplete_reason or "server_died"
-        server_info.update(server.diagnosis())  # exit_code, log_tail, root_cause
-    elif engine_dead(r.error_detail for r in records if r.error):
-        server_info.update(server.diagnosis())
-    return server_info
+    server_info = dict(ctx.server_info)  # the server's description (servers.base), as run
+    if server is not None:
+        if server.poll() is not None:
+            state.incomplete_reason = state.incomplete_reason or "server_died"
+            server_info.update(server.diagnosis())  # exit_code, log_tail, root_cause
+        elif engine_dead(r.error_detail for r in records if r.error):
+            server_info.update(server.diagnosis())
+    return msgspec.convert(server_info, Server)
 
 
 def save_point(

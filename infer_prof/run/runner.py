@@ -289,8 +289,8 @@ def _run_point(
     driven = drive_point(ctx, wl, build, warm, measured, progress, precision)
     if driven.state.incomplete_reason == "interrupted":
         ctx.interrupted = True
-    server_info = server_section(ctx, driven.state, driven.records)
-    result = build_result(PointRun(ctx, wl, run_id, run_name, started, driven, server_info,
+    served_by = server_section(ctx, driven.state, driven.records)
+    result = build_result(PointRun(ctx, wl, run_id, run_name, started, driven, served_by,
                                    cache))
     if repeat is not None:
         result = repeat[0].section(repeat[2], repeat[1], result)
