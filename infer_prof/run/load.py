@@ -141,7 +141,7 @@ def drive_point(
                                counters, spool, progress, state, client, sampler, scraper))
     finally:
         if stopper is not None:
-            state.precision = stopper.to_dict()
+            state.precision = stopper.section()
         telemetry["gpu"] = sampler.stop()
         telemetry["server_metrics"] = scraper.stop()
         progress.finish()

@@ -47,7 +47,6 @@ from infer_prof.results.document import (
 )
 from infer_prof.results.document_base import Distribution, Obj
 from infer_prof.results.engine_sections import Plan
-from infer_prof.results.frontier_sections import PrecisionStop
 from infer_prof.results.load_sections import (
     Client,
     Load,
@@ -165,8 +164,7 @@ def build_result(point: PointRun) -> Result:
         energy=energy,
         telemetry=msgspec.convert(driven.telemetry, Telemetry) if driven.telemetry else None,
         requests_file=None,  # set when written (save_point)
-        precision_stop=msgspec.convert(state.precision, PrecisionStop)
-        if state.precision else None,  # ("precision" is the weights')
+        precision_stop=state.precision,  # ("precision" is the weights')
         reasoning=reasoning_section(cfg.engine, ctx.model, ctx.api, summary.reasoning),
         lora=lora_section(ctx.lora, records, rate_window_s,
                           (scraped.get("summary") or {}).get("lora_adapters_running_max"))

@@ -11,10 +11,12 @@ over several, :mod:`infer_prof.run.pool_precision` applies the same rule.
 from __future__ import annotations
 
 import time
-from typing import Any
+
+import msgspec
 
 from infer_prof.core.measurement.precision import PrecisionRule, PrecisionTracker
 from infer_prof.loadgen.arrival_tap import ArrivalTap
+from infer_prof.results.frontier_sections import PrecisionStop as StopSection
 from infer_prof.run.record_spool import RecordSpool
 
 POLL_S = 0.1
@@ -47,7 +49,9 @@ class PrecisionStop:
         self._done = self.tracker.check(now)
         return self._done
 
-    def to_dict(self) -> dict[str, Any]:
-        """The point's ``precision`` block (see :meth:`PrecisionTracker.to_dict`), as of now."""
+    def section(self) -> StopSection:
+        """The result's ``precision_stop`` section (:meth:`PrecisionTracker.to_dict` as its
+        declared type), as of now."""
         self._tap.read()
-        return self.tracker.to_dict(time.perf_counter_ns() if not self._done else None)
+        block = self.tracker.to_dict(time.perf_counter_ns() if not self._done else None)
+        return msgspec.convert(block, StopSection)

@@ -9,6 +9,7 @@ from typing import Any, Literal
 
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.loadgen.sessions import SessionRun
+from infer_prof.results.frontier_sections import PrecisionStop
 
 #: Why a point stopped before its end: the run was stopped (Ctrl-C, SIGTERM, SIGHUP), the
 #: server died, every warm-up request failed (the load was not sent), or a client process
@@ -21,13 +22,13 @@ class PointState:
     """The point's state while it is driven, set by the driver as things happen:
     ``incomplete_reason`` (None while the point runs to its end), the multi-turn sessions' run
     (``session_run``, None without ``--turns``), the warm-up's figures (``warmup``: the gate's
-    ``to_dict``, the result's ``warmup`` extras) and the precision stop's block
-    (``precision``: None without ``--precision``)."""
+    ``to_dict``, the result's ``warmup`` extras) and the precision stop's section
+    (``precision``: None when the point ran fixed counts)."""
 
     incomplete_reason: IncompleteReason | None = None
     session_run: SessionRun | None = None
     warmup: dict[str, Any] | None = None
-    precision: dict[str, Any] | None = None
+    precision: PrecisionStop | None = None
 
 
 @dataclass

@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import queue as queue_mod
 import time
-from typing import Any
+
+import msgspec
 
 from infer_prof.core.measurement.precision import PrecisionRule, PrecisionTracker
 from infer_prof.loadgen.worker_tally import BIN_NS
 from infer_prof.loadgen.workers import WorkerPool
+from infer_prof.results.frontier_sections import PrecisionStop as StopSection
 
 FINAL_WAIT_S = 2.0
 """How long :meth:`PoolPrecision.finish` waits for the workers' last tallies (seconds)."""
@@ -114,14 +116,15 @@ class PoolPrecision:
             self.pool.measured_enough()
         return self._done
 
-    def finish(self) -> dict[str, Any]:
-        """The point's ``precision`` block once the pool has joined (its workers' last tallies
-        taken, up to :data:`FINAL_WAIT_S`), as :meth:`PrecisionStop.to_dict` gives it."""
+    def finish(self) -> StopSection:
+        """The result's ``precision_stop`` section once the pool has joined (its workers' last
+        tallies taken, up to :data:`FINAL_WAIT_S`), as :meth:`PrecisionStop.section` gives it."""
         deadline = time.monotonic() + FINAL_WAIT_S
         while len(self._final) < self.pool.n and time.monotonic() < deadline:
             self._drain(wait_s=0.1)
         self._start()
         if self._done:
-            return self.tracker.to_dict(None)
+            return msgspec.convert(self.tracker.to_dict(None), StopSection)
         at = self._watermark()
-        return self.tracker.to_dict(at if at is not None else time.perf_counter_ns())
+        block = self.tracker.to_dict(at if at is not None else time.perf_counter_ns())
+        return msgspec.convert(block, StopSection)

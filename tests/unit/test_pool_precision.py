@@ -83,11 +83,12 @@ def test_the_parent_checks_as_of_the_slowest_worker_then_tells_them_all():
     assert prec.poll() is True and pool.shared.precise.value == 1
     for w in (0, 1):  # their last tallies: the requests in flight at the stop
         pool.shared.tally.put((w, T0 + 7 * 10**9, [], [10.0, 10.0], True))
-    block = prec.finish()
-    assert block["stopped_by"] == "precision" and block["requests"] == 44
-    assert block["seconds"] == 6.0
-    assert abs(block["output_throughput"]["estimate"] - 2000.0) < 1.0  # 2 workers x 1000/s
-    assert block["tpot_p50_ms"]["estimate"] == 10.0
+    block = prec.finish()  # the result's precision_stop section
+    assert block.stopped_by == "precision" and block.requests == 44
+    assert block.seconds == 6.0
+    assert block.output_throughput is not None and block.tpot_p50_ms is not None
+    assert abs((block.output_throughput.estimate or 0) - 2000.0) < 1.0  # 2 workers x 1000/s
+    assert block.tpot_p50_ms.estimate == 10.0
 
 
 def test_tokens_before_the_start_are_held_back_then_left_out():
