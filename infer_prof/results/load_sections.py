@@ -8,13 +8,15 @@ from __future__ import annotations
 
 from typing import Literal
 
+from infer_prof.core.measurement.warmup_record import FirstWave as FirstWave
+from infer_prof.core.measurement.warmup_record import MeanP50 as MeanP50
+from infer_prof.core.measurement.warmup_record import PhaseStagger as PhaseStagger
+from infer_prof.core.measurement.warmup_record import Warmup as Warmup
+from infer_prof.core.measurement.warmup_record import WarmupEnd as WarmupEnd
+from infer_prof.core.measurement.warmup_record import WaveTtft as WaveTtft
 from infer_prof.results.document_base import Distribution, Section
 
 LoadMode = Literal["closed", "open"]
-#: What ended the warm-up phase (``warmup.ended_by``): every stream finished a warm-up request,
-#: the asked duration passed, the warm-up's requests ran out, a counted warm-up's requests all
-#: finished, or every warm-up request failed (``core.measurement.warmup.WARMUP_JUDGED``).
-WarmupEnd = Literal["steady", "duration", "pool_exhausted", "requests", "every_request_failed"]
 
 
 class SendBunching(Section):
@@ -128,55 +130,6 @@ class Client(Section):
     #: path (a duration-bound point past its look-ahead, or past the memory budget); one client
     #: process only (None with several: worker processes take from lazy sources themselves)
     requests_built_at_send: int | None = None
-
-
-class MeanP50(Section):
-    """A mean and median (ms)."""
-
-    mean: float | None = None
-    p50: float | None = None
-
-
-class WaveTtft(Section):
-    """TTFT (ms) of the first wave of measured requests and of the rest."""
-
-    first_wave: MeanP50 | None = None
-    rest: MeanP50 | None = None
-
-
-class FirstWave(Section):
-    """The first wave of measured requests (one per stream) against the rest
-    (``core.measurement.warmup.first_wave``): how many, their share of the measured requests, their
-    TTFT and the rest's, and first-wave TTFT mean / rest TTFT mean (``ratio_mean``)."""
-
-    requests: int
-    share: float | None = None
-    ttft_ms: WaveTtft | None = None
-    ratio_mean: float | None = None
-
-
-class PhaseStagger(Section):
-    """What the warm-up's phase stagger asked (``core.measurement.warmup.stagger_summary``): the
-    first ``requests`` warm-up requests' output lengths (tokens), from ``output_len_min`` to
-    ``output_len_max``."""
-
-    requests: int
-    output_len_min: int | None = None
-    output_len_max: int | None = None
-
-
-class Warmup(Section):
-    """How the point was warmed up and how the first measured wave compares
-    (``core.measurement.warmup``)."""
-
-    mode: str  # steady, requests or <N>s (a duration: not one of WarmupMode's words)
-    requests: int = 0
-    seconds: float | None = None
-    ended_by: WarmupEnd | None = None
-    judged: str | None = None
-    first_wave: FirstWave | None = None
-    phase_stagger: PhaseStagger | None = None
-    cooldown_requests: int | None = None
 
 
 class TurnTtft(Section):

@@ -54,7 +54,6 @@ from infer_prof.results.load_sections import (
     Sessions,
     Stream,
     TraceReplay,
-    Warmup,
 )
 from infer_prof.results.model_sections import ModelArchitecture
 from infer_prof.results.schema import RESULT_KIND, SCHEMA_VERSION
@@ -140,11 +139,9 @@ def build_result(point: PointRun) -> Result:
         api=msgspec.convert(api_block(ctx.api, records), Api),
         workload=wl.record(),
         load=load_section(wl, records),
-        warmup=msgspec.convert(
-            warmup_block(wl.warmup, wl.warmup_requests, records, state.warmup,
-                         a.concurrency if a.mode == "closed" else None,
-                         staggered=cfg.load.warmup_stagger),
-            Warmup),
+        warmup=warmup_block(wl.warmup, wl.warmup_requests, records, state.warmup,
+                            a.concurrency if a.mode == "closed" else None,
+                            staggered=cfg.load.warmup_stagger),
         labels=dict(cfg.results.labels),
         model=model_section(ctx),
         server=point.server,

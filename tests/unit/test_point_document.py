@@ -75,11 +75,13 @@ def test_the_written_document_holds_every_declared_key_and_checks() -> None:
 
 
 def test_the_warmup_waves_are_typed_as_core_warmup_writes_them() -> None:
+    import msgspec
+
     from infer_prof.core.measurement.warmup import warmup_block
     from infer_prof.results.load_sections import FirstWave, PhaseStagger, Warmup
 
     records = [_rec(i, 10 * i, 10 * i) for i in range(6)]
-    block = warmup_block("steady", 0, records, None, 2)
+    block = msgspec.to_builtins(warmup_block("steady", 0, records, None, 2))  # as written
     warm = decode_result({"schema_version": 1, "kind": "infer-prof.run", "run_id": "r",
                           "summary": {}, "config": {}, "warmup": block}).warmup
     assert isinstance(warm, Warmup) and isinstance(warm.first_wave, FirstWave)

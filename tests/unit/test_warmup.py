@@ -8,6 +8,7 @@ import typer
 from infer_prof.cli.common import parse_warmup
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.core.measurement.warmup import first_wave, staggered_output_len, warmup_block
+from infer_prof.core.measurement.warmup_record import MeanP50, PhaseStagger, WaveTtft
 from infer_prof.core.workload.distributions import Fixed
 from infer_prof.core.workload.workload_fields import WorkloadError
 from infer_prof.core.workload.workloads import Arrival, Workload, warmup_seconds
@@ -42,23 +43,23 @@ def test_first_wave_against_the_rest():
     ]
     fw = first_wave(records, 2)
     assert fw is not None
-    assert fw["requests"] == 2 and fw["share"] == 0.4
-    assert fw["ttft_ms"]["first_wave"] == {"mean": 1050.0, "p50": 1050.0}
-    assert fw["ttft_ms"]["rest"] == {"mean": 510.0, "p50": 510.0}
-    assert fw["ratio_mean"] == round(1050 / 510, 3)
+    assert fw is not None and fw.requests == 2 and fw.share == 0.4
+    assert fw.ttft_ms == WaveTtft(first_wave=MeanP50(mean=1050.0, p50=1050.0),
+                                  rest=MeanP50(mean=510.0, p50=510.0))
+    assert fw.ratio_mean == round(1050 / 510, 3)
     assert first_wave([rec(-1, 0, 5, warmup=True)], 2) is None
 
 
 def test_warmup_block_counted_and_continuous():
     records = [rec(-1, 0, 40, True), rec(-2, 5, 40, True), rec(0, 100, 40), rec(1, 101, 40)]
     counted = warmup_block("requests", 2, records, None, 2)
-    assert counted["requests"] == 2 and counted["ended_by"] == "requests"
-    assert counted["seconds"] == 0.055  # first warm-up send (0) to last warm-up end (55 ms)
-    assert "pause" in counted["judged"]
+    assert counted.requests == 2 and counted.ended_by == "requests"
+    assert counted.seconds == 0.055  # first warm-up send (0) to last warm-up end (55 ms)
+    assert counted.judged is not None and "pause" in counted.judged
     steady = warmup_block("steady", 0, records, {"ended_by": "steady", "seconds": 0.09}, 2)
-    assert steady["ended_by"] == "steady" and steady["seconds"] == 0.09
-    assert "every stream" in steady["judged"]
-    assert warmup_block("requests", 0, records[2:], None, 2)["mode"] == "none"
+    assert steady.ended_by == "steady" and steady.seconds == 0.09
+    assert steady.judged is not None and "every stream" in steady.judged
+    assert warmup_block("requests", 0, records[2:], None, 2).mode == "none"
 
 
 def test_gate_opens_when_every_stream_has_warmed():
@@ -151,8 +152,8 @@ def test_warm_up_under_the_load_staggers_the_first_request_of_each_stream():
     records = [RequestRecord(index=s.index, input_len=8, max_tokens=s.max_tokens, warmup=True)
                for s in warm[:5]]
     block = warmup_block("steady", 0, records, {"ended_by": "steady", "seconds": 1.0}, 4)
-    assert block["phase_stagger"] == {"requests": 4, "output_len_min": 3, "output_len_max": 12}
-    assert warmup_block("requests", 5, records, None, 4)["phase_stagger"] is None
+    assert block.phase_stagger == PhaseStagger(requests=4, output_len_min=3, output_len_max=12)
+    assert warmup_block("requests", 5, records, None, 4).phase_stagger is None
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -22,6 +22,13 @@ from typing import Any
 
 from infer_prof.core.measurement.metrics import RequestRecord, ttft_ns
 from infer_prof.core.measurement.stats import percentile
+from infer_prof.core.measurement.warmup_record import (
+    FirstWave,
+    MeanP50,
+    PhaseStagger,
+    Warmup,
+    WaveTtft,
+)
 
 WARMUP_JUDGED = {
     "steady": "every stream finished one warm-up request (the whole first wave), the load "
@@ -55,24 +62,24 @@ def staggered_output_len(output_len: int, k: int, streams: int) -> int:
     return max(1, -(-output_len * (k + 1) // streams))
 
 
-def stagger_summary(records: Sequence[RequestRecord], streams: int) -> dict[str, Any] | None:
+def stagger_summary(records: Sequence[RequestRecord], streams: int) -> PhaseStagger | None:
     """What the phase stagger did: the first ``streams`` warm-up requests' (index -1 ..
-    -streams) asked output lengths, ``{"requests", "output_len_min", "output_len_max"}``; None
-    when there were none."""
+    -streams) asked output lengths (tokens), their least and most; None when there were
+    none."""
     first = [r.max_tokens for r in records if r.warmup and -streams <= r.index <= -1]
     if not first:
         return None
-    return {"requests": len(first), "output_len_min": min(first),
-            "output_len_max": max(first)}
+    return PhaseStagger(requests=len(first), output_len_min=min(first),
+                        output_len_max=max(first))
 
 
-def first_wave(records: Sequence[RequestRecord], wave: int) -> dict[str, Any] | None:
+def first_wave(records: Sequence[RequestRecord], wave: int) -> FirstWave | None:
     """The first ``wave`` measured requests by send time against the rest of the measured ones.
 
-    Returns ``{"requests", "share", "ttft_ms": {"first_wave": {mean, p50}, "rest": {mean,
-    p50}}, "ratio_mean"}`` where share = first-wave requests / measured requests and ratio_mean
-    = first-wave TTFT mean / rest TTFT mean (None without both); TTFT over requests that
-    produced a token, percentiles by linear interpolation. None when nothing was measured.
+    Returns their number, share = first-wave requests / measured requests, the TTFT (ms; mean
+    and p50) of the first wave and of the rest, and ratio_mean = first-wave TTFT mean / rest
+    TTFT mean (None without both); TTFT over requests that produced a token, percentiles by
+    linear interpolation. None when nothing was measured.
     """
     measured = sorted((r for r in records if not r.warmup and r.send_ns is not None),
                       key=lambda r: r.send_ns or 0)
@@ -80,27 +87,28 @@ def first_wave(records: Sequence[RequestRecord], wave: int) -> dict[str, Any] | 
         return None
     head, rest = measured[:wave], measured[wave:]
 
-    def ttft(rs: Sequence[RequestRecord]) -> dict[str, float] | None:
+    def ttft(rs: Sequence[RequestRecord]) -> MeanP50 | None:
         xs = [t / 1e6 for t in (ttft_ns(r) for r in rs) if t is not None]
         if not xs:
             return None
         p50 = percentile(xs, 50)
-        return {"mean": round(sum(xs) / len(xs), 3),
-                "p50": round(p50, 3) if p50 is not None else None}  # type: ignore[dict-item]
+        return MeanP50(mean=round(sum(xs) / len(xs), 3),
+                       p50=round(p50, 3) if p50 is not None else None)
 
     a, b = ttft(head), ttft(rest)
-    ratio = round(a["mean"] / b["mean"], 3) if a and b and b["mean"] > 0 else None
-    return {
-        "requests": len(head),
-        "share": round(len(head) / len(measured), 4),
-        "ttft_ms": {"first_wave": a, "rest": b},
-        "ratio_mean": ratio,
-    }
+    ratio = (round(a.mean / b.mean, 3)
+             if a and b and a.mean is not None and b.mean is not None and b.mean > 0 else None)
+    return FirstWave(
+        requests=len(head),
+        share=round(len(head) / len(measured), 4),
+        ttft_ms=WaveTtft(first_wave=a, rest=b),
+        ratio_mean=ratio,
+    )
 
 
 def warmup_block(mode: str, warmup_requests: int, records: Sequence[RequestRecord],
                  gate: Mapping[str, Any] | None, wave: int | None,
-                 staggered: bool = True) -> dict[str, Any]:
+                 staggered: bool = True) -> Warmup:
     """The result's ``warmup`` section.
 
     ``mode``: ``steady`` / ``requests`` / ``<N>s`` (the workload's); ``requests``: warm-up
@@ -128,14 +136,14 @@ def warmup_block(mode: str, warmup_requests: int, records: Sequence[RequestRecor
     if ended_by == "requests":
         judged = (f"{len(warm)} warm-up requests all finished before measuring began (a pause "
                   "in the load: the first measured wave may start cold)")
-    return {
-        "mode": mode if mode != "requests" or warmup_requests else "none",
-        "requests": len(warm),
-        "seconds": seconds,
-        "ended_by": ended_by,
-        "judged": judged,
-        "first_wave": first_wave(records, wave) if wave else None,
-        "phase_stagger": (stagger_summary(records, wave) if staggered and gate is not None and wave
-                          else None),
-        "cooldown_requests": sum(1 for r in records if r.cooldown) if gate is not None else None,
-    }
+    return Warmup(
+        mode=mode if mode != "requests" or warmup_requests else "none",
+        requests=len(warm),
+        seconds=None if seconds is None else float(seconds),  # as the file reads back
+        ended_by=ended_by,
+        judged=judged,
+        first_wave=first_wave(records, wave) if wave else None,
+        phase_stagger=(stagger_summary(records, wave) if staggered and gate is not None and wave
+                       else None),
+        cooldown_requests=sum(1 for r in records if r.cooldown) if gate is not None else None,
+    )
