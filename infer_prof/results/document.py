@@ -47,6 +47,8 @@ from typing import Annotated, Any, Literal, cast, get_args
 
 import msgspec
 
+from infer_prof.core.measurement.api_record import Api as Api
+from infer_prof.core.measurement.api_record import ApiName as ApiName
 from infer_prof.core.workload.workload_record import WorkloadRecord
 from infer_prof.results.config_record import ConfigRecord
 from infer_prof.results.cost_sections import Cost, Energy
@@ -63,14 +65,13 @@ from infer_prof.results.load_sections import (
 )
 from infer_prof.results.lora_sections import Lora
 from infer_prof.results.matrix_sections import MatrixSection
-from infer_prof.results.model_sections import ChatTemplateTokens, ModelArchitecture, WeightsUsed
+from infer_prof.results.model_sections import ModelArchitecture, WeightsUsed
 from infer_prof.results.quality_sections import Quality
 from infer_prof.results.reasoning_section import Reasoning
 from infer_prof.results.repeat_sections import Repeats
 from infer_prof.results.server_sections import Server, Telemetry
 from infer_prof.results.serving_sections import PrefixCacheSection, SpeculativeSection
 
-ApiName = Literal["completions", "chat"]
 ServerKind = Literal["vllm", "endpoint", "synthetic"]
 WarmupMode = Literal["none", "requests", "steady", "seconds"]
 
@@ -197,17 +198,6 @@ class GpuUsed(Section):
     how: str | None = None
     engine_gpus: int | None = None
     engine_gpus_how: str | None = None
-
-
-class Api(Section):
-    """The API used and how output tokens were counted (``core.measurement.api_tokens``)."""
-
-    name: ApiName
-    path: str
-    token_count_source: str | None = None
-    token_count_sources: dict[str, int] | None = None
-    chat_template_tokens: ChatTemplateTokens | None = None
-    chat_template_tokens_reason: str | None = None
 
 
 class Environment(Section):

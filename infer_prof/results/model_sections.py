@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from infer_prof.core.measurement.api_record import ChatTemplateTokens as ChatTemplateTokens
 from infer_prof.results.document_base import Section
 
 
@@ -42,14 +43,3 @@ class WeightsUsed(Section):
     load_format: str | None = None
     reason: str | None = None
     engine_path: str | None = None
-
-
-class ChatTemplateTokens(Section):
-    """``api.chat_template_tokens``: the prompt tokens the server's chat template added to
-    each message (prompt tokens - the message's own), over ``requests`` completed requests
-    (``core.measurement.api_tokens``)."""
-
-    mean: float | None = None
-    min: int | None = None
-    max: int | None = None
-    requests: int | None = None

@@ -35,7 +35,6 @@ from infer_prof.loadgen.traces import Trace
 from infer_prof.results import history_database
 from infer_prof.results.config_record import ResolvedConfig, config_record
 from infer_prof.results.document import (
-    Api,
     Energy,
     Environment,
     GpuUsed,
@@ -136,7 +135,7 @@ def build_result(point: PointRun) -> Result:
         sessions=msgspec.convert(state.session_run.result(records, scraped), Sessions)
         if state.session_run else None,
         trace_replay=trace_replay(ctx.trace, records) if ctx.trace else None,
-        api=msgspec.convert(api_block(ctx.api, records), Api),
+        api=api_block(ctx.api, records),
         workload=wl.record(),
         load=load_section(wl, records),
         warmup=warmup_block(wl.warmup, wl.warmup_requests, records, state.warmup,

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import msgspec
 import pytest
 from typer.testing import CliRunner
 
@@ -126,17 +127,18 @@ def _rec(i: int, source: str, prompt_tokens: int | None, warmup: bool = False) -
 def test_api_block_template_tokens_and_the_run_label():
     recs = [_rec(0, "usage", 14), _rec(1, "usage", 16), _rec(2, "chunks", 99, warmup=True)]
     b = api_block("chat", recs)
-    assert b["path"] == "/v1/chat/completions" and b["token_count_source"] == "usage"
-    assert b["chat_template_tokens"] == {"mean": 5.0, "min": 4, "max": 6, "requests": 2}
+    assert b.path == "/v1/chat/completions" and b.token_count_source == "usage"
+    assert msgspec.to_builtins(b.chat_template_tokens) == {
+        "mean": 5.0, "min": 4, "max": 6, "requests": 2}
     mixed = api_block("chat", [_rec(0, "usage", None), _rec(1, "usage_total", None),
                                _rec(2, "usage_total", None)])
-    assert mixed["token_count_source"] == "usage_total+usage"  # never one word for a mix
-    assert mixed["token_count_sources"] == {"usage_total": 2, "usage": 1}
-    assert mixed["chat_template_tokens"] is None and "prompt_tokens" in mixed[
-        "chat_template_tokens_reason"]
+    assert mixed.token_count_source == "usage_total+usage"  # never one word for a mix
+    assert mixed.token_count_sources == {"usage_total": 2, "usage": 1}
+    assert mixed.chat_template_tokens is None
+    assert "prompt_tokens" in (mixed.chat_template_tokens_reason or "")
     comp = api_block("completions", [_rec(0, "chunks", 10)])
-    assert comp["chat_template_tokens"] is None and comp["token_count_source"] == "chunks"
-    assert api_block("chat", [])["token_count_source"] is None
+    assert comp.chat_template_tokens is None and comp.token_count_source == "chunks"
+    assert api_block("chat", []).token_count_source is None
 
 
 def test_a_chat_result_is_another_configuration_and_completions_fingerprints_stay():

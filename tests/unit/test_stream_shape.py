@@ -100,8 +100,8 @@ def test_token_count_kinds_are_counted_never_mixed():
     recs += [rec(10, 0, [290 * MS], tokens=[64])]  # usage, but one event: not per chunk
     recs += [rec(11, 0, [1 * MS, 2 * MS], source="usage_total")]
     b = api_block("chat", recs)
-    assert b["token_count_sources"] == {"usage": 3, "usage_one_event": 1, "usage_total": 1}
-    assert b["token_count_source"] == "usage+usage_one_event+usage_total"
-    line = describe_token_source(b["token_count_source"], b["token_count_sources"])
+    assert b.token_count_sources == {"usage": 3, "usage_one_event": 1, "usage_total": 1}
+    assert b.token_count_source == "usage+usage_one_event+usage_total"
+    line = describe_token_source(b.token_count_source, b.token_count_sources)
     assert "usage per chunk (exact): 3" in line and "all tokens in one event" in line
     assert "usage at the end only" in line and "mixed" not in line

@@ -21,42 +21,33 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
-from typing import Any
 
+from infer_prof.core.measurement.api_record import Api, ApiName, ChatTemplateTokens
 from infer_prof.core.measurement.metrics import RequestRecord
 
 PATHS = {"completions": "/v1/completions", "chat": "/v1/chat/completions"}
 
 
-def api_block(api: str, records: Sequence[RequestRecord]) -> dict[str, Any]:
-    """The ``api`` block of a result: the API used, how tokens were counted, and (chat) the
+def api_block(api: ApiName, records: Sequence[RequestRecord]) -> Api:
+    """The result's ``api`` section: the API used, how tokens were counted, and (chat) the
     prompt tokens the chat template added (see the module docstring)."""
     done = [r for r in records if not r.warmup and r.ok]
     sources = Counter(count_kind(r) for r in done)
     label = "+".join(k for k, _ in sources.most_common()) or None
-    block: dict[str, Any] = {
-        "name": api,
-        "path": PATHS.get(api),
-        "token_count_source": label,
-        "token_count_sources": dict(sources.most_common()),
-        "chat_template_tokens": None,
-        "chat_template_tokens_reason": None,
-    }
+    block = Api(name=api, path=PATHS[api], token_count_source=label,
+                token_count_sources=dict(sources.most_common()))
     if api != "chat":
-        block["chat_template_tokens_reason"] = "completions API: no chat template applied"
+        block.chat_template_tokens_reason = "completions API: no chat template applied"
         return block
     diffs = [r.prompt_tokens - r.input_len for r in done if r.prompt_tokens is not None]
     if not diffs:
-        block["chat_template_tokens_reason"] = (
+        block.chat_template_tokens_reason = (
             "the server's usage gave no prompt_tokens" if done else "no completed request"
         )
         return block
-    block["chat_template_tokens"] = {
-        "mean": round(sum(diffs) / len(diffs), 3),
-        "min": min(diffs),
-        "max": max(diffs),
-        "requests": len(diffs),
-    }
+    block.chat_template_tokens = ChatTemplateTokens(
+        mean=round(sum(diffs) / len(diffs), 3), min=min(diffs), max=max(diffs),
+        requests=len(diffs))
     return block
 
 
