@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from infer_prof.core.measurement.stream_record import Stream as Stream
 from infer_prof.core.measurement.warmup_record import FirstWave as FirstWave
 from infer_prof.core.measurement.warmup_record import MeanP50 as MeanP50
 from infer_prof.core.measurement.warmup_record import PhaseStagger as PhaseStagger
@@ -38,25 +39,6 @@ class Load(Section):
     max_concurrency: int | None = None
     in_flight_mean: float | None = None
     send_bunching: SendBunching | None = None
-
-
-class Stream(Section):
-    """How tokens arrived (``core.measurement.stream_shape``): events and tokens per request,
-    bursts."""
-
-    requests: int
-    events_per_request: Distribution | None = None  # mean, p50, min, max SSE events
-    tokens_per_event: float | None = None
-    reference_gap_ms: float | None = None
-    close_gap_fraction: float | None = None
-    close_gap_share: float | None = None
-    deliveries_per_request: float | None = None
-    bursts_per_request: float | None = None
-    tokens_per_burst: float | None = None
-    events_per_burst: float | None = None
-    first_token_unknown: int | None = None
-    first_token_unknown_share: float | None = None
-    bunched: bool | None = None
 
 
 class TraceReplay(Section):

@@ -146,7 +146,7 @@ def build_result(point: PointRun) -> Result:
         server=point.server,
         environment=msgspec.convert(fingerprint(), Environment),
         summary=typed,
-        stream=msgspec.convert(shape, Stream) if shape else None,  # how tokens arrived
+        stream=shape,  # how tokens arrived
         slo=msgspec.convert(
             evaluate_slos(records, slos, rate_window_s=rate_window_s).to_dict(), SloOutcome)
         if slos else None,
@@ -339,7 +339,7 @@ def model_section(ctx: RunContext) -> Model:
 def validity_section(
     point: PointRun,
     summary: RunSummary,
-    shape: Mapping[str, Any] | None,
+    shape: Stream | None,
 ) -> Validity:
     """Whether the point's numbers hold (:func:`core.measurement.validity.check_validity`): the
     workload's minimum requests (10) and duration (5 s), the client's health figures, the stream's
@@ -357,7 +357,7 @@ def validity_section(
         itl_p50_ms=summary.itl_ms.p50 if summary.itl_ms else None,
         dispatch_lag_p99_ms=figures["dispatch_lag_p99_ms"] if wl.arrival.mode == "open" else None,
         cpu_share_max=figures["cpu_share_max"],
-        stream=shape,
+        stream=msgspec.to_builtins(shape) if shape else None,
     )
     return msgspec.convert(validity.to_dict(), Validity)
 

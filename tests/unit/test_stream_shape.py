@@ -2,6 +2,8 @@
 (core.measurement.validity): buffered streams, requests whose first token's time cannot be known,
 token-count kinds."""
 
+import msgspec
+
 from infer_prof.core.measurement.api_tokens import api_block, describe_token_source
 from infer_prof.core.measurement.metrics import RequestRecord, summarize_run, tpot_ns, ttft_ns
 from infer_prof.core.measurement.stream_shape import stream_shape
@@ -30,7 +32,7 @@ def buffered(i, n=64, flush1=176, flush2=330, first=32):
 
 
 def test_an_engine_stream_is_not_bunched():
-    shape = stream_shape([steady(i) for i in range(20)])
+    shape = msgspec.to_builtins(stream_shape([steady(i) for i in range(20)]))  # as written
     assert shape["events_per_request"]["mean"] == 64 and shape["tokens_per_event"] == 1
     assert shape["reference_gap_ms"] == 3.5 and shape["close_gap_share"] == 0
     assert shape["bursts_per_request"] == 0 and not shape["bunched"]
@@ -42,7 +44,7 @@ def test_a_buffered_stream_is_its_own_reason_even_with_itl_p50_zero():
     recs = [buffered(i) for i in range(20)]
     s = summarize_run(recs)
     assert s.itl_ms.p50 == 0  # the old check skipped read lag here and called the run valid
-    shape = stream_shape(recs)
+    shape = msgspec.to_builtins(stream_shape(recs))  # as written
     assert shape["bunched"] and shape["close_gap_share"] > 0.95
     assert shape["bursts_per_request"] == 2 and shape["tokens_per_burst"] == 32
     assert shape["events_per_burst"] == 32
@@ -56,7 +58,7 @@ def test_a_buffered_stream_is_its_own_reason_even_with_itl_p50_zero():
 
 def test_a_late_client_is_blamed_not_the_stream():
     """Bunched because the client read late: read_lag, against the steady gap, not the proxy."""
-    shape = stream_shape([buffered(i) for i in range(20)])
+    shape = msgspec.to_builtins(stream_shape([buffered(i) for i in range(20)]))  # as written
     ref = shape["reference_gap_ms"]
     v = check_validity(20, 10, read_lag_p99_ms=31 * ref, itl_p50_ms=0.0, stream=shape)
     assert v.client_overloaded and not v.stream_problem
@@ -86,12 +88,12 @@ def test_all_tokens_in_one_event_has_no_ttft_and_is_counted():
     assert s.first_token_unknown == 10 and s.ttft_ms.count == 10 and s.ttft_ms.p50 == 9.0
     assert s.to_dict()["first_token_unknown"] == 10
     assert s.e2e_ms.count == 20  # their end-to-end latency is still measured
-    shape = stream_shape(timed + one)
+    shape = msgspec.to_builtins(stream_shape(timed + one))  # as written
     assert shape["first_token_unknown"] == 10 and shape["first_token_unknown_share"] == 0.5
     v = check_validity(20, 10, stream=shape)
     assert not v.valid and v.stream_reasons[0].startswith("first_token_unknown: 10 of 20")
     # under the share (5 %), counted but not marked
-    few = stream_shape([steady(i) for i in range(40)] + one[:1])
+    few = msgspec.to_builtins(stream_shape([steady(i) for i in range(40)] + one[:1]))  # as written
     assert few["first_token_unknown"] == 1 and check_validity(41, 10, stream=few).valid
 
 

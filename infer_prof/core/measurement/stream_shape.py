@@ -43,7 +43,9 @@ from collections.abc import Iterable
 from statistics import median
 from typing import Any
 
+from infer_prof.core.measurement.distribution_record import Distribution
 from infer_prof.core.measurement.metrics import NS_PER_MS, RequestRecord, first_token_known
+from infer_prof.core.measurement.stream_record import Stream
 
 CLOSE_GAP_FRACTION = 0.1
 MAX_CLOSE_GAP_SHARE = 0.5
@@ -55,8 +57,8 @@ def _steady_gap_ns(chunk_ns: list[int]) -> float | None:
     return (chunk_ns[-1] - chunk_ns[0]) / (len(chunk_ns) - 1)
 
 
-def stream_shape(records: Iterable[RequestRecord]) -> dict[str, Any] | None:
-    """The result's ``stream`` block (see the module docstring) over completed measured
+def stream_shape(records: Iterable[RequestRecord]) -> Stream | None:
+    """The result's ``stream`` section (see the module docstring) over completed measured
     requests; None when there were none."""
     done = [r for r in records if not r.warmup and r.ok]
     if not done:
@@ -91,26 +93,26 @@ def stream_shape(records: Iterable[RequestRecord]) -> dict[str, Any] | None:
             burst_events += run_events
     unknown = sum(1 for r in done if not first_token_known(r))
     share = close / gaps if gaps and ref is not None else None
-    return {
-        "requests": len(done),
-        "events_per_request": {
-            "mean": round(sum(events) / len(events), 3),
-            "p50": float(median(events)),
-            "min": events[0],
-            "max": events[-1],
-        },
-        "tokens_per_event": round(tokens / sum(events), 3) if sum(events) else None,
-        "reference_gap_ms": None if ref is None else round(ref / NS_PER_MS, 4),
-        "close_gap_fraction": CLOSE_GAP_FRACTION,
-        "close_gap_share": None if share is None else round(share, 4),
-        "deliveries_per_request": round(deliveries / len(done), 3),
-        "bursts_per_request": round(bursts / len(done), 3),
-        "tokens_per_burst": round(burst_tokens / bursts, 2) if bursts else None,
-        "events_per_burst": round(burst_events / bursts, 2) if bursts else None,
-        "first_token_unknown": unknown,
-        "first_token_unknown_share": round(unknown / len(done), 4),
-        "bunched": share is not None and share > MAX_CLOSE_GAP_SHARE,
-    }
+    return Stream(
+        requests=len(done),
+        events_per_request=Distribution(  # events are counted: min and max held as floats
+            mean=round(sum(events) / len(events), 3),
+            p50=float(median(events)),
+            min=float(events[0]),
+            max=float(events[-1]),
+        ),
+        tokens_per_event=round(tokens / sum(events), 3) if sum(events) else None,
+        reference_gap_ms=None if ref is None else round(ref / NS_PER_MS, 4),
+        close_gap_fraction=CLOSE_GAP_FRACTION,
+        close_gap_share=None if share is None else round(share, 4),
+        deliveries_per_request=round(deliveries / len(done), 3),
+        bursts_per_request=round(bursts / len(done), 3),
+        tokens_per_burst=round(burst_tokens / bursts, 2) if bursts else None,
+        events_per_burst=round(burst_events / bursts, 2) if bursts else None,
+        first_token_unknown=unknown,
+        first_token_unknown_share=round(unknown / len(done), 4),
+        bunched=share is not None and share > MAX_CLOSE_GAP_SHARE,
+    )
 
 
 def describe_shape(shape: dict[str, Any] | None) -> str:
