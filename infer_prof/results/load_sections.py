@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+from infer_prof.core.measurement.bunching_record import SendBunching as SendBunching
 from infer_prof.core.measurement.stream_record import Stream as Stream
 from infer_prof.core.measurement.warmup_record import FirstWave as FirstWave
 from infer_prof.core.measurement.warmup_record import MeanP50 as MeanP50
@@ -18,14 +19,6 @@ from infer_prof.core.measurement.warmup_record import WaveTtft as WaveTtft
 from infer_prof.results.document_base import Distribution, Section
 
 LoadMode = Literal["closed", "open"]
-
-
-class SendBunching(Section):
-    """Share of send gaps under ``within_ms``, beside what independent sends would give."""
-
-    within_ms: float
-    share: float | None = None
-    independent_share: float | None = None
 
 
 class Load(Section):

@@ -49,7 +49,6 @@ from infer_prof.results.engine_sections import Plan
 from infer_prof.results.load_sections import (
     Client,
     Load,
-    SendBunching,
     Sessions,
     Stream,
     TraceReplay,
@@ -316,7 +315,7 @@ def load_section(wl: Workload, records: list[RequestRecord]) -> Load:
         burstiness=a.burstiness if is_open else None,
         max_concurrency=a.max_concurrency if is_open else None,
         in_flight_mean=round_or_none(in_flight_mean(records), 3),
-        send_bunching=msgspec.convert(bunching, SendBunching) if bunching else None,
+        send_bunching=bunching,
     )
 
 

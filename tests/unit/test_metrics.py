@@ -139,14 +139,16 @@ def test_send_bunching_tells_lock_step_waves_from_independent_sends():
     waves = [rec(i, (i // 4) * 100 * MS + (i % 4) * MS // 5, [(i // 4) * 100 * MS + 90 * MS])
              for i in range(40)]
     b = send_bunching(waves)
-    assert b is not None and b["within_ms"] == 1.0
-    assert b["share"] == pytest.approx(30 / 39)  # 3 short gaps per wave of 4, 10 waves
+    assert b is not None and b.within_ms == 1.0
+    assert b.share == pytest.approx(30 / 39)  # 3 short gaps per wave of 4, 10 waves
     span = 9 * 100 * MS + 3 * MS // 5
-    assert b["independent_share"] == pytest.approx(1 - math.exp(-39 / span * MS))
-    assert b["share"] > 10 * b["independent_share"]
+    assert b.independent_share == pytest.approx(1 - math.exp(-39 / span * MS))
+    assert b.share is not None and b.independent_share is not None
+    assert b.share > 10 * b.independent_share
     # the same number of sends spread evenly: no gap under 1 ms
     even = [rec(i, i * 25 * MS, [i * 25 * MS + 20 * MS]) for i in range(40)]
-    assert send_bunching(even)["share"] == 0.0
+    spread = send_bunching(even)
+    assert spread is not None and spread.share == 0.0
     # warm-ups do not count; too few sends: None
     assert send_bunching([rec(0, 0, [MS]), rec(1, 0, [MS], warmup=True), rec(2, MS, [2 * MS])]) \
         is None

@@ -33,6 +33,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from infer_prof.core.measurement.bunching_record import SendBunching
 from infer_prof.core.measurement.reasoning import (
     ReasoningSummary,
     reasoned,
@@ -376,7 +377,7 @@ def in_flight_mean(records: Iterable[RequestRecord]) -> float | None:
 
 def send_bunching(
     records: Iterable[RequestRecord], within_ns: int = 1_000_000
-) -> dict[str, Any] | None:
+) -> SendBunching | None:
     """How bunched the measured requests' sends are: whether the streams run in lock-step.
 
     ``share``: of the gaps between consecutive sends (all streams, sorted by time), the share
@@ -392,11 +393,11 @@ def send_bunching(
         return None
     gaps = [b - a for a, b in zip(sends[:-1], sends[1:], strict=True)]
     rate = len(gaps) / (sends[-1] - sends[0])  # sends per ns
-    return {
-        "within_ms": within_ns / 1e6,
-        "share": sum(g < within_ns for g in gaps) / len(gaps),
-        "independent_share": 1.0 - math.exp(-rate * within_ns),
-    }
+    return SendBunching(
+        within_ms=within_ns / 1e6,
+        share=sum(g < within_ns for g in gaps) / len(gaps),
+        independent_share=1.0 - math.exp(-rate * within_ns),
+    )
 
 
 def busy_concurrency(records: Iterable[RequestRecord]) -> float | None:
