@@ -49,6 +49,8 @@ import msgspec
 
 from infer_prof.core.measurement.api_record import Api as Api
 from infer_prof.core.measurement.api_record import ApiName as ApiName
+from infer_prof.core.workload.slo_record import SloCheckOutcome as SloCheckOutcome
+from infer_prof.core.workload.slo_record import SloOutcome as SloOutcome
 from infer_prof.core.workload.workload_record import WorkloadRecord
 from infer_prof.results.config_record import ConfigRecord
 from infer_prof.results.cost_sections import Cost, Energy
@@ -162,30 +164,6 @@ class Validity(Section):
     client_overloaded: bool | None = None
     stream_problem: bool | None = None
     rules: ValidityRules | None = None
-
-
-class SloCheckOutcome(Section):
-    """One SLO checked at run level (``core.workload.slo.SloCheck``): the run's statistic
-    ``value_ms`` against ``limit_ms`` (milliseconds), ``slo`` its key (``ttft_p99``)."""
-
-    slo: str
-    limit_ms: float
-    passed: bool
-    value_ms: float | None = None
-
-
-class SloOutcome(Section):
-    """The run's SLOs (``core.workload.slo.SloReport``): each check, ``passed`` when all pass, the
-    failed checks in words, and goodput (requests/s of completed requests within every limit)."""
-
-    passed: bool
-    slos: str | None = None
-    checks: list[SloCheckOutcome] = []
-    failures: list[str] = []
-    good_requests: int | None = None
-    completed_requests: int | None = None
-    goodput: float | None = None
-    definition: str | None = None
 
 
 class GpuUsed(Section):

@@ -40,7 +40,6 @@ from infer_prof.results.document import (
     GpuUsed,
     Model,
     Result,
-    SloOutcome,
     Summary,
     Validity,
 )
@@ -146,8 +145,7 @@ def build_result(point: PointRun) -> Result:
         environment=msgspec.convert(fingerprint(), Environment),
         summary=typed,
         stream=shape,  # how tokens arrived
-        slo=msgspec.convert(
-            evaluate_slos(records, slos, rate_window_s=rate_window_s).to_dict(), SloOutcome)
+        slo=evaluate_slos(records, slos, rate_window_s=rate_window_s).section()
         if slos else None,
         validity=validity_section(point, summary, shape),
         client=msgspec.convert(driven.client, Client),

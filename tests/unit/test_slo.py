@@ -79,8 +79,8 @@ def test_run_level_uses_pooled_percentile_and_goodput_each_request():
     # window: first send 0 ms to last end 30 + 40 + 10 = 80 ms
     assert rep.duration_s == pytest.approx(0.080)
     assert rep.goodput == pytest.approx(2 / 0.080)
-    d = rep.to_dict()
-    assert d["passed"] is False and d["checks"][0]["value_ms"] == pytest.approx(25.0)
+    d = rep.section()  # the result's slo section
+    assert d.passed is False and d.checks[0].value_ms == pytest.approx(25.0)
 
 
 def test_goodput_excludes_failed_and_warmup_and_reads_tpot_itl_per_request():

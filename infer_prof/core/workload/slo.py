@@ -42,6 +42,7 @@ from infer_prof.core.measurement.metrics import (
     measured_window_ns,
 )
 from infer_prof.core.measurement.stats import percentile
+from infer_prof.core.workload.slo_record import SloCheckOutcome, SloOutcome
 
 #: The metrics an SLO can name (the metric table's ``slo`` place), by their short keys.
 SLO_METRICS = tuple(m.column for m in metrics_at("slo"))
@@ -190,13 +191,10 @@ class SloCheck:
         op = "<=" if self.passed else ">"
         return f"{self.slo.key} {self.value_ms:.3f} ms {op} {self.slo.limit_ms:g} ms"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "slo": self.slo.key,
-            "limit_ms": self.slo.limit_ms,
-            "value_ms": self.value_ms,
-            "passed": self.passed,
-        }
+    def section(self) -> SloCheckOutcome:
+        """The check as the result's ``slo.checks[]`` holds it (milliseconds as floats)."""
+        return SloCheckOutcome(slo=self.slo.key, limit_ms=float(self.slo.limit_ms),
+                               passed=self.passed, value_ms=_float(self.value_ms))
 
 
 @dataclass(frozen=True)
@@ -214,20 +212,27 @@ class SloReport:
     def passed(self) -> bool:
         return all(c.passed for c in self.checks)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "passed": self.passed,
-            "slos": format_slos(c.slo for c in self.checks),
-            "checks": [c.to_dict() for c in self.checks],
-            "failures": list(self.failures),
-            "good_requests": self.good_requests,
-            "completed_requests": self.completed_requests,
-            "goodput": self.goodput,
-            "definition": (
+    def section(self) -> SloOutcome:
+        """The report as the result's ``slo`` section."""
+        return SloOutcome(
+            passed=self.passed,
+            slos=format_slos(c.slo for c in self.checks),
+            checks=[c.section() for c in self.checks],
+            failures=list(self.failures),
+            good_requests=self.good_requests,
+            completed_requests=self.completed_requests,
+            goodput=_float(self.goodput),
+            definition=(
                 "run level: the run's statistic of each metric <= its limit; goodput: completed "
                 "requests whose own value of every metric <= its limit, per second of window"
             ),
-        }
+        )
+
+
+def _float(value: float | None) -> float | None:
+    """A figure as the section's float fields hold it (a whole number as a float, as the
+    result file reads back); None stays None."""
+    return None if value is None else float(value)
 
 
 def evaluate_slos(
