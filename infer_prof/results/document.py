@@ -49,6 +49,8 @@ import msgspec
 
 from infer_prof.core.measurement.api_record import Api as Api
 from infer_prof.core.measurement.api_record import ApiName as ApiName
+from infer_prof.core.measurement.validity_record import Validity as Validity
+from infer_prof.core.measurement.validity_record import ValidityRules as ValidityRules
 from infer_prof.core.workload.slo_record import SloCheckOutcome as SloCheckOutcome
 from infer_prof.core.workload.slo_record import SloOutcome as SloOutcome
 from infer_prof.core.workload.workload_record import WorkloadRecord
@@ -143,27 +145,6 @@ class Summary(Section):
     prefix_cache_hit_rate: float | None = None  # 0..1: ``prefix_cache.hit_rate``
     spec_acceptance_rate: float | None = None  # 0..1: ``speculative.acceptance_rate``
     spec_acceptance_length: float | None = None  # tokens/step: ``speculative.acceptance_length``
-
-
-class ValidityRules(Section):
-    """The limits a run was judged by (``core.measurement.validity.ValidityRules``)."""
-
-    min_requests: int | None = None
-    min_duration_s: float | None = None
-    max_read_lag_fraction: float | None = None
-    max_dispatch_lag_ms: float | None = None
-    max_cpu_share: float | None = None
-    max_first_token_unknown_share: float | None = None
-
-
-class Validity(Section):
-    """Whether the numbers hold, and each reason they do not (``core.measurement.validity``)."""
-
-    valid: bool
-    reasons: list[str] = []
-    client_overloaded: bool | None = None
-    stream_problem: bool | None = None
-    rules: ValidityRules | None = None
 
 
 class GpuUsed(Section):

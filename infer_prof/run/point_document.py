@@ -356,7 +356,7 @@ def validity_section(
         cpu_share_max=figures["cpu_share_max"],
         stream=msgspec.to_builtins(shape) if shape else None,
     )
-    return msgspec.convert(validity.to_dict(), Validity)
+    return validity.section()
 
 
 def plan_section(ctx: RunContext) -> Plan | None:

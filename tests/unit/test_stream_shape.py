@@ -53,7 +53,7 @@ def test_a_buffered_stream_is_its_own_reason_even_with_itl_p50_zero():
     reason = v.stream_reasons[0]
     assert reason.startswith("buffered_stream") and "proxy_buffering off" in reason
     assert "describe the proxy, not the engine" in reason
-    assert v.to_dict()["reasons"][0].startswith("buffered_stream")
+    assert v.section().reasons[0].startswith("buffered_stream")
 
 
 def test_a_late_client_is_blamed_not_the_stream():

@@ -13,7 +13,7 @@ from infer_prof.core.measurement.validity import (
 def test_valid_run_has_no_reasons():
     v = check_validity(100, 30.0, read_lag_p99_ms=1.0, itl_p50_ms=15.0, dispatch_lag_p99_ms=0.2)
     assert v.valid and v.reasons == [] and not v.client_overloaded
-    assert v.to_dict()["rules"]["min_requests"] == 10
+    assert v.section().rules is not None and v.section().rules.min_requests == 10
 
 
 def test_too_few_and_too_short_each_named():
@@ -61,7 +61,7 @@ def test_client_overloaded_by_cpu_share():
     v = check_validity(100, 30, cpu_share_max=0.97)
     assert v.client_overloaded and v.client_reasons[0].startswith("client_cpu")
     assert "97%" in v.client_reasons[0] and "--client-processes" in v.client_reasons[0]
-    assert v.to_dict()["rules"]["max_cpu_share"] == 0.9
+    assert v.section().rules is not None and v.section().rules.max_cpu_share == 0.9
     with pytest.raises(ValueError):
         ValidityRules(max_cpu_share=0)
 

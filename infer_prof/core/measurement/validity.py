@@ -61,6 +61,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from infer_prof.core.measurement.validity_record import Validity as ValiditySection
+from infer_prof.core.measurement.validity_record import ValidityRules as RulesSection
+
 DEFAULT_MIN_REQUESTS = 10
 DEFAULT_MIN_DURATION_S = 5.0
 DEFAULT_MAX_READ_LAG_FRACTION = 0.5
@@ -114,21 +117,25 @@ class Validity:
     def valid(self) -> bool:
         return not self.reasons and not self.client_reasons and not self.stream_reasons
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "valid": self.valid,
-            "reasons": [*self.reasons, *self.stream_reasons, *self.client_reasons],
-            "client_overloaded": self.client_overloaded,
-            "stream_problem": self.stream_problem,
-            "rules": {
-                "min_requests": self.rules.min_requests,
-                "min_duration_s": self.rules.min_duration_s,
-                "max_read_lag_fraction": self.rules.max_read_lag_fraction,
-                "max_dispatch_lag_ms": self.rules.max_dispatch_lag_ms,
-                "max_cpu_share": self.rules.max_cpu_share,
-                "max_first_token_unknown_share": self.rules.max_first_token_unknown_share,
-            },
-        }
+    def section(self) -> ValiditySection:
+        """The verdict as the result's ``validity`` section: every reason (the run's, the
+        stream's, the client's), the two kinds flagged, and the rules (their limits as floats,
+        as the file reads back)."""
+        r = self.rules
+        return ValiditySection(
+            valid=self.valid,
+            reasons=[*self.reasons, *self.stream_reasons, *self.client_reasons],
+            client_overloaded=self.client_overloaded,
+            stream_problem=self.stream_problem,
+            rules=RulesSection(
+                min_requests=r.min_requests,
+                min_duration_s=float(r.min_duration_s),
+                max_read_lag_fraction=float(r.max_read_lag_fraction),
+                max_dispatch_lag_ms=float(r.max_dispatch_lag_ms),
+                max_cpu_share=float(r.max_cpu_share),
+                max_first_token_unknown_share=float(r.max_first_token_unknown_share),
+            ),
+        )
 
 
 def check_validity(
