@@ -17,7 +17,7 @@ from infer_prof.config.options import Opt
 from infer_prof.core.measurement.accuracy import TARGETS_BY_MODE, calibration_mode, trusted_up_to
 
 if TYPE_CHECKING:
-    from infer_prof.run.calibration_report import CalibrationPoint
+    from infer_prof.results.calibration_report import CalibrationPoint
 
 
 def _parse_levels(text: str) -> list[int]:

@@ -49,7 +49,7 @@ from infer_prof.loadgen.prepared import prepare
 from infer_prof.loadgen.stamped_reader import reader_in_use
 from infer_prof.loadgen.worker_shared import WorkerJob
 from infer_prof.loadgen.workers import choose_processes, merge_health, run_in_workers
-from infer_prof.run.calibration_report import CalibrationPoint, Nominal, ServerCost
+from infer_prof.results.calibration_report import CalibrationPoint, Nominal, ServerCost
 from infer_prof.servers.http_get import get_json, http_get
 from infer_prof.servers.vllm_server import die_with_parent
 
