@@ -17,9 +17,9 @@ import msgspec
 from rich.console import Console
 from rich.table import Table
 
+from infer_prof.core.measurement.distribution_record import p50_of, p99_of
 from infer_prof.report.fit import print_fitted
 from infer_prof.results.document import Result
-from infer_prof.results.document_base import Distribution
 from infer_prof.results.lora_sections import AdapterFigures
 
 #: The columns of an adapter row: (key, header), in order.
@@ -73,20 +73,12 @@ def adapter_row(f: AdapterFigures, run: str | None = None) -> AdapterRow:
         share_sent=f.share_sent,
         requests_completed=f.requests_completed,
         requests_failed=f.requests_failed,
-        ttft_p50_ms=_p50(f.ttft_ms),
-        ttft_p99_ms=_p99(f.ttft_ms),
-        tpot_p50_ms=_p50(f.tpot_ms),
-        tpot_p99_ms=_p99(f.tpot_ms),
+        ttft_p50_ms=p50_of(f.ttft_ms),
+        ttft_p99_ms=p99_of(f.ttft_ms),
+        tpot_p50_ms=p50_of(f.tpot_ms),
+        tpot_p99_ms=p99_of(f.tpot_ms),
         output_throughput=f.output_throughput,
     )
-
-
-def _p50(d: Distribution | None) -> float | None:
-    return None if d is None else d.p50
-
-
-def _p99(d: Distribution | None) -> float | None:
-    return None if d is None else d.p99
 
 
 def adapter_rows(result: Result, run: str | None = None) -> list[AdapterRow]:

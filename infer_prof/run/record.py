@@ -16,13 +16,13 @@ import msgspec
 from msgspec import UNSET
 
 from infer_prof.core.analysis.sweep import find_knee
+from infer_prof.core.measurement.distribution_record import p50_of, p99_of
 from infer_prof.core.measurement.metrics import RequestRecord
 from infer_prof.core.measurement.stats import summary_dict
 from infer_prof.core.workload.workloads import Workload
 from infer_prof.report.progress import ProgressLine
 from infer_prof.results import history_database
 from infer_prof.results.document import Result
-from infer_prof.results.document_base import Distribution
 from infer_prof.results.failed_run import engine_dead
 from infer_prof.results.frontier_sections import Frontier
 from infer_prof.results.load_sections import LoadMode
@@ -206,14 +206,6 @@ def record_health(records: list[RequestRecord]) -> dict[str, Any]:
     }
 
 
-def _p50(d: Distribution | None) -> float | None:
-    return None if d is None else d.p50
-
-
-def _p99(d: Distribution | None) -> float | None:
-    return None if d is None else d.p99
-
-
 def sweep_row(outcome: RunOutcome) -> SweepRow:
     """One point's row of the sweep: its file, workload and load (streams of a closed loop,
     requests/s of an open one), rates, latency percentiles (ms), the frontier's axes, goodput
@@ -227,14 +219,14 @@ def sweep_row(outcome: RunOutcome) -> SweepRow:
         load=None if load is None else (load.concurrency if load.mode == "closed" else load.rate),
         request_throughput=s.request_throughput,
         output_throughput=s.output_throughput,
-        ttft_p50_ms=_p50(s.ttft_ms),
-        ttft_p99_ms=_p99(s.ttft_ms),
-        tpot_p50_ms=_p50(s.tpot_ms),
-        tpot_p99_ms=_p99(s.tpot_ms),
+        ttft_p50_ms=p50_of(s.ttft_ms),
+        ttft_p99_ms=p99_of(s.ttft_ms),
+        tpot_p50_ms=p50_of(s.tpot_ms),
+        tpot_p99_ms=p99_of(s.tpot_ms),
         interactivity_tok_s_user=s.interactivity_tok_s_user,
         total_tok_s_per_gpu=s.total_tok_s_per_gpu,
         usd_per_million_output_tokens=s.usd_per_million_output_tokens,
-        e2e_p50_ms=_p50(s.e2e_ms),
+        e2e_p50_ms=p50_of(s.e2e_ms),
         goodput=r.slo.goodput if r.slo else None,
         slo_passed=r.slo.passed if r.slo else None,
         valid=r.validity.valid if r.validity else None,

@@ -20,3 +20,13 @@ class Distribution(msgspec.Struct, kw_only=True, omit_defaults=False):
     max: float | None = None
     min: float | None = None
     std: float | None = None
+
+
+def p50_of(d: Distribution | None) -> float | None:
+    """The median of ``d`` (None when there is no distribution), in its key's unit."""
+    return None if d is None else d.p50
+
+
+def p99_of(d: Distribution | None) -> float | None:
+    """The 99th percentile of ``d`` (None when there is no distribution), in its key's unit."""
+    return None if d is None else d.p99
