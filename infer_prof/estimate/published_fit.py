@@ -36,7 +36,7 @@ from infer_prof.core.planning.planner import PlanRequest, plan
 __all__ = ["FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "POOL_WEIGHT",
            "TP_ONLY", "Case", "Chooser", "Fitted", "architecture", "carried", "chooser", "fit_all",
            "fit_cases", "identifiable", "model_family", "pooled", "predict", "prepare",
-           "shipped_factors"]
+           "shipped_factors", "source_count"]
 
 
 @dataclass(frozen=True)
@@ -243,7 +243,7 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
     if only is not None:
         wanted = set(only)
         cases = {k: v for k, v in cases.items() if k in wanted}
-    sources = {k: len({c.point.source.title for c in v}) for k, v in cases.items()}
+    sources = {k: source_count(v) for k, v in cases.items()}
     families: dict[str, StepFactors] = {}
     gpus: dict[str, StepFactors] = {}
     eligible = [k for k in cases if sources[k] >= MIN_FAMILY_SOURCES]
@@ -262,8 +262,14 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
         for key, own in sorted(by_gpu.items()):
             if len(own) >= MIN_GPU_POINTS and len(by_gpu) > 1:
                 gpus[key] = _fit(own, families[family], key, day, GPU_FITTED,
-                                 pooled(base, len({c.point.source.title for c in own})), log)
+                                 pooled(base, source_count(own)), log)
     return Fitted(families, gpus, families[parent] if parent else None)
+
+
+def source_count(cases: Iterable[Case]) -> int:
+    """How many sources (publications, by title) ``cases`` come from: the ``S`` of
+    :data:`POOL_WEIGHT` and what :data:`MIN_FAMILY_SOURCES` counts."""
+    return len({c.point.source.title for c in cases})
 
 
 def pooled(search: Search, sources: int) -> Search:
