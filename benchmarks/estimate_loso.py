@@ -49,6 +49,7 @@ from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.catalog.published_results import PublishedPoint, published_results
 from infer_prof.core.estimate.calibration import Search, percentile
 from infer_prof.estimate.expected_error import ERRORS_FILE, HeldOutErrors, HeldOutStats
+from infer_prof.estimate.gpu_bound import inversions
 from infer_prof.estimate.published_fit import Case, chooser, fit_cases, predict, prepare
 
 DATA = Path(__file__).resolve().parents[1] / "infer_prof" / "catalog" / "data"
@@ -282,6 +283,9 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "goal": {**GOAL, "met": met},
         "rows": rows,
         "not_predicted": [{"id": i, "why": w} for i, w in skipped],
+        "not_fitted": [{"id": i, "why": v.why()} for i, v in sorted(
+            inversions(p for p in published_results().points if p.engine == "vllm"
+                       and p.load == "closed-loop").items())],
     }
 
 
@@ -331,6 +335,13 @@ def print_report(doc: dict[str, object]) -> None:
           f"{g['tp_ratio_median']:.0f} %, pairs >= {g['pairs']:.0f} %: "
           f"{'met' if g['met'] else 'NOT met'}")
     print(f"not predicted: {len(doc['not_predicted'])} points (--json lists why)")
+    unbound = doc["not_fitted"]
+    assert isinstance(unbound, list)
+    print(f"left out of every fit (scored above where predicted): {len(unbound)} points "
+          "their GPU did not bound (measured slower than a GPU they dominate, same source and "
+          "configuration; infer_prof/estimate/gpu_bound.py):")
+    for u in unbound:
+        print(f"  {u['id']}: {u['why']}")
 
 
 def errors_section(doc: dict[str, object], day: str) -> HeldOutErrors:

@@ -6,7 +6,8 @@ concurrency the planner says runs at once) and predicted as ``estimate`` does (:
 closed-loop point of every source, with the rules the held-out-by-source validation found
 necessary (:data:`MIN_FAMILY_SOURCES`, :data:`TP_ONLY`, :data:`POOL_WEIGHT`): per architecture
 family, each pulled towards the family the most sources measured as far as its own sources are
-few, then per GPU with :data:`MIN_GPU_POINTS` points, pulled towards its family's.
+few, then per GPU with :data:`MIN_GPU_POINTS` points, pulled towards its family's; points their
+GPU did not bound are left out (:mod:`infer_prof.estimate.gpu_bound`).
 ``benchmarks/estimate_accuracy.py --write`` writes the result to ``estimate_factors.json``;
 ``benchmarks/estimate_loso.py`` refits it with each source held out (:func:`fit_cases` on the
 other sources' cases).
@@ -32,6 +33,7 @@ from infer_prof.core.estimate.factors import StepFactors, default_factors, famil
 from infer_prof.core.estimate.frontier_model import predict_point
 from infer_prof.core.estimate.peaks import peak_flops
 from infer_prof.core.planning.planner import PlanRequest, plan
+from infer_prof.estimate.gpu_bound import inversions
 
 __all__ = ["FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "POOL_WEIGHT",
            "TP_ONLY", "Case", "Chooser", "Fitted", "architecture", "carried", "chooser", "fit_all",
@@ -236,10 +238,15 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
     from the estimate's defaults with :class:`Search`'s weak pull; every other family starts
     from the parent's fit and is pulled back to it, and a GPU's own fit to its family's, with
     the weight :func:`pooled` gives its number of sources (partial pooling, :data:`POOL_WEIGHT`).
-    ``search`` overrides the coordinate search's settings (default :class:`Search`)."""
+    ``search`` overrides the coordinate search's settings (default :class:`Search`). A case
+    its GPU did not bound (measured slower than a GPU it dominates, in the same source and
+    configuration: :func:`infer_prof.estimate.gpu_bound.inversions`) is left out."""
+    fit_on = list(fit_on)
+    unbound = inversions(c.point for c in fit_on)
     cases: dict[str, list[Case]] = {}
     for case in fit_on:
-        cases.setdefault(case.family, []).append(case)
+        if case.point.id not in unbound:
+            cases.setdefault(case.family, []).append(case)
     if only is not None:
         wanted = set(only)
         cases = {k: v for k, v in cases.items() if k in wanted}

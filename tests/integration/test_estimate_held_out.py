@@ -22,26 +22,28 @@ def doc() -> dict:
 
 
 def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
-    # 2026-12-02, each family and GPU fit pooled towards its parent (published_fit.POOL_WEIGHT):
-    # n=205, median 15.6 %, p90 29.0 % (the goal: 10 % / 25 %, not met; docs/estimate.md)
+    # 2026-12-02, each family and GPU fit pooled towards its parent (published_fit.POOL_WEIGHT),
+    # points their GPU did not bound left out of the fits (estimate/gpu_bound.py):
+    # n=219, median 11.5 %, p90 27.5 % (the goal: 10 % / 25 %, not met; docs/estimate.md)
     s = doc["overall"]
-    assert s.n >= 205
-    assert s.median_abs_error_pct <= 16.5
-    assert s.p90_abs_error_pct <= 30.5
+    assert s.n >= 219
+    assert s.median_abs_error_pct <= 12.2
+    assert s.p90_abs_error_pct <= 28.5
     fam = doc["by_family"]
-    assert fam["Hopper"].median_abs_error_pct <= 15.5  # today 14.7
-    assert fam["Blackwell"].median_abs_error_pct <= 18.5  # today 17.7
-    assert fam["Ampere"].median_abs_error_pct <= 23.0  # today 22.0 (AccelMark, ree2raz: A100)
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 16.5  # today 15.8
-    assert fam["Ada"].median_abs_error_pct <= 12.5  # today 11.7 (the L4 sweep)
+    assert fam["Hopper"].median_abs_error_pct <= 7.5  # today 6.4
+    assert fam["Blackwell"].median_abs_error_pct <= 18.0  # today 16.8
+    assert fam["Ampere"].median_abs_error_pct <= 23.0  # today 21.8 (AccelMark, ree2raz: A100)
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 16.0  # today 15.1
+    assert fam["Ada"].median_abs_error_pct <= 14.5  # today 13.4 (L4, RTX 4090)
+    assert len(doc["not_fitted"]) == 8  # sariekr/gpu_conc's B200 and MI300X
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 7.0  # today 6.3
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.7
     pairs = doc["gpu_pairs"]
-    assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 96.5  # today 118/121, 97.5 %
-    assert pairs["apart"]["share_pct"] >= 95.5  # today 87/90 measured > 5 % apart
+    assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 95.5  # today 117/121, 96.7 %
+    assert pairs["apart"]["share_pct"] >= 99.5  # today 90/90 measured > 5 % apart
 
 
 def test_every_fold_leaves_its_source_out_and_every_point_is_predicted_once(doc: dict) -> None:
@@ -63,11 +65,13 @@ def test_the_shipped_errors_file_is_this_computation(doc: dict) -> None:
 
 
 def test_a_family_few_sources_measured_is_pulled_to_its_parents_fit(monkeypatch) -> None:
-    """The fold without InferenceMAX: Blackwell's points are two sources' (`sariekr/gpu_conc`,
-    Vultr), both slower than InferenceMAX's B200. Pooled (POOL_WEIGHT / 2 for its 2 sources),
-    its memory share stays near Hopper's; unpooled, those two setups alone drag it down."""
+    """The fold without InferenceMAX, with the GPU-bound check off (so that `sariekr/gpu_conc`'s
+    B200 counts): Blackwell's points are two sources' (`sariekr/gpu_conc`, Vultr), both slower
+    than InferenceMAX's B200. Pooled (POOL_WEIGHT / 2 for its 2 sources), its memory share
+    stays near Hopper's; unpooled, those two setups alone drag it down."""
     from infer_prof.estimate import published_fit
 
+    monkeypatch.setattr(published_fit, "inversions", lambda points: {})
     found, _ = loso.cases()
     rest = [c for c in found if not c.point.source.title.startswith("SemiAnalysis InferenceMAX")]
     assert len({c.point.source.title for c in rest if c.family == "Blackwell"}) == 2
