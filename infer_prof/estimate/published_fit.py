@@ -23,7 +23,7 @@ import msgspec
 
 from infer_prof.catalog.estimate_factors import MIN_FAMILY_SOURCES, carried_over, factors_for
 from infer_prof.catalog.gpus import catalog
-from infer_prof.catalog.interconnects import link_gbps
+from infer_prof.catalog.interconnects import tp_link
 from infer_prof.catalog.models import resolve_model
 from infer_prof.catalog.published_results import PublishedPoint, published_results
 from infer_prof.core.catalog.models import ModelSpec
@@ -111,11 +111,15 @@ def prepare(p: PublishedPoint) -> Case | str:
 
 
 def predict(factors: StepFactors, case: Case) -> float:
-    """Predicted output tokens/s per GPU of ``case`` with ``factors``."""
+    """Predicted output tokens/s per GPU of ``case`` with ``factors``, its all-reduce over the
+    link ``estimate`` counts for the group (:func:`~infer_prof.catalog.interconnects.tp_link`:
+    NVLink, Infinity Fabric, or PCIe at ``pcie_allreduce_efficiency``)."""
     p = case.point
+    link = tp_link(p.gpu, p.gpu_count)
     d = Deployment(arch=case.arch, gpu=catalog()[p.gpu], gpu_count=p.gpu_count,
                    precision=p.precision, factors=factors, kv_dtype_bytes=case.kv_dtype_bytes,
-                   link_gbps=link_gbps(p.gpu, p.gpu_count))
+                   link_gbps=link.bidirectional_gbps if link is not None else None,
+                   over_pcie=link is not None and link.kind == "pcie")
     return predict_point(d, input_len=p.input_len, output_len=p.output_len,
                          concurrency=case.concurrency).output_tok_s_per_gpu
 

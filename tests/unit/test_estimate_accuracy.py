@@ -161,3 +161,32 @@ def test_a_family_of_one_source_is_not_fitted_and_takes_the_most_measured_fit() 
     own = [c for c in _fit_cases() if c.point.source.title.startswith("infer-prof's own")]
     fit = fit_cases(own, "test")
     assert fit.families == {} and fit.fallback is None
+
+
+def test_a_published_point_on_pcie_cards_is_predicted_with_the_pcie_all_reduce() -> None:
+    """The fit and the held-out validation predict a tensor-parallel point over the link
+    `estimate` counts for it: two L40S all-reduce over PCIe (Gen4 x16, 64 GB/s), at the
+    factors' PCIe share; with no link the all-reduce would be left out, faster."""
+    from infer_prof.catalog.gpus import catalog
+    from infer_prof.catalog.interconnects import tp_link
+    from infer_prof.core.estimate.deployment import Deployment
+    from infer_prof.core.estimate.frontier_model import predict_point
+    from infer_prof.estimate.published_fit import Case, predict, prepare, shipped_factors
+
+    l4 = next(p for p in published_results().points if p.gpu == "L4")
+    case = prepare(msgspec.structs.replace(l4, gpu="L40S", gpu_count=2, tensor_parallel=2))
+    assert isinstance(case, Case)
+    factors = shipped_factors("L40S")
+    link = tp_link("L40S", 2)
+    assert link is not None and link.kind == "pcie"
+
+    def at(gbps: float | None, pcie: bool) -> float:
+        d = Deployment(arch=case.arch, gpu=catalog()["L40S"], gpu_count=2,
+                       precision=case.point.precision, factors=factors, link_gbps=gbps,
+                       over_pcie=pcie)
+        return predict_point(d, input_len=case.point.input_len,
+                             output_len=case.point.output_len,
+                             concurrency=case.concurrency).output_tok_s_per_gpu
+
+    assert predict(factors, case) == pytest.approx(at(link.bidirectional_gbps, True))
+    assert predict(factors, case) < at(None, False)
