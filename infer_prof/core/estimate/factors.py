@@ -136,12 +136,24 @@ FAMILIES: dict[str, tuple[str, ...]] = {
 wins, so ``CDNA 3`` is CDNA3 before the bare ``CDNA`` of ``older``)."""
 
 
+BLACKWELL_RTX = "Blackwell RTX"
+"""GeForce and RTX PRO Blackwell (GB20x: RTX 5090, RTX PRO 6000; CUDA compute capability 12.x),
+a family apart from the datacenter Blackwell of :data:`FAMILIES` (B200, B300, GB200: compute
+capability 10.x). Same architecture name, other chips: GDDR7 at a quarter of a B200's
+bandwidth, no tensor memory (``tcgen05``), so vLLM runs them on its sm_120 builds of the
+attention, GEMM and MoE kernels, not the sm_100 ones InferenceMAX's B200 runs measure."""
+
+
 def family_of(gpu: GpuSpec) -> str:
-    """The architecture family of ``gpu`` (a key of :data:`FAMILIES`), or its own
+    """The architecture family of ``gpu`` (a key of :data:`FAMILIES`, or
+    :data:`BLACKWELL_RTX` for a Blackwell of compute capability 12.x), or its own
     ``architecture`` text when none matches."""
     arch = gpu.architecture.lower()
     for family, words in FAMILIES.items():
         if any(w in arch for w in words):
+            cc = gpu.cuda_capability
+            if family == "Blackwell" and cc is not None and cc[0] >= 12:
+                return BLACKWELL_RTX
             return family
     return gpu.architecture
 
