@@ -24,24 +24,24 @@ def doc() -> dict:
 def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # 2026-12-02, each family and GPU fit pooled towards its parent (published_fit.POOL_WEIGHT),
     # points their GPU did not bound left out of the fits (estimate/gpu_bound.py):
-    # n=229, median 11.5 %, p90 28.3 % (the goal: 10 % / 25 %, not met; docs/estimate.md)
+    # n=229, median 11.5 %, p90 28.1 % (the goal: 10 % / 25 %, not met; docs/estimate.md)
     s = doc["overall"]
     assert s.n >= 229
     assert s.median_abs_error_pct <= 12.2
     assert s.p90_abs_error_pct <= 29.0
     fam = doc["by_family"]
     assert fam["Hopper"].median_abs_error_pct <= 7.5  # today 6.4
-    assert fam["Blackwell"].median_abs_error_pct <= 18.0  # today 16.8
+    assert fam["Blackwell"].median_abs_error_pct <= 18.0  # today 16.9
     assert fam["Ampere"].median_abs_error_pct <= 23.0  # today 21.8 (AccelMark, ree2raz: A100)
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 15.0  # today 14.1
-    assert fam["Ada"].median_abs_error_pct <= 13.0  # today 12.2 (L4, RTX 4090)
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 29.5  # today 28.3 (RTX 5090/PRO 6000 AWQ)
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 15.0  # today 14.0
+    assert fam["Ada"].median_abs_error_pct <= 13.5  # today 12.9 (L4, RTX 4090)
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 29.5  # today 28.1 (RTX 5090/PRO 6000 AWQ)
     assert len(doc["not_fitted"]) == 8  # sariekr/gpu_conc's B200 and MI300X
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.7
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.8  # today 4.0
     pairs = doc["gpu_pairs"]
     assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 95.5  # today 117/121, 96.7 %
     assert pairs["apart"]["share_pct"] >= 99.5  # today 90/90 measured > 5 % apart

@@ -75,6 +75,29 @@ def test_compute_bound_prefill_by_hand():
     assert s.prefill_flops == pytest.approx(27_625_766_518_784)
 
 
+def test_an_fp8_model_multiplies_its_weights_at_the_fp8_peak_and_attends_at_the_kv_caches():
+    # the prompt of test_compute_bound_prefill_by_hand in fp8 W8A8 on one H100 SXM
+    # (fp8 peak 1,979 TFLOP/s, 16-bit 989.5):
+    #   weights' FLOPs   = 2,048 x 12,952,010,752        = 26,525,718,020,096 FLOP
+    #   attention FLOPs  = 2,048 x 537,133,056            =  1,100,048,498,688 FLOP
+    #   16-bit KV cache: 26.5257e12 / (1979e12 x 0.5) + 1.10005e12 / (989.5e12 x 0.5)
+    #                  = 26.8072 + 2.22344 = 29.0307 ms
+    #   fp8 KV cache (FlashAttention 3 attends in fp8): 26.8072 + 1.11172 = 27.9189 ms
+    def compute_ms(kv_bytes: float) -> float:
+        d = D(LLAMA, H100, gpu_count=1, precision="fp8", factors=HALF, kv_dtype_bytes=kv_bytes)
+        return step_cost(d, batch=0, context=0, prefill_tokens=2048,
+                         prefill_context=1024.5).compute_s * 1e3
+    assert compute_ms(2.0) == pytest.approx(29.0307, abs=1e-3)
+    assert compute_ms(1.0) == pytest.approx(27.9189, abs=1e-3)
+    # an Ampere GPU has no fp8 math: its fp8 KV cache attends in 16-bit
+    a100 = find_gpu("A100-80GB-SXM")
+    def a100_ms(kv_bytes: float) -> float:
+        d = D(LLAMA, a100, gpu_count=1, precision="bf16", factors=HALF, kv_dtype_bytes=kv_bytes)
+        return step_cost(d, batch=0, context=0, prefill_tokens=2048,
+                         prefill_context=1024.5).compute_s
+    assert a100_ms(1.0) == pytest.approx(a100_ms(2.0))
+
+
 def test_prefill_is_chunked_beside_the_decode_batch():
     # budget 2,048 tokens a step, 48 decoding: 2,000 prompt tokens a step
     assert chunks(5000, 2048, 48) == [2000, 2000, 1000]

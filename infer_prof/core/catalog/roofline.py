@@ -138,8 +138,8 @@ def decode_flops_per_token(spec: ModelSpec, context_len: float) -> float:
     (:meth:`~infer_prof.core.catalog.models.ModelSpec.state_flops_per_token`).
     """
     lm_head = 2.0 * spec.vocab_size * spec.hidden_size
-    return (2.0 * spec.active_linear_params() + lm_head + _attention_flops(spec, context_len)
-            + spec.state_flops_per_token())
+    return (2.0 * spec.active_linear_params() + lm_head
+            + attention_flops_per_token(spec, context_len) + spec.state_flops_per_token())
 
 
 def prefill_flops_per_token(spec: ModelSpec, attended_context: float) -> float:
@@ -150,7 +150,7 @@ def prefill_flops_per_token(spec: ModelSpec, attended_context: float) -> float:
     For a causal prompt of length P, the mean attended context is (P + 1) / 2
     (see :func:`causal_mean_context`).
     """
-    return (2.0 * spec.active_linear_params() + _attention_flops(spec, attended_context)
+    return (2.0 * spec.active_linear_params() + attention_flops_per_token(spec, attended_context)
             + spec.state_flops_per_token())
 
 
@@ -161,7 +161,11 @@ def causal_mean_context(prompt_len: float) -> float:
     return (prompt_len + 1.0) / 2.0 if prompt_len > 0 else 0.0
 
 
-def _attention_flops(spec: ModelSpec, context: float) -> float:
+def attention_flops_per_token(spec: ModelSpec, context: float) -> float:
+    """The attention part of one token's FLOPs at a context of ``context`` positions:
+    ``4 x q_dim x`` the positions its attention layers read (each layer at most its sliding
+    window; a hybrid's linear layers none). Part of :func:`decode_flops_per_token` and
+    :func:`prefill_flops_per_token`."""
     if context < 0:
         raise ValueError(f"context length must be >= 0, got {context}")
     positions = sum(g.layers * g.tokens_read(context) for g in kv_groups(spec, 1, 1))

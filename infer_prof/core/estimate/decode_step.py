@@ -7,7 +7,8 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
     flops_d  = B x decode_flops_per_token(L) / n
     flops_p  = p x prefill_flops_per_token(Lp) / n
     t_memory = W(B + p) / n / (bandwidth x mbu) + B x kv_read(L) x s_kv / (bandwidth x mbu_kv)
-    t_compute= flops_d / (peak x mfu_decode) + flops_p / (peak x mfu_prefill)
+    t_compute= (flops_d - att_d) / (peak x mfu_decode) + (flops_p - att_p) / (peak x mfu_prefill)
+             + att_d / (peak16 x mfu_decode) + att_p / (peak16 x mfu_prefill)
     t_step   = max(t_memory, t_compute) + t_allreduce + step_overhead + layers x layer_overhead
 
 - ``W(T)``: the weight bytes a step of ``T`` tokens reads (whole model, at the precision's
@@ -23,13 +24,18 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
 - ``decode_flops_per_token(L)`` = 2 x active linear params + 2 x vocab x hidden + attention;
   ``prefill_flops_per_token(Lp)`` = 2 x active linear params + attention at the mean attended
   context ``Lp`` (:mod:`infer_prof.core.catalog.roofline`).
-- ``peak`` the precision's dense FLOP/s (:mod:`.peaks`), ``bandwidth`` the GPU's.
+- ``att_d``, ``att_p``: the attention part of ``flops_d`` and ``flops_p``
+  (:func:`~infer_prof.core.catalog.roofline.attention_flops_per_token`). Attention multiplies
+  at the KV cache's precision, whatever the weights': those FLOPs run at ``peak16``
+  (:func:`infer_prof.core.estimate.peaks.attention_peak_flops`: the 16-bit peak, the fp8 peak
+  for an fp8 KV cache on a GPU with fp8 math); the weights' matrices at ``peak``, the
+  precision's (:mod:`.peaks`: fp8 W8A8, FP4 on Blackwell). ``bandwidth`` the GPU's.
 - ``t_allreduce``: :mod:`.collectives` (0 on one GPU; unknown without a link figure, then left
   out and said so).
 - weight-only formats (AWQ/GPTQ Marlin, fp8 without fp8 math, bitsandbytes) read their packed
   weights at ``bandwidth_share`` of the rate and multiply at ``compute_share`` of the 16-bit
-  peak (:mod:`.weight_only`): the weights term of ``t_memory`` is divided by the one, all of
-  ``t_compute`` by the other.
+  peak (:mod:`.weight_only`): the weights term of ``t_memory`` is divided by the one, the
+  weights' FLOPs of ``t_compute`` (not the attention's) by the other.
 - ``layer_overhead``: ``layers x layer_overhead_us``, the per-layer time tensor parallelism
   does not shrink (:func:`fixed_step_s`).
 
@@ -44,11 +50,15 @@ import msgspec
 
 from infer_prof.core.catalog import kv_layout
 from infer_prof.core.catalog.models import ModelSpec
-from infer_prof.core.catalog.roofline import decode_flops_per_token, prefill_flops_per_token
+from infer_prof.core.catalog.roofline import (
+    attention_flops_per_token,
+    decode_flops_per_token,
+    prefill_flops_per_token,
+)
 from infer_prof.core.estimate.collectives import allreduce_step_s
 from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import StepFactors
-from infer_prof.core.estimate.peaks import bandwidth_bytes_per_s, peak_flops
+from infer_prof.core.estimate.peaks import attention_peak_flops, bandwidth_bytes_per_s, peak_flops
 from infer_prof.core.estimate.weight_only import weight_only_cost
 from infer_prof.core.planning.memory import decode_weight_bytes
 
@@ -112,8 +122,13 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     read_share, math_share = ((dequant.bandwidth_share, dequant.compute_share) if dequant
                               else (1.0, 1.0))
     memory = weights / (bw * factors.mbu * read_share) + kv / (bw * factors.mbu_kv)
-    compute = (flops_d / (peak * factors.mfu_decode)
-               + flops_p / (peak * factors.mfu_prefill)) / math_share
+    att_d = batch * attention_flops_per_token(arch, context) / n if batch else 0.0
+    att_p = (prefill_tokens * attention_flops_per_token(arch, prefill_context) / n
+             if prefill_tokens else 0.0)
+    sixteen = attention_peak_flops(gpu, d.kv_dtype_bytes) or peak
+    compute = (((flops_d - att_d) / (peak * factors.mfu_decode)
+                + (flops_p - att_p) / (peak * factors.mfu_prefill)) / math_share
+               + att_d / (sixteen * factors.mfu_decode) + att_p / (sixteen * factors.mfu_prefill))
     allreduce = allreduce_step_s(
         tokens=tokens, hidden=arch.hidden_size, layers=arch.num_layers, gpus=n,
         link_bytes_per_s=d.link_bytes_per_s(), efficiency=d.allreduce_efficiency(),

@@ -41,3 +41,13 @@ def peak_flops(gpu: GpuSpec, precision: str) -> float | None:
 def bandwidth_bytes_per_s(gpu: GpuSpec) -> float:
     """Peak memory bandwidth of one GPU in bytes/s: ``memory_bandwidth_gbps x 1e9``."""
     return gpu.memory_bandwidth_gbps * GIGA
+
+
+def attention_peak_flops(gpu: GpuSpec, kv_dtype_bytes: float) -> float | None:
+    """Dense FLOP/s the attention's matrices (``Q K^T``, ``P V``) run at: the 16-bit peak, or
+    with an fp8 KV cache (``kv_dtype_bytes`` 1) on a GPU with FP8 tensor math the fp8 peak
+    ("When using the Flash Attention 3 backend with FP8 KV cache, attention operations are also
+    performed in the quantized (FP8) domain", vLLM docs/features/quantization/quantized_kvcache.md).
+    The weights' precision does not change it: an fp8 or FP4 model attends in 16-bit with a
+    16-bit KV cache. None when the catalog has no figure."""
+    return peak_flops(gpu, "fp8" if kv_dtype_bytes <= 1 and gpu.supports_fp8 else "bf16")
