@@ -31,6 +31,7 @@ from infer_prof.core.analysis.comparison import (
 from infer_prof.core.measurement.metric_table import columns_at
 from infer_prof.core.measurement.prefix_hits import mixed_hit_rates
 from infer_prof.report.adapter_table import (
+    comparison_adapter_csv,
     comparison_adapter_markdown,
     comparison_adapter_rows,
     comparison_adapter_table,
@@ -45,7 +46,8 @@ from infer_prof.results.schema import ResultFileError
 if TYPE_CHECKING:
     from infer_prof.cli.compare_tiers import TierTable
 
-FORMATS = ("table", "markdown", "csv", "json")
+FORMATS = ("table", "markdown", "csv", "json", "adapters-csv")
+"""``--format``'s values; ``adapters-csv`` is the per-adapter table of runs over LoRA adapters."""
 
 
 def describe_differences(diff: dict[str, list[Any]], names: list[str]) -> str:
@@ -137,7 +139,9 @@ class CompareOptions:
         "'results/*.json')."), positional=True)] = None
     output_format: Annotated[str, Opt(
         ("--format", "-f"),
-        "table, markdown, csv or json.")] = "table"
+        ("table, markdown, csv or json; adapters-csv: one line per run and LoRA adapter "
+         "(each adapter's share, requests, TTFT/TPOT p50/p99 and output tokens/s).")
+        )] = "table"
     force: Annotated[bool, Opt(
         ("--force",),
         "Compare even when the runs' workload or settings differ (they are listed).")] = False
@@ -191,6 +195,10 @@ def compare(o: CompareOptions) -> None:
     if ranked and (o.target_interactivity is not None or o.slo is not None or o.tiers):
         fail("--rank-by-cost and --min-quality rank result files by their own cost; leave out "
              "--target-interactivity, --slo and --tiers")
+    if o.output_format == "adapters-csv" and (
+            ranked or o.tiers or o.target_interactivity is not None or o.slo is not None):
+        fail("--format adapters-csv lists result files' LoRA adapters; leave out "
+             "--target-interactivity, --slo, --tiers, --rank-by-cost and --min-quality")
     if o.target_interactivity is not None or o.slo is not None:
         compare_frontiers(o.results or [], o.output_format, o.force, o.target_interactivity, o.slo,
                           o.history_db, o.model)
@@ -289,6 +297,12 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
         typer.echo(json.dumps(payload, indent=2, default=str))
     elif output_format == "csv":
         sys.stdout.write(_csv(rows, best, paths))
+    elif output_format == "adapters-csv":
+        if not adapters:
+            fail("none of these runs served LoRA adapters (runs made with --lora-modules and "
+                 "--lora-mix have them); for the runs' own figures use --format csv")
+        sys.stdout.write(comparison_adapter_csv(adapters, dict(zip(runs.names, paths,
+                                                                   strict=True))))
     elif output_format == "markdown":
         sys.stdout.write(compare_markdown(rows, best) + comparison_adapter_markdown(adapters))
     else:

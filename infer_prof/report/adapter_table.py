@@ -6,11 +6,14 @@ Each row is one adapter (``base``: the served model itself) from the result's ``
 the measured requests), completed, TTFT and TPOT p50/p99 (ms), and output tokens/s over the
 whole run's window (so the rows add up to the run's ``output tokens/s``). A row is an
 :class:`AdapterRow`, declared once: the console and Markdown tables, the HTML report's section
-(:mod:`infer_prof.report.lora_section`) and ``compare --format json`` read its fields.
+(:mod:`infer_prof.report.lora_section`), ``compare --format json`` and ``--format adapters-csv``
+read its fields.
 """
 
 from __future__ import annotations
 
+import csv
+import io
 from collections.abc import Sequence
 
 import msgspec
@@ -146,6 +149,22 @@ def comparison_adapter_table(rows: Sequence[AdapterRow]) -> Table | None:
     for row in rows:
         t.add_row(str(row.run), *cells(row))
     return t
+
+
+def comparison_adapter_csv(rows: Sequence[AdapterRow], paths: dict[str, str]) -> str:
+    """``compare --format adapters-csv``: one CSV line per run and adapter, the columns
+    ``run``, then :class:`AdapterRow`'s fields in its order (shares as fractions, latencies in
+    ms, output tokens/s), then the run's result file ``path`` (``paths[run]``); an empty cell
+    where a figure was not measured. Header only without rows."""
+    fields = [f for f in AdapterRow.__struct_fields__ if f != "run"]
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(["run", *fields, "path"])
+    for row in rows:
+        values = [getattr(row, f) for f in fields]
+        w.writerow([row.run or "", *("" if v is None else v for v in values),
+                    paths.get(row.run or "", "")])
+    return buf.getvalue()
 
 
 def comparison_adapter_markdown(rows: Sequence[AdapterRow]) -> str:

@@ -4,6 +4,8 @@ own delay): each request asks for its adapter, the figures per adapter are those
 adapter's requests, an adapter the server does not list stops the run before any load, and
 compare shows the adapters beside the whole."""
 
+import csv
+import io
 import json
 import urllib.request
 
@@ -66,6 +68,12 @@ def test_requests_spread_over_adapters_with_their_own_figures(synthetic, tmp_pat
     adapters = json.loads(c.stdout)["adapters"]
     assert [a["adapter"] for a in adapters] == ["a1", "a2", "base"]
     assert adapters[0]["ttft_p50_ms"] == pytest.approx(rows["a1"].ttft_ms.p50)
+    ac = cli("compare", str(out), "--format", "adapters-csv")
+    assert ac.returncode == 0, ac.stderr
+    lines = list(csv.DictReader(io.StringIO(ac.stdout)))
+    assert [x["adapter"] for x in lines] == ["a1", "a2", "base"]
+    assert float(lines[0]["ttft_p50_ms"]) == pytest.approx(rows["a1"].ttft_ms.p50)
+    assert {x["path"] for x in lines} == {str(out)}
     t = cli("compare", str(out))
     assert t.returncode == 0 and "per LoRA adapter" in t.stdout
     md = cli("compare", str(out), "--format", "markdown")

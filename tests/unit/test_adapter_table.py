@@ -1,6 +1,7 @@
 """The per-adapter rows of a run over LoRA adapters: one declared row type (AdapterRow) that the
 console and Markdown tables, the HTML section and ``compare --format json`` all read."""
 
+import csv
 import io
 import json
 
@@ -13,6 +14,7 @@ from infer_prof.report.adapter_table import (
     adapter_rows,
     adapter_table,
     cells,
+    comparison_adapter_csv,
     comparison_adapter_markdown,
     comparison_adapter_rows,
     comparison_adapter_table,
@@ -74,6 +76,22 @@ def test_compare_json_rows_name_the_run_first_and_keep_every_field():
     assert "run" not in msgspec.to_builtins(adapter_rows(_result())[0])
 
 
+def test_compare_adapters_csv_has_a_line_per_run_and_adapter_and_empty_cells_where_unmeasured():
+    rows = comparison_adapter_rows([_result(), _result()], ["run A", "run B"])
+    text = comparison_adapter_csv(rows, {"run A": "a.json", "run B": "b.json"})
+    lines = list(csv.DictReader(io.StringIO(text)))
+    assert list(lines[0]) == ["run", "adapter", "share_asked", "share_sent",
+                              "requests_completed", "requests_failed", "ttft_p50_ms",
+                              "ttft_p99_ms", "tpot_p50_ms", "tpot_p99_ms", "output_throughput",
+                              "path"]
+    assert [(x["run"], x["adapter"], x["path"]) for x in lines] == [
+        ("run A", "a1", "a.json"), ("run A", "base", "a.json"),
+        ("run B", "a1", "b.json"), ("run B", "base", "b.json")]
+    assert float(lines[0]["ttft_p50_ms"]) == 80.123 and lines[0]["requests_failed"] == "1"
+    assert lines[1]["share_sent"] == "" and lines[1]["ttft_p50_ms"] == ""
+    assert comparison_adapter_csv([], {}).splitlines() == [text.splitlines()[0]]
+
+
 def test_tables_and_markdown_show_a_row_per_run_and_adapter():
     rows = comparison_adapter_rows([_result()], ["run A"])
     md = comparison_adapter_markdown(rows)
@@ -93,3 +111,18 @@ def test_the_html_section_reads_the_same_rows():
     assert "<tr><td>r1</td><td>a1</td><td class=\"num\">50%</td><td class=\"num\">55%</td>" in html
     assert "--lora-mix a1=0.5,base=0.5, up to 2 adapters running at once" in html
     assert lora_section([RunData(_result(lora=False))], ["n"]) == ""
+
+
+def test_compare_adapters_csv_of_runs_without_adapters_is_one_line_and_exit_2(tmp_path):
+    from typer.testing import CliRunner
+
+    from infer_prof.cli import app
+
+    path = tmp_path / "plain.json"
+    path.write_bytes(msgspec.json.encode(_result(lora=False)))
+    r = CliRunner().invoke(app, ["compare", str(path), "--format", "adapters-csv"])
+    assert r.exit_code == 2, r.output
+    assert "none of these runs served LoRA adapters" in r.output
+    assert "--format csv" in r.output
+    r = CliRunner().invoke(app, ["compare", str(path), "--format", "adapters-csv", "--tiers"])
+    assert r.exit_code == 2 and "leave out" in r.output
