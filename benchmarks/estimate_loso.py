@@ -50,7 +50,15 @@ from infer_prof.catalog.published_results import PublishedPoint, published_resul
 from infer_prof.core.estimate.calibration import Search, percentile
 from infer_prof.estimate.expected_error import ERRORS_FILE, HeldOutErrors, HeldOutStats
 from infer_prof.estimate.gpu_bound import inversions
-from infer_prof.estimate.published_fit import Case, chooser, fit_cases, predict, prepare
+from infer_prof.estimate.published_fit import (
+    Case,
+    architecture,
+    chooser,
+    fit_cases,
+    fitted_model,
+    predict,
+    prepare,
+)
 
 DATA = Path(__file__).resolve().parents[1] / "infer_prof" / "catalog" / "data"
 COMMAND = "python benchmarks/estimate_loso.py"
@@ -283,10 +291,23 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "goal": {**GOAL, "met": met},
         "rows": rows,
         "not_predicted": [{"id": i, "why": w} for i, w in skipped],
-        "not_fitted": [{"id": i, "why": v.why()} for i, v in sorted(
-            inversions(p for p in published_results().points if p.engine == "vllm"
-                       and p.load == "closed-loop").items())],
+        "not_fitted": not_fitted(),
     }
+
+
+def not_fitted() -> list[dict[str, str]]:
+    """The vLLM closed-loop points every fit leaves out, each with why: measured slower than a
+    GPU they dominate (:mod:`infer_prof.estimate.gpu_bound`), or a hybrid model's
+    (:func:`infer_prof.estimate.published_fit.fitted_model`)."""
+    points = [p for p in published_results().points
+              if p.engine == "vllm" and p.load == "closed-loop"]
+    out = {i: v.why() for i, v in inversions(points).items()}
+    for p in points:
+        arch = architecture(p.model)
+        if p.id not in out and arch is not None and not fitted_model(arch):
+            out[p.id] = (f"{p.model} is a hybrid model (linear-attention or Mamba layers): "
+                         "scored, not fitted")
+    return [{"id": i, "why": w} for i, w in sorted(out.items())]
 
 
 def _jsonable(x: object) -> object:
@@ -337,9 +358,10 @@ def print_report(doc: dict[str, object]) -> None:
     print(f"not predicted: {len(doc['not_predicted'])} points (--json lists why)")
     unbound = doc["not_fitted"]
     assert isinstance(unbound, list)
-    print(f"left out of every fit (scored above where predicted): {len(unbound)} points "
-          "their GPU did not bound (measured slower than a GPU they dominate, same source and "
-          "configuration; infer_prof/estimate/gpu_bound.py):")
+    print(f"left out of every fit (scored above where predicted): {len(unbound)} points, "
+          "their GPU did not bound them (measured slower than a GPU they dominate, same source "
+          "and configuration; infer_prof/estimate/gpu_bound.py) or a hybrid model's "
+          "(published_fit.fitted_model):")
     for u in unbound:
         print(f"  {u['id']}: {u['why']}")
 
