@@ -73,7 +73,7 @@ def calibration_lines(doc: EstimateDocument) -> list[str]:
                              f"{f.median_abs_error_pct_before:.0f} % (shipped) -> "
                              f"{f.median_abs_error_pct_after:.0f} % (refitted)")
             else:
-                lines.append(f"{f.family}: factors {f.says}")
+                lines.append(f"{f.family}: shipped factors ({f.says})")
         lines.append(_unusable(doc.calibrated_from))
         if any(f.origin == "refitted" for f in doc.factors_used):
             lines.append("refitted factors are judged only on the runs they were fitted on; "

@@ -89,7 +89,7 @@ class Calibration:
                 continue
             shipped = factors_for(g).basis()
             if self.fitted_on is not None:
-                shipped += f" (shipped; no usable {fam} run in {self.fitted_on.where})"
+                shipped += f"; no usable {fam} run in {self.fitted_on.where}"
             out[fam] = FamilyFactors(family=fam, origin="shipped", says=shipped)
         return list(out.values())
 

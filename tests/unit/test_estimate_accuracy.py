@@ -29,29 +29,30 @@ def doc() -> dict:
 def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) -> None:
     # 2026-12-02, factors fitted on every source, each family and GPU pooled towards its
     # parent (published_fit.POOL_WEIGHT), points their GPU did not bound left out
-    # (estimate/gpu_bound.py): n=93, median 8.9 %, p90 27.6 %
+    # (estimate/gpu_bound.py), hybrid models scored, not fitted (B200's only other source is
+    # InferenceMAX, so Blackwell takes Hopper's fit): n=93, median 9.8 %, p90 27.7 %
     s = doc["holdout"]["vllm_closed_loop"]
     assert s["n"] >= 93
-    assert s["median_abs_error_pct"] <= 9.2
+    assert s["median_abs_error_pct"] <= 10.5
     assert s["p90_abs_error_pct"] <= 28.5
 
 
 def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dict) -> None:
     fam = doc["holdout"]["vllm_closed_loop_by_gpu_family"]
     assert fam["Hopper"]["median_abs_error_pct"] <= 8.8  # today 8.1
-    assert fam["Blackwell"]["median_abs_error_pct"] <= 11.0  # today 10.3 (Vultr)
-    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 10.0  # today 9.4 (bursts too)
+    assert fam["Blackwell"]["median_abs_error_pct"] <= 14.5  # today 13.7 (Hopper's fit)
+    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 11.0  # today 10.5 (bursts too)
 
 
 def test_pairs_cheaper_gpu_no_worse_than_today(doc: dict) -> None:
     s = doc["pairs_holdout_vllm"]
-    assert s["pairs"] >= 47 and s["right"] >= 40  # today 40/47
+    assert s["pairs"] >= 47 and s["right"] >= 39  # today 39/47
 
 
 def test_other_engines_are_reported_apart(doc: dict) -> None:
     others = doc["holdout"]["other_engines"]
     assert "vllm" not in others and {"tensorrt-llm", "nim"} <= set(others)
-    assert others["tensorrt-llm"]["median_abs_error_pct"] <= 15.5  # today 14.6
+    assert others["tensorrt-llm"]["median_abs_error_pct"] <= 17.5  # today 16.5
 
 
 def test_every_unpredicted_point_says_why(doc: dict) -> None:
@@ -72,7 +73,10 @@ def test_a_gpu_without_a_flops_figure_is_set_aside_with_its_reason() -> None:
 
 def test_shipped_factors_were_fitted_on_vllm_closed_loops_of_every_source() -> None:
     fitted = fitted_factors()
-    assert {"Hopper", "Blackwell"} <= set(fitted)
+    assert {"Hopper", "Ada", "Ampere", "Blackwell RTX"} <= set(fitted)
+    # Blackwell's transformer points are one source's (InferenceMAX; Vultr's and the recipes'
+    # are hybrid models, sariekr's B200 is not bound by its GPU): no fit of its own
+    assert "Blackwell" not in fitted
     for family, f in fitted.items():
         assert "published vLLM closed-loop points" in f.source and f.family == family
     for key, f in fitted_gpu_factors().items():
