@@ -280,6 +280,7 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "by_cell": grouped(goal_rows, cell_key),
         "by_source": grouped(rows, lambda r: r.source[:60]),
         "by_model": grouped(goal_rows, lambda r: r.model),
+        "hybrid": stats(r.error_pct for r in goal_rows if is_hybrid(r.model)),
         "gpu_pairs": {"pairs": len(pairs), "right": pair_right, "share_pct": pair_share,
                       "ratio_error": stats(x.error_pct for x in pairs),
                       "apart": apart_share(pairs)},
@@ -293,6 +294,13 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "not_predicted": [{"id": i, "why": w} for i, w in skipped],
         "not_fitted": not_fitted(),
     }
+
+
+def is_hybrid(model: str) -> bool:
+    """True for a hybrid model's alias (:func:`infer_prof.estimate.published_fit.fitted_model`
+    False): its points are scored, not fitted, and give hybrid rows their own interval."""
+    arch = architecture(model)
+    return arch is not None and not fitted_model(arch)
 
 
 def not_fitted() -> list[dict[str, str]]:
@@ -330,6 +338,7 @@ def print_report(doc: dict[str, object]) -> None:
     print("output tok/s per GPU, |predicted / measured - 1|, each source held out of the fit:")
     line("vLLM >= 0.10, closed loop (the goal's set)", doc["overall"])
     line("every vLLM closed-loop point", doc["all_vllm_closed_loop"])
+    line("hybrid models' points (scored, not fitted)", doc["hybrid"])
     for title in ("by_family", "by_precision", "by_tp", "by_interconnect", "by_model",
                   "by_source", "by_cell"):
         print(f" {title.replace('_', ' ')}:")
@@ -375,7 +384,9 @@ def errors_section(doc: dict[str, object], day: str) -> HeldOutErrors:
 
     overall = doc["overall"]
     assert isinstance(overall, Stats)
+    hybrid = doc["hybrid"]
     return HeldOutErrors(
+        hybrid=HeldOutStats(**asdict(hybrid)) if isinstance(hybrid, Stats) else None,
         overall=HeldOutStats(**asdict(overall)), by_family=typed(doc["by_family"]),
         by_precision=typed(doc["by_precision"]), by_tp=typed(doc["by_tp"]),
         by_interconnect=typed(doc["by_interconnect"]), by_cell=typed(doc["by_cell"]),

@@ -53,7 +53,9 @@ class HeldOutErrors(msgspec.Struct, frozen=True):
     """The ``held_out`` section: each source held out of the fit in turn
     (``benchmarks/estimate_loso.py``). Group keys: GPU family (``Hopper``), precision
     (``bf16``), GPU count (``"2"``), interconnect (``none``, ``link``, ``pcie``), and cells
-    ``family|precision|tp|interconnect``."""
+    ``family|precision|tp|interconnect``; ``hybrid`` the hybrid models' points alone
+    (linear-attention or Mamba layers: predicted, scored, not fitted), which a hybrid model's
+    row is held to (:meth:`ExpectedError.interval`)."""
 
     overall: HeldOutStats
     by_family: dict[str, HeldOutStats] = {}
@@ -62,6 +64,7 @@ class HeldOutErrors(msgspec.Struct, frozen=True):
     by_interconnect: dict[str, HeldOutStats] = {}
     by_cell: dict[str, HeldOutStats] = {}
     source: str = ""
+    hybrid: HeldOutStats | None = None
 
 
 @dataclass(frozen=True)
@@ -119,14 +122,32 @@ class ExpectedError:
         ``awq`` or ``bnb-nf4`` today, is predicted from its modelled cost alone)."""
         return self.held_out is not None and precision in self.held_out.by_precision
 
-    def interval(self, family: str, precision: str, tp: int,
-                 interconnect: str | None = None) -> ErrorInterval:
+    def interval(self, family: str, precision: str, tp: int, interconnect: str | None = None,
+                 hybrid: bool = False) -> ErrorInterval:
         """The expected-error interval of a configuration: GPU ``family`` (``Hopper``),
         ``precision``, ``tp`` GPUs and, for ``tp > 1``, the ``interconnect`` its all-reduce
         crosses (``nvlink``, ``infinity-fabric``, ``pcie``; None: not checked). The cell's own
         figures when it has :data:`MIN_CELL_POINTS` held-out points; else the worst (largest
         median, largest p90) of its family's, precision's and TP size's groups; unvalidated
-        (the overall figures, :class:`ErrorInterval`) when any of those has no point."""
+        (the overall figures, :class:`ErrorInterval`) when any of those has no point. For a
+        ``hybrid`` model, the worse of that and the hybrid models' own held-out figures
+        (unvalidated when none were held out): the groups are mostly transformers, which the
+        model predicts better than it does a hybrid's recurrent layers."""
+        base = self._configuration_interval(family, precision, tp, interconnect)
+        h = self.held_out
+        if not hybrid or h is None:
+            return base
+        hy = h.hybrid
+        if hy is None:
+            return ErrorInterval(base.median_pct, base.p90_pct, base.n, False, base.basis,
+                                 (*base.missing, "a hybrid model"))
+        return ErrorInterval(
+            max(base.median_pct or 0.0, hy.median_abs_error_pct),
+            max(base.p90_pct or 0.0, hy.p90_abs_error_pct), min(base.n, hy.n), base.validated,
+            f"{base.basis}; hybrid models (n={hy.n})", base.missing)
+
+    def _configuration_interval(self, family: str, precision: str, tp: int,
+                                interconnect: str | None) -> ErrorInterval:
         h = self.held_out
         if h is None:
             return ErrorInterval(self.overall_pct, None, 0, False, NOT_VALIDATED,

@@ -53,11 +53,13 @@ def pessimistic_usd(usd: float | None, interval: ErrorInterval | None) -> float 
     return usd * (1.0 + interval.p90_pct / 100.0)
 
 
-def with_interval(row: Row, config: Config, expected: ExpectedError) -> Row:
-    """``row`` with its kind's interval (None when no validation is shipped), ``validated``
-    and the pessimistic cost (None when unvalidated)."""
+def with_interval(row: Row, config: Config, expected: ExpectedError,
+                  hybrid: bool = False) -> Row:
+    """``row`` with its kind's interval (None when no validation is shipped; a ``hybrid``
+    model's held to the hybrid models' held-out figures: :meth:`ExpectedError.interval`),
+    ``validated`` and the pessimistic cost (None when unvalidated)."""
     interval = expected.interval(family_of(config.gpu), config.precision, config.gpu_count,
-                                 interconnect_of(config))
+                                 interconnect_of(config), hybrid=hybrid)
     shipped = expected.held_out is not None
     validated = shipped and interval.validated
     return msgspec.structs.replace(

@@ -89,7 +89,7 @@ def estimate(request: EstimateRequest, configs: Sequence[Config], skipped: Seque
         row = build_row(d, c, reading, quote=quote,
                         expected_error_pct=expected.for_family(family_of(c.gpu)),
                         measured=cal.runs_to_compare())
-        rows.append(with_interval(row, c, expected))
+        rows.append(with_interval(row, c, expected, hybrid=request.model.hybrid is not None))
     ranked = rank(rows, request.rank_by)
     return EstimateDocument(
         model=request.model.name, input_len=request.input_len, output_len=request.output_len,

@@ -64,6 +64,7 @@ def test_the_shipped_errors_file_is_this_computation(doc: dict) -> None:
     assert held.overall.median_abs_error_pct == pytest.approx(
         doc["overall"].median_abs_error_pct, abs=0.15)
     assert set(held.by_cell) == set(doc["by_cell"])
+    assert held.hybrid is not None and held.hybrid.n == doc["hybrid"].n  # 9 hybrid points
 
 
 def test_a_family_few_sources_measured_is_pulled_to_its_parents_fit(monkeypatch) -> None:

@@ -3,6 +3,9 @@ interconnect), from the held-out-by-source section of estimate_errors.json."""
 
 from __future__ import annotations
 
+import json
+
+import msgspec
 import pytest
 
 from infer_prof.estimate.expected_error import (
@@ -13,6 +16,7 @@ from infer_prof.estimate.expected_error import (
     load_expected_error,
     parse_errors,
 )
+from tests.unit.estimate_cli import no_sky_home, run  # noqa: F401 - no_sky_home: autouse
 
 
 def _s(n: int, median: float, p90: float) -> HeldOutStats:
@@ -110,3 +114,32 @@ def test_loso_helpers_group_ratios_and_versions() -> None:
     assert (tp.measured, tp.predicted) == (0.5, 0.8) and tp.error_pct == pytest.approx(60.0)
     (pair,) = loso.gpu_pairs(rows)  # H100 vs H200 at TP1: measured slower, predicted faster
     assert not pair.order_right
+
+
+def test_a_hybrid_models_row_is_held_to_the_hybrid_points_figures() -> None:
+    with_hybrid = ExpectedError(20.0, {}, "says",
+                                msgspec.structs.replace(HELD, hybrid=_s(9, 26.0, 64.0)))
+    cell = with_hybrid.interval("Hopper", "mxfp4", 2, "nvlink")
+    hy = with_hybrid.interval("Hopper", "mxfp4", 2, "nvlink", hybrid=True)
+    assert (cell.median_pct, cell.p90_pct) == (9.0, 18.0)
+    assert (hy.median_pct, hy.p90_pct, hy.n, hy.validated) == (26.0, 64.0, 5, True)
+    assert "hybrid models (n=9)" in hy.basis
+    # a worse configuration keeps its own figures where they are the larger
+    wide = with_hybrid.interval("Blackwell", "mxfp4", 1, hybrid=True)
+    assert (wide.median_pct, wide.p90_pct) == (50.0, 70.0)
+    # no hybrid point held out: a hybrid's row is unvalidated, saying so
+    none = ERRORS.interval("Hopper", "mxfp4", 2, "nvlink", hybrid=True)
+    assert not none.validated and "a hybrid model" in none.missing
+
+
+def test_estimate_shows_a_hybrid_models_rows_with_the_hybrid_interval() -> None:
+    held = load_expected_error().held_out
+    assert held is not None and held.hybrid is not None and held.hybrid.n >= 9
+    r = run("--model", "nemotron-3-nano-30b-a3b", "--gpu", "H200", "--quantization", "fp8",
+            "--input-len", "1024", "--output-len", "1024", "--target-interactivity", "20",
+            "--json")
+    assert r.exit_code == 0, r.output
+    rows = json.loads(r.output)["rows"]
+    assert rows and all(row["expected_error"]["p90_abs_pct"] >= held.hybrid.p90_abs_error_pct
+                        for row in rows)
+    assert all("hybrid models" in row["expected_error"]["basis"] for row in rows)
