@@ -31,6 +31,7 @@ from infer_prof.core.analysis.comparison import (
 from infer_prof.core.measurement.metric_table import columns_at
 from infer_prof.core.measurement.prefix_hits import mixed_hit_rates
 from infer_prof.report.adapter_table import (
+    adapter_rows,
     comparison_adapter_csv,
     comparison_adapter_markdown,
     comparison_adapter_rows,
@@ -301,8 +302,9 @@ def _print_comparison(output_format: str, rows: list[dict[str, Any]], best: dict
         if not adapters:
             fail("none of these runs served LoRA adapters (runs made with --lora-modules and "
                  "--lora-mix have them); for the runs' own figures use --format csv")
-        sys.stdout.write(comparison_adapter_csv(adapters, dict(zip(runs.names, paths,
-                                                                   strict=True))))
+        sys.stdout.write(comparison_adapter_csv(
+            [(row, str(x.path)) for x, name in zip(runs.loaded, runs.names, strict=True)
+             for row in adapter_rows(x.result, name)]))
     elif output_format == "markdown":
         sys.stdout.write(compare_markdown(rows, best) + comparison_adapter_markdown(adapters))
     else:

@@ -151,19 +151,18 @@ def comparison_adapter_table(rows: Sequence[AdapterRow]) -> Table | None:
     return t
 
 
-def comparison_adapter_csv(rows: Sequence[AdapterRow], paths: dict[str, str]) -> str:
-    """``compare --format adapters-csv``: one CSV line per run and adapter, the columns
-    ``run``, then :class:`AdapterRow`'s fields in its order (shares as fractions, latencies in
-    ms, output tokens/s), then the run's result file ``path`` (``paths[run]``); an empty cell
-    where a figure was not measured. Header only without rows."""
+def comparison_adapter_csv(rows: Sequence[tuple[AdapterRow, str]]) -> str:
+    """``compare --format adapters-csv``: one CSV line per (row, result file) of ``rows``, the
+    columns ``run``, then :class:`AdapterRow`'s fields in its order (shares as fractions,
+    latencies in ms, output tokens/s), then the run's result file ``path``; an empty cell where
+    a figure was not measured. Header only without rows."""
     fields = [f for f in AdapterRow.__struct_fields__ if f != "run"]
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     w.writerow(["run", *fields, "path"])
-    for row in rows:
+    for row, path in rows:
         values = [getattr(row, f) for f in fields]
-        w.writerow([row.run or "", *("" if v is None else v for v in values),
-                    paths.get(row.run or "", "")])
+        w.writerow([row.run or "", *("" if v is None else v for v in values), path])
     return buf.getvalue()
 
 

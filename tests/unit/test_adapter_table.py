@@ -77,8 +77,10 @@ def test_compare_json_rows_name_the_run_first_and_keep_every_field():
 
 
 def test_compare_adapters_csv_has_a_line_per_run_and_adapter_and_empty_cells_where_unmeasured():
-    rows = comparison_adapter_rows([_result(), _result()], ["run A", "run B"])
-    text = comparison_adapter_csv(rows, {"run A": "a.json", "run B": "b.json"})
+    # two runs of the same name stay apart: each line carries its own run's file
+    rows = comparison_adapter_rows([_result(), _result()], ["run A", "run A"])
+    text = comparison_adapter_csv(list(zip(rows, ["a.json", "a.json", "b.json", "b.json"],
+                                           strict=True)))
     lines = list(csv.DictReader(io.StringIO(text)))
     assert list(lines[0]) == ["run", "adapter", "share_asked", "share_sent",
                               "requests_completed", "requests_failed", "ttft_p50_ms",
@@ -86,10 +88,10 @@ def test_compare_adapters_csv_has_a_line_per_run_and_adapter_and_empty_cells_whe
                               "path"]
     assert [(x["run"], x["adapter"], x["path"]) for x in lines] == [
         ("run A", "a1", "a.json"), ("run A", "base", "a.json"),
-        ("run B", "a1", "b.json"), ("run B", "base", "b.json")]
+        ("run A", "a1", "b.json"), ("run A", "base", "b.json")]
     assert float(lines[0]["ttft_p50_ms"]) == 80.123 and lines[0]["requests_failed"] == "1"
     assert lines[1]["share_sent"] == "" and lines[1]["ttft_p50_ms"] == ""
-    assert comparison_adapter_csv([], {}).splitlines() == [text.splitlines()[0]]
+    assert comparison_adapter_csv([]).splitlines() == [text.splitlines()[0]]
 
 
 def test_tables_and_markdown_show_a_row_per_run_and_adapter():

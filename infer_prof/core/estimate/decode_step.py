@@ -8,7 +8,7 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
     flops_p  = p x prefill_flops_per_token(Lp) / n
     t_memory = W(B + p) / n / (bandwidth x mbu) + B x kv_read(L) x s_kv / (bandwidth x mbu_kv)
     t_compute= (flops_d - att_d) / (peak x mfu_decode) + (flops_p - att_p) / (peak x mfu_prefill)
-             + att_d / (peak16 x mfu_decode) + att_p / (peak16 x mfu_prefill)
+             + att_d / (peak_att x mfu_decode) + att_p / (peak_att x mfu_prefill)
     t_step   = max(t_memory, t_compute) + t_allreduce + step_overhead + layers x layer_overhead
 
 - ``W(T)``: the weight bytes a step of ``T`` tokens reads (whole model, at the precision's
@@ -26,7 +26,7 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
   context ``Lp`` (:mod:`infer_prof.core.catalog.roofline`).
 - ``att_d``, ``att_p``: the attention part of ``flops_d`` and ``flops_p``
   (:func:`~infer_prof.core.catalog.roofline.attention_flops_per_token`). Attention multiplies
-  at the KV cache's precision, whatever the weights': those FLOPs run at ``peak16``
+  at the KV cache's precision, whatever the weights': those FLOPs run at ``peak_att``
   (:func:`infer_prof.core.estimate.peaks.attention_peak_flops`: the 16-bit peak, the fp8 peak
   for an fp8 KV cache on a GPU with fp8 math); the weights' matrices at ``peak``, the
   precision's (:mod:`.peaks`: fp8 W8A8, FP4 on Blackwell). ``bandwidth`` the GPU's.
@@ -125,10 +125,11 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     att_d = batch * attention_flops_per_token(arch, context) / n if batch else 0.0
     att_p = (prefill_tokens * attention_flops_per_token(arch, prefill_context) / n
              if prefill_tokens else 0.0)
-    sixteen = attention_peak_flops(gpu, d.kv_dtype_bytes) or peak
+    peak_att = attention_peak_flops(gpu, d.kv_dtype_bytes) or peak
     compute = (((flops_d - att_d) / (peak * factors.mfu_decode)
                 + (flops_p - att_p) / (peak * factors.mfu_prefill)) / math_share
-               + att_d / (sixteen * factors.mfu_decode) + att_p / (sixteen * factors.mfu_prefill))
+               + att_d / (peak_att * factors.mfu_decode)
+               + att_p / (peak_att * factors.mfu_prefill))
     allreduce = allreduce_step_s(
         tokens=tokens, hidden=arch.hidden_size, layers=arch.num_layers, gpus=n,
         link_bytes_per_s=d.link_bytes_per_s(), efficiency=d.allreduce_efficiency(),
