@@ -15,8 +15,10 @@ has no point in has the same fit as without the fold (memoized).
 Reported, on the points of vLLM 0.10 and later (``engine_version``; the goal's set):
 
 - per point ``error = predicted / measured - 1`` of output tokens/s per GPU; median and 90th
-  percentile of ``|error|`` over all, by GPU family, precision, GPU count (tensor parallel) and
-  the interconnect the all-reduce crosses, and by (family, precision, TP, interconnect) cell;
+  percentile of ``|error|`` over all; over the transformer points by GPU family, precision,
+  GPU count (tensor parallel) and the interconnect the all-reduce crosses, and by (family,
+  precision, TP, interconnect) cell (what a row's interval is looked up by); over the hybrid
+  models' points alone (a hybrid row's interval); by model and by source;
 - GPU pairs: two GPUs one source measured in one configuration (model, precision, lengths, TP,
   concurrency): is the faster per GPU by prediction the faster by measurement, and the median
   ``|predicted ratio / measured ratio - 1|`` of the two throughputs;
@@ -255,6 +257,9 @@ def apart_share(pairs: list[Ratio]) -> dict[str, float | int]:
 def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object]:
     """The whole held-out comparison as one JSON-ready document."""
     goal_rows = [r for r in rows if r.goal_set]
+    # the groups a configuration's interval is looked up by: transformer points (a hybrid
+    # model's row is held to the hybrid points' own line, "hybrid")
+    group_rows = [r for r in goal_rows if not is_hybrid(r.model)]
     pairs = gpu_pairs(goal_rows)
     tps = tp_ratios(goal_rows)
     head = stats(r.error_pct for r in goal_rows)
@@ -273,11 +278,12 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "goal_set": "vLLM closed-loop points of engine_version >= 0.10",
         "overall": head,
         "all_vllm_closed_loop": stats(r.error_pct for r in rows),
-        "by_family": grouped(goal_rows, lambda r: r.family),
-        "by_precision": grouped(goal_rows, lambda r: r.precision),
-        "by_tp": grouped(goal_rows, lambda r: str(r.tp)),
-        "by_interconnect": grouped(goal_rows, lambda r: r.interconnect),
-        "by_cell": grouped(goal_rows, cell_key),
+        "groups_over": "transformer points (hybrid models' on the hybrid line)",
+        "by_family": grouped(group_rows, lambda r: r.family),
+        "by_precision": grouped(group_rows, lambda r: r.precision),
+        "by_tp": grouped(group_rows, lambda r: str(r.tp)),
+        "by_interconnect": grouped(group_rows, lambda r: r.interconnect),
+        "by_cell": grouped(group_rows, cell_key),
         "by_source": grouped(rows, lambda r: r.source[:60]),
         "by_model": grouped(goal_rows, lambda r: r.model),
         "hybrid": stats(r.error_pct for r in goal_rows if is_hybrid(r.model)),
@@ -341,7 +347,10 @@ def print_report(doc: dict[str, object]) -> None:
     line("hybrid models' points (scored, not fitted)", doc["hybrid"])
     for title in ("by_family", "by_precision", "by_tp", "by_interconnect", "by_model",
                   "by_source", "by_cell"):
-        print(f" {title.replace('_', ' ')}:")
+        over = (" (transformer points; the hybrids' on the line above)"
+                if title in ("by_family", "by_precision", "by_tp", "by_interconnect", "by_cell")
+                else "")
+        print(f" {title.replace('_', ' ')}{over}:")
         groups = doc[title]
         assert isinstance(groups, dict)
         for k, s in groups.items():
