@@ -51,7 +51,6 @@ from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.catalog.published_results import PublishedPoint, published_results
 from infer_prof.core.estimate.calibration import Search, percentile
 from infer_prof.estimate.expected_error import ERRORS_FILE, HeldOutErrors, HeldOutStats
-from infer_prof.estimate.gpu_bound import inversions
 from infer_prof.estimate.published_fit import (
     Case,
     architecture,
@@ -60,6 +59,7 @@ from infer_prof.estimate.published_fit import (
     fitted_model,
     predict,
     prepare,
+    unfitted,
 )
 
 DATA = Path(__file__).resolve().parents[1] / "infer_prof" / "catalog" / "data"
@@ -310,17 +310,10 @@ def is_hybrid(model: str) -> bool:
 
 
 def not_fitted() -> list[dict[str, str]]:
-    """The vLLM closed-loop points every fit leaves out, each with why: measured slower than a
-    GPU they dominate (:mod:`infer_prof.estimate.gpu_bound`), or a hybrid model's
-    (:func:`infer_prof.estimate.published_fit.fitted_model`)."""
-    points = [p for p in published_results().points
-              if p.engine == "vllm" and p.load == "closed-loop"]
-    out = {i: v.why() for i, v in inversions(points).items()}
-    for p in points:
-        arch = architecture(p.model)
-        if p.id not in out and arch is not None and not fitted_model(arch):
-            out[p.id] = (f"{p.model} is a hybrid model (linear-attention or Mamba layers): "
-                         "scored, not fitted")
+    """The vLLM closed-loop points every fit leaves out, each with why
+    (:func:`infer_prof.estimate.published_fit.unfitted`)."""
+    out = unfitted(p for p in published_results().points
+                   if p.engine == "vllm" and p.load == "closed-loop")
     return [{"id": i, "why": w} for i, w in sorted(out.items())]
 
 

@@ -39,7 +39,7 @@ from infer_prof.estimate.gpu_bound import inversions
 __all__ = ["FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "POOL_WEIGHT",
            "TP_ONLY", "Case", "Chooser", "Fitted", "architecture", "carried", "chooser", "fit_all",
            "fit_cases", "fitted_model", "identifiable", "model_family", "pooled", "predict",
-           "prepare", "shipped_factors", "source_count"]
+           "prepare", "shipped_factors", "source_count", "unfitted"]
 
 
 @dataclass(frozen=True)
@@ -243,15 +243,13 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
     from the estimate's defaults with :class:`Search`'s weak pull; every other family starts
     from the parent's fit and is pulled back to it, and a GPU's own fit to its family's, with
     the weight :func:`pooled` gives its number of sources (partial pooling, :data:`POOL_WEIGHT`).
-    ``search`` overrides the coordinate search's settings (default :class:`Search`). A case
-    its GPU did not bound (measured slower than a GPU it dominates, in the same source and
-    configuration: :func:`infer_prof.estimate.gpu_bound.inversions`) is left out, and so is a
-    hybrid model's (:func:`fitted_model`)."""
+    ``search`` overrides the coordinate search's settings (default :class:`Search`). The cases
+    :func:`unfitted` names are left out."""
     fit_on = list(fit_on)
-    unbound = inversions(c.point for c in fit_on)
+    left_out = unfitted(c.point for c in fit_on)
     cases: dict[str, list[Case]] = {}
     for case in fit_on:
-        if case.point.id not in unbound and fitted_model(case.arch):
+        if case.point.id not in left_out:
             cases.setdefault(case.family, []).append(case)
     if only is not None:
         wanted = set(only)
@@ -288,6 +286,21 @@ def fitted_model(arch: ModelSpec) -> bool:
     the three hybrid sources in the fit, held out by source: median 12.3 %, TPn/TP1 7.5 %, 113 of
     121 GPU pairs right; without: 11.6 %, 4.0 %, 117)."""
     return arch.hybrid is None
+
+
+def unfitted(points: Iterable[PublishedPoint]) -> dict[str, str]:
+    """The points of ``points`` a fit leaves out, by id, each with why: measured slower than a
+    GPU they dominate in the same source and configuration (their GPU did not bound them:
+    :func:`infer_prof.estimate.gpu_bound.inversions`, compared within ``points``), or a hybrid
+    model's (:func:`fitted_model`)."""
+    pts = list(points)
+    out = {i: v.why() for i, v in inversions(pts).items()}
+    for p in pts:
+        arch = architecture(p.model)
+        if p.id not in out and arch is not None and not fitted_model(arch):
+            out[p.id] = (f"{p.model} is a hybrid model (linear-attention or Mamba layers): "
+                         "scored, not fitted")
+    return out
 
 
 def source_count(cases: Iterable[Case]) -> int:
