@@ -293,7 +293,7 @@ def test_transformers_5s_nemotron_h_spelling_reads_the_same_layers():
     assert m.attention_kinds() == _spec("nemotron-h-56b-base-8k").attention_kinds()
 
 
-def test_the_estimates_step_reads_the_state_once_per_sequence_split_over_gpus():
+def test_the_estimates_step_reads_and_writes_the_state_once_per_sequence_split_over_gpus():
     from infer_prof.core.estimate.decode_step import step_cost
     from infer_prof.core.estimate.deployment import Deployment
     from infer_prof.core.estimate.factors import default_factors
@@ -307,9 +307,10 @@ def test_the_estimates_step_reads_the_state_once_per_sequence_split_over_gpus():
         short = step_cost(d, batch=8, context=100).kv_bytes
         long = step_cost(d, batch=8, context=10_100).kv_bytes
         # 10,000 more tokens of context add only their KV (split 2 ways: 2 KV heads), never
-        # more state; the state itself is 8 sequences' worth, split over the GPUs
+        # more state; the state itself is 8 sequences' worth, read and written back (the
+        # recurrent update is in place), split over the GPUs
         assert long - short == pytest.approx(8 * 10_000 * 24 * KIB / gpus)
-        assert short == pytest.approx(8 * (100 * 24 * KIB / gpus + state / gpus))
+        assert short == pytest.approx(8 * (100 * 24 * KIB / gpus + 2 * state / gpus))
 
 
 def test_qwen3_5_reads_its_text_config_and_keeps_its_state_in_float32():

@@ -112,6 +112,18 @@ def kv_bytes_read(m: ModelSpec, context: float, kv_dtype_bytes: float = 2.0) -> 
     return total + state_bytes_read(m)
 
 
+def state_bytes_moved(m: ModelSpec) -> float:
+    """Bytes of a hybrid model's linear/Mamba state one decode step moves per sequence (whole
+    model): ``2 x`` :func:`state_bytes_read`, the state read and the updated state written back
+    in place. vLLM's recurrent updates store every element they load: ``selective_state_update``
+    (Mamba2; ``vllm/model_executor/layers/mamba/ops/mamba_ssm.py``) loads each sequence's
+    ``state`` tile and stores the updated one (``tl.store``) to the same cache slot, and the gated
+    delta rule (``vllm/model_executor/layers/fla/ops/fused_recurrent.py``) reads ``h0`` and
+    writes ``ht``. Unlike the KV cache, which a decode step only reads (and appends one token
+    to), the state is rewritten whole each step. 0 for other models."""
+    return 2.0 * state_bytes_read(m)
+
+
 def state_bytes_read(m: ModelSpec) -> float:
     """Bytes of a hybrid model's linear/Mamba state one decode step reads per sequence (whole
     model): ``linear layers x state bytes`` in the dtypes vLLM keeps them on a GPU (conv state

@@ -63,7 +63,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from infer_prof.core.catalog.kv_layout import kv_groups, state_bytes_read
+from infer_prof.core.catalog.kv_layout import kv_groups, state_bytes_moved
 from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.catalog.roofline_record import Roofline
 
@@ -100,17 +100,18 @@ def model_decode_bytes_per_step(
     mean_context_len: float,
     routed_expert_bytes: float = 0.0,
 ) -> float:
-    """Bytes one decode step of ``batch_size`` sequences reads (module docstring):
+    """Bytes one decode step of ``batch_size`` sequences moves (module docstring):
     ``weight_bytes - routed_expert_bytes x (1 - k/E)^B + B x L x kv_bytes_per_token x
-    kv_read_share(L) + B x state``, ``state`` a hybrid model's linear-layer state read once per
-    sequence (:func:`~infer_prof.core.catalog.kv_layout.state_bytes_read`, 0 otherwise); the
+    kv_read_share(L) + B x state``, ``state`` the bytes of a hybrid model's linear-layer state
+    read and written back once per sequence
+    (:func:`~infer_prof.core.catalog.kv_layout.state_bytes_moved`, 0 otherwise); the
     plain :func:`decode_bytes_per_step` for a dense model without sliding windows."""
     weights = weight_bytes
     if spec.moe is not None and routed_expert_bytes > 0:
         untouched = 1.0 - spec.moe.expected_distinct(batch_size) / spec.moe.num_experts
         weights -= routed_expert_bytes * untouched
     kv = kv_bytes_per_token * kv_read_share(spec, mean_context_len)
-    state = batch_size * state_bytes_read(spec)  # hybrid: once per sequence, any context
+    state = batch_size * state_bytes_moved(spec)  # hybrid: once per sequence, any context
     return decode_bytes_per_step(weights, kv, batch_size, mean_context_len) + state
 
 
@@ -210,8 +211,9 @@ MBU_DEFINITIONS: dict[str, str] = {
     "decode_bytes_per_step": (
         "bytes one decode step reads: weight_bytes + batch_size x mean_context_len x "
         "kv_bytes_per_token; for a mixture of experts only the routed experts its tokens reach "
-        "(E x (1 - (1 - k/E)^batch_size) of E per layer), and for sliding-window layers only "
-        "the window of each sequence's KV"
+        "(E x (1 - (1 - k/E)^batch_size) of E per layer), for sliding-window layers only "
+        "the window of each sequence's KV, and for a hybrid model's linear (Mamba, Gated "
+        "DeltaNet) layers each sequence's state read and written back (2 x its bytes)"
     ),
     "batch_size": "sequences in a decode step: see batch_source",
     "mbu": (

@@ -20,7 +20,9 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
   (:func:`infer_prof.core.catalog.kv_layout.kv_bytes_read`). ``s_kv`` the share one GPU holds:
   ``kv_bytes_per_token(tp=n) / kv_bytes_per_token(tp=1)`` (``1/n``, more when KV heads are
   replicated). A hybrid model's linear layers read their state once per sequence whatever
-  ``L`` (part of ``kv_read``), split ``1/n``.
+  ``L`` and write the updated state back, ``2 x state`` bytes
+  (:func:`~infer_prof.core.catalog.kv_layout.state_bytes_moved`) in place of ``kv_read``'s one
+  ``state``, split ``1/n``.
 - ``decode_flops_per_token(L)`` = 2 x active linear params + 2 x vocab x hidden + attention;
   ``prefill_flops_per_token(Lp)`` = 2 x active linear params + attention at the mean attended
   context ``Lp`` (:mod:`infer_prof.core.catalog.roofline`).
@@ -111,9 +113,10 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     n = gpu_count
     tokens = batch + prefill_tokens
     weights = decode_weight_bytes(arch, precision, tokens) / n
-    state = kv_layout.state_bytes_read(arch)  # a hybrid's linear layers: split n ways
-    kv = batch * ((kv_layout.kv_bytes_read(arch, context, d.kv_dtype_bytes) - state)
-                  * kv_share_per_gpu(arch, n) + state / n)
+    attention_kv = (kv_layout.kv_bytes_read(arch, context, d.kv_dtype_bytes)
+                    - kv_layout.state_bytes_read(arch))
+    # a hybrid's linear layers: their state read and written back, split n ways
+    kv = batch * (attention_kv * kv_share_per_gpu(arch, n) + kv_layout.state_bytes_moved(arch) / n)
     flops_d = batch * decode_flops_per_token(arch, context) / n if batch else 0.0
     flops_p = (prefill_tokens * prefill_flops_per_token(arch, prefill_context) / n
                if prefill_tokens else 0.0)
