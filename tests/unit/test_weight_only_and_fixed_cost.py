@@ -46,7 +46,25 @@ def test_large_batch_pays_the_dequantization_per_flop() -> None:
 def test_fp8_runs_weight_only_where_the_gpu_has_no_fp8_math() -> None:
     assert weight_only_cost("fp8", H100) is None
     assert weight_only_cost("fp8", A100) is WEIGHT_ONLY["fp8-weight-only"]
-    assert weight_only_cost("bf16", A100) is None and weight_only_cost("mxfp4", H100) is None
+    assert weight_only_cost("bf16", A100) is None
+
+
+def test_fp4_runs_weight_only_where_the_gpu_has_no_fp4_math() -> None:
+    """MXFP4 and NVFP4 on Hopper and Ampere unpack to 16-bit (Marlin): the int4 Marlin shares;
+    on a B200, whose FP4 tensor cores multiply them, no dequantization cost."""
+    b200 = catalog()["B200"]
+    for precision in ("mxfp4", "nvfp4"):
+        assert weight_only_cost(precision, H100) is WEIGHT_ONLY["fp4-weight-only"]
+        assert weight_only_cost(precision, A100) is WEIGHT_ONLY["fp4-weight-only"]
+        assert weight_only_cost(precision, b200) is None
+    fp4 = WEIGHT_ONLY["fp4-weight-only"]
+    assert (fp4.bandwidth_share, fp4.compute_share) == (WEIGHT_ONLY["awq"].bandwidth_share,
+                                                        WEIGHT_ONLY["awq"].compute_share)
+    oss = resolve_model("gpt-oss-120b", create_tiny=False, fetch=False).spec
+    d = Deployment(arch=oss, gpu=H100, gpu_count=1, precision="mxfp4", factors=HOPPER_FIT)
+    small = step_cost(d, batch=1, context=0)
+    bw = H100.memory_bandwidth_gbps * 1e9
+    assert small.memory_s == pytest.approx(small.weight_bytes / (bw * HOPPER_FIT.mbu * 0.98))
 
 
 def test_fixed_step_time_counts_every_layer_whatever_the_gpu_count() -> None:

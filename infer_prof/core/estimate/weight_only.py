@@ -1,8 +1,9 @@
 """What a weight-only format costs beyond its bytes: dequantizing the weights. Pure: no I/O.
 
 A weight-only format (AWQ and GPTQ int4 through vLLM's Marlin kernels, fp8 on a GPU without fp8
-math through FP8 Marlin, bitsandbytes) stores the weights packed and multiplies in 16-bit: each
-step unpacks the weights it reads. Two regimes, two shares (:class:`WeightOnlyCost`):
+math through FP8 Marlin, NVFP4 and MXFP4 on a GPU without FP4 math through Marlin or Triton's
+``matmul_ogs``, bitsandbytes) stores the weights packed and multiplies in 16-bit: each step
+unpacks the weights it reads. Two regimes, two shares (:class:`WeightOnlyCost`):
 
 - small batch, bound by the bytes read: the packed weights are read at ``bandwidth_share`` of
   the rate 16-bit weights are (a kernel that dequantizes in registers, as Marlin does, reads at
@@ -16,10 +17,11 @@ step unpacks the weights it reads. Two regimes, two shares (:class:`WeightOnlyCo
       t_compute = flops / (peak_16bit x mfu x compute_share)
 
 The shares are read from published vLLM measurements of each format against 16-bit on the same
-GPU, model and load (each with its ``source``). None of them is validated end to end yet: the
-published set (``published_results.json``) has no closed-loop vLLM point of these formats, so
-:func:`infer_prof.estimate.expected_error.ExpectedError.format_validated` says False for them
-and a row of such a format is marked unvalidated.
+GPU, model and load (each with its ``source``). A format validates end to end where the
+published set (``published_results.json``) has held-out closed-loop vLLM points of it (AWQ on
+the A100 and RTX cards, MXFP4 on Hopper); for the others
+:func:`infer_prof.estimate.expected_error.ExpectedError.format_validated` says False and a row
+of such a format is marked unvalidated.
 """
 
 from __future__ import annotations
@@ -75,6 +77,17 @@ WEIGHT_ONLY: dict[str, WeightOnlyCost] = {
         format="int8", bandwidth_share=0.98, compute_share=0.69,
         source=(f"GPTQ-Marlin int8, 7,119.60 tok/s on the {GPUSTACK_QUANT}; bandwidth_share as "
                 f"int4 Marlin's ({MARLIN_BATCH_1})")),
+    "fp4-weight-only": WeightOnlyCost(
+        format="fp4-weight-only", bandwidth_share=0.98, compute_share=0.78,
+        source=("no vLLM measurement of an MXFP4 or NVFP4 model against its 16-bit twin on a GPU "
+                "without FP4 math found: the int4 Marlin shares (AWQ's), as MXFP4 through Marlin "
+                "costs what int4 through Marlin does: the fused Marlin MoE kernel at the Mixtral "
+                "shape on an H20 takes 0.144106 ms at 1 token with MXFP4 weights "
+                "(flagos-ai/FlagGems PR 4483) and 0.144 ms with int4 (PR 3609), within 0.98-1.12 "
+                "of it from 16 to 32,768 tokens (PRs 4483, 3609, 4350); Triton's matmul_ogs path "
+                "(vLLM's other MXFP4 kernel on Hopper) reaches 0.99 and 0.94 of Marlin's tok/s at "
+                "batch 1 for gpt-oss-20b and -120b on an A100 (vllm-project/vllm PR 22428). "
+                f"compute_share 0.78: AWQ Marlin on the {GPUSTACK_QUANT}; {MARLIN_BATCH_1}")),
     "bnb-nf4": WeightOnlyCost(
         format="bnb-nf4", bandwidth_share=0.7, compute_share=0.57,
         source=(f"compute_share 0.57: bitsandbytes 5,916.34 tok/s on the {GPUSTACK_QUANT}; "
@@ -84,14 +97,17 @@ WEIGHT_ONLY: dict[str, WeightOnlyCost] = {
                 "(9/16 against 133/256 byte a weight): 0.67 x 1.08 x AWQ's 0.98")),
 }
 """The modelled weight-only formats by planner precision (``fp8-weight-only``: ``fp8`` on a GPU
-without fp8 tensor math)."""
+without fp8 tensor math; ``fp4-weight-only``: ``nvfp4`` or ``mxfp4`` on a GPU without FP4 math)."""
 
 
 def weight_only_cost(precision: str, gpu: GpuSpec) -> WeightOnlyCost | None:
     """The dequantization cost of ``precision`` on ``gpu``, or None for a format whose math runs
-    at its own precision (bf16, fp8 on a GPU with fp8 math, nvfp4/mxfp4: their cost is in the
-    fitted factors). ``fp8`` on a GPU whose catalog entry has no fp8 FLOP/s figure runs
-    weight-only (FP8 Marlin)."""
+    at its own precision (bf16, fp8 on a GPU with fp8 math, nvfp4/mxfp4 on a GPU with FP4 math:
+    their cost is in the fitted factors). ``fp8`` on a GPU whose catalog entry has no fp8 FLOP/s
+    figure runs weight-only (FP8 Marlin), and ``nvfp4``/``mxfp4`` on one without an FP4 figure
+    (Hopper, Ada, Ampere: Marlin or Triton's ``matmul_ogs``)."""
     if precision == "fp8":
         return None if gpu.fp8_tflops else WEIGHT_ONLY["fp8-weight-only"]
+    if precision in ("nvfp4", "mxfp4"):
+        return None if gpu.fp4_tflops else WEIGHT_ONLY["fp4-weight-only"]
     return WEIGHT_ONLY.get(precision)
