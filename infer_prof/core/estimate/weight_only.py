@@ -83,8 +83,9 @@ WEIGHT_ONLY: dict[str, WeightOnlyCost] = {
                 "without FP4 math found: the int4 Marlin shares (AWQ's), as MXFP4 through Marlin "
                 "costs what int4 through Marlin does: the fused Marlin MoE kernel at the Mixtral "
                 "shape on an H20 takes 0.144106 ms at 1 token with MXFP4 weights "
-                "(flagos-ai/FlagGems PR 4483) and 0.144 ms with int4 (PR 3609), within 0.98-1.12 "
-                "of it from 16 to 32,768 tokens (PRs 4483, 3609, 4350); Triton's matmul_ogs path "
+                "(flagos-ai/FlagGems PR 4483) and 0.144 ms with int4 (PR 3609), 1.04-1.12 of it "
+                "at 16-64 tokens and 0.98-1.02 at 256-32,768 (against PR 4350's int4 table, whose "
+                "GPU is not named in the readable text); Triton's matmul_ogs path "
                 "(vLLM's other MXFP4 kernel on Hopper) reaches 0.99 and 0.94 of Marlin's tok/s at "
                 "batch 1 for gpt-oss-20b and -120b on an A100 (vllm-project/vllm PR 22428). "
                 f"compute_share 0.78: AWQ Marlin on the {GPUSTACK_QUANT}; {MARLIN_BATCH_1}")),
