@@ -200,6 +200,12 @@ def search(request: EstimateRequest, gpus: Sequence[GpuSpec], offers: Sequence[I
                 for kv in kv_ok:
                     if request.min_quality is not None and (p in LOSSY_WEIGHTS or kv == "fp8"):
                         kept["quality"] += 1
+                        said = (f"{p} weights (4-bit) cost accuracy, which --min-quality keeps "
+                                "out (drop it, or measure the model with infer-prof quality)"
+                                if p in LOSSY_WEIGHTS else "an fp8 KV cache, kept out by "
+                                "--min-quality")
+                        if n not in why.setdefault(said, []):
+                            why[said].append(n)
                         continue
                     planned += 1
                     ask = ConfigRequest(g, n, input_len=request.input_len,

@@ -172,6 +172,18 @@ def test_lossy_configurations_are_marked_and_kept_out_by_min_quality():
         == {("fp8", "fp8")}
 
 
+def test_a_4bit_checkpoint_under_min_quality_says_why_nothing_is_left():
+    """gpt-oss ships in MXFP4 alone: --min-quality keeps every configuration out, and the one
+    line says that, not only the GPU counts that do not split its heads."""
+    res = run("--model", "gpt-oss-120b", "--gpu", "H100-SXM", "--input-len", "1024",
+              "--output-len", "1024", "--min-quality", "0.99")
+    assert res.exit_code == 2, res.output
+    errors = [line for line in res.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1, res.stderr
+    assert "1, 2, 4, 8 x H100-SXM: mxfp4 weights (4-bit) cost accuracy" in errors[0]
+    assert "--min-quality keeps out" in errors[0] and not res.stdout
+
+
 def _row(gpu: str, usd: float, **kw: object) -> Row:
     from infer_prof.core.estimate.factors import HOPPER_FIT
 
