@@ -59,11 +59,15 @@ MARLIN_BATCH_1 = (
     "AWQ-Marlin 61.4 tok/s (bereketlemma/llm-inference-bench README): 3.43x for 3.49x fewer "
     "weight bytes (14.5 GB against 4.15 GB by the planner's sizes)")
 
+AWQ_MARLIN = WeightOnlyCost(
+    format="awq", bandwidth_share=0.98, compute_share=0.78,
+    source=(f"compute_share 0.78: AWQ Marlin 8,066.03 tok/s on the {GPUSTACK_QUANT}; "
+            f"{MARLIN_BATCH_1}"))
+"""int4 through vLLM's Marlin kernels (AWQ), whose shares the FP4 formats take on a GPU without
+FP4 math."""
+
 WEIGHT_ONLY: dict[str, WeightOnlyCost] = {
-    "awq": WeightOnlyCost(
-        format="awq", bandwidth_share=0.98, compute_share=0.78,
-        source=(f"compute_share 0.78: AWQ Marlin 8,066.03 tok/s on the {GPUSTACK_QUANT}; "
-                f"{MARLIN_BATCH_1}")),
+    "awq": AWQ_MARLIN,
     "gptq": WeightOnlyCost(
         format="gptq", bandwidth_share=0.98, compute_share=0.79,
         source=(f"compute_share 0.79: GPTQ-Marlin int4 8,146.73 tok/s on the {GPUSTACK_QUANT}; "
@@ -78,7 +82,8 @@ WEIGHT_ONLY: dict[str, WeightOnlyCost] = {
         source=(f"GPTQ-Marlin int8, 7,119.60 tok/s on the {GPUSTACK_QUANT}; bandwidth_share as "
                 f"int4 Marlin's ({MARLIN_BATCH_1})")),
     "fp4-weight-only": WeightOnlyCost(
-        format="fp4-weight-only", bandwidth_share=0.98, compute_share=0.78,
+        format="fp4-weight-only", bandwidth_share=AWQ_MARLIN.bandwidth_share,
+        compute_share=AWQ_MARLIN.compute_share,
         source=("no vLLM measurement of an MXFP4 or NVFP4 model against its 16-bit twin on a GPU "
                 "without FP4 math found: the int4 Marlin shares (AWQ's), as MXFP4 through Marlin "
                 "costs what int4 through Marlin does: the fused Marlin MoE kernel at the Mixtral "
@@ -88,7 +93,7 @@ WEIGHT_ONLY: dict[str, WeightOnlyCost] = {
                 "GPU is not named in the readable text); Triton's matmul_ogs path "
                 "(vLLM's other MXFP4 kernel on Hopper) reaches 0.99 and 0.94 of Marlin's tok/s at "
                 "batch 1 for gpt-oss-20b and -120b on an A100 (vllm-project/vllm PR 22428). "
-                f"compute_share 0.78: AWQ Marlin on the {GPUSTACK_QUANT}; {MARLIN_BATCH_1}")),
+                f"AWQ's shares: {AWQ_MARLIN.source}")),
     "bnb-nf4": WeightOnlyCost(
         format="bnb-nf4", bandwidth_share=0.7, compute_share=0.57,
         source=(f"compute_share 0.57: bitsandbytes 5,916.34 tok/s on the {GPUSTACK_QUANT}; "
