@@ -38,7 +38,11 @@ def llama7b() -> ModelSpec:
 
 
 def test_step_time_is_the_slower_of_memory_and_compute(llama7b):
-    assert step_time_s(llama7b, WEIGHTS, KV, TOY, 1, 192) == pytest.approx(0.013577494528)
+    # one step reads the weights less the input embedding's 31,999 unread rows (4096 x 2 B
+    # each) and 192 tokens of KV, at 1e12 B/s
+    read = WEIGHTS - 2 * 4096 * (32000 - 1) + 192 * KV
+    assert step_time_s(llama7b, WEIGHTS, KV, TOY, 1, 192) == pytest.approx(read / 1e12)
+    assert read / 1e12 == pytest.approx(0.01331535872)
     slow_math = DeviceSpeed("cpu-like", 1e12, 1e9, 0.005, 0, 0, "made up")
     t = step_time_s(llama7b, WEIGHTS, KV, slow_math, 4, 192)
     assert t == pytest.approx(4 * decode_flops_per_token(llama7b, 192) / 1e9 + 0.005)

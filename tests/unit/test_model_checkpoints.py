@@ -33,6 +33,7 @@ from infer_prof.core.catalog.roofline import (
     RooflineInputs,
     model_decode_bytes_per_step,
     roofline_report,
+    unread_weight_bytes,
 )
 from infer_prof.core.planning.memory import (
     checkpoint_bytes,
@@ -187,6 +188,22 @@ def test_text_config_is_the_decoder_with_transformers_defaults():
     assert spec.param_count() == 4_300_079_472  # the model card: 4.30 B
 
 
+def test_a_decode_step_reads_neither_the_vision_tower_nor_the_embedding_rows_it_does_not_gather():
+    # gemma-3-4b-it ties its embedding to the LM head (read whole each step); its vision tower
+    # runs on a prompt's images, not in a decode step
+    gemma = _spec("gemma-3-4b-it")
+    assert gemma.vision is not None
+    tower = 2 * gemma.vision.params()
+    assert unread_weight_bytes(gemma, 8) == tower
+    total = weight_bytes(gemma, "bf16")
+    assert model_decode_bytes_per_step(gemma, total, 0.0, 8, 0.0) == total - tower
+    # gpt-oss-120b's untied 201,088 x 2,880 input embedding: a step of 4 gathers 4 rows
+    gptoss = _spec("gpt-oss-120b")
+    assert (gptoss.vocab_size, gptoss.hidden_size, gptoss.tie_word_embeddings) == (
+        201_088, 2880, False)
+    assert unread_weight_bytes(gptoss, 4) == 2 * 2880 * (201_088 - 4)  # 1.16 GB
+
+
 def test_mixtral_on_an_l40s_bf16_does_not_fit_and_the_plan_says_what_does():
     spec = _spec("mixtral-8x7b")
     p = plan(PlanRequest(spec, find_gpu("L40S"), concurrency=32))
@@ -221,11 +238,13 @@ def test_moe_decode_step_reads_the_expected_distinct_experts():
     total = weight_bytes(spec, "bf16")
     experts = routed_expert_bytes(spec, "bf16")
     one = model_decode_bytes_per_step(spec, total, 0.0, 1, 0.0, experts)
-    # one token reads 2 of 8 experts per layer: 1/4 of the routed experts' bytes
-    assert one == pytest.approx(total - experts * 0.75)
+    # one token reads 2 of 8 experts per layer: 1/4 of the routed experts' bytes, and one row
+    # of the input embedding (32,000 x 4,096, 2 B a weight)
+    table = 2 * 4096 * 32000
+    assert one == pytest.approx(total - experts * 0.75 - table + 2 * 4096)
     # 8 tokens: 8 x (1 - (6/8)^8) = 7.20 distinct experts of 8
     eight = model_decode_bytes_per_step(spec, total, 0.0, 8, 0.0, experts)
-    assert eight == pytest.approx(total - experts * 0.75**8)
+    assert eight == pytest.approx(total - experts * 0.75**8 - table + 8 * 2 * 4096)
     assert spec.active_param_count() == pytest.approx(12.88e9, rel=1e-3)
     # the roofline's MBU reads those bytes: at one running sequence, 1/4 of the experts
     report = roofline_report(RooflineInputs(

@@ -40,6 +40,9 @@ BW = 3.35e12
 PEAK = 989e12
 WEIGHTS = 13_476_831_232
 KV = 524_288
+UNREAD_1 = 2 * 4096 * (32000 - 1)
+"""llama-2-7b's input embedding less the one row a step of one sequence gathers, bytes: what a
+decode step holds and does not read (roofline.unread_weight_bytes)."""
 
 
 @pytest.fixture(scope="module")
@@ -109,12 +112,14 @@ def test_report_batch1_h100(llama7b):
         mean_prompt_len=1023),
     )
     msgspec.json.encode(rep)  # JSON-serializable
-    assert rep.decode_bandwidth_ceiling_tokens_per_s == pytest.approx(248.5747534, rel=1e-9)
+    # 3.35e12 / (13,476,831,232 - 262,135,808 unread embedding rows) = 253.5 tok/s
+    read = WEIGHTS - UNREAD_1
+    assert rep.decode_bandwidth_ceiling_tokens_per_s == pytest.approx(253.5056536, rel=1e-9)
     assert rep.decode_bound == "memory"
     assert rep.decode_ceiling_tokens_per_s == rep.decode_bandwidth_ceiling_tokens_per_s
-    assert rep.decode_step_time_min_s == pytest.approx(WEIGHTS / BW, rel=1e-12)
-    assert rep.mbu_pct == pytest.approx(80.45869392, rel=1e-9)
-    assert rep.achieved_bytes_per_s == pytest.approx(200.0 * WEIGHTS, rel=1e-12)
+    assert rep.decode_step_time_min_s == pytest.approx(read / BW, rel=1e-12)
+    assert rep.mbu_pct == pytest.approx(78.89370402, rel=1e-9)
+    assert rep.achieved_bytes_per_s == pytest.approx(200.0 * read, rel=1e-12)
     # 989e12 / 13,220,446,208 = 74,808.37 prompt tok/s
     assert rep.prefill_ceiling_tokens_per_s == pytest.approx(74_808.36762, rel=1e-9)
     assert rep.mfu_pct == pytest.approx(40.10246575, rel=1e-9)
@@ -149,11 +154,12 @@ def test_report_flags_throughput_above_ceiling(llama7b):
 
 
 def test_report_large_batch_is_compute_bound(llama7b):
-    # batch 1024, weights only: bandwidth ceiling 1024 x 3.35e12 / 13,476,831,232 = 254,540.5
+    # batch 1024, weights only: bandwidth ceiling 1024 x 3.35e12 / (13,476,831,232 - 2 x 4096 x
+    # (32,000 - 1,024) unread embedding rows) = 259,425.3
     # compute ceiling 989e12 / 13,214,154,752 = 74,843.98 -> the lower one binds
     rep = roofline_report(RooflineInputs(
         llama7b, WEIGHTS, KV, BW, PEAK, 1024, 0, output_tokens_per_s=80_000.0))
-    assert rep.decode_bandwidth_ceiling_tokens_per_s == pytest.approx(254_540.5475, rel=1e-9)
+    assert rep.decode_bandwidth_ceiling_tokens_per_s == pytest.approx(259_425.2685, rel=1e-9)
     assert rep.decode_compute_ceiling_tokens_per_s == pytest.approx(74_843.98500, rel=1e-9)
     assert rep.decode_bound == "compute"
     assert rep.above_ceiling is True  # 80,000 > 74,844
@@ -164,7 +170,7 @@ def test_report_nulls_where_not_computable(llama7b):
     rep = roofline_report(RooflineInputs(
         llama7b, WEIGHTS, KV, None, None, 8, 100, output_tokens_per_s=None))
     msgspec.json.encode(rep)
-    assert rep.decode_bytes_per_step == WEIGHTS + 8 * 100 * KV
+    assert rep.decode_bytes_per_step == WEIGHTS - 2 * 4096 * (32000 - 8) + 8 * 100 * KV
     for key in (
         "decode_bandwidth_ceiling_tokens_per_s",
         "decode_ceiling_tokens_per_s",
@@ -288,12 +294,14 @@ def test_result_block_reports_both_mbus_with_their_sources(llama7b):
     msgspec.json.encode(rep)
     assert rep.batch_size == 114.3 and rep.batch_source == "server_running_busy_mean"
     assert rep.mean_context_len == 576.0
-    assert rep.decode_bytes_per_step == pytest.approx(47_994_275_430.4, rel=1e-12)
-    assert rep.mbu_pct == pytest.approx(53.37084258, rel=1e-9)
+    # 13,476,831,232 B of weights less 2 x 4096 x (32,000 - 114.3) B of embedding rows no token
+    # of the step gathers, + 114.3 x 576 x 524,288 B of KV
+    assert rep.decode_bytes_per_step == pytest.approx(47_733_067_776.0, rel=1e-12)
+    assert rep.mbu_pct == pytest.approx(53.08037309, rel=1e-9)
     assert rep.decode_step_time_s == pytest.approx(0.0194, rel=1e-12)
     assert rep.decode_step_time_source == "itl_p50"  # not the TPOT p50 of 25.7 ms
-    assert rep.decode_step_bytes_per_s == pytest.approx(2.4739317232e12, rel=1e-9)
-    assert rep.decode_step_mbu_pct == pytest.approx(73.84870816, rel=1e-9)
+    assert rep.decode_step_bytes_per_s == pytest.approx(47_733_067_776.0 / 0.0194, rel=1e-9)
+    assert rep.decode_step_mbu_pct == pytest.approx(73.44678839, rel=1e-9)
     assert rep.definitions == MBU_DEFINITIONS
     assert "window" in rep.definitions["mbu"]
     assert "decode_step_time_s" in rep.definitions["decode_step_mbu"]
@@ -305,8 +313,8 @@ def test_result_block_reports_both_mbus_with_their_sources(llama7b):
                          DecodeLoad(batch, 512, 128, source))
     assert rep.batch_size == 1.0
     assert rep.decode_step_time_source == "tpot_p50"
-    assert rep.decode_step_mbu_pct == pytest.approx(66.87936474, rel=1e-9)
-    assert rep.mbu_pct == pytest.approx(65.80929490, rel=1e-9)
+    assert rep.decode_step_mbu_pct == pytest.approx(65.60701523, rel=1e-9)
+    assert rep.mbu_pct == pytest.approx(64.55730299, rel=1e-9)
 
 
 def test_decode_batch_falls_back_to_the_client_then_the_asked_concurrency():

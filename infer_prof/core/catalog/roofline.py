@@ -4,18 +4,23 @@ Pure: plain numbers (bytes, bytes/s, FLOP/s, tokens/s) and a ModelSpec in; no ca
 For a tensor-parallel run pass the aggregate bandwidth and peak FLOP/s of all its GPUs.
 
 Decode (memory-bandwidth bound at the batch sizes served in practice). Each decode step produces
-one token for each of the B running sequences and reads every weight byte once plus the KV cache
-of the B sequences at their mean context length L:
+one token for each of the B running sequences and reads the weights once plus the KV cache of
+the B sequences at their mean context length L:
 
     bytes_per_step      = weight_bytes + B x L x kv_bytes_per_token
 
+Of the weights a step reads what its B tokens pass through: the input embedding is a lookup of
+B rows (``2 x B x hidden`` bytes, not the ``2 x vocab x hidden`` table, which a model with tied
+embeddings reads whole as its LM head), and a vision tower runs only when a prompt's images are
+encoded, so ``weight_bytes`` less :func:`unread_weight_bytes`.
 For a mixture-of-experts model a step reads only the routed experts its B tokens are sent to:
 with E experts per layer and top-k routing, E x (1 - (1 - k/E)^B) distinct ones per layer in
 expectation, so of the routed experts' bytes ``routed_expert_bytes`` a step reads the share
 (1 - (1 - k/E)^B), and every other weight (attention, shared experts, dense layers, routers,
 the LM head) in full. A sliding-window layer reads at most its window of each sequence's KV:
 
-    bytes_per_step      = weight_bytes - routed_expert_bytes x (1 - k/E)^B
+    bytes_per_step      = weight_bytes - unread_weight_bytes(B)
+                          - routed_expert_bytes x (1 - k/E)^B
                           + B x L x kv_bytes_per_token x kv_read_share(L)
 
 with kv_read_share(L) = (sum over layers of min(L, window)) / (layers x L), 1 without windows.
@@ -35,8 +40,8 @@ any was. Two utilizations (fractions; ``*_pct`` x 100):
         gap between two tokens of a stream: one decode step), else the TPOT p50.
 
 llama-2-7b bf16 on an H100 SXM (3.35e12 B/s), 512 in / 128 out, so L = 512 + 128 / 2 = 576:
-at 128 streams (B = 114.3 running, 4,258 output tok/s, ITL p50 19.4 ms) a step moves 48.0e9 B:
-window MBU 53.4 %, decode-step MBU 73.9 %.
+at 128 streams (B = 114.3 running, 4,258 output tok/s, ITL p50 19.4 ms) a step moves 47.7e9 B:
+window MBU 53.1 %, decode-step MBU 73.4 %.
 
 A decode step also cannot beat compute: compute ceiling = peak_flops / decode_flops_per_token,
 decode_flops_per_token = 2 x active linear params + 2 x vocab x hidden (LM head)
@@ -92,6 +97,18 @@ def kv_read_share(spec: ModelSpec, context_len: float) -> float:
     return sum(g.layers * g.bytes_per_token * g.tokens_read(context_len) for g in groups) / full
 
 
+def unread_weight_bytes(spec: ModelSpec, batch_size: float) -> float:
+    """Bytes of the 16-bit weights a decode step of ``batch_size`` sequences holds but does not
+    read: of an untied input embedding all but its ``batch_size`` rows,
+    ``2 x hidden x (vocab - B)`` (tied, the table is the LM head and is read whole), and a
+    vision tower's ``2 x params`` (it runs at prefill, on a prompt's images)."""
+    rows = 0.0
+    if not spec.tie_word_embeddings:
+        rows = 2.0 * spec.hidden_size * max(0.0, spec.vocab_size - batch_size)
+    vision = 2.0 * spec.vision.params() if spec.vision is not None else 0.0
+    return rows + vision
+
+
 def model_decode_bytes_per_step(
     spec: ModelSpec,
     weight_bytes: float,
@@ -101,12 +118,13 @@ def model_decode_bytes_per_step(
     routed_expert_bytes: float = 0.0,
 ) -> float:
     """Bytes one decode step of ``batch_size`` sequences moves (module docstring):
-    ``weight_bytes - routed_expert_bytes x (1 - k/E)^B + B x L x kv_bytes_per_token x
+    ``weight_bytes - unread_weight_bytes(B) - routed_expert_bytes x (1 - k/E)^B +
+    B x L x kv_bytes_per_token x
     kv_read_share(L) + B x state``, ``state`` the bytes of a hybrid model's linear-layer state
     read and written back once per sequence
     (:func:`~infer_prof.core.catalog.kv_layout.state_bytes_moved`, 0 otherwise); the
     plain :func:`decode_bytes_per_step` for a dense model without sliding windows."""
-    weights = weight_bytes
+    weights = max(0.0, weight_bytes - unread_weight_bytes(spec, batch_size))
     if spec.moe is not None and routed_expert_bytes > 0:
         untouched = 1.0 - spec.moe.expected_distinct(batch_size) / spec.moe.num_experts
         weights -= routed_expert_bytes * untouched
@@ -210,7 +228,9 @@ def decode_step_mbu(
 MBU_DEFINITIONS: dict[str, str] = {
     "decode_bytes_per_step": (
         "bytes one decode step reads: weight_bytes + batch_size x mean_context_len x "
-        "kv_bytes_per_token; for a mixture of experts only the routed experts its tokens reach "
+        "kv_bytes_per_token, less the input embedding's rows no token of the step gathers "
+        "(an untied embedding: 2 x hidden x (vocab - batch_size)) and a vision tower's weights; "
+        "for a mixture of experts only the routed experts its tokens reach "
         "(E x (1 - (1 - k/E)^batch_size) of E per layer), for sliding-window layers only "
         "the window of each sequence's KV, and for a hybrid model's linear (Mamba, Gated "
         "DeltaNet) layers each sequence's state read and written back (2 x its bytes)"
