@@ -263,7 +263,8 @@ def write_files(fit: Fitted, doc: dict[str, Any], day: str) -> None:
                          f"has {MIN_GPU_POINTS}+ points of one GPU, per GPU; fitted on every "
                          "vLLM closed-loop point of published_results.json by "
                          "benchmarks/estimate_accuracy.py --write. A GPU uses its own, else its "
-                         "family's, else the fallback (the family the most sources measured), "
+                         "family's, else the fallback (the precision-weighted mean of the fitted "
+                         "families' factors, published_fit.population_factors), "
                          "else the estimate's default."),
             "families": {k: msgspec.to_builtins(v) for k, v in fit.families.items()},
             "gpus": {k: msgspec.to_builtins(v) for k, v in fit.gpus.items()},

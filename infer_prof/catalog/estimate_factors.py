@@ -6,8 +6,8 @@ peaks than an H100 of the same family), fitted on the ``fit`` split of
 ``published_results.json`` by ``benchmarks/estimate_accuracy.py --write`` (which also writes
 ``estimate_errors.json``, the error on the ``holdout`` split, read by
 :mod:`infer_prof.estimate.expected_error`). :func:`factors_for` picks the GPU's own fit, else its
-family's, else the ``fallback`` (the fit of the family the most sources measured, carried
-over), else the estimate's built-in default
+family's, else the ``fallback`` (the precision-weighted mean of the fitted families' factors,
+``published_fit.population_factors``, carried over), else the estimate's built-in default
 (:func:`infer_prof.core.estimate.factors.default_factors`).
 """
 
@@ -27,8 +27,8 @@ MIN_FAMILY_SOURCES = 2
 """Sources a family's points must come from for a fit of its own: one source's points cannot
 tell the hardware from that source's setup (its vLLM build, flags, client), and a family fitted
 on one source's setup carries it to every other (a B200 fitted on one slow August 2025 setup
-alone predicted InferenceMAX's B200 runs 50-70 % too slow). Fewer: the family measured by the
-most sources serves it (:attr:`Fitted.fallback`)."""
+alone predicted InferenceMAX's B200 runs 50-70 % too slow). Fewer: the mean of the fitted
+families' factors serves it (``Fitted.fallback``)."""
 
 FACTORS_FILE = "estimate_factors.json"
 
@@ -64,8 +64,8 @@ def fitted_gpu_factors() -> dict[str, StepFactors]:
 
 @cache
 def fallback_factors() -> StepFactors | None:
-    """The shipped ``fallback``: the fit of the family the most sources measured, for a family
-    without a fit of its own (None when the file has none)."""
+    """The shipped ``fallback``: the precision-weighted mean of the fitted families' factors, for
+    a family without a fit of its own (None when the file has none)."""
     doc = _read(FACTORS_FILE)
     entry = doc.get("fallback") if doc else None
     return msgspec.convert(entry, StepFactors) if entry else None
@@ -73,9 +73,8 @@ def fallback_factors() -> StepFactors | None:
 
 def factors_for(gpu: GpuSpec) -> StepFactors:
     """The factors to predict ``gpu`` with: its own fit, else its architecture family's, else
-    the fallback fit carried over to its family (the family measured by the most published
-    sources), else the estimate's default for the family (each says where it comes from in
-    ``source``)."""
+    the fallback carried over to its family (the mean of the fitted families' factors), else
+    the estimate's default for the family (each says where it comes from in ``source``)."""
     family = family_of(gpu)
     own = fitted_gpu_factors().get(gpu.key) or fitted_factors().get(family)
     if own is not None:
@@ -87,11 +86,11 @@ def factors_for(gpu: GpuSpec) -> StepFactors:
 
 
 def carried_over(factors: StepFactors, family: str) -> StepFactors:
-    """``factors`` (another family's fit) serving ``family``, its source saying so (the same
-    factors when they are ``family``'s own)."""
+    """``factors`` (another family's fit, or the fitted families' mean) serving ``family``, its
+    source saying so (the same factors when they are ``family``'s own)."""
     if factors.family == family:
         return factors
     return msgspec.structs.replace(
         factors, family=family,
         source=(f"no {family} fit from {MIN_FAMILY_SOURCES} or more published sources: "
-                f"{factors.family}'s fit carried over ({factors.source})"))
+                f"carried over from {factors.family} ({factors.source})"))

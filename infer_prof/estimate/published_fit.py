@@ -8,7 +8,8 @@ necessary (:data:`MIN_FAMILY_SOURCES`, :data:`TP_ONLY`, :data:`POOL_WEIGHT`): pe
 family, each pulled towards the family the most sources measured as far as its own sources are
 few, then per GPU with :data:`MIN_GPU_POINTS` points, pulled towards its family's; points their
 GPU did not bound (:mod:`infer_prof.estimate.gpu_bound`) and hybrid models' (:func:`fitted_model`)
-are left out.
+are left out. A family without a fit of its own is predicted with the fitted families'
+precision-weighted mean (:func:`population_factors`, the ``fallback``).
 ``benchmarks/estimate_accuracy.py --write`` writes the result to ``estimate_factors.json``;
 ``benchmarks/estimate_loso.py`` refits it with each source held out (:func:`fit_cases` on the
 other sources' cases).
@@ -16,6 +17,7 @@ other sources' cases).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cache
@@ -36,10 +38,11 @@ from infer_prof.core.estimate.peaks import peak_flops
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.estimate.gpu_bound import inversions
 
-__all__ = ["FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "POOL_WEIGHT",
-           "TP_ONLY", "Case", "Chooser", "Fitted", "architecture", "carried", "chooser", "fit_all",
-           "fit_cases", "fitted_model", "identifiable", "model_family", "pooled", "predict",
-           "prepare", "shipped_factors", "source_count", "unfitted"]
+__all__ = ["FAMILY_SPREAD", "FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS",
+           "POOL_WEIGHT", "SOURCE_SPREAD", "TP_ONLY", "Case", "Chooser", "Fitted", "architecture",
+           "carried", "chooser", "fit_all", "fit_cases", "fitted_model", "identifiable",
+           "model_family", "pooled", "population_factors", "predict", "prepare",
+           "shipped_factors", "source_count", "unfitted"]
 
 
 @dataclass(frozen=True)
@@ -57,8 +60,9 @@ class Case:
 @dataclass(frozen=True)
 class Fitted:
     """A fit's factors: per architecture family, and per GPU key where it had enough points;
-    ``fallback`` the factors of the family measured by the most sources, for a family with
-    points from fewer than :data:`MIN_FAMILY_SOURCES` sources or none (None: the default)."""
+    ``fallback`` the mean of the fitted families' factors (:func:`population_factors`), for a
+    family with points from fewer than :data:`MIN_FAMILY_SOURCES` sources or none (None: the
+    default)."""
 
     families: dict[str, StepFactors]
     gpus: dict[str, StepFactors]
@@ -170,16 +174,26 @@ FitLog = Callable[[str], None]
 """Where a fit says what it did, one line a fit (the benchmark prints them to stderr)."""
 
 
+SOURCE_SPREAD = 0.25
+"""``sigma_s``: how far one source's setup (its vLLM build, flags, client) moves its measured
+throughputs from what the hardware gives, in log: the spread of the sources' held-out errors,
+by source."""
+
+FAMILY_SPREAD = 0.18
+"""``tau``: how far one architecture family's factors lie from another's, in log: Blackwell's
+and Ada's fitted ``mbu`` against Hopper's (0.81 and 0.69 against 0.64) when each was fitted
+alone."""
+
 POOL_WEIGHT = 2.0
 """``lambda0``: a family's fit (or a GPU's own) from ``S`` sources is pulled towards its parent's
 fit (the fallback family's for a family, the family's for a GPU) with the weight
 ``lambda0 / S`` in :func:`~infer_prof.core.estimate.calibration.objective` (partial pooling). In
 Bayesian terms, the sources' setups shift a fit with a spread ``sigma_s`` in log throughput and
 the hardware moves a factor from its parent's with a spread ``tau``; the posterior's pull is
-``sigma_s^2 / (S tau^2)``. With ``sigma_s`` about 0.25 (the spread of sources' errors, by
-source) and ``tau`` about 0.18 (Blackwell's and Ada's fitted ``mbu`` against Hopper's, 0.81 and
-0.69 against 0.64, in log), ``lambda0 = 0.0625 / 0.0324``, about 2. Fewer sources pull harder: a
-family that two sources with the same slow setup measured stays near its parent."""
+``sigma_s^2 / (S tau^2)``. With ``sigma_s`` about 0.25 (:data:`SOURCE_SPREAD`) and ``tau``
+about 0.18 (:data:`FAMILY_SPREAD`), ``lambda0 = 0.0625 / 0.0324``, about 2. Fewer sources
+pull harder: a family that two sources with the same slow setup measured stays near its
+parent."""
 
 
 def _fit(members: list[Case], start: StepFactors, what: str, day: str,
@@ -239,7 +253,7 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
     """:func:`fit_all`'s fit on the cases ``fit_on``: per architecture family (only the
     families named in ``only``, when given), then per GPU with :data:`MIN_GPU_POINTS` points.
     A family whose cases come from fewer than :data:`MIN_FAMILY_SOURCES` sources is not fitted.
-    The family the most sources measured (the parent, and the ``fallback``) is fitted first,
+    The family the most sources measured (the parent) is fitted first,
     from the estimate's defaults with :class:`Search`'s weak pull; every other family starts
     from the parent's fit and is pulled back to it, and a GPU's own fit to its family's, with
     the weight :func:`pooled` gives its number of sources (partial pooling, :data:`POOL_WEIGHT`).
@@ -274,7 +288,46 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
             if len(own) >= MIN_GPU_POINTS and len(by_gpu) > 1:
                 gpus[key] = _fit(own, families[family], key, day, GPU_FITTED,
                                  pooled(base, source_count(own)), log)
-    return Fitted(families, gpus, families[parent] if parent else None)
+    return Fitted(families, gpus,
+                  population_factors(families, {k: sources[k] for k in families}))
+
+
+def population_factors(families: dict[str, StepFactors], sources: dict[str, int]
+                       ) -> StepFactors | None:
+    """The factors of a family no two sources measured: the mean of the fitted families'.
+
+    In the model :data:`POOL_WEIGHT` stands on, each family's factors are a draw from a
+    population of families (spread ``tau``, :data:`FAMILY_SPREAD`) and each family's fit
+    measures its own with the error its ``S`` sources leave (``sigma_s^2 / S``,
+    :data:`SOURCE_SPREAD`). A family without a fit is another draw: its best prediction is the
+    population's mean, each fitted family weighted by its precision, per factor of
+    :data:`FITTED`, in log:
+
+        ln f = sum_F w_F ln f_F / sum_F w_F,   w_F = 1 / (tau^2 + sigma_s^2 / S_F)
+
+    (the family with the most sources only as one of them: a family measured by many sources
+    counts at most ``1 / tau^2``). ``families``: the fitted families' factors; ``sources``: how
+    many sources each was fitted on. A factor at 0 in some family (a fixed time) is averaged
+    as it is, not in log. The factors not fitted (``pcie_allreduce_efficiency``) are the
+    most-measured family's. None when no family is fitted."""
+    if not families:
+        return None
+    weight = {k: 1.0 / (FAMILY_SPREAD ** 2 + SOURCE_SPREAD ** 2 / max(1, sources.get(k, 1)))
+              for k in families}
+    total = sum(weight.values())
+    def mean(name: str) -> float:
+        values = {k: float(getattr(f, name)) for k, f in families.items()}
+        if min(values.values()) <= 0:  # a time at 0 (no log): averaged as it is
+            return sum(weight[k] * v for k, v in values.items()) / total
+        return math.exp(sum(weight[k] * math.log(v) for k, v in values.items()) / total)
+    names = sorted(families)
+    base = families[max(names, key=lambda k: (sources.get(k, 0), k))]
+    share = ", ".join(f"{k} {weight[k] / total:.2f}" for k in names)
+    return msgspec.structs.replace(
+        base, **{name: mean(name) for name in FITTED}, family="the mean of the fitted families",
+        source=(f"the precision-weighted mean (in log) of the factors of the families fitted on "
+                f"2 or more published sources ({share}; published_fit.population_factors): "
+                + "; ".join(f"{k}: {families[k].source}" for k in names)))
 
 
 def fitted_model(arch: ModelSpec) -> bool:
