@@ -186,7 +186,7 @@ alone."""
 
 POOL_WEIGHT = 2.0
 """``lambda0``: a family's fit (or a GPU's own) from ``S`` sources is pulled towards its parent's
-fit (the fallback family's for a family, the family's for a GPU) with the weight
+fit (the most-measured family's for a family, the family's for a GPU) with the weight
 ``lambda0 / S`` in :func:`~infer_prof.core.estimate.calibration.objective` (partial pooling). In
 Bayesian terms, the sources' setups shift a fit with a spread ``sigma_s`` in log throughput and
 the hardware moves a factor from its parent's with a spread ``tau``; the posterior's pull is
@@ -315,6 +315,7 @@ def population_factors(families: dict[str, StepFactors], sources: dict[str, int]
     weight = {k: 1.0 / (FAMILY_SPREAD ** 2 + SOURCE_SPREAD ** 2 / max(1, sources.get(k, 1)))
               for k in families}
     total = sum(weight.values())
+
     def mean(name: str) -> float:
         values = {k: float(getattr(f, name)) for k, f in families.items()}
         if min(values.values()) <= 0:  # a time at 0 (no log): averaged as it is
