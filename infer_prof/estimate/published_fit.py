@@ -289,11 +289,11 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
                 gpus[key] = _fit(own, families[family], key, day, GPU_FITTED,
                                  pooled(base, source_count(own)), log)
     return Fitted(families, gpus,
-                  population_factors(families, {k: sources[k] for k in families}))
+                  population_factors(families, sources, families[parent] if parent else None))
 
 
-def population_factors(families: dict[str, StepFactors], sources: dict[str, int]
-                       ) -> StepFactors | None:
+def population_factors(families: dict[str, StepFactors], sources: dict[str, int],
+                       base: StepFactors | None) -> StepFactors | None:
     """The factors of a family no two sources measured: the mean of the fitted families'.
 
     In the model :data:`POOL_WEIGHT` stands on, each family's factors are a draw from a
@@ -307,10 +307,11 @@ def population_factors(families: dict[str, StepFactors], sources: dict[str, int]
 
     (the family with the most sources only as one of them: a family measured by many sources
     counts at most ``1 / tau^2``). ``families``: the fitted families' factors; ``sources``: how
-    many sources each was fitted on. A factor at 0 in some family (a fixed time) is averaged
-    as it is, not in log. The factors not fitted (``pcie_allreduce_efficiency``) are the
-    most-measured family's. None when no family is fitted."""
-    if not families:
+    many sources each was fitted on; ``base``: the most-measured family's fit (fit_cases'
+    parent), whose figures the factors not fitted keep (``pcie_allreduce_efficiency``). A factor
+    at 0 in some family (a fixed time) is averaged as it is, not in log. None when no family is
+    fitted."""
+    if not families or base is None:
         return None
     weight = {k: 1.0 / (FAMILY_SPREAD ** 2 + SOURCE_SPREAD ** 2 / max(1, sources.get(k, 1)))
               for k in families}
@@ -322,7 +323,6 @@ def population_factors(families: dict[str, StepFactors], sources: dict[str, int]
             return sum(weight[k] * v for k, v in values.items()) / total
         return math.exp(sum(weight[k] * math.log(v) for k, v in values.items()) / total)
     names = sorted(families)
-    base = families[max(names, key=lambda k: (sources.get(k, 0), k))]
     share = ", ".join(f"{k} {weight[k] / total:.2f}" for k in names)
     return msgspec.structs.replace(
         base, **{name: mean(name) for name in FITTED}, family="the mean of the fitted families",

@@ -185,7 +185,7 @@ def test_the_fallback_is_the_precision_weighted_mean_of_the_fitted_families() ->
     a = msgspec.structs.replace(HOPPER_FIT, family="A", mbu=0.5, step_overhead_ms=2.0)
     b = msgspec.structs.replace(HOPPER_FIT, family="B", mbu=0.8, step_overhead_ms=1.0,
                                 pcie_allreduce_efficiency=0.3)
-    mean = population_factors({"A": a, "B": b}, {"A": 8, "B": 2})
+    mean = population_factors({"A": a, "B": b}, {"A": 8, "B": 2}, a)
     assert mean is not None
     w_a = 1 / (0.0324 + 0.0625 / 8)  # 24.87
     w_b = 1 / (0.0324 + 0.0625 / 2)  # 15.71
@@ -196,11 +196,11 @@ def test_the_fallback_is_the_precision_weighted_mean_of_the_fitted_families() ->
     assert mean.step_overhead_ms == pytest.approx(
         math.exp((w_a * math.log(2.0)) / (w_a + w_b)))
     assert mean.mbu_kv == pytest.approx(HOPPER_FIT.mbu_kv)  # the same in both
-    assert mean.pcie_allreduce_efficiency == HOPPER_FIT.pcie_allreduce_efficiency  # A's: 8 sources
+    assert mean.pcie_allreduce_efficiency == HOPPER_FIT.pcie_allreduce_efficiency  # base's (A)
     assert mean.family == "the mean of the fitted families"
     assert "A 0.61, B 0.39" in mean.source
-    assert population_factors({}, {}) is None
-    assert population_factors({"A": a}, {"A": 3}).mbu == pytest.approx(0.5)  # type: ignore[union-attr]
+    assert population_factors({}, {}, None) is None
+    assert population_factors({"A": a}, {"A": 3}, a).mbu == pytest.approx(0.5)  # type: ignore[union-attr]
 
 
 def test_a_published_point_on_pcie_cards_is_predicted_with_the_pcie_all_reduce() -> None:

@@ -119,11 +119,10 @@ def model_decode_bytes_per_step(
 ) -> float:
     """Bytes one decode step of ``batch_size`` sequences moves (module docstring):
     ``weight_bytes - unread_weight_bytes(B) - routed_expert_bytes x (1 - k/E)^B +
-    B x L x kv_bytes_per_token x
-    kv_read_share(L) + B x state``, ``state`` the bytes of a hybrid model's linear-layer state
-    read and written back once per sequence
-    (:func:`~infer_prof.core.catalog.kv_layout.state_bytes_moved`, 0 otherwise); the
-    plain :func:`decode_bytes_per_step` for a dense model without sliding windows."""
+    B x L x kv_bytes_per_token x kv_read_share(L) + B x state``, ``state`` the bytes of a
+    hybrid model's linear-layer state read and written back once per sequence
+    (:func:`~infer_prof.core.catalog.kv_layout.state_bytes_moved`, 0 otherwise); the plain
+    :func:`decode_bytes_per_step` for a dense model without sliding windows."""
     weights = max(0.0, weight_bytes - unread_weight_bytes(spec, batch_size))
     if spec.moe is not None and routed_expert_bytes > 0:
         untouched = 1.0 - spec.moe.expected_distinct(batch_size) / spec.moe.num_experts
