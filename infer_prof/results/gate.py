@@ -10,7 +10,9 @@ runs of the configuration differ from each other (:mod:`infer_prof.core.analysis
 measured between the baseline's runs (``--baseline history:N``), pooled with the launch-to-launch
 spread ``run --repeat N --repeat-relaunch`` stored in the history for this configuration; with
 one run a side, that stored spread alone, or else an assumed one (:data:`DEFAULT_ASSUMED_CV`,
-``--assumed-spread``), stated in the verdict. The gate's false alarms are held to ``alpha``
+``--assumed-spread``), stated in the verdict. A latency percentile that a run computed from
+fewer than 20 values beyond it (ITL: its requests) is reported, never called significant
+(:mod:`infer_prof.results.tail_samples`). The gate's false alarms are held to ``alpha``
 (1 %) over all its metrics together (Bonferroni), and every verdict names the smallest change it
 could have flagged.
 
@@ -103,6 +105,7 @@ from infer_prof.results.loading import (
     load_request_records,
 )
 from infer_prof.results.schema import ResultFileError, load_result, typed_document
+from infer_prof.results.tail_samples import MIN_TAIL_SAMPLES, thin_tail_note, too_few_beyond
 
 #: The gate's metrics (the metric table's ``gate`` place), named as the history names them.
 #: Judged one value per run: the rates first, then (after the latencies) cost and energy.
@@ -115,7 +118,6 @@ AGGREGATE_METRICS = tuple(alt for name in (*_LEADING, *_TRAILING) for alt in nam
 LATENCY_METRICS = tuple(m.key for m in metrics_at("gate", "latency"))
 _LATENCY_STATS = {m.key: m.shows["gate"].stats for m in metrics_at("gate", "latency")}
 DEFAULT_MAX_SAMPLES = 2000
-MIN_TAIL_SAMPLES = 20
 
 #: The run-to-run spread (CV, %) assumed when nothing measured it (one run a side and no launch
 #: spread in the history), by metric name or glob pattern (:func:`threshold_for`'s lookup). Set
@@ -234,18 +236,6 @@ def thin(values: Sequence[float], max_samples: int) -> list[float]:
         assert p is not None
         out.append(p)
     return out
-
-
-def too_few_beyond(stat: str, n_baseline: int, n_current: int) -> bool:
-    """True when ``stat`` is a percentile above p50 with fewer than :data:`MIN_TAIL_SAMPLES`
-    values beyond it on a side (``n * (1 - q/100)``): too few to call its change significant."""
-    if not stat.startswith("p"):
-        return False
-    try:
-        q = float(stat[1:])
-    except ValueError:
-        return False
-    return q > 50.0 and min(n_baseline, n_current) * (100.0 - q) / 100.0 < MIN_TAIL_SAMPLES
 
 
 def _n_requests(runs: Sequence[RunData]) -> int:
@@ -453,8 +443,10 @@ def evaluate(
         threshold = threshold_for(name, thresholds, default_threshold_pct)
         bad = j.change_pct if direction == "lower" else -j.change_pct
         crosses = bad >= threshold
-        regression = j.significant and j.worse and crosses
-        improvement = j.significant and not j.worse and -bad >= threshold
+        note = thin_tail_note([r.values for r in baseline], [r.values for r in current], name)
+        significant = j.significant and not note
+        regression = significant and j.worse and crosses
+        improvement = significant and not j.worse and -bad >= threshold
         spread = j.spread
         basis = spread.basis
         if spread.assumed:
@@ -471,7 +463,7 @@ def evaluate(
                 ci_low_pct=j.ci_low_pct,
                 ci_high_pct=j.ci_high_pct,
                 p_value=j.p_value,
-                significant=j.significant,
+                significant=significant,
                 threshold_pct=threshold,
                 crosses_threshold=crosses,
                 regression=regression,
@@ -483,7 +475,7 @@ def evaluate(
                 n_baseline=len(b),
                 n_current=len(c),
                 note=sensitivity_note(_label(name), spread, j.detectable_pct, threshold, against,
-                                      direction),
+                                      direction) + (f"; {note}" if note else ""),
                 spread_pct=spread.cv_pct,
                 spread_basis=basis,
                 detectable_pct=j.detectable_pct,

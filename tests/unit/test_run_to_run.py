@@ -204,3 +204,29 @@ def test_recorded_vllm_cpu_runs_pass_against_the_others_and_say_they_are_blind()
         assert tpot.spread_pct is not None and tpot.spread_pct > 20  # the machine, not the code
         assert tpot.detectable_pct is not None and tpot.detectable_pct > 10
         assert "below what this history can detect" in tpot.note or "cannot detect" in tpot.note
+
+
+def _tail_run(i: int, itl_p99: float, tpot: float, requests: int) -> RunData:
+    return RunData(f"r{i}", f"r{i}", {"itl_ms.p99": itl_p99, "tpot_ms.p50": tpot,
+                                      "itl_ms.count": 15.0 * requests,
+                                      "requests_completed": float(requests)})
+
+
+def test_a_tail_percentile_of_few_values_is_reported_not_called() -> None:
+    # the e2e repeat test's case (vLLM-CPU, 12 requests of 16 tokens a run): the other two
+    # runs' ITL p99 agreed to 0.04 %, this run's was 2.2x theirs: one or two gaps a run decide a
+    # p99, so two runs agreeing is chance, not a measured spread
+    base = [_tail_run(0, 6.6113, 3.45, 12), _tail_run(1, 6.6138, 3.46, 12)]
+    cur = [_tail_run(2, 14.403, 3.50, 12)]
+    itl = {c.name: c for c in evaluate(base, cur)}["itl_ms.p99"]
+    assert itl.change_pct == pytest.approx(117.8, abs=0.1) and itl.p_value < 0.001
+    assert not itl.significant and not itl.regression and verdict(itl) != "REGRESSION"
+    assert "too few values beyond p99 in a run (< 20: 12 a run)" in itl.note  # ITL: requests
+    # 2,000 requests a run put 20 values beyond p99: the same change is called
+    many = [_tail_run(i, r.values["itl_ms.p99"], 3.45, 2000) for i, r in enumerate(base + cur)]
+    called = {c.name: c for c in evaluate(many[:2], many[2:])}["itl_ms.p99"]
+    assert called.significant and called.regression
+    # without counts (a history row that does not say) the percentile is judged as before
+    bare = [RunData(r.run_id, r.source, {"itl_ms.p99": r.values["itl_ms.p99"]})
+            for r in base + cur]
+    assert {c.name: c for c in evaluate(bare[:2], bare[2:])}["itl_ms.p99"].regression
