@@ -299,10 +299,24 @@ def test_fp4_only_where_the_gpu_has_it():
 
 
 def test_bf16_and_fp8_support_follow_the_architecture_where_no_tflops_are_sourced():
-    # A10G: no published tensor TFLOPS, but Ampere runs BF16; RTX 4000 Ada (8.9) runs FP8.
-    assert find_gpu("A10G").bf16_tflops is None and find_gpu("A10G").supports_bf16
-    assert find_gpu("RTX-4000-Ada").fp8_tflops is None and find_gpu("RTX-4000-Ada").supports_fp8
+    # RTX A4500: no tensor TFLOPS found, but Ampere runs BF16; every GPU of 8.9 or more runs FP8.
+    assert find_gpu("A4500").bf16_tflops is None and find_gpu("A4500").supports_bf16
+    assert find_gpu("RTX-2000-Ada").supports_fp8 and find_gpu("RTX-4000-Ada").supports_fp8
     assert not find_gpu("T4").supports_bf16 and not find_gpu("V100-32GB").supports_fp8
     # AMD: FP8 where the GPU has it (CDNA 3/4), not on CDNA 1
     assert find_gpu("MI300X").supports_fp8 and find_gpu("MI355X").supports_fp8
     assert not find_gpu("MI100").supports_fp8
+
+
+def test_tensor_figures_of_the_rented_gpus_that_had_none():
+    # dense, FP32 accumulate, each from the source its entry names (gpus.json)
+    a10g = find_gpu("A10G")
+    assert a10g.fp16_tflops == a10g.bf16_tflops == 70.0
+    assert a10g.fp8_tflops is None  # Ampere: no FP8
+    ada2 = find_gpu("RTX-2000-Ada")  # NVIDIA's 191.9 TFLOPS is FP8 with sparsity: /2, /4
+    assert (ada2.fp8_tflops, ada2.fp16_tflops, ada2.bf16_tflops) == (95.95, 47.98, 47.98)
+    ada4 = find_gpu("RTX-4000-Ada")
+    assert (ada4.fp8_tflops, ada4.fp16_tflops, ada4.bf16_tflops) == (213.81, 106.91, 106.91)
+    a16 = find_gpu("A16")  # one of the board's four GPUs
+    assert a16.fp16_tflops == a16.bf16_tflops == 17.9 and a16.fp8_tflops is None
+    assert find_gpu("A4500").fp16_tflops is None  # not found
