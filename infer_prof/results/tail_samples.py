@@ -31,11 +31,11 @@ def too_few_beyond(stat: str, n_baseline: int, n_current: int) -> bool:
 
 
 def tail_samples_per_run(runs: Sequence[Mapping[str, float]], name: str) -> int | None:
-    """The fewest independent values one run of ``runs`` computed the latency percentile
-    ``name`` (``ttft_ms.p99``) from, each run given by its flattened summary values: its
-    ``requests_completed`` for a metric of several values
-    a request (ITL: the gaps of one request are not independent), else its ``<metric>.count``;
-    None when ``name`` is not a latency percentile or a run does not say."""
+    """The fewest independent values one run of ``runs`` (each its flattened summary values)
+    computed the latency percentile ``name`` (``ttft_ms.p99``) from: its
+    ``requests_completed`` for a metric of several values a request (ITL: the gaps of one
+    request are not independent), else its ``<metric>.count``; None when ``name`` is not a
+    latency percentile or a run does not say."""
     base, _, stat = name.rpartition(".")
     per_request = {m.key: m.many_per_request for m in latencies()}
     if base not in per_request or not stat.startswith("p"):
