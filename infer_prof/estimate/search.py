@@ -29,6 +29,7 @@ predicted, and only those that hold one sequence are predicted.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -155,14 +156,36 @@ def _supported(gpu: GpuSpec, precisions: Sequence[str], kvs: Sequence[str],
     return runs, kv_ok
 
 
+_NO_FLOPS = re.compile(
+    r"^(the GPU catalog has no .+ FLOP/s figure for \S+) \(what (\S+) computes at\)$")
+"""A missing-FLOP/s reason of :func:`~infer_prof.estimate.configs.config_for`: the figure, and
+the precision that would compute at it."""
+
+
 def _why_none(gpu: GpuSpec, why: dict[str, list[int]]) -> str:
     """One line: each reason a GPU has no configuration, with the counts it held for
-    (``1 x A10G: does not hold ...; 4, 8 x A10G: no interconnect figure ...``)."""
+    (``1 x A10G: does not hold ...; 4, 8 x A10G: no interconnect figure ...``). Missing-FLOP/s
+    reasons that differ only in the precision, for the same counts, are one clause
+    (``1, 2 x A16: the GPU catalog has no 16-bit FLOP/s figure for A16 (what bf16 and
+    bnb-nf4 compute at)``)."""
     if not why:
         return "no configuration to try"
-    first = sorted(why.items(), key=lambda kv: not kv[0].startswith("the GPU catalog"))
-    return "; ".join(f"{', '.join(map(str, counts))} x {gpu.key}: {reason}"
-                     for reason, counts in first)
+    merged: dict[tuple[str, tuple[int, ...]], list[str]] = {}
+    for reason, counts in why.items():
+        m = _NO_FLOPS.match(reason)
+        head, precision = (m.group(1), m.group(2)) if m else (reason, "")
+        merged.setdefault((head, tuple(counts)), []).append(precision)
+    clauses: list[tuple[str, str]] = []
+    for (head, held), precisions in merged.items():
+        named = [p for p in precisions if p]
+        if named:
+            what = (named[0] if len(named) == 1
+                    else f"{', '.join(named[:-1])} and {named[-1]}")
+            verb = "computes" if len(named) == 1 else "compute"
+            head = f"{head} (what {what} {verb} at)"
+        clauses.append((head, f"{', '.join(map(str, held))} x {gpu.key}: {head}"))
+    first = sorted(clauses, key=lambda c: not c[0].startswith("the GPU catalog"))
+    return "; ".join(line for _, line in first)
 
 
 def search(request: EstimateRequest, gpus: Sequence[GpuSpec], offers: Sequence[InstanceOffer],

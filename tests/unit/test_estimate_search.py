@@ -239,3 +239,17 @@ def test_bad_search_input_one_line_exit_2(args, says):
     errors = [line for line in res.stderr.splitlines() if line.startswith("error: ")]
     assert len(errors) == 1 and says in errors[0], res.stderr
     assert not res.stdout
+
+
+def test_a_gpu_without_a_flops_figure_is_left_out_in_one_clause_for_all_its_precisions():
+    # the RTX A4500 has no tensor figure (gpus.json): every precision it would run at 1, 2 and
+    # 4 GPUs misses for the same reason, said once, before the reasons of other counts
+    doc = _estimate("llama-3.1-8b", ("A4500",))
+    assert not doc.rows
+    (skipped,) = doc.skipped
+    assert skipped.gpu == "A4500"
+    first, *rest = skipped.why.split("; ")
+    assert first.startswith("1, 2, 4 x A4500: the GPU catalog has no 16-bit FLOP/s figure for "
+                            "A4500 (what bf16")
+    assert first.endswith(" compute at)") and first.count("FLOP/s") == 1
+    assert "bnb-nf4" in first and all("FLOP/s" not in r for r in rest)
