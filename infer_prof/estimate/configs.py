@@ -17,6 +17,7 @@ searches every configuration (:mod:`infer_prof.estimate.search`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -98,6 +99,13 @@ class ConfigRequest:
     kv_cache_dtype: str = "auto"
     link: TpLink | None = None
     support: Support | None = None
+
+
+NO_FLOPS_WHY = re.compile(
+    r"^(the GPU catalog has no .+ FLOP/s figure for \S+) \(what (\S+) computes at\)$")
+"""The shape of :func:`config_for`'s reason for a missing FLOP/s figure: group 1 the figure
+missing, group 2 the precision that would compute at it (the search says the figure once for
+all the precisions it stops)."""
 
 
 def config_for(model: ModelSpec, ask: ConfigRequest,

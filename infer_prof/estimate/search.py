@@ -29,7 +29,6 @@ predicted, and only those that hold one sequence are predicted.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -50,6 +49,7 @@ from infer_prof.core.planning.precisions import PlanError, normalize_precision
 from infer_prof.estimate.configs import (
     GPU_COUNTS,
     LOSSY_WEIGHTS,
+    NO_FLOPS_WHY,
     Config,
     ConfigRequest,
     config_for,
@@ -156,12 +156,6 @@ def _supported(gpu: GpuSpec, precisions: Sequence[str], kvs: Sequence[str],
     return runs, kv_ok
 
 
-_NO_FLOPS = re.compile(
-    r"^(the GPU catalog has no .+ FLOP/s figure for \S+) \(what (\S+) computes at\)$")
-"""A missing-FLOP/s reason of :func:`~infer_prof.estimate.configs.config_for`: the figure, and
-the precision that would compute at it."""
-
-
 def _why_none(gpu: GpuSpec, why: dict[str, list[int]]) -> str:
     """One line: each reason a GPU has no configuration, with the counts it held for
     (``1 x A10G: does not hold ...; 4, 8 x A10G: no interconnect figure ...``). Missing-FLOP/s
@@ -172,7 +166,7 @@ def _why_none(gpu: GpuSpec, why: dict[str, list[int]]) -> str:
         return "no configuration to try"
     merged: dict[tuple[str, tuple[int, ...]], list[str]] = {}
     for reason, counts in why.items():
-        m = _NO_FLOPS.match(reason)
+        m = NO_FLOPS_WHY.match(reason)
         head, precision = (m.group(1), m.group(2)) if m else (reason, "")
         merged.setdefault((head, tuple(counts)), []).append(precision)
     clauses: list[tuple[str, str]] = []

@@ -105,7 +105,12 @@ from infer_prof.results.loading import (
     load_request_records,
 )
 from infer_prof.results.schema import ResultFileError, load_result, typed_document
-from infer_prof.results.tail_samples import MIN_TAIL_SAMPLES, thin_tail_note, too_few_beyond
+from infer_prof.results.tail_samples import (
+    MANY_PER_REQUEST,
+    MIN_TAIL_SAMPLES,
+    thin_tail_note,
+    too_few_beyond,
+)
 
 #: The gate's metrics (the metric table's ``gate`` place), named as the history names them.
 #: Judged one value per run: the rates first, then (after the latencies) cost and energy.
@@ -266,7 +271,6 @@ def evaluate_within_run(
     if not baseline or not current:
         raise ValueError("the gate needs at least one run on each side")
     out: list[MetricComparison] = []
-    many_per_request = {m.key: m.many_per_request for m in latencies()}
 
     def runs_metric(name: str) -> None:
         b, c = _per_run(baseline, name), _per_run(current, name)
@@ -296,7 +300,7 @@ def evaluate_within_run(
             if not b_full or not c_full:
                 continue
             b_max, c_max = max_samples, max_samples
-            if many_per_request[base]:  # e.g. ITL's gaps are not independent: n = requests
+            if MANY_PER_REQUEST[base]:  # e.g. ITL's gaps are not independent: n = requests
                 b_max = min(max_samples, max(2, _n_requests(baseline)))
                 c_max = min(max_samples, max(2, _n_requests(current)))
             b, c = thin(b_full, b_max), thin(c_full, c_max)

@@ -17,6 +17,10 @@ from infer_prof.core.measurement.metric_table import latencies
 MIN_TAIL_SAMPLES = 20
 """Values beyond a percentile a side needs before its change can be called significant."""
 
+MANY_PER_REQUEST: dict[str, bool] = {m.key: m.many_per_request for m in latencies()}
+"""Each latency metric's key, and whether a request gives several of its values (ITL's gaps),
+which are then not independent: such a metric counts its requests, not its values."""
+
 
 def too_few_beyond(stat: str, n_baseline: int, n_current: int) -> bool:
     """True when ``stat`` is a percentile above p50 with fewer than :data:`MIN_TAIL_SAMPLES`
@@ -37,10 +41,9 @@ def tail_samples_per_run(runs: Sequence[Mapping[str, float]], name: str) -> int 
     request are not independent), else its ``<metric>.count``; None when ``name`` is not a
     latency percentile or a run does not say."""
     base, _, stat = name.rpartition(".")
-    per_request = {m.key: m.many_per_request for m in latencies()}
-    if base not in per_request or not stat.startswith("p"):
+    if base not in MANY_PER_REQUEST or not stat.startswith("p"):
         return None
-    key = "requests_completed" if per_request[base] else f"{base}.count"
+    key = "requests_completed" if MANY_PER_REQUEST[base] else f"{base}.count"
     counts = [r.get(key) for r in runs]
     if not counts or any(c is None or c <= 0 for c in counts):
         return None
