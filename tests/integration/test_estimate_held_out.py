@@ -22,32 +22,33 @@ def doc() -> dict:
 
 
 def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
-    # 2026-12-02, each family and GPU fit pooled towards its parent (published_fit.POOL_WEIGHT),
+    # 2026-12-03, each family and GPU fit pooled towards its parent (published_fit.POOL_WEIGHT),
     # points their GPU did not bound and hybrid models' left out of the fits (gpu_bound.py,
     # published_fit.fitted_model), with vLLM issues 40838 and 30326's H200 gpt-oss-120b points,
     # MXFP4 without FP4 math at int4 Marlin's dequantization shares (weight_only.py), a family
     # without a fit of its own at the fitted families' precision-weighted mean
-    # (published_fit.population_factors): n=233, median 9.9 %, p90 27.0 % (the goal: 10 % / 25 %:
-    # the median met, the p90 not; docs/estimate.md)
+    # (published_fit.population_factors), InferenceMAX's and covehub/cove's points at the mean
+    # lengths their client drew (0.9 x nominal): n=233, median 10.0 % (10.03 unrounded), p90
+    # 27.3 % (the goal: 10 % / 25 %: the median on its line, the p90 not; docs/estimate.md)
     s = doc["overall"]
     assert s.n >= 233
     assert s.median_abs_error_pct <= 10.0
     assert s.p90_abs_error_pct <= 27.5
     fam = doc["by_family"]
-    assert fam["Hopper"].median_abs_error_pct <= 6.0  # today 5.4
-    # today 16.0 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    assert fam["Hopper"].median_abs_error_pct <= 6.0  # today 5.7
+    # today 15.5 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
     assert fam["Blackwell"].median_abs_error_pct <= 16.5
-    assert fam["Ampere"].median_abs_error_pct <= 19.7  # today 19.1 (AccelMark, ree2raz: A100)
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 13.5  # today 12.7
-    assert fam["Ada"].median_abs_error_pct <= 13.0  # today 12.1 (L4, RTX 4090)
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 27.5  # today 27.0 (RTX 5090/PRO 6000 AWQ)
+    assert fam["Ampere"].median_abs_error_pct <= 19.7  # today 19.2 (AccelMark, ree2raz: A100)
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 13.5  # today 12.5
+    assert fam["Ada"].median_abs_error_pct <= 13.0  # today 12.5 (L4, RTX 4090)
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 27.5  # today 27.2 (RTX 5090/PRO 6000 AWQ)
     assert len(doc["not_fitted"]) == 17  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.4
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.3
     pairs = doc["gpu_pairs"]
     # today 111/121, 91.7 % (117/121 before the two H200 issue sources; the goal: 90 %)
     assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 91.0
