@@ -47,10 +47,17 @@ from pathlib import Path
 
 import msgspec
 
+from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.interconnects import link_gbps
 from infer_prof.catalog.published_results import PublishedPoint, published_results
+from infer_prof.catalog.vllm_support import precision_support
 from infer_prof.core.estimate.calibration import Search, percentile
-from infer_prof.estimate.expected_error import ERRORS_FILE, HeldOutErrors, HeldOutStats
+from infer_prof.estimate.expected_error import (
+    ERRORS_FILE,
+    HeldOutErrors,
+    HeldOutStats,
+    interval_precision,
+)
 from infer_prof.estimate.published_fit import (
     Case,
     architecture,
@@ -155,7 +162,9 @@ def held_out(all_cases: list[Case], day: str = "held-out",
             value = predict(choose(p.gpu), c)
             out.append(Held(
                 id=p.id, source=source, gpu=p.gpu, family=c.family, model=p.model,
-                precision=p.precision, tp=p.gpu_count,
+                precision=interval_precision(
+                    p.precision, precision_support(catalog()[p.gpu], p.precision).weight_only),
+                tp=p.gpu_count,
                 interconnect=interconnect(p.gpu, p.gpu_count),
                 input_len=p.input_len, output_len=p.output_len, concurrency=c.concurrency,
                 engine_version=p.engine_version, goal_set=version_at_least(p.engine_version),

@@ -173,6 +173,20 @@ class ExpectedError:
                              True, "worst of " + ", ".join(groups))
 
 
+WEIGHT_ONLY_FP8 = "fp8-w8a16"
+"""The interval's precision for fp8 weights run weight-only (W8A16 through FP8 Marlin, 16-bit
+math, on GPUs without FP8 math): other kernels than fp8 W8A8's, so its own kind of
+configuration, validated only by points of its own."""
+
+
+def interval_precision(precision: str, weight_only: bool) -> str:
+    """The precision an interval is looked up by: :data:`WEIGHT_ONLY_FP8` for ``fp8`` run
+    ``weight_only`` (vLLM's support table: compute capability below 8.9), else ``precision``.
+    AWQ and GPTQ always run weight-only, and MXFP4 without FP4 math is validated on Hopper, so
+    only fp8 has two kinds."""
+    return WEIGHT_ONLY_FP8 if precision == "fp8" and weight_only else precision
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None

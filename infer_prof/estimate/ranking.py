@@ -5,9 +5,10 @@ weight precision, tensor-parallel size, interconnect:
 :meth:`infer_prof.estimate.expected_error.ExpectedError.interval`): the median and 90th
 percentile of |predicted / measured - 1| of output tokens/s per GPU over points each predicted
 with its source held out of the fit; *unvalidated* when its family, precision, TP size or
-interconnect has no held-out point. A prediction ``x`` may be that 90th percentile too fast, so
-its slow end is ``x / (1 + p90 / 100)`` and its cost ``usd x (1 + p90 / 100)``: the
-*pessimistic* cost.
+interconnect has no held-out point (fp8 run weight-only, W8A16 through Marlin, is a precision
+of its own: :func:`~infer_prof.estimate.expected_error.interval_precision`). A prediction ``x``
+may be that 90th percentile too fast, so its slow end is ``x / (1 + p90 / 100)`` and its cost
+``usd x (1 + p90 / 100)``: the *pessimistic* cost.
 
 Ranking (``--rank-by``):
 
@@ -29,7 +30,7 @@ import msgspec
 from infer_prof.core.estimate.factors import family_of
 from infer_prof.estimate.configs import Config
 from infer_prof.estimate.document import ErrorBand, RankBy, Row
-from infer_prof.estimate.expected_error import ErrorInterval, ExpectedError
+from infer_prof.estimate.expected_error import ErrorInterval, ExpectedError, interval_precision
 
 
 def interconnect_of(config: Config) -> str:
@@ -58,8 +59,10 @@ def with_interval(row: Row, config: Config, expected: ExpectedError,
     """``row`` with its kind's interval (None when no validation is shipped; a ``hybrid``
     model's held to the hybrid models' held-out figures: :meth:`ExpectedError.interval`),
     ``validated`` and the pessimistic cost (None when unvalidated)."""
-    interval = expected.interval(family_of(config.gpu), config.precision, config.gpu_count,
-                                 interconnect_of(config), hybrid=hybrid)
+    weight_only = config.support is not None and config.support.weight_only
+    interval = expected.interval(family_of(config.gpu),
+                                 interval_precision(config.precision, weight_only),
+                                 config.gpu_count, interconnect_of(config), hybrid=hybrid)
     shipped = expected.held_out is not None
     validated = shipped and interval.validated
     return msgspec.structs.replace(

@@ -10,9 +10,11 @@ import pytest
 
 from infer_prof.estimate.expected_error import (
     MIN_CELL_POINTS,
+    WEIGHT_ONLY_FP8,
     ExpectedError,
     HeldOutErrors,
     HeldOutStats,
+    interval_precision,
     load_expected_error,
     parse_errors,
 )
@@ -143,3 +145,29 @@ def test_estimate_shows_a_hybrid_models_rows_with_the_hybrid_interval() -> None:
     assert rows and all(row["expected_error"]["p90_abs_pct"] >= held.hybrid.p90_abs_error_pct
                         for row in rows)
     assert all("hybrid models" in row["expected_error"]["basis"] for row in rows)
+
+
+def test_fp8_run_weight_only_is_a_precision_of_its_own() -> None:
+    """fp8 on a GPU without FP8 math runs as W8A16 through Marlin (vLLM's support table):
+    other kernels than W8A8's, so the fp8 points (W8A8 on Ada and Hopper) do not validate it.
+    With no held-out point of its own it is unvalidated; fp8 on Hopper and bf16 on an A100
+    stay validated."""
+    assert interval_precision("fp8", weight_only=True) == WEIGHT_ONLY_FP8
+    assert interval_precision("fp8", weight_only=False) == "fp8"
+    assert interval_precision("awq", weight_only=True) == "awq"
+    rows = []
+    for precision in ("fp8", "bf16"):
+        r = run("--model", "llama-3.1-8b", "--gpu", "A100-80GB-SXM", "--gpu", "H100-SXM",
+                "--gpus", "1", "--quantization", precision, "--input-len", "1024",
+                "--output-len", "256", "--target-interactivity", "20", "--all-configs",
+                "--json")
+        assert r.exit_code == 0, r.output
+        rows += json.loads(r.output)["rows"]
+    a100_fp8 = [x for x in rows if x["gpu"] == "A100-80GB-SXM" and x["precision"] == "fp8"]
+    assert a100_fp8 and all(x["weight_only"] and not x["validated"] for x in a100_fp8)
+    assert all(f"precision {WEIGHT_ONLY_FP8}" in x["expected_error"]["missing"]
+               for x in a100_fp8)
+    assert any(x["gpu"] == "H100-SXM" and x["precision"] == "fp8" and x["validated"]
+               for x in rows)
+    assert any(x["gpu"] == "A100-80GB-SXM" and x["precision"] == "bf16" and x["validated"]
+               for x in rows)
