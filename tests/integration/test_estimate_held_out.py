@@ -28,27 +28,30 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # MXFP4 without FP4 math at int4 Marlin's dequantization shares (weight_only.py), a family
     # without a fit of its own at the fitted families' precision-weighted mean
     # (published_fit.population_factors), InferenceMAX's and covehub/cove's points at the mean
-    # lengths their client drew (0.9 x nominal): n=233, median 10.0 % (10.03 unrounded), p90
-    # 27.3 % (the goal: 10 % / 25 %: the median on its line, the p90 not; docs/estimate.md)
+    # lengths their client drew (0.9 x nominal), a third Ampere source (ld-singh/ai-factory-ops-lab's
+    # RTX A6000): n=238, median 10.2 %, p90 27.3 % (the goal: 10 % / 25 %: neither met;
+    # docs/estimate.md)
     s = doc["overall"]
-    assert s.n >= 233
-    assert s.median_abs_error_pct <= 10.0
+    assert s.n >= 238
+    assert s.median_abs_error_pct <= 10.5
     assert s.p90_abs_error_pct <= 27.5
     fam = doc["by_family"]
     assert fam["Hopper"].median_abs_error_pct <= 6.0  # today 5.7
-    # today 15.5 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    # today 15.3 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
-    assert fam["Blackwell"].median_abs_error_pct <= 16.5
-    assert fam["Ampere"].median_abs_error_pct <= 19.7  # today 19.2 (AccelMark, ree2raz: A100)
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 13.5  # today 12.5
+    assert fam["Blackwell"].median_abs_error_pct <= 16.0
+    # today 17.4 (AccelMark's and ree2raz's A100, ai-factory-ops-lab's A6000: fitted from the
+    # two left when one is held out)
+    assert fam["Ampere"].median_abs_error_pct <= 18.0
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 13.8  # today 13.3
     assert fam["Ada"].median_abs_error_pct <= 13.0  # today 12.5 (L4, RTX 4090)
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 27.5  # today 27.2 (RTX 5090/PRO 6000 AWQ)
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 27.5  # today 26.9 (RTX 5090/PRO 6000 AWQ)
     assert len(doc["not_fitted"]) == 17  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.3
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.2
     pairs = doc["gpu_pairs"]
     # today 111/121, 91.7 % (117/121 before the two H200 issue sources; the goal: 90 %)
     assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 91.0

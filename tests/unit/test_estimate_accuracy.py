@@ -31,18 +31,19 @@ def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) 
     # parent (published_fit.POOL_WEIGHT), points their GPU did not bound left out
     # (estimate/gpu_bound.py), hybrid models scored, not fitted (B200's only other source is
     # InferenceMAX, so Blackwell takes the fitted families' mean), MXFP4 without FP4 math at
-    # int4 Marlin's dequantization shares: n=95, median 8.2 %, p90 28.8 %
+    # int4 Marlin's dequantization shares; 2026-12-03, InferenceMAX's and covehub/cove's points
+    # at their client's mean lengths, the RTX A6000 source: n=97, median 8.3 %, p90 27.9 %
     s = doc["holdout"]["vllm_closed_loop"]
-    assert s["n"] >= 95
+    assert s["n"] >= 97
     assert s["median_abs_error_pct"] <= 8.7
     assert s["p90_abs_error_pct"] <= 29.3
 
 
 def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dict) -> None:
     fam = doc["holdout"]["vllm_closed_loop_by_gpu_family"]
-    assert fam["Hopper"]["median_abs_error_pct"] <= 8.0  # today 7.6
-    assert fam["Blackwell"]["median_abs_error_pct"] <= 13.0  # today 12.4 (families' mean)
-    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 10.0  # today 9.0 (bursts too)
+    assert fam["Hopper"]["median_abs_error_pct"] <= 8.0  # today 7.0
+    assert fam["Blackwell"]["median_abs_error_pct"] <= 13.0  # today 11.2 (families' mean)
+    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 10.0  # today 8.5 (bursts too)
 
 
 def test_pairs_cheaper_gpu_no_worse_than_today(doc: dict) -> None:
@@ -53,7 +54,7 @@ def test_pairs_cheaper_gpu_no_worse_than_today(doc: dict) -> None:
 def test_other_engines_are_reported_apart(doc: dict) -> None:
     others = doc["holdout"]["other_engines"]
     assert "vllm" not in others and {"tensorrt-llm", "nim"} <= set(others)
-    assert others["tensorrt-llm"]["median_abs_error_pct"] <= 14.5  # today 13.6
+    assert others["tensorrt-llm"]["median_abs_error_pct"] <= 14.5  # today 13.8
 
 
 def test_every_unpredicted_point_says_why(doc: dict) -> None:
