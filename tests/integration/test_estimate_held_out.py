@@ -28,9 +28,9 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # MXFP4 without FP4 math at int4 Marlin's dequantization shares (weight_only.py), a family
     # without a fit of its own at the fitted families' precision-weighted mean
     # (published_fit.population_factors), InferenceMAX's and covehub/cove's points at the mean
-    # lengths their client drew (0.9 x nominal), a third Ampere source (ld-singh/ai-factory-ops-lab's
-    # RTX A6000): n=238, median 10.2 %, p90 27.3 % (the goal: 10 % / 25 %: neither met;
-    # docs/estimate.md)
+    # lengths their client drew (0.9 x nominal), a third Ampere source
+    # (ld-singh/ai-factory-ops-lab's RTX A6000): n=238, median 10.2 %, p90 27.3 % (the goal:
+    # 10 % / 25 %: neither met; docs/estimate.md)
     s = doc["overall"]
     assert s.n >= 238
     assert s.median_abs_error_pct <= 10.5
