@@ -11,6 +11,7 @@ from rich.table import Table
 from infer_prof.cli.estimate_measured import calibration_lines, print_measured
 from infer_prof.estimate.configs import LOSSY_WEIGHTS
 from infer_prof.estimate.document import EstimateDocument, Row
+from infer_prof.estimate.expected_error import interval_precision
 from infer_prof.report.fit import print_fitted
 
 LOSSY_MARK = "†"
@@ -34,11 +35,9 @@ def config_label(r: Row) -> str:
     """The weight precision as vLLM runs it and ``/kv8`` for an fp8 KV cache, each lossy part
     marked: ``bf16``, ``fp16`` (no bf16 on the GPU), ``fp8``, ``fp8-w8a16`` (weight-only,
     Marlin), ``bnb-nf4†``, ``fp8/kv8†``."""
-    prec = r.precision
+    prec = interval_precision(r.precision, r.weight_only)  # fp8 run weight-only: fp8-w8a16
     if prec == "bf16" and r.dtype == "float16":
         prec = "fp16"
-    elif prec == "fp8" and r.weight_only:
-        prec = "fp8-w8a16"
     if r.precision in LOSSY_WEIGHTS:
         prec += LOSSY_MARK
     return prec + (f"/kv8{LOSSY_MARK}" if r.kv_cache_dtype == "fp8" else "")
