@@ -35,12 +35,15 @@ from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
 from infer_prof.core.estimate.frontier_model import predict_point
 from infer_prof.core.estimate.peaks import peak_flops
+from infer_prof.core.estimate.weight_only import weight_only_cost
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.estimate.gpu_bound import inversions
 
-__all__ = ["FAMILY_SPREAD", "FITTED", "GPU_FITTED", "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS",
-           "POOL_WEIGHT", "SOURCE_SPREAD", "TP_ONLY", "Case", "Chooser", "Fitted", "architecture",
-           "carried", "chooser", "fit_all", "fit_cases", "fitted_model", "identifiable",
+__all__ = ["FAMILY_SPREAD", "FITTED", "FP4_SHARE", "GPU_FITTED", "MIN_FAMILY_SOURCES",
+           "MIN_GPU_POINTS", "POOL_WEIGHT", "SOURCE_SPREAD", "TP_ONLY", "Case", "Chooser",
+           "Fitted", "architecture",
+           "carried", "chooser", "family_search", "fit_all", "fit_cases", "fitted_model",
+           "fp4_weight_only_sources", "identifiable", "runs_fp4_weight_only",
            "model_family", "pooled", "population_factors", "predict", "prepare",
            "shipped_factors", "source_count", "unfitted"]
 
@@ -228,12 +231,47 @@ that does not shrink with the GPU count (on one GPU it is indistinguishable from
 time)."""
 
 
+FP4_SHARE = "fp4_weight_only_share"
+"""The factor only points of FP4 weights on a GPU without FP4 math can tell
+(:func:`fp4_weight_only_sources`)."""
+
+
+def runs_fp4_weight_only(case: Case) -> bool:
+    """True when ``case`` runs FP4 weights (MXFP4, NVFP4) on a GPU without FP4 math, unpacked
+    to 16-bit (:func:`~infer_prof.core.estimate.weight_only.weight_only_cost`)."""
+    cost = weight_only_cost(case.point.precision, catalog()[case.point.gpu])
+    return cost is not None and cost.format == "fp4-weight-only"
+
+
+def fp4_weight_only_sources(members: Iterable[Case]) -> int:
+    """How many sources measured FP4 weights on a GPU without FP4 math among ``members``: the
+    ``S`` of :data:`FP4_SHARE`'s pull (:func:`family_search`)."""
+    return source_count(c for c in members if runs_fp4_weight_only(c))
+
+
 def identifiable(members: Iterable[Case]) -> tuple[str, ...]:
     """The factors a family's fit moves: every one of :data:`FITTED`, less :data:`TP_ONLY` when
-    none of ``members`` runs on more than one GPU (those keep their starting figures)."""
-    if any(c.point.gpu_count > 1 for c in members):
-        return FITTED
-    return tuple(k for k in FITTED if k not in TP_ONLY)
+    none of ``members`` runs on more than one GPU, and less :data:`FP4_SHARE` when none runs FP4
+    weights without FP4 math (those keep their starting figures)."""
+    members = list(members)
+    out = FITTED
+    if not any(c.point.gpu_count > 1 for c in members):
+        out = tuple(k for k in out if k not in TP_ONLY)
+    if not fp4_weight_only_sources(members):
+        out = tuple(k for k in out if k != FP4_SHARE)
+    return out
+
+
+def family_search(search: Search, members: Iterable[Case]) -> Search:
+    """``search`` with :data:`FP4_SHARE` pulled to its start (1: int4 Marlin's shares, or the
+    parent's fit) with the weight ``POOL_WEIGHT / S``, ``S`` the sources that measured the path
+    (:data:`POOL_WEIGHT`'s partial pooling for one factor: a setup shifts a source's points by
+    ``sigma_s``, and the FP4 unpacking's rate departs from int4 Marlin's as much as one GPU
+    family's shares from another's, ``tau``). Unchanged when no member runs the path."""
+    sources = fp4_weight_only_sources(members)
+    if not sources:
+        return search
+    return msgspec.structs.replace(search, pulls=((FP4_SHARE, POOL_WEIGHT / sources),))
 
 
 def fit_all(day: str, log: FitLog | None = None) -> Fitted:
@@ -280,7 +318,8 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
             start, how = default_factors(catalog()[members[0].point.gpu]), base
         else:
             start, how = carried(families[parent], family), pooled(base, sources[family])
-        families[family] = _fit(members, start, family, day, identifiable(members), how, log)
+        families[family] = _fit(members, start, family, day, identifiable(members),
+                                family_search(how, members), log)
         by_gpu: dict[str, list[Case]] = {}
         for c in members:
             by_gpu.setdefault(c.point.gpu, []).append(c)

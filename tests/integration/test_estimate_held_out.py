@@ -29,32 +29,33 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # without a fit of its own at the fitted families' precision-weighted mean
     # (published_fit.population_factors), InferenceMAX's and covehub/cove's points at the mean
     # lengths their client drew (0.9 x nominal), a third Ampere source
-    # (ld-singh/ai-factory-ops-lab's RTX A6000): n=238, median 10.2 %, p90 27.3 % (the goal:
-    # 10 % / 25 %: neither met; docs/estimate.md)
+    # (ld-singh/ai-factory-ops-lab's RTX A6000), FP4 without FP4 math at a fitted share of int4
+    # Marlin's rates pulled to 1 by its sources (published_fit.family_search): n=238, median
+    # 9.0 %, p90 26.6 % (the goal: 10 % / 25 %: the median met; docs/estimate.md)
     s = doc["overall"]
     assert s.n >= 238
-    assert s.median_abs_error_pct <= 10.5
-    assert s.p90_abs_error_pct <= 27.5
+    assert s.median_abs_error_pct <= 9.5
+    assert s.p90_abs_error_pct <= 27.0
     fam = doc["by_family"]
-    assert fam["Hopper"].median_abs_error_pct <= 6.0  # today 5.7
-    # today 15.3 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    assert fam["Hopper"].median_abs_error_pct <= 6.5  # today 6.2
+    # today 13.5 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
-    assert fam["Blackwell"].median_abs_error_pct <= 16.0
-    # today 17.4 (AccelMark's and ree2raz's A100, ai-factory-ops-lab's A6000: fitted from the
+    assert fam["Blackwell"].median_abs_error_pct <= 14.0
+    # today 15.6 (AccelMark's and ree2raz's A100, ai-factory-ops-lab's A6000: fitted from the
     # two left when one is held out)
-    assert fam["Ampere"].median_abs_error_pct <= 18.0
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 13.8  # today 13.3
-    assert fam["Ada"].median_abs_error_pct <= 13.0  # today 12.5 (L4, RTX 4090)
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 27.5  # today 26.9 (RTX 5090/PRO 6000 AWQ)
+    assert fam["Ampere"].median_abs_error_pct <= 16.0
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 12.8  # today 12.3
+    assert fam["Ada"].median_abs_error_pct <= 12.5  # today 12.0 (L4, RTX 4090)
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 27.0  # today 26.3 (RTX 5090/PRO 6000 AWQ)
     assert len(doc["not_fitted"]) == 17  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.2
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.4
     pairs = doc["gpu_pairs"]
-    # today 111/121, 91.7 % (117/121 before the two H200 issue sources; the goal: 90 %)
-    assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 91.0
+    # today 115/121, 95.0 % (the goal: 90 %)
+    assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 94.0
     assert pairs["apart"]["share_pct"] >= 99.5  # today 90/90 measured > 5 % apart
 
 
@@ -85,6 +86,8 @@ def test_a_family_few_sources_measured_is_pulled_to_its_parents_fit(monkeypatch)
     stays near Hopper's; unpooled, those two setups alone drag it down."""
     from infer_prof.estimate import published_fit
 
+    # the FP4 share's own pull (also POOL_WEIGHT / S) is not what this checks: off
+    monkeypatch.setattr(published_fit, "family_search", lambda search, members: search)
     monkeypatch.setattr(published_fit, "inversions", lambda points: {})
     monkeypatch.setattr(published_fit, "fitted_model", lambda arch: True)  # Vultr's hybrid too
     found, _ = loso.cases()

@@ -110,3 +110,29 @@ def test_the_shares_are_the_published_ratios_to_16_bit() -> None:
     # 133/256 byte a weight: a share of AWQ's
     assert WEIGHT_ONLY["bnb-nf4"].bandwidth_share == pytest.approx(
         20 / 30 * (9 / 16) / (133 / 256) * WEIGHT_ONLY["awq"].bandwidth_share, abs=0.02)
+
+
+def test_fp4_without_fp4_math_reads_and_multiplies_at_the_fitted_share() -> None:
+    """``fp4_weight_only_share`` scales int4 Marlin's shares for MXFP4 on a GPU without FP4
+    math (both the read and the multiply), and nothing else: not bf16 on that GPU, not MXFP4
+    on a B200, whose FP4 tensor cores multiply it."""
+    gpt = resolve_model("gpt-oss-120b", create_tiny=False, fetch=False).spec
+    b200 = catalog()["B200"]
+
+    def step(gpu, precision: str, share: float, batch: int):  # type: ignore[no-untyped-def]
+        f = msgspec.structs.replace(HOPPER_FIT, fp4_weight_only_share=share)
+        return step_cost(Deployment(arch=gpt, gpu=gpu, gpu_count=1, precision=precision,
+                                    factors=f), batch=batch, context=0)
+
+    fp4 = WEIGHT_ONLY["fp4-weight-only"]
+    bw = H100.memory_bandwidth_gbps * 1e9
+    one, half = step(H100, "mxfp4", 1.0, 1), step(H100, "mxfp4", 0.5, 1)
+    assert one.memory_s == pytest.approx(
+        one.weight_bytes / (bw * HOPPER_FIT.mbu * fp4.bandwidth_share))
+    assert half.memory_s == pytest.approx(2 * one.memory_s)
+    big_one, big_half = step(H100, "mxfp4", 1.0, 4096), step(H100, "mxfp4", 0.5, 4096)
+    assert big_half.compute_s > 1.9 * big_one.compute_s  # the weights' FLOPs at half the rate
+    assert step(H100, "bf16", 0.5, 1).time_s == step(H100, "bf16", 1.0, 1).time_s
+    assert step(b200, "mxfp4", 0.5, 1).time_s == step(b200, "mxfp4", 1.0, 1).time_s
+    with pytest.raises(ValueError, match="fp4_weight_only_share"):
+        msgspec.structs.replace(HOPPER_FIT, fp4_weight_only_share=0.0)

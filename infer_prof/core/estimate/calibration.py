@@ -5,15 +5,16 @@ GPUs: given samples (each with a measured output tokens/s per GPU) and
 ``predict(factors, sample) -> predicted output tokens/s per GPU``, :func:`fit_factors` finds the
 :class:`StepFactors` of one architecture family that minimise
 
-    J(f) = mean_s ( ln(predicted_s(f) / measured_s) )^2  +  w x sum_k ( ln(f_k / f0_k) )^2
+    J(f) = mean_s ( ln(predicted_s(f) / measured_s) )^2  +  sum_k w_k x ( ln(f_k / f0_k) )^2
 
 over the fitted factors ``k`` (:data:`FITTED`: ``mbu``, ``mbu_kv``, ``mfu_decode``,
 ``mfu_prefill``, ``step_overhead_ms``, ``allreduce_efficiency``, ``allreduce_latency_us``,
-``layer_overhead_us``), each
+``layer_overhead_us``, ``fp4_weight_only_share``), each
 held within :data:`BOUNDS`. The first term is the
 squared log error (a 2x over- and a 2x under-prediction cost the same); the second, with a small
-weight ``w`` (default 0.01), pulls a factor the data cannot see (say ``mfu_prefill`` where every
-sample is decode-bound) back to its starting value ``f0`` instead of letting it wander to a bound.
+weight ``w_k`` (default 0.01, or the factor's own in :attr:`Search.pulls`), pulls a factor the
+data cannot see (say ``mfu_prefill`` where every sample is decode-bound) back to its starting
+value ``f0`` instead of letting it wander to a bound.
 
 The search is a bounded coordinate (pattern) search in log space: each factor in turn is
 multiplied by ``exp(+-step)``; a move is kept when it lowers ``J``; when no factor moves, the
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeVar
 
 import msgspec
@@ -35,7 +36,8 @@ from infer_prof.core.estimate.factors import StepFactors
 T = TypeVar("T")
 
 FITTED: tuple[str, ...] = ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "step_overhead_ms",
-                           "allreduce_efficiency", "allreduce_latency_us", "layer_overhead_us")
+                           "allreduce_efficiency", "allreduce_latency_us", "layer_overhead_us",
+                           "fp4_weight_only_share")
 """The factors a fit moves: every field of :class:`StepFactors` but ``family`` and ``source``."""
 
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -47,6 +49,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "allreduce_efficiency": (0.1, 1.0),
     "allreduce_latency_us": (1.0, 200.0),
     "layer_overhead_us": (0.5, 500.0),
+    "fp4_weight_only_share": (0.3, 1.0),
 }
 """Each fitted factor's allowed range: shares in (0, 1], the overhead in milliseconds, the
 all-reduce call's fixed cost in microseconds."""
@@ -78,12 +81,16 @@ def _log_errors(factors: StepFactors, samples: Sequence[T],
 
 def objective(factors: StepFactors, start: StepFactors, samples: Sequence[T],
               predict: Callable[[StepFactors, T], float], measured: Callable[[T], float],
-              prior_weight: float, fitted: Sequence[str] = FITTED) -> float:
-    """``J(f)`` of the module docstring: mean squared log error plus the pull to ``start``."""
+              prior_weight: float, fitted: Sequence[str] = FITTED,
+              pulls: Mapping[str, float] | None = None) -> float:
+    """``J(f)`` of the module docstring: mean squared log error plus the pull to ``start``,
+    ``prior_weight`` for each factor ``pulls`` does not name."""
     errs = _log_errors(factors, samples, predict, measured)
     fit = sum(e * e for e in errs) / len(errs)
-    pull = sum(math.log(getattr(factors, k) / getattr(start, k)) ** 2 for k in fitted)
-    return fit + prior_weight * pull
+    weight = pulls or {}
+    pull = sum(weight.get(k, prior_weight) * math.log(getattr(factors, k) / getattr(start, k)) ** 2
+               for k in fitted)
+    return fit + pull
 
 
 def _clamp(name: str, value: float) -> float:
@@ -93,11 +100,13 @@ def _clamp(name: str, value: float) -> float:
 
 class Search(msgspec.Struct, frozen=True, kw_only=True):
     """How :func:`fit_factors` searches: which factors it moves (``fitted``), the pull to the
-    start (``prior_weight``, ``w`` of the module docstring), the first log step and the smallest
-    (``step``, ``min_step``), and at most ``iterations`` rounds."""
+    start (``prior_weight``, ``w_k`` of the module docstring; ``pulls``: a factor's own, as
+    ``(name, weight)`` pairs), the first log step and the smallest (``step``, ``min_step``), and
+    at most ``iterations`` rounds."""
 
     fitted: tuple[str, ...] = FITTED
     prior_weight: float = 0.01
+    pulls: tuple[tuple[str, float], ...] = ()
     step: float = 0.5
     min_step: float = 0.01
     iterations: int = 400
@@ -122,7 +131,8 @@ def fit_factors(samples: Sequence[T], predict: Callable[[StepFactors, T], float]
         start, **{k: _clamp(k, getattr(start, k)) for k in fitted})
 
     def cost(f: StepFactors) -> float:
-        return objective(f, start, samples, predict, measured, prior_weight, fitted)
+        return objective(f, start, samples, predict, measured, prior_weight, fitted,
+                         dict(search.pulls))
 
     best, best_cost = start, cost(start)
     for _ in range(search.iterations):

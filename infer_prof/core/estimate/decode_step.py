@@ -37,7 +37,9 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
 - weight-only formats (AWQ/GPTQ Marlin, fp8 without fp8 math, bitsandbytes) read their packed
   weights at ``bandwidth_share`` of the rate and multiply at ``compute_share`` of the 16-bit
   peak (:mod:`.weight_only`): the weights term of ``t_memory`` is divided by the one, the
-  weights' FLOPs of ``t_compute`` (not the attention's) by the other.
+  weights' FLOPs of ``t_compute`` (not the attention's) by the other. FP4 weights on a GPU
+  without FP4 math take int4 Marlin's shares times the fitted ``fp4_weight_only_share``
+  (:class:`~infer_prof.core.estimate.factors.StepFactors`), both.
 - ``layer_overhead``: ``layers x layer_overhead_us``, the per-layer time tensor parallelism
   does not shrink (:func:`fixed_step_s`).
 
@@ -124,6 +126,9 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     dequant = weight_only_cost(precision, gpu)
     read_share, math_share = ((dequant.bandwidth_share, dequant.compute_share) if dequant
                               else (1.0, 1.0))
+    if dequant is not None and dequant.format == "fp4-weight-only":
+        read_share *= factors.fp4_weight_only_share
+        math_share *= factors.fp4_weight_only_share
     memory = weights / (bw * factors.mbu * read_share) + kv / (bw * factors.mbu_kv)
     att_d = batch * attention_flops_per_token(arch, context) / n if batch else 0.0
     att_p = (prefill_tokens * attention_flops_per_token(arch, prefill_context) / n

@@ -22,6 +22,10 @@ shares, per GPU architecture family, each set with its ``source``:
 - ``layer_overhead_us``: fixed microseconds per decoder layer per engine step that tensor
   parallelism does not shrink (each GPU launches every layer's kernels, however small its share
   of the matrices): a step's fixed time is ``step_overhead_ms + layers x layer_overhead_us``.
+- ``fp4_weight_only_share``: what FP4 weights (MXFP4, NVFP4) on a GPU without FP4 math (Hopper,
+  Ada, Ampere: unpacked to 16-bit by Marlin or Triton's ``matmul_ogs``) reach of the int4 Marlin
+  rates their dequantization is modelled with (:mod:`.weight_only`): 1 where no point of that
+  path was fitted; fitted only where one was, pulled towards 1 as far as its sources are few.
 
 Only one GPU has been measured by this project (``../shared/measurements/h100-2026-11-23.csv``:
 one H100 SXM, vLLM 0.26.0, llama-2-7b bf16, 512 in / 128 out). The Hopper defaults are fitted
@@ -50,7 +54,7 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
     """Achieved shares of a GPU's peaks and the fixed per-step time (module docstring).
 
     Fractions in (0, 1] for ``mbu``, ``mfu_decode``, ``mfu_prefill``, ``allreduce_efficiency``,
-    ``pcie_allreduce_efficiency``;
+    ``pcie_allreduce_efficiency``, ``fp4_weight_only_share``;
     ``step_overhead_ms`` in milliseconds per engine step; ``allreduce_latency_us`` in
     microseconds per all-reduce call. ``family`` the architecture family the factors are for,
     ``source`` where they come from (a fit, a carried-over default, a user's runs)."""
@@ -66,10 +70,11 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
     source: str
     pcie_allreduce_efficiency: float = PCIE_ALLREDUCE_EFFICIENCY
     layer_overhead_us: float = 0.0
+    fp4_weight_only_share: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "allreduce_efficiency",
-                     "pcie_allreduce_efficiency"):
+                     "pcie_allreduce_efficiency", "fp4_weight_only_share"):
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
@@ -90,7 +95,9 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
                 "layer, all-reduce "
                 f"{self.allreduce_efficiency:.0%} of link bandwidth (PCIe "
                 f"{self.pcie_allreduce_efficiency:.0%}) + {self.allreduce_latency_us:.2g} us a "
-                "call")
+                "call" + ("" if self.fp4_weight_only_share == 1.0 else
+                          f", FP4 unpacked at {self.fp4_weight_only_share:.0%} of int4 "
+                          "Marlin's rate"))
 
     def describe(self) -> str:
         """One line: the shares, the fixed times, the family and the source."""
