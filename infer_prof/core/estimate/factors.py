@@ -95,9 +95,7 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
                 "layer, all-reduce "
                 f"{self.allreduce_efficiency:.0%} of link bandwidth (PCIe "
                 f"{self.pcie_allreduce_efficiency:.0%}) + {self.allreduce_latency_us:.2g} us a "
-                "call" + ("" if self.fp4_weight_only_share == 1.0 else
-                          f", FP4 unpacked at {self.fp4_weight_only_share:.0%} of int4 "
-                          "Marlin's rate"))
+                "call")
 
     def describe(self) -> str:
         """One line: the shares, the fixed times, the family and the source."""
