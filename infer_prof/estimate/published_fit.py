@@ -41,11 +41,10 @@ from infer_prof.estimate.gpu_bound import inversions
 
 __all__ = ["FAMILY_SPREAD", "FITTED", "FP4_SHARE", "GPU_FITTED", "MIN_FAMILY_SOURCES",
            "MIN_GPU_POINTS", "POOL_WEIGHT", "SOURCE_SPREAD", "TP_ONLY", "Case", "Chooser",
-           "Fitted", "architecture",
-           "carried", "chooser", "family_search", "fit_all", "fit_cases", "fitted_model",
-           "fp4_weight_only_sources", "identifiable", "runs_fp4_weight_only",
+           "Fitted", "architecture", "carried", "chooser", "family_search", "fit_all",
+           "fit_cases", "fitted_model", "fp4_weight_only_sources", "identifiable",
            "model_family", "pooled", "population_factors", "predict", "prepare",
-           "shipped_factors", "source_count", "unfitted"]
+           "runs_fp4_weight_only", "shipped_factors", "source_count", "unfitted"]
 
 
 @dataclass(frozen=True)
