@@ -78,8 +78,8 @@ class EstimateOptions:
         "both.")] = None
     min_quality: Annotated[float | None, Opt(
         ("--min-quality",), "A quality floor (share of the 16-bit model's accuracy, e.g. "
-        "0.99): keeps out lossy configurations (4-bit weights, fp8 KV cache), whose accuracy "
-        "is not known to meet it.",
+        "0.99): keeps out lossy configurations (4-bit weights other than a checkpoint's "
+        "native precision, fp8 KV cache), whose accuracy is not known to meet it.",
         range=Range("a share in (0, 1]", low=0, high=1, low_open=True))] = None
     rank_by: Annotated[str, Opt(
         ("--rank-by",), "pessimistic: by the cost at the error interval's slow end, validated "
@@ -183,15 +183,15 @@ def _measured_sets(o: EstimateOptions) -> tuple[MeasuredSet | None, MeasuredSet 
     return fit_on, compare
 
 
-def _search_options(o: EstimateOptions) -> tuple[str | None, RankBy]:
+def _search_options(o: EstimateOptions, spec: ModelSpec) -> tuple[str | None, RankBy]:
     """The ``--kv-cache-dtype`` (None: search both) and ``--rank-by`` asked, checked; with
-    ``--quantization`` against ``--min-quality``."""
+    ``--quantization`` against ``--min-quality`` (a precision that costs ``spec`` accuracy)."""
     from infer_prof.core.planning.precisions import (
         PlanError,
         normalize_kv_cache_dtype,
         normalize_precision,
     )
-    from infer_prof.estimate.configs import LOSSY_WEIGHTS
+    from infer_prof.estimate.configs import costs_accuracy
 
     try:
         wanted = normalize_precision(o.quantization)
@@ -201,7 +201,7 @@ def _search_options(o: EstimateOptions) -> tuple[str | None, RankBy]:
     rank_by = next((r for r in RANK_BY if r == o.rank_by.strip().lower()), None)
     if rank_by is None:
         _fail(f"unknown --rank-by {o.rank_by!r}; use pessimistic or point")
-    if o.min_quality is not None and (wanted in LOSSY_WEIGHTS or kv == "fp8"):
+    if o.min_quality is not None and (costs_accuracy(wanted, spec) or kv == "fp8"):
         _fail(f"--min-quality keeps out lossy configurations, and --quantization "
               f"{o.quantization} / --kv-cache-dtype {o.kv_cache_dtype or 'auto'} asks for one; "
               "drop one of them")
@@ -219,8 +219,8 @@ def estimate_options(o: EstimateOptions) -> None:
     from infer_prof.estimate.expected_error import load_expected_error
     from infer_prof.estimate.workflow import EstimateRequest, choose_gpus, estimate, plan_all
 
-    kv, rank_by = _search_options(o)
     spec = _model(o.model)
+    kv, rank_by = _search_options(o, spec)
     gpus = _gpus(o.gpu or [])
     inp, out, slos = _lengths(o)
     fit_on, compare = _measured_sets(o)

@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.cli.estimate_measured import calibration_lines, print_measured
-from infer_prof.estimate.configs import LOSSY_WEIGHTS
+from infer_prof.estimate.configs import lossy_weights_label
 from infer_prof.estimate.document import EstimateDocument, Row
 from infer_prof.estimate.expected_error import interval_precision
 from infer_prof.report.fit import print_fitted
@@ -38,7 +38,7 @@ def config_label(r: Row) -> str:
     prec = interval_precision(r.precision, r.weight_only)  # fp8 run weight-only: fp8-w8a16
     if prec == "bf16" and r.dtype == "float16":
         prec = "fp16"
-    if r.precision in LOSSY_WEIGHTS:
+    if lossy_weights_label(r.precision) in r.lossy:
         prec += LOSSY_MARK
     return prec + (f"/kv8{LOSSY_MARK}" if r.kv_cache_dtype == "fp8" else "")
 

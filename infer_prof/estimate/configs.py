@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from infer_prof.catalog.interconnects import TpLink, tp_link
+from infer_prof.catalog.native_precision import native_precision
 from infer_prof.catalog.vllm_support import Support, precision_support
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.models import ModelSpec
@@ -37,8 +38,21 @@ GPU_COUNTS = (1, 2, 4, 8)
 """Tensor-parallel sizes tried, smallest first, when no count is given and the market has none."""
 
 LOSSY_WEIGHTS = ("bnb-nf4", "awq", "gptq", "nvfp4", "mxfp4", "int4")
-"""Weight precisions that cost accuracy (4-bit weights): marked in a row and kept out by
+"""Weight precisions that cost accuracy (4-bit weights), unless they are the checkpoint's
+native precision (:func:`costs_accuracy`): marked in a row and kept out by
 ``--min-quality``."""
+
+
+def costs_accuracy(precision: str, model: ModelSpec) -> bool:
+    """True when running ``model``'s weights at ``precision`` costs accuracy: 4-bit weights
+    (:data:`LOSSY_WEIGHTS`) other than the precision the checkpoint was trained and published in
+    (:func:`infer_prof.catalog.native_precision.native_precision`: gpt-oss's MXFP4)."""
+    return precision in LOSSY_WEIGHTS and precision != native_precision(model)
+
+
+def lossy_weights_label(precision: str) -> str:
+    """How a row says its weights cost accuracy: ``4-bit weights (awq)``."""
+    return f"4-bit weights ({precision})"
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,7 @@ class Config:
     kv_cache_dtype: str = "auto"
     support: Support | None = None
     link: TpLink | None = None
+    native_precision: str | None = None
 
     def deployment(self, model: ModelSpec, factors: StepFactors,
                    link_gbps: float | None = None) -> Deployment:
@@ -74,10 +89,11 @@ class Config:
 
     @property
     def lossy(self) -> tuple[str, ...]:
-        """What costs accuracy here, in words: 4-bit weights, an fp8 KV cache."""
+        """What costs accuracy here, in words: 4-bit weights (not the checkpoint's native
+        precision: :func:`costs_accuracy`), an fp8 KV cache."""
         out = []
-        if self.precision in LOSSY_WEIGHTS:
-            out.append(f"4-bit weights ({self.precision})")
+        if self.precision in LOSSY_WEIGHTS and self.precision != self.native_precision:
+            out.append(lossy_weights_label(self.precision))
         if self.kv_cache_dtype == "fp8":
             out.append("fp8 KV cache")
         return tuple(out)
@@ -140,7 +156,8 @@ def config_for(model: ModelSpec, ask: ConfigRequest,
                   notes=(("fp8 KV cache (the planner's choice)",)
                          if kv == "fp8" and ask.kv_cache_dtype != "fp8" else ()),
                   support=ask.support or precision_support(gpu, p.precision),
-                  link=ask.link if ask.link is not None else tp_link(gpu.key, gpu_count))
+                  link=ask.link if ask.link is not None else tp_link(gpu.key, gpu_count),
+                  native_precision=native_precision(model))
 
 
 def plan_configs(model: ModelSpec, gpu: GpuSpec, *, input_len: int, output_len: int,

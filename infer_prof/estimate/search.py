@@ -20,8 +20,9 @@ What is searched, per GPU:
 - **Only what vLLM runs** (:mod:`infer_prof.catalog.vllm_support`): a GPU the released wheels do
   not run, or a precision or KV dtype they do not run on it, is listed in ``unsupported`` with
   the reason and never planned.
-- **Quality**: with ``--min-quality``, configurations that cost accuracy (4-bit weights, an fp8
-  KV cache: :attr:`Config.lossy`) are kept out: their accuracy is not known to meet a floor.
+- **Quality**: with ``--min-quality``, configurations that cost accuracy (4-bit weights other than
+  the checkpoint's native precision, an fp8 KV cache: :attr:`Config.lossy`) are kept out: their
+  accuracy is not known to meet a floor.
 
 Pruning: a configuration is planned (memory only, about half a millisecond) before anything is
 predicted, and only those that hold one sequence are predicted.
@@ -48,11 +49,11 @@ from infer_prof.core.planning.memory import check_tensor_parallel, checkpoint_pr
 from infer_prof.core.planning.precisions import PlanError, normalize_precision
 from infer_prof.estimate.configs import (
     GPU_COUNTS,
-    LOSSY_WEIGHTS,
     NO_FLOPS_WHY,
     Config,
     ConfigRequest,
     config_for,
+    costs_accuracy,
 )
 from infer_prof.estimate.document import SearchSummary, Skipped, Unsupported
 from infer_prof.estimate.request import EstimateRequest
@@ -215,12 +216,12 @@ def search(request: EstimateRequest, gpus: Sequence[GpuSpec], offers: Sequence[I
                 continue
             for p, support in runs:
                 for kv in kv_ok:
-                    if request.min_quality is not None and (p in LOSSY_WEIGHTS or kv == "fp8"):
+                    lossy = costs_accuracy(p, model)
+                    if request.min_quality is not None and (lossy or kv == "fp8"):
                         kept["quality"] += 1
                         said = (f"{p} weights (4-bit) cost accuracy, which --min-quality keeps "
                                 "out (drop it, or measure the model with infer-prof quality)"
-                                if p in LOSSY_WEIGHTS else "an fp8 KV cache, kept out by "
-                                "--min-quality")
+                                if lossy else "an fp8 KV cache, kept out by --min-quality")
                         if n not in why.setdefault(said, []):
                             why[said].append(n)
                         continue

@@ -172,16 +172,41 @@ def test_lossy_configurations_are_marked_and_kept_out_by_min_quality():
         == {("fp8", "fp8")}
 
 
-def test_a_4bit_checkpoint_under_min_quality_says_why_nothing_is_left():
-    """gpt-oss ships in MXFP4 alone: --min-quality keeps every configuration out, and the one
-    line says that, not only the GPU counts that do not split its heads."""
+def test_a_checkpoints_native_4bit_weights_are_not_lossy():
+    """gpt-oss was trained in MXFP4 and published only so (catalog/data/native_precisions.json):
+    its MXFP4 rows are not marked lossy, and --min-quality keeps them (with a 16-bit KV cache)."""
     res = run("--model", "gpt-oss-120b", "--gpu", "H100-SXM", "--input-len", "1024",
-              "--output-len", "1024", "--min-quality", "0.99")
-    assert res.exit_code == 2, res.output
-    errors = [line for line in res.stderr.splitlines() if line.startswith("error: ")]
-    assert len(errors) == 1, res.stderr
-    assert "1, 2, 4, 8 x H100-SXM: mxfp4 weights (4-bit) cost accuracy" in errors[0]
-    assert "--min-quality keeps out" in errors[0] and not res.stdout
+              "--output-len", "1024", "--min-quality", "0.99", "--all-configs", "--json")
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["rows"]
+    assert rows and {(r["precision"], r["kv_cache_dtype"]) for r in rows} == {("mxfp4", "auto")}
+    assert not any(r["lossy"] for r in rows)
+    table = run("--model", "gpt-oss-120b", "--gpu", "H100-SXM", "--input-len", "1024",
+                "--output-len", "1024", "--kv-cache-dtype", "auto")
+    assert "mxfp4 " in table.stdout and "mxfp4\u2020" not in table.stdout
+    forced = run("--model", "gpt-oss-120b", "--gpu", "H100-SXM", "--quantization", "mxfp4",
+                 "--min-quality", "0.99", "--json")
+    assert forced.exit_code == 0, forced.output
+
+
+def test_a_4bit_checkpoint_of_a_16bit_model_under_min_quality_says_why_nothing_is_left():
+    """The same MXFP4 weights as a quantization of 16-bit ones (a checkpoint not listed as
+    native): --min-quality keeps every configuration out, and the GPU's line says that, not only
+    the GPU counts that do not split its heads."""
+    from infer_prof.estimate.configs import costs_accuracy
+    from infer_prof.estimate.search import search
+
+    gpt = resolve_model("gpt-oss-120b", create_tiny=False).spec
+    assert gpt is not None and not costs_accuracy("mxfp4", gpt)
+    quantized = dataclasses.replace(gpt, hub_id="someone/gpt-oss-120b-requantized")
+    assert costs_accuracy("mxfp4", quantized) and costs_accuracy("awq", gpt)
+    cat = catalog()
+    request = EstimateRequest(model=quantized, input_len=1024, output_len=1024,
+                              target_interactivity=30.0, gpus=(cat["H100-SXM"],),
+                              min_quality=0.99)
+    found = search(request, [cat["H100-SXM"]], load_market().offers, list(cat.values()))
+    assert not found.configs and len(found.skipped) == 1
+    assert "1, 2, 4, 8 x H100-SXM: mxfp4 weights (4-bit) cost accuracy" in found.skipped[0].why
 
 
 def _row(gpu: str, usd: float, **kw: object) -> Row:
