@@ -47,7 +47,12 @@ def costs_accuracy(precision: str, model: ModelSpec) -> bool:
     """True when running ``model``'s weights at ``precision`` costs accuracy: 4-bit weights
     (:data:`LOSSY_WEIGHTS`) other than the precision the checkpoint was trained and published in
     (:func:`infer_prof.catalog.native_precision.native_precision`: gpt-oss's MXFP4)."""
-    return precision in LOSSY_WEIGHTS and precision != native_precision(model)
+    return _lossy_weights(precision, native_precision(model))
+
+
+def _lossy_weights(precision: str, native: str | None) -> bool:
+    """:func:`costs_accuracy` given the checkpoint's native precision ``native`` (or None)."""
+    return precision in LOSSY_WEIGHTS and precision != native
 
 
 def lossy_weights_label(precision: str) -> str:
@@ -92,7 +97,7 @@ class Config:
         """What costs accuracy here, in words: 4-bit weights (not the checkpoint's native
         precision: :func:`costs_accuracy`), an fp8 KV cache."""
         out = []
-        if self.precision in LOSSY_WEIGHTS and self.precision != self.native_precision:
+        if _lossy_weights(self.precision, self.native_precision):
             out.append(lossy_weights_label(self.precision))
         if self.kv_cache_dtype == "fp8":
             out.append("fp8 KV cache")

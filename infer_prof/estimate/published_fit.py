@@ -35,7 +35,7 @@ from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
 from infer_prof.core.estimate.frontier_model import predict_point
 from infer_prof.core.estimate.peaks import peak_flops
-from infer_prof.core.estimate.weight_only import weight_only_cost
+from infer_prof.core.estimate.weight_only import FP4_WEIGHT_ONLY, weight_only_cost
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.estimate.gpu_bound import inversions
 
@@ -239,7 +239,7 @@ def runs_fp4_weight_only(case: Case) -> bool:
     """True when ``case`` runs FP4 weights (MXFP4, NVFP4) on a GPU without FP4 math, unpacked
     to 16-bit (:func:`~infer_prof.core.estimate.weight_only.weight_only_cost`)."""
     cost = weight_only_cost(case.point.precision, catalog()[case.point.gpu])
-    return cost is not None and cost.format == "fp4-weight-only"
+    return cost is not None and cost.format == FP4_WEIGHT_ONLY
 
 
 def fp4_weight_only_sources(members: Iterable[Case]) -> int:

@@ -215,8 +215,8 @@ def search(request: EstimateRequest, gpus: Sequence[GpuSpec], offers: Sequence[I
                                "infer_prof/catalog/data/interconnects.json)", []).append(n)
                 continue
             for p, support in runs:
+                lossy = costs_accuracy(p, model)
                 for kv in kv_ok:
-                    lossy = costs_accuracy(p, model)
                     if request.min_quality is not None and (lossy or kv == "fp8"):
                         kept["quality"] += 1
                         said = (f"{p} weights (4-bit) cost accuracy, which --min-quality keeps "

@@ -63,7 +63,7 @@ from infer_prof.core.estimate.collectives import allreduce_step_s
 from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import StepFactors
 from infer_prof.core.estimate.peaks import attention_peak_flops, bandwidth_bytes_per_s, peak_flops
-from infer_prof.core.estimate.weight_only import weight_only_cost
+from infer_prof.core.estimate.weight_only import FP4_WEIGHT_ONLY, weight_only_cost
 from infer_prof.core.planning.memory import decode_weight_bytes
 
 Bound = Literal["memory", "compute"]
@@ -126,7 +126,7 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     dequant = weight_only_cost(precision, gpu)
     read_share, math_share = ((dequant.bandwidth_share, dequant.compute_share) if dequant
                               else (1.0, 1.0))
-    if dequant is not None and dequant.format == "fp4-weight-only":
+    if dequant is not None and dequant.format == FP4_WEIGHT_ONLY:
         read_share *= factors.fp4_weight_only_share
         math_share *= factors.fp4_weight_only_share
     memory = weights / (bw * factors.mbu * read_share) + kv / (bw * factors.mbu_kv)

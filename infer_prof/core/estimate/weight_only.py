@@ -38,6 +38,11 @@ GPUSTACK_QUANT = (
     "compute bound), BF16 10,338.25 tok/s")
 
 
+FP4_WEIGHT_ONLY = "fp4-weight-only"
+"""The format of FP4 weights (NVFP4, MXFP4) on a GPU without FP4 math, unpacked to 16-bit: the
+one whose int4 Marlin shares the fitted ``StepFactors.fp4_weight_only_share`` scales."""
+
+
 class WeightOnlyCost(msgspec.Struct, frozen=True, kw_only=True):
     """A weight-only format's dequantization cost (module docstring): ``bandwidth_share`` and
     ``compute_share`` in (0, 1], relative to 16-bit weights on the same GPU; ``source`` where
@@ -81,8 +86,8 @@ WEIGHT_ONLY: dict[str, WeightOnlyCost] = {
         format="int8", bandwidth_share=0.98, compute_share=0.69,
         source=(f"GPTQ-Marlin int8, 7,119.60 tok/s on the {GPUSTACK_QUANT}; bandwidth_share as "
                 f"int4 Marlin's ({MARLIN_BATCH_1})")),
-    "fp4-weight-only": WeightOnlyCost(
-        format="fp4-weight-only", bandwidth_share=AWQ_MARLIN.bandwidth_share,
+    FP4_WEIGHT_ONLY: WeightOnlyCost(
+        format=FP4_WEIGHT_ONLY, bandwidth_share=AWQ_MARLIN.bandwidth_share,
         compute_share=AWQ_MARLIN.compute_share,
         source=("no vLLM measurement of an MXFP4 or NVFP4 model against its 16-bit twin on a GPU "
                 "without FP4 math found: the int4 Marlin shares (AWQ's), as MXFP4 through Marlin "
@@ -115,5 +120,5 @@ def weight_only_cost(precision: str, gpu: GpuSpec) -> WeightOnlyCost | None:
     if precision == "fp8":
         return None if gpu.fp8_tflops else WEIGHT_ONLY["fp8-weight-only"]
     if precision in ("nvfp4", "mxfp4"):
-        return None if gpu.fp4_tflops else WEIGHT_ONLY["fp4-weight-only"]
+        return None if gpu.fp4_tflops else WEIGHT_ONLY[FP4_WEIGHT_ONLY]
     return WEIGHT_ONLY.get(precision)
