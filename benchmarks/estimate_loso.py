@@ -15,10 +15,12 @@ has no point in has the same fit as without the fold (memoized).
 Reported, on the points of vLLM 0.10 and later (``engine_version``; the goal's set):
 
 - per point ``error = predicted / measured - 1`` of output tokens/s per GPU; median and 90th
-  percentile of ``|error|`` over all; over the transformer points by GPU family, precision,
-  GPU count (tensor parallel) and the interconnect the all-reduce crosses, and by (family,
-  precision, TP, interconnect) cell (what a row's interval is looked up by); over the hybrid
-  models' points alone (a hybrid row's interval); by model and by source;
+  percentile of ``|error|`` over all; over the transformer points by (family, precision, TP,
+  interconnect) cell (what a row's interval is looked up by) and, of those their GPU bounded
+  (:mod:`infer_prof.estimate.gpu_bound`: the groups a cell of few points falls back on), by GPU
+  family, precision, GPU count (tensor parallel) and the interconnect the all-reduce crosses;
+  over the hybrid models' points alone (a hybrid row's interval) and those their GPU did not
+  bound alone; by model and by source;
 - GPU pairs: two GPUs one source measured in one configuration (model, precision, lengths, TP,
   concurrency): is the faster per GPU by prediction the faster by measurement, and the median
   ``|predicted ratio / measured ratio - 1|`` of the two throughputs;
@@ -58,6 +60,7 @@ from infer_prof.estimate.expected_error import (
     HeldOutStats,
     interval_precision,
 )
+from infer_prof.estimate.gpu_bound import inversions
 from infer_prof.estimate.published_fit import (
     Case,
     architecture,
@@ -267,8 +270,13 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
     """The whole held-out comparison as one JSON-ready document."""
     goal_rows = [r for r in rows if r.goal_set]
     # the groups a configuration's interval is looked up by: transformer points (a hybrid
-    # model's row is held to the hybrid points' own line, "hybrid")
-    group_rows = [r for r in goal_rows if not is_hybrid(r.model)]
+    # model's row is held to the hybrid points' own line, "hybrid"); a cell holds every such
+    # point of its configuration, the family, precision, TP and interconnect groups a small
+    # cell falls back on only those their GPU bounded (a setup the GPU did not bound speaks
+    # for its own configuration, not for the family's others: "not_gpu_bound")
+    unbound = set(inversions(published_results().points))
+    cell_rows = [r for r in goal_rows if not is_hybrid(r.model)]
+    group_rows = [r for r in cell_rows if r.id not in unbound]
     pairs = gpu_pairs(goal_rows)
     tps = tp_ratios(goal_rows)
     head = stats(r.error_pct for r in goal_rows)
@@ -292,10 +300,11 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "by_precision": grouped(group_rows, lambda r: r.precision),
         "by_tp": grouped(group_rows, lambda r: str(r.tp)),
         "by_interconnect": grouped(group_rows, lambda r: r.interconnect),
-        "by_cell": grouped(group_rows, cell_key),
+        "by_cell": grouped(cell_rows, cell_key),
         "by_source": grouped(rows, lambda r: r.source[:60]),
         "by_model": grouped(goal_rows, lambda r: r.model),
         "hybrid": stats(r.error_pct for r in goal_rows if is_hybrid(r.model)),
+        "not_gpu_bound": stats(r.error_pct for r in cell_rows if r.id in unbound),
         "gpu_pairs": {"pairs": len(pairs), "right": pair_right, "share_pct": pair_share,
                       "ratio_error": stats(x.error_pct for x in pairs),
                       "apart": apart_share(pairs)},
@@ -347,11 +356,12 @@ def print_report(doc: dict[str, object]) -> None:
     line("vLLM >= 0.10, closed loop (the goal's set)", doc["overall"])
     line("every vLLM closed-loop point", doc["all_vllm_closed_loop"])
     line("hybrid models' points (scored, not fitted)", doc["hybrid"])
+    line("points their GPU did not bound (not fitted)", doc["not_gpu_bound"])
     for title in ("by_family", "by_precision", "by_tp", "by_interconnect", "by_model",
                   "by_source", "by_cell"):
-        over = (" (transformer points; the hybrids' on the line above)"
-                if title in ("by_family", "by_precision", "by_tp", "by_interconnect", "by_cell")
-                else "")
+        over = (" (transformer points their GPU bounded: the two lines above apart)"
+                if title in ("by_family", "by_precision", "by_tp", "by_interconnect")
+                else " (transformer points)" if title == "by_cell" else "")
         print(f" {title.replace('_', ' ')}{over}:")
         groups = doc[title]
         assert isinstance(groups, dict)

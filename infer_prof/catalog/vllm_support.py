@@ -9,7 +9,7 @@ and code).
   ``--dtype half``).
 - A weight precision: the first of its ``tiers`` whose minimum capability the GPU meets says how
   it runs (``runs_as``; ``weight_only``: dequantized to 16-bit math, as fp8 through FP8 Marlin
-  on Turing and Ampere); on AMD, the precision's ``rocm_targets``.
+  on Turing and Ampere); on AMD, the precision's ``rocm_targets`` (how: ``rocm_runs_as``).
 - The fp8 KV cache: from ``kv_cache_dtypes.fp8.min_compute_capability``, and on ROCm.
 
 :func:`precision_support` answers for one GPU and precision with a :class:`Support`: whether
@@ -39,6 +39,7 @@ class _Precision(msgspec.Struct, frozen=True):
     source: str
     rocm_targets: list[str] = []
     rocm: bool = False
+    rocm_runs_as: str = ""
 
 
 class _Cuda(msgspec.Struct, frozen=True):
@@ -165,7 +166,8 @@ def precision_support(gpu: GpuSpec, precision: str, table: SupportTable | None =
     cc = gpu.cuda_capability
     if cc is None:
         if rule.rocm or gpu.compute_capability in rule.rocm_targets:
-            return Support(runs=True, runs_as=rule.tiers[0].runs_as, dtype=dtype)
+            return Support(runs=True, runs_as=rule.rocm_runs_as or rule.tiers[0].runs_as,
+                           dtype=dtype)
         return Support(runs=False, dtype=dtype,
                        why=f"vLLM does not run {precision} on AMD {gpu.compute_capability} "
                            f"({gpu.key}; {_short(rule.source)})")

@@ -16,15 +16,22 @@ No step of the roofline (:mod:`infer_prof.core.estimate.decode_step`) can be slo
 still predicted and scored by the held-out validation (``benchmarks/estimate_loso.py``), which
 lists them.
 
+A sweep is one setup: where a GPU's points of one source and configuration but the concurrency
+are inverted at every level that has a point to compare with, its levels without one are left
+out with them (:func:`sweep_inversions`).
+
 In the shipped set this finds ``sariekr/gpu_conc``'s B200 (gpt-oss-20b at 1-16 streams, 0.1-15 %
 below its H200; the B200 has 1.6x the bandwidth and 2.3x the 16-bit FLOP/s, and native FP4) and
-its MI300X (below both its H100 PCIe and its H200). Pure but for reading the GPU catalog.
+its MI300X (below both its H100 PCIe and its H200 at 1-16 streams, and so its 32 streams, which
+no other GPU of the source measured). Pure but for reading the GPU catalog.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+
+import msgspec
 
 from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.published_results import PublishedPoint
@@ -48,9 +55,18 @@ class Inversion:
     other_id: str
     other_gpu: str
     other_measured: float
+    sweep_of: str = ""
+    """Set when the point itself had nothing to compare with: the id of an inverted point of the
+    same GPU's sweep (:func:`sweep_inversions`)."""
 
     def why(self) -> str:
         """One line for a listing."""
+        if self.sweep_of:
+            return (f"{self.gpu} measured {self.measured:,.1f} output tok/s per GPU, with "
+                    f"nothing to compare with, in a sweep whose every level that has was slower "
+                    f"than a GPU the {self.gpu} dominates ({self.sweep_of} below the "
+                    f"{self.other_gpu}'s {self.other_measured:,.1f}, {self.other_id}): one "
+                    "setup, not bound by the GPU")
         return (f"{self.gpu} measured {self.measured:,.1f} output tok/s per GPU, below the "
                 f"{self.other_gpu}'s {self.other_measured:,.1f} ({self.other_id}) in the same "
                 f"source and configuration, though the {self.gpu} has at least its bandwidth "
@@ -100,4 +116,36 @@ def inversions(points: Iterable[PublishedPoint]) -> dict[str, Inversion]:
                 q = max(faster, key=lambda x: x.output_tok_s_per_gpu)
                 out[p.id] = Inversion(p.id, p.gpu, p.output_tok_s_per_gpu, q.id, q.gpu,
                                       q.output_tok_s_per_gpu)
+    out.update(sweep_inversions(pts, out))
+    return out
+
+
+def same_sweep(p: PublishedPoint, q: PublishedPoint) -> bool:
+    """True when ``p`` and ``q`` are levels of one sweep: one source and GPU, the same
+    configuration (:func:`same_configuration`) but for the concurrency."""
+    return p.gpu == q.gpu and same_configuration(
+        p, msgspec.structs.replace(q, concurrency=p.concurrency))
+
+
+def sweep_inversions(points: list[PublishedPoint], found: dict[str, Inversion]
+                     ) -> dict[str, Inversion]:
+    """The levels of a sweep that have no point of a dominated GPU to compare with, where every
+    level of it that has one is inverted (``found``): one setup, so not bound by the GPU either.
+    A sweep with any level that compares and is not inverted keeps its other levels."""
+    gpus = catalog()
+
+    def compared(p: PublishedPoint) -> bool:
+        return any(q.gpu != p.gpu and same_configuration(p, q)
+                   and dominates(gpus[p.gpu], gpus[q.gpu], p.precision) for q in points)
+
+    out: dict[str, Inversion] = {}
+    for p in points:
+        if p.id in found or compared(p):
+            continue
+        sweep = [q for q in points if q.id != p.id and same_sweep(p, q)]
+        levels = [q for q in sweep if compared(q)]
+        if levels and all(q.id in found for q in levels):
+            inv = found[max(levels, key=lambda q: q.concurrency).id]
+            out[p.id] = Inversion(p.id, p.gpu, p.output_tok_s_per_gpu, inv.other_id,
+                                  inv.other_gpu, inv.other_measured, sweep_of=inv.id)
     return out

@@ -30,24 +30,29 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # (published_fit.population_factors), InferenceMAX's and covehub/cove's points at the mean
     # lengths their client drew (0.9 x nominal), a third Ampere source
     # (ld-singh/ai-factory-ops-lab's RTX A6000), FP4 without FP4 math at a fitted share of int4
-    # Marlin's rates pulled to 1 by its sources (published_fit.family_search): n=238, median
-    # 9.0 %, p90 26.6 % (the goal: 10 % / 25 %: the median met; docs/estimate.md)
+    # Marlin's rates pulled to 1 by its sources (published_fit.family_search), and
+    # sariekr/gpu_conc's MI300X predicted since the planner runs MXFP4 on AMD (5 points its GPU
+    # did not bound, 163-235 % too fast, scored): n=243, median 9.2 %, p90 28.9 % (the goal:
+    # 10 % / 25 %: the median met; docs/estimate.md)
     s = doc["overall"]
-    assert s.n >= 238
+    assert s.n >= 243
     assert s.median_abs_error_pct <= 9.5
-    assert s.p90_abs_error_pct <= 27.0
+    assert s.p90_abs_error_pct <= 29.5
+    # the groups below: the points their GPU bounded (the others on their own line)
+    assert doc["not_gpu_bound"].n == 9  # sariekr/gpu_conc's B200 (4) and MI300X (5)
     fam = doc["by_family"]
     assert fam["Hopper"].median_abs_error_pct <= 6.5  # today 6.2
-    # today 13.5 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    # today 12.9 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
-    assert fam["Blackwell"].median_abs_error_pct <= 14.0
+    assert fam["Blackwell"].median_abs_error_pct <= 13.5
+    assert fam["CDNA3"].median_abs_error_pct <= 31.0  # today 29.9 (AMD's MI300X TP8)
     # today 15.6 (AccelMark's and ree2raz's A100, ai-factory-ops-lab's A6000: fitted from the
     # two left when one is held out)
     assert fam["Ampere"].median_abs_error_pct <= 16.0
     assert doc["by_precision"]["bf16"].median_abs_error_pct <= 12.8  # today 12.3
     assert fam["Ada"].median_abs_error_pct <= 12.5  # today 12.0 (L4, RTX 4090)
     assert fam["Blackwell RTX"].median_abs_error_pct <= 27.0  # today 26.3 (RTX 5090/PRO 6000 AWQ)
-    assert len(doc["not_fitted"]) == 17  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
+    assert len(doc["not_fitted"]) == 18  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:

@@ -33,9 +33,11 @@ def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) 
     # InferenceMAX, so Blackwell takes the fitted families' mean), MXFP4 without FP4 math at
     # int4 Marlin's dequantization shares; 2026-12-03, InferenceMAX's and covehub/cove's points
     # at their client's mean lengths, the RTX A6000 source, FP4 without FP4 math at a fitted
-    # share of int4 Marlin's rates (published_fit.family_search): n=97, median 8.1 %, p90 28.0 %
+    # share of int4 Marlin's rates (published_fit.family_search): n=97, median 8.1 %, p90 28.0 %;
+    # with sariekr/gpu_conc's MI300X at 16 and 32 streams predicted (MXFP4 on AMD; its GPU did
+    # not bound them, +188 and +195 %): n=99, median 8.3 %, p90 28.7 %
     s = doc["holdout"]["vllm_closed_loop"]
-    assert s["n"] >= 97
+    assert s["n"] >= 99
     assert s["median_abs_error_pct"] <= 8.7
     assert s["p90_abs_error_pct"] <= 29.3
 

@@ -102,6 +102,29 @@ def test_the_support_table_keeps_what_vllm_cannot_run_out_of_the_ranking():
                for r in doc["rows"])  # fp8 weight-only through Marlin on Ampere
 
 
+def test_gpt_oss_runs_on_the_amd_gpus_vllms_rocm_build_runs_mxfp4_on():
+    """vLLM's ROCm build serves gpt-oss's MXFP4 experts (Triton matmul_ogs on gfx9, AITER on
+    gfx950): the planner and the support table agree, and the estimate ranks MI300X/MI355X."""
+    from infer_prof.catalog.vllm_support import precision_support, support_table
+    from infer_prof.core.planning.precisions import MXFP4_ROCM_TARGETS
+
+    cat = catalog()
+    table = support_table()
+    assert tuple(table.precisions["mxfp4"].rocm_targets) == MXFP4_ROCM_TARGETS
+    assert set(MXFP4_ROCM_TARGETS) <= set(table.rocm.rocm_targets)
+    s = precision_support(cat["MI300X"], "mxfp4")
+    assert s.runs and "Triton" in s.runs_as, s
+    assert not precision_support(cat["MI100"], "mxfp4").runs  # gfx908: not a vLLM target
+    res = run("--model", "gpt-oss-120b", "--input-len", "1024", "--output-len", "1024",
+              "--target-interactivity", "30", "--all-configs", "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    ranked = {(r["gpu"], r["precision"]) for r in doc["rows"]}
+    assert ("MI300X", "mxfp4") in ranked and ("MI355X", "mxfp4") in ranked
+    assert not any(u["gpu"] == "MI300X" and u["precision"] == "mxfp4"
+                   for u in doc["unsupported"])
+
+
 def test_allreduce_over_pcie_by_hand():
     from infer_prof.catalog.interconnects import tp_link
     from infer_prof.core.estimate.collectives import allreduce_step_s

@@ -54,7 +54,28 @@ def test_the_shipped_set_has_exactly_the_gpu_conc_b200_and_mi300x_inverted() -> 
            if p.engine == "vllm" and p.load == "closed-loop"]
     found = inversions(pts)
     assert sorted(found) == sorted(
-        f"gpu-conc-gpt-oss-20b-{g}-c{c}" for g in ("b200", "mi300x") for c in (1, 4, 8, 16))
+        [f"gpu-conc-gpt-oss-20b-{g}-c{c}" for g in ("b200", "mi300x") for c in (1, 4, 8, 16)]
+        + ["gpu-conc-gpt-oss-20b-mi300x-c32"])  # no other GPU at 32 streams: its sweep's
+    assert found["gpu-conc-gpt-oss-20b-mi300x-c32"].sweep_of == "gpu-conc-gpt-oss-20b-mi300x-c16"
+
+
+def test_a_sweep_inverted_wherever_it_compares_is_left_out_whole() -> None:
+    """A level with nothing to compare with shares its sweep's setup: out when every level that
+    compares is inverted, kept when one of them is not."""
+    h200 = _shipped("gpu-conc-gpt-oss-20b-h200-c8")
+    slow = [_like(h200, id=f"b200-c{c}", gpu="B200", concurrency=c, output_tok_s=100.0 * c,
+                  output_tok_s_per_gpu=100.0 * c) for c in (8, 64)]
+    found = inversions([h200, *slow])
+    assert set(found) == {"b200-c8", "b200-c64"}
+    assert found["b200-c64"].sweep_of == "b200-c8" and "one setup" in found["b200-c64"].why()
+    # another model, or another source, is another sweep: nothing carried over
+    for other in (_like(slow[1], model="gpt-oss-120b"),
+                  _like(slow[1], source=msgspec.structs.replace(h200.source, title="another"))):
+        assert set(inversions([h200, slow[0], other])) == {"b200-c8"}
+    # a sweep with a level that compares and is not inverted keeps the others
+    h200_16 = _like(h200, id="h200-c16", concurrency=16, output_tok_s_per_gpu=1000.0)
+    b200_16 = _like(slow[0], id="b200-c16", concurrency=16, output_tok_s_per_gpu=3000.0)
+    assert set(inversions([h200, h200_16, *slow, b200_16])) == {"b200-c8"}
 
 
 def _cases(*prefixes: str) -> list[Case]:

@@ -46,6 +46,16 @@ MXFP4_MIN_CAPABILITY = (8, 0)
 """vLLM's ``Mxfp4Config.get_min_capability``: 80 (Marlin or Triton kernels below Blackwell; it
 was 90 in the release that brought gpt-oss), vllm/model_executor/layers/quantization/mxfp4.py."""
 
+MXFP4_ROCM_TARGETS = ("gfx90a", "gfx942", "gfx950", "gfx1100", "gfx1101", "gfx1200", "gfx1201",
+                      "gfx1150", "gfx1151")
+"""The AMD gfx targets vLLM's ROCm build runs MXFP4 (gpt-oss) on: every ROCm target of its
+builds. vLLM 0.32.0, vllm/model_executor/layers/fused_moe/oracle/mxfp4.py
+``_get_priority_backends_for_gpt_oss``: AITER's MXFP4 kernels on gfx950, OpenAI's Triton
+``matmul_ogs`` kernels on gfx9 (gfx90a, gfx942, gfx950) and gfx11xx/gfx12xx
+(experts/gpt_oss_triton_kernels_moe.py ``_triton_kernel_moe_supports_current_device``), OCP MX
+emulation last; measured: ``sariekr/gpu_conc`` served gpt-oss-20b on one MI300X with vLLM's
+ROCm build (August 2025). The catalog's ``vllm_support.json`` lists the same targets."""
+
 _PRECISION_ALIASES = {
     "bf16": "bf16", "fp16": "bf16", "bfloat16": "bf16", "float16": "bf16", "half": "bf16",
     "none": "bf16", "16bit": "bf16",
@@ -159,13 +169,17 @@ def why_not(precision: str, gpu: GpuSpec | None, caps: EngineCaps,
     needs its runtime importable (and ``vllm-bnb-plugin`` on vLLM builds without it) and real
     weights, since both builds force ``load_format=bitsandbytes`` (:data:`BNB_DUMMY_NOTE`);
     NVFP4 needs a GPU, with FP4 compute from :data:`NVFP4_MIN_CAPABILITY` (an NVFP4 checkpoint
-    loads below it, emulated); MXFP4 needs :data:`MXFP4_MIN_CAPABILITY`.
+    loads below it, emulated); MXFP4 needs :data:`MXFP4_MIN_CAPABILITY`, or on AMD one of
+    :data:`MXFP4_ROCM_TARGETS`.
     """
     missing = caps.missing(precision)
     if missing:
         return missing
     if precision in ("nvfp4", "mxfp4"):
         cc = gpu.cuda_capability if gpu is not None else None
+        if cc is None and precision == "mxfp4" and gpu is not None \
+                and gpu.compute_capability in MXFP4_ROCM_TARGETS:
+            return ""
         if cc is None:
             where = gpu.key if gpu is not None else "a --memory-budget plan"
             return f"{precision} needs an NVIDIA GPU; {where} has none"
