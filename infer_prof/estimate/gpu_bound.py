@@ -145,7 +145,7 @@ def sweep_inversions(points: list[PublishedPoint], found: dict[str, Inversion]
         sweep = [q for q in points if q.id != p.id and same_sweep(p, q)]
         levels = [q for q in sweep if compared(q)]
         if levels and all(q.id in found for q in levels):
-            inv = found[max(levels, key=lambda q: q.concurrency).id]
+            inv = found[max(levels, key=lambda q: q.concurrency or 0).id]
             out[p.id] = Inversion(p.id, p.gpu, p.output_tok_s_per_gpu, inv.other_id,
                                   inv.other_gpu, inv.other_measured, sweep_of=inv.id)
     return out
