@@ -16,7 +16,8 @@ Reported, on the points of vLLM 0.10 and later (``engine_version``; the goal's s
 
 - per point ``error = predicted / measured - 1`` of output tokens/s per GPU; median and 90th
   percentile of ``|error|`` over all; over the transformer points by (family, precision, TP,
-  interconnect) cell (what a row's interval is looked up by) and, of those their GPU bounded
+  interconnect) cell (what a row's interval is looked up by) and by (family, precision) pair,
+  and, of those their GPU bounded
   (:mod:`infer_prof.estimate.gpu_bound`: the groups a cell of few points falls back on), by GPU
   family, precision, GPU count (tensor parallel) and the interconnect the all-reduce crosses;
   over the hybrid models' points alone (a hybrid row's interval) and those their GPU did not
@@ -301,6 +302,7 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "by_tp": grouped(group_rows, lambda r: str(r.tp)),
         "by_interconnect": grouped(group_rows, lambda r: r.interconnect),
         "by_cell": grouped(cell_rows, cell_key),
+        "by_family_precision": grouped(cell_rows, lambda r: f"{r.family}|{r.precision}"),
         "by_source": grouped(rows, lambda r: r.source[:60]),
         "by_model": grouped(goal_rows, lambda r: r.model),
         "hybrid": stats(r.error_pct for r in goal_rows if is_hybrid(r.model)),
@@ -358,10 +360,11 @@ def print_report(doc: dict[str, object]) -> None:
     line("hybrid models' points (scored, not fitted)", doc["hybrid"])
     line("points their GPU did not bound (not fitted)", doc["not_gpu_bound"])
     for title in ("by_family", "by_precision", "by_tp", "by_interconnect", "by_model",
-                  "by_source", "by_cell"):
+                  "by_source", "by_family_precision", "by_cell"):
         over = (" (transformer points their GPU bounded: the two lines above apart)"
                 if title in ("by_family", "by_precision", "by_tp", "by_interconnect")
-                else " (transformer points)" if title == "by_cell" else "")
+                else " (transformer points)" if title in ("by_cell", "by_family_precision")
+                else "")
         print(f" {title.replace('_', ' ')}{over}:")
         groups = doc[title]
         assert isinstance(groups, dict)
@@ -411,6 +414,7 @@ def errors_section(doc: dict[str, object], day: str) -> HeldOutErrors:
         overall=HeldOutStats(**asdict(overall)), by_family=typed(doc["by_family"]),
         by_precision=typed(doc["by_precision"]), by_tp=typed(doc["by_tp"]),
         by_interconnect=typed(doc["by_interconnect"]), by_cell=typed(doc["by_cell"]),
+        by_family_precision=typed(doc["by_family_precision"]),
         source=(f"{COMMAND} --write on {overall.n} vLLM >= 0.10 closed-loop points, each "
                 f"source held out of the fit, {day}"))
 

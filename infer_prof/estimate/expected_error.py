@@ -52,8 +52,11 @@ class HeldOutStats(msgspec.Struct, frozen=True):
 class HeldOutErrors(msgspec.Struct, frozen=True):
     """The ``held_out`` section: each source held out of the fit in turn
     (``benchmarks/estimate_loso.py``). Group keys: GPU family (``Hopper``), precision
-    (``bf16``), GPU count (``"2"``), interconnect (``none``, ``link``, ``pcie``), and cells
-    ``family|precision|tp|interconnect``; ``hybrid`` the hybrid models' points alone
+    (``bf16``), GPU count (``"2"``), interconnect (``none``, ``link``, ``pcie``) over the
+    points their GPU bounded (:mod:`infer_prof.estimate.gpu_bound`); cells
+    ``family|precision|tp|interconnect`` and ``family|precision`` pairs over every point, those
+    too (a setup its GPU did not bound says something of its family's kernels for that
+    precision, nothing of the family's others); ``hybrid`` the hybrid models' points alone
     (linear-attention or Mamba layers: predicted, scored, not fitted), which a hybrid model's
     row is held to (:meth:`ExpectedError.interval`)."""
 
@@ -65,6 +68,7 @@ class HeldOutErrors(msgspec.Struct, frozen=True):
     by_cell: dict[str, HeldOutStats] = {}
     source: str = ""
     hybrid: HeldOutStats | None = None
+    by_family_precision: dict[str, HeldOutStats] = {}
 
 
 @dataclass(frozen=True)
@@ -128,7 +132,8 @@ class ExpectedError:
         ``precision``, ``tp`` GPUs and, for ``tp > 1``, the ``interconnect`` its all-reduce
         crosses (``nvlink``, ``infinity-fabric``, ``pcie``; None: not checked). The cell's own
         figures when it has :data:`MIN_CELL_POINTS` held-out points; else the worst (largest
-        median, largest p90) of its family's, precision's and TP size's groups; unvalidated
+        median, largest p90) of its family's, precision's, TP size's and interconnect's groups
+        and of its family and precision together where that pair has points; unvalidated
         (the overall figures, :class:`ErrorInterval`) when any of those has no point. For a
         ``hybrid`` model, the worse of that and the hybrid models' own held-out figures
         (unvalidated when none were held out): the groups are mostly transformers, which the
@@ -167,6 +172,9 @@ class ExpectedError:
         if cell is not None and cell.n >= MIN_CELL_POINTS:
             return ErrorInterval(cell.median_abs_error_pct, cell.p90_abs_error_pct, cell.n,
                                  True, f"{family} {precision} TP{tp}")
+        pair = h.by_family_precision.get(f"{family}|{precision}")
+        if pair is not None:
+            groups[f"{family} {precision}"] = pair
         found = [g for g in groups.values() if g is not None]
         return ErrorInterval(max(g.median_abs_error_pct for g in found),
                              max(g.p90_abs_error_pct for g in found), min(g.n for g in found),

@@ -48,6 +48,20 @@ def test_a_small_cell_takes_the_worst_of_its_groups() -> None:
     assert (iv.median_pct, iv.p90_pct, iv.validated) == (30.0, 70.0, True)
 
 
+def test_a_small_cell_takes_its_family_and_precision_pair_when_worse() -> None:
+    """A pair's figures hold every point of that family and precision, those a setup its GPU
+    did not bound too (the family and precision groups leave them out): a row of that pair
+    at a TP size the pair has no cell of is held to them; another precision is not."""
+    held = msgspec.structs.replace(
+        HELD, by_family_precision={"Hopper|mxfp4": _s(6, 150.0, 200.0)})
+    errors = ExpectedError(20.0, {"Hopper": 12.0}, "says", held)
+    iv = errors.interval("Hopper", "mxfp4", 1)
+    assert (iv.median_pct, iv.p90_pct, iv.validated) == (150.0, 200.0, True)
+    assert "Hopper mxfp4" in iv.basis
+    assert errors.interval("Hopper", "bf16", 1).p90_pct == 70.0  # as without the pair
+    assert errors.interval("Hopper", "mxfp4", 2, "nvlink").p90_pct == 18.0  # its cell
+
+
 @pytest.mark.parametrize(("family", "precision", "tp", "link", "missing"), [
     ("Ampere", "bf16", 1, None, "GPU family Ampere"),
     ("Hopper", "awq", 1, None, "precision awq"),
