@@ -134,11 +134,15 @@ FAMILIES: dict[str, tuple[str, ...]] = {
     "Blackwell": ("blackwell",),
     "Ada": ("ada",),
     "Ampere": ("ampere",),
-    "CDNA3": ("cdna 3", "cdna 4", "cdna3", "cdna4"),
+    "CDNA3": ("cdna 3", "cdna3"),
+    "CDNA4": ("cdna 4", "cdna4"),
     "older": ("volta", "turing", "pascal", "maxwell", "kepler", "cdna", "gcn"),
 }
 """Architecture families by the words of the GPU catalog's ``architecture`` field (first match
-wins, so ``CDNA 3`` is CDNA3 before the bare ``CDNA`` of ``older``)."""
+wins, so ``CDNA 3`` is CDNA3 before the bare ``CDNA`` of ``older``). One family a generation, as
+Hopper and Blackwell are: CDNA 4 (MI355X: FP4/FP6 math, other kernels in vLLM's ROCm build, such
+as AITER's MXFP4 ones on gfx950) is not CDNA 3 (MI300X, MI325X), so a CDNA 3 validation does not
+stand for it."""
 
 
 BLACKWELL_RTX = "Blackwell RTX"
