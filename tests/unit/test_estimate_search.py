@@ -115,6 +115,10 @@ def test_gpt_oss_runs_on_the_amd_gpus_vllms_rocm_build_runs_mxfp4_on():
     s = precision_support(cat["MI300X"], "mxfp4")
     assert s.runs and "Triton" in s.runs_as, s
     assert not precision_support(cat["MI100"], "mxfp4").runs  # gfx908: not a vLLM target
+    from infer_prof.core.planning.precisions import EngineCaps, why_not
+    caps = EngineCaps()
+    assert why_not("mxfp4", cat["MI300X"], caps, None, checkpoint=True, moe=True) == ""
+    assert "MI100 is gfx908" in why_not("mxfp4", cat["MI100"], caps, None, checkpoint=True)
     res = run("--model", "gpt-oss-120b", "--input-len", "1024", "--output-len", "1024",
               "--target-interactivity", "30", "--all-configs", "--json")
     assert res.exit_code == 0, res.output

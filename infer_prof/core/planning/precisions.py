@@ -180,6 +180,10 @@ def why_not(precision: str, gpu: GpuSpec | None, caps: EngineCaps,
         if cc is None and precision == "mxfp4" and gpu is not None \
                 and gpu.compute_capability in MXFP4_ROCM_TARGETS:
             return ""
+        if cc is None and precision == "mxfp4" and gpu is not None:
+            return (f"mxfp4 needs an NVIDIA GPU of compute capability >= 8.0 or an AMD GPU "
+                    f"vLLM's ROCm build targets ({', '.join(MXFP4_ROCM_TARGETS[:3])}, ...); "
+                    f"{gpu.key} is {gpu.compute_capability}")
         if cc is None:
             where = gpu.key if gpu is not None else "a --memory-budget plan"
             return f"{precision} needs an NVIDIA GPU; {where} has none"
