@@ -38,6 +38,8 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     assert s.n >= 243
     assert s.median_abs_error_pct <= 9.5
     assert s.p90_abs_error_pct <= 29.5
+    bound = doc["overall_gpu_bound"]  # today n=234, 8.9 %, 24.7 %
+    assert bound.n == s.n - 9 and bound.p90_abs_error_pct <= 25.5
     # the groups below: the points their GPU bounded (the others on their own line)
     assert doc["not_gpu_bound"].n == 9  # sariekr/gpu_conc's B200 (4) and MI300X (5)
     fam = doc["by_family"]
