@@ -84,6 +84,8 @@ def _ranking_lines(doc: EstimateDocument) -> list[str]:
     else:
         lines.append("ranked by $/1M slow (the cost at the error interval's slow end), validated "
                      "rows first; unvalidated rows after, by their central cost")
+    lines.append("error: the interval of output tok/s; TTFT and TPOT are predicted medians "
+                 "without one (TTFT against published runs: benchmarks/estimate_ttft.py)")
     s = doc.search
     if s is not None:
         shown = "every configuration" if doc.all_configs else "each GPU's best configuration"

@@ -33,7 +33,7 @@ from infer_prof.core.catalog.models import ModelSpec
 from infer_prof.core.estimate.calibration import FITTED, Search, fit_factors
 from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import StepFactors, default_factors, family_of
-from infer_prof.core.estimate.frontier_model import predict_point
+from infer_prof.core.estimate.frontier_model import PredictedPoint, predict_point
 from infer_prof.core.estimate.peaks import peak_flops
 from infer_prof.core.estimate.weight_only import FP4_WEIGHT_ONLY, weight_only_cost
 from infer_prof.core.planning.planner import PlanRequest, plan
@@ -43,7 +43,7 @@ __all__ = ["FAMILY_SPREAD", "FITTED", "FP4_SHARE", "GPU_FITTED", "MIN_FAMILY_SOU
            "MIN_GPU_POINTS", "POOL_WEIGHT", "SOURCE_SPREAD", "TP_ONLY", "Case", "Chooser",
            "Fitted", "architecture", "carried", "chooser", "family_search", "fit_all",
            "fit_cases", "fitted_model", "fp4_weight_only_sources", "identifiable",
-           "model_family", "pooled", "population_factors", "predict", "prepare",
+           "model_family", "pooled", "population_factors", "predict", "predict_case", "prepare",
            "runs_fp4_weight_only", "shipped_factors", "source_count", "unfitted"]
 
 
@@ -117,10 +117,11 @@ def prepare(p: PublishedPoint) -> Case | str:
                 1.0 if kv == "fp8" else 2.0)
 
 
-def predict(factors: StepFactors, case: Case) -> float:
-    """Predicted output tokens/s per GPU of ``case`` with ``factors``, its all-reduce over the
-    link ``estimate`` counts for the group (:func:`~infer_prof.catalog.interconnects.tp_link`:
-    NVLink, Infinity Fabric, or PCIe at ``pcie_allreduce_efficiency``)."""
+def predict_case(factors: StepFactors, case: Case) -> PredictedPoint:
+    """The predicted steady state of ``case`` with ``factors`` (throughput, TTFT, TPOT), its
+    all-reduce over the link ``estimate`` counts for the group
+    (:func:`~infer_prof.catalog.interconnects.tp_link`: NVLink, Infinity Fabric, or PCIe at
+    ``pcie_allreduce_efficiency``)."""
     p = case.point
     link = tp_link(p.gpu, p.gpu_count)
     d = Deployment(arch=case.arch, gpu=catalog()[p.gpu], gpu_count=p.gpu_count,
@@ -128,7 +129,12 @@ def predict(factors: StepFactors, case: Case) -> float:
                    link_gbps=link.bidirectional_gbps if link is not None else None,
                    over_pcie=link is not None and link.kind == "pcie")
     return predict_point(d, input_len=p.input_len, output_len=p.output_len,
-                         concurrency=case.concurrency).output_tok_s_per_gpu
+                         concurrency=case.concurrency)
+
+
+def predict(factors: StepFactors, case: Case) -> float:
+    """Predicted output tokens/s per GPU of ``case`` with ``factors`` (:func:`predict_case`)."""
+    return predict_case(factors, case).output_tok_s_per_gpu
 
 
 Chooser = Callable[[str], StepFactors]
