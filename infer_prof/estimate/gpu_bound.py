@@ -133,17 +133,15 @@ def sweep_inversions(points: list[PublishedPoint], found: dict[str, Inversion]
     level of it that has one is inverted (``found``): one setup, so not bound by the GPU either.
     A sweep with any level that compares and is not inverted keeps its other levels."""
     gpus = catalog()
-
-    def compared(p: PublishedPoint) -> bool:
-        return any(q.gpu != p.gpu and same_configuration(p, q)
-                   and dominates(gpus[p.gpu], gpus[q.gpu], p.precision) for q in points)
-
+    compared = {p.id for p in points
+                if any(q.gpu != p.gpu and same_configuration(p, q)
+                       and dominates(gpus[p.gpu], gpus[q.gpu], p.precision) for q in points)}
     out: dict[str, Inversion] = {}
     for p in points:
-        if p.id in found or compared(p):
+        if p.id in found or p.id in compared:
             continue
-        sweep = [q for q in points if q.id != p.id and same_sweep(p, q)]
-        levels = [q for q in sweep if compared(q)]
+        levels = [q for q in points
+                  if q.id != p.id and q.id in compared and same_sweep(p, q)]
         if levels and all(q.id in found for q in levels):
             inv = found[max(levels, key=lambda q: q.concurrency or 0).id]
             out[p.id] = Inversion(p.id, p.gpu, p.output_tok_s_per_gpu, inv.other_id,

@@ -177,12 +177,13 @@ def why_not(precision: str, gpu: GpuSpec | None, caps: EngineCaps,
         return missing
     if precision in ("nvfp4", "mxfp4"):
         cc = gpu.cuda_capability if gpu is not None else None
-        if cc is None and precision == "mxfp4" and gpu is not None \
-                and gpu.compute_capability in MXFP4_ROCM_TARGETS:
-            return ""
-        if cc is None and precision == "mxfp4" and gpu is not None:
-            return (f"mxfp4 needs an NVIDIA GPU of compute capability >= 8.0 or an AMD GPU "
-                    f"vLLM's ROCm build targets ({', '.join(MXFP4_ROCM_TARGETS[:3])}, ...); "
+        if cc is None and precision == "mxfp4" and gpu is not None:  # AMD
+            if gpu.compute_capability in MXFP4_ROCM_TARGETS:
+                return ""
+            low = MXFP4_MIN_CAPABILITY
+            return (f"mxfp4 needs an NVIDIA GPU of compute capability >= {low[0]}.{low[1]} or an "
+                    f"AMD GPU vLLM's ROCm build targets "
+                    f"({', '.join(MXFP4_ROCM_TARGETS[:3])}, ...); "
                     f"{gpu.key} is {gpu.compute_capability}")
         if cc is None:
             where = gpu.key if gpu is not None else "a --memory-budget plan"
