@@ -54,7 +54,9 @@ class PublishedPoint(msgspec.Struct, frozen=True):
     concurrency (``load == "closed-loop"``), the number of requests sent at once (``"burst"``), or
     ``None`` (``"offline-max"``). ``latency_stat`` names the statistic of ``ttft_ms``/``tpot_ms``
     (``p50``, ``mean`` or ``unspecified``). ``kv_cache_dtype``: ``fp8`` where the source ran an
-    fp8 KV cache, ``None`` for the engine's default (16-bit).
+    fp8 KV cache, ``None`` for the engine's default (16-bit). ``mxfp4_activations``: ``mxfp8``
+    where the source ran an ``mxfp4`` model's MoE with MXFP8 activations
+    (``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1``), ``None`` for vLLM's default (16-bit).
     """
 
     id: str
@@ -78,6 +80,7 @@ class PublishedPoint(msgspec.Struct, frozen=True):
     tpot_ms: float | None = None
     latency_stat: str | None = None
     kv_cache_dtype: str | None = None
+    mxfp4_activations: Literal["mxfp8"] | None = None
     note: str = ""
 
 

@@ -110,7 +110,7 @@ def prepare(p: PublishedPoint) -> Case | str:
     cap = pl.running_at_once
     if not pl.fits or not cap:
         return "the planner says it does not fit"
-    if not peak_flops(gpu, p.precision):  # the step's compute time cannot be predicted
+    if not peak_flops(gpu, p.precision, p.mxfp4_activations or "bf16"):  # no compute time
         return f"the GPU catalog has no {p.precision} FLOP/s figure for {gpu.key}"
     at = min(p.concurrency, cap) if p.concurrency else cap
     return Case(p, arch, family_of(gpu), model_family(p.model, arch), max(1, at),
@@ -127,7 +127,8 @@ def predict_case(factors: StepFactors, case: Case) -> PredictedPoint:
     d = Deployment(arch=case.arch, gpu=catalog()[p.gpu], gpu_count=p.gpu_count,
                    precision=p.precision, factors=factors, kv_dtype_bytes=case.kv_dtype_bytes,
                    link_gbps=link.bidirectional_gbps if link is not None else None,
-                   over_pcie=link is not None and link.kind == "pcie")
+                   over_pcie=link is not None and link.kind == "pcie",
+                   mxfp4_activations=p.mxfp4_activations or "bf16")
     return predict_point(d, input_len=p.input_len, output_len=p.output_len,
                          concurrency=case.concurrency)
 

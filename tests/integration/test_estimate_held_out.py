@@ -33,21 +33,22 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # Marlin's rates pulled to 1 by its sources (published_fit.family_search), and
     # sariekr/gpu_conc's MI300X predicted since the planner runs MXFP4 on AMD (5 points its GPU
     # did not bound, 163-235 % too fast, scored), InferenceMAX's B200 points at the fp8 KV cache
-    # its scripts served with: n=243, median 8.7 %, p90 28.8 % (the goal: 10 % / 25 %: the
-    # median met; docs/estimate.md)
+    # its scripts served with, MXFP4's MoE at its activations' peak (16-bit, or fp8 where a source
+    # set MXFP8 activations), not the FP4 one: n=243, median 9.2 %, p90 28.8 % (the goal: 10 % /
+    # 25 %: the median met; docs/estimate.md)
     s = doc["overall"]
     assert s.n >= 243
-    assert s.median_abs_error_pct <= 9.0
+    assert s.median_abs_error_pct <= 9.5
     assert s.p90_abs_error_pct <= 29.2
-    bound = doc["overall_gpu_bound"]  # today n=234, 8.4 %, 23.5 %
-    assert bound.n == s.n - 9 and bound.p90_abs_error_pct <= 24.0
+    bound = doc["overall_gpu_bound"]  # today n=234, 8.7 %, 22.9 %
+    assert bound.n == s.n - 9 and bound.p90_abs_error_pct <= 23.5
     # the groups below: the points their GPU bounded (the others on their own line)
     assert doc["not_gpu_bound"].n == 9  # sariekr/gpu_conc's B200 (4) and MI300X (5)
     fam = doc["by_family"]
     assert fam["Hopper"].median_abs_error_pct <= 6.5  # today 6.2
-    # today 11.0 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    # today 11.3 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
-    assert fam["Blackwell"].median_abs_error_pct <= 11.5
+    assert fam["Blackwell"].median_abs_error_pct <= 11.8
     assert fam["CDNA3"].median_abs_error_pct <= 31.0  # today 29.9 (AMD's MI300X TP8)
     # today 15.6 (AccelMark's and ree2raz's A100, ai-factory-ops-lab's A6000: fitted from the
     # two left when one is held out)
@@ -60,7 +61,7 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.4
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.6
     pairs = doc["gpu_pairs"]
     # today 115/121, 95.0 % (the goal: 90 %)
     assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 94.0

@@ -31,7 +31,8 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
   at the KV cache's precision, whatever the weights': those FLOPs run at ``peak_att``
   (:func:`infer_prof.core.estimate.peaks.attention_peak_flops`: the 16-bit peak, the fp8 peak
   for an fp8 KV cache on a GPU with fp8 math); the weights' matrices at ``peak``, the
-  precision's (:mod:`.peaks`: fp8 W8A8, FP4 on Blackwell). ``bandwidth`` the GPU's.
+  precision's (:mod:`.peaks`: fp8 W8A8, NVFP4 at the FP4 peak on Blackwell, MXFP4's MoE at
+  its activations' peak, 16-bit by default). ``bandwidth`` the GPU's.
 - ``t_allreduce``: :mod:`.collectives` (0 on one GPU; unknown without a link figure, then left
   out and said so).
 - weight-only formats (AWQ/GPTQ Marlin, fp8 without fp8 math, bitsandbytes) read their packed
@@ -109,7 +110,7 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
     arch, gpu, gpu_count, precision, factors = d.arch, d.gpu, d.gpu_count, d.precision, d.factors
     if batch < 0 or prefill_tokens < 0 or context < 0 or gpu_count < 1:
         raise ValueError("batch, prefill tokens and context must be >= 0, gpu_count >= 1")
-    peak = peak_flops(gpu, precision)
+    peak = peak_flops(gpu, precision, d.mxfp4_activations)
     if not peak:
         raise ValueError(f"the GPU catalog has no {precision} FLOP/s figure for {gpu.key}")
     n = gpu_count

@@ -25,7 +25,9 @@ class Deployment:
     then reaches ``factors.pcie_allreduce_efficiency`` of it, else
     ``factors.allreduce_efficiency``); ``max_num_batched_tokens`` vLLM's per-step token budget
     (None: vLLM's default for the GPU); ``max_running`` the most sequences the server runs at
-    once (the planner's ``max_sequences`` capped by ``max_num_seqs``; None: no limit)."""
+    once (the planner's ``max_sequences`` capped by ``max_num_seqs``; None: no limit);
+    ``mxfp4_activations`` what an ``mxfp4`` model's MoE kernels multiply with, ``bf16`` (vLLM's
+    default) or ``mxfp8`` (:data:`~infer_prof.core.estimate.peaks.MXFP4_ACTIVATIONS`)."""
 
     arch: ModelSpec
     gpu: GpuSpec
@@ -37,6 +39,7 @@ class Deployment:
     over_pcie: bool = False
     max_num_batched_tokens: int | None = None
     max_running: int | None = None
+    mxfp4_activations: str = "bf16"
 
     def step_budget(self) -> int:
         """Prompt + decode tokens one step may carry: ``max_num_batched_tokens``, or vLLM's
