@@ -52,7 +52,7 @@ import msgspec
 
 from infer_prof.catalog.gpus import catalog
 from infer_prof.catalog.interconnects import link_gbps
-from infer_prof.catalog.published_results import UNRELEASED, PublishedPoint, published_results
+from infer_prof.catalog.published_results import PublishedPoint, published_results
 from infer_prof.catalog.vllm_support import precision_support
 from infer_prof.core.estimate.calibration import Search, percentile
 from infer_prof.estimate.expected_error import (
@@ -118,8 +118,8 @@ def source_key(p: PublishedPoint) -> str:
 
 def version_at_least(version: str | None, floor: tuple[int, int] = MIN_VERSION) -> bool:
     """Whether an ``engine_version`` (``0.13.0``, ``>=0.10.1``) is at least ``floor``; False when
-    the source does not state one, or names a build no release ships (``unreleased ...``)."""
-    if not version or version.startswith(UNRELEASED):
+    the source does not state one."""
+    if not version:
         return False
     parts = version.lstrip(">=v ").split(".")
     try:

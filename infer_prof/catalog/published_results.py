@@ -24,9 +24,6 @@ import msgspec
 
 SHIPPED_FILE = "published_results.json"
 
-UNRELEASED = "unreleased"
-"""How ``engine_version`` begins for a build no release ships."""
-
 Load = Literal["closed-loop", "burst", "offline-max"]
 Split = Literal["fit", "holdout"]
 
@@ -60,9 +57,6 @@ class PublishedPoint(msgspec.Struct, frozen=True):
     fp8 KV cache, ``None`` for the engine's default (16-bit). ``mxfp4_activations``: ``mxfp8``
     where the source ran an ``mxfp4`` model's MoE with MXFP8 activations
     (``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1``), ``None`` for vLLM's default (16-bit).
-    ``engine_version`` beginning ``unreleased`` marks a build no release ships (a preview wheel,
-    a nightly, a build of main), shown by the source's dates where it does not say
-    (:meth:`unreleased_build`).
     """
 
     id: str
@@ -88,12 +82,6 @@ class PublishedPoint(msgspec.Struct, frozen=True):
     kv_cache_dtype: str | None = None
     mxfp4_activations: Literal["mxfp8"] | None = None
     note: str = ""
-
-    def unreleased_build(self) -> bool:
-        """True when the point was served by a build no release of its engine ships
-        (``engine_version`` beginning ``unreleased``): the estimate predicts released vLLM, so
-        such a point is scored apart, neither fitted nor in the held-out goal's set."""
-        return (self.engine_version or "").startswith(UNRELEASED)
 
 
 class PublishedResults(msgspec.Struct, frozen=True):

@@ -390,15 +390,10 @@ def fitted_model(arch: ModelSpec) -> bool:
 def unfitted(points: Iterable[PublishedPoint]) -> dict[str, str]:
     """The points of ``points`` a fit leaves out, by id, each with why: measured slower than a
     GPU they dominate in the same source and configuration (their GPU did not bound them:
-    :func:`infer_prof.estimate.gpu_bound.inversions`, compared within ``points``), served by a
-    build no vLLM release ships (:meth:`PublishedPoint.unreleased_build`), or a hybrid model's
-    (:func:`fitted_model`)."""
+    :func:`infer_prof.estimate.gpu_bound.inversions`, compared within ``points``), or a hybrid
+    model's (:func:`fitted_model`)."""
     pts = list(points)
     out = {i: v.why() for i, v in inversions(pts).items()}
-    for p in pts:
-        if p.id not in out and p.unreleased_build():
-            out[p.id] = (f"served by a build no vLLM release ships ({p.engine_version}): scored, "
-                         "not fitted")
     for p in pts:
         arch = architecture(p.model)
         if p.id not in out and arch is not None and not fitted_model(arch):
