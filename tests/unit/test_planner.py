@@ -3,7 +3,8 @@ numbers, not by calling the planner's own helpers.
 
 Shared arithmetic (bytes; GiB = 2**30), the GPU model following vLLM 0.26.0 (issue 11):
 - budget = round(0.9 x memory), memory = the catalog's cuda_visible_gib (what CUDA reports:
-  H100/A100 80GB 79.18, RTX 4090 23.75, H200 139.55, A100 40GB 39.59, L40S 47.51) as
+  H100/A100 80GB 79.18, RTX 4090 23.52, H200 139.55, A100 40GB PCIe 39.59, SXM 39.39,
+  L40S 44.53) as
   int(gib x 2**30)
 - kv_cache = budget - weights - non_torch - activation; non_torch = round(0.22 GiB) on one GPU
   (+0.5 GiB when tensor parallel); 0 for a CPU memory budget
@@ -83,7 +84,7 @@ ACT70_BIG = 8192 * (13 * 8192 // 2 + 6 * 28672) + 2 * 1024 * 32000  # 1_911_029_
 
 NON_TORCH = round(0.22 * GIB)  # 236_223_201
 BUDGET_80 = round(0.9 * int(79.18 * GIB))  # 0.9 x 85_018_877_624 = 76_516_989_862
-BUDGET_24 = round(0.9 * int(23.75 * GIB))  # 0.9 x 25_501_368_320 = 22_951_231_488
+BUDGET_24 = round(0.9 * int(23.52 * GIB))  # 0.9 x 25_254_407_700 = 22_728_966_930
 BUDGET_141 = round(0.9 * int(139.55 * GIB))  # 0.9 x 149_840_671_539 = 134_856_604_385
 
 
@@ -129,7 +130,7 @@ def test_budget_literals():
     assert ACT7_SMALL == 206_176_256 and ACT13_SMALL == 254_410_752
     assert ACT70_SMALL == 477_757_440 and ACT70_BIG == 1_911_029_760
     assert NON_TORCH == 236_223_201
-    assert (BUDGET_80, BUDGET_24, BUDGET_141) == (76_516_989_862, 22_951_231_488,
+    assert (BUDGET_80, BUDGET_24, BUDGET_141) == (76_516_989_862, 22_728_966_930,
                                                   134_856_604_385)
 
 
@@ -188,13 +189,13 @@ def test_llama2_70b_on_h200_fp8():
 
 
 def test_llama2_13b_on_rtx4090_fp8_because_bf16_weights_exceed_budget():
-    bf16 = 2 * (L13_LINEAR + L13_EMB + L13_NORMS)  # 26_031_728_640 > 22_951_231_488
+    bf16 = 2 * (L13_LINEAR + L13_EMB + L13_NORMS)  # 26_031_728_640 > 22_728_966_930
     fp8 = L13_LINEAR + 7 * 4 * 40 + 2 * (L13_EMB + L13_NORMS)  # 13_343_960_160
-    kv_cache = BUDGET_24 - fp8 - NON_TORCH - ACT13_SMALL  # 9_116_637_375
+    kv_cache = BUDGET_24 - fp8 - NON_TORCH - ACT13_SMALL  # 8_894_372_817
     p = plan(PlanRequest(spec("llama-2-13b"), find_gpu("RTX-4090"), concurrency=1))
     assert bf16 > BUDGET_24
     assert p.precision == "fp8" and p.fits_load
-    assert mem(p).kv_cache_bytes == kv_cache == 9_116_637_375
+    assert mem(p).kv_cache_bytes == kv_cache == 8_894_372_817
     assert mem(p).max_sequences == (kv_cache // (16 * KV13)) // 48 == 14
     assert [c.precision for c in p.rejections] == ["bf16"]
 
@@ -216,25 +217,25 @@ def test_llama2_70b_on_h100_choice_depends_on_the_load():
 
 def test_llama2_7b_on_rtx4090_at_128_runs_bf16_and_warns_about_queueing():
     kv_cache = BUDGET_24 - 2 * (L7_LINEAR + L7_EMB + L7_NORMS) - NON_TORCH - ACT7_SMALL
-    assert kv_cache == 9_032_000_799
+    assert kv_cache == 8_809_736_241
     p = plan(PlanRequest(spec("llama-2-7b"), find_gpu("RTX-4090"), concurrency=128,
              catalog=list(catalog().values())))
     assert p.precision == "bf16" and p.fits and not p.fits_load
-    assert mem(p).max_sequences == (kv_cache // (16 * KV7)) // 48 == 22
-    assert (p.running_at_once, p.queued) == (22, 106)
-    assert any("only 22 of the 128" in w and "22 run at once and 106 wait" in w
+    assert mem(p).max_sequences == (kv_cache // (16 * KV7)) // 48 == 21
+    assert (p.running_at_once, p.queued) == (21, 107)
+    assert any("only 21 of the 128" in w and "21 run at once and 107 wait" in w
                for w in p.warnings)
-    assert p.queue_message() is not None and "22 of the 128" in (p.queue_message() or "")
+    assert p.queue_message() is not None and "21 of the 128" in (p.queue_message() or "")
     assert any(n.startswith("bnb-nf4 would hold") for n in p.notes)
     # 4 GPUs: weights 2 x linear / 4 + 2 x emb / 4 + 2 x norms = 3_369_607_168 per GPU;
     # activation 2048 x (13 x 4096 / 2 + 6 x 11008 / 4) + 2 x 256 x 32000;
-    # KV = 22_951_231_488 - 3_369_607_168 - (0.22 + 0.5) GiB - activation = 18_703_803_679
-    # -> // (16 x 524_288 / 4) -> 185 sequences (2 GPUs hold 76 at bf16)
+    # KV = 22_728_966_930 - 3_369_607_168 - (0.22 + 0.5) GiB - activation = 18_481_539_121
+    # -> // (16 x 524_288 / 4) -> 183 sequences (2 GPUs hold 74 at bf16)
     kv4 = BUDGET_24 - (2 * L7_LINEAR // 4 + 2 * L7_EMB // 4 + 2 * L7_NORMS) \
         - (NON_TORCH + GIB // 2) - (2048 * (13 * 4096 // 2 + 6 * 11008 // 4) + 2 * 256 * 32000)
-    assert kv4 == 18_703_803_679
-    assert (kv4 // (16 * KV7 // 4)) // 48 == 185
-    assert "4 x RTX-4090 (tensor parallel 4) hold the whole load at bf16: 185 sequences" in \
+    assert kv4 == 18_481_539_121
+    assert (kv4 // (16 * KV7 // 4)) // 48 == 183
+    assert "4 x RTX-4090 (tensor parallel 4) hold the whole load at bf16: 183 sequences" in \
         p.suggestions
 
 
@@ -283,12 +284,12 @@ def test_tensor_parallel_must_divide_heads():
 # None = nothing fits. Checked against the hand arithmetic in `_by_hand` below.
 GRID: dict[str, dict[str, list[tuple[str, int] | None]]] = {
     "llama-2-7b": {
-        "RTX-4090": [("bf16", 22), ("bf16", 22)],
+        "RTX-4090": [("bf16", 21), ("bf16", 21)],
         "A100-40GB-PCIe": [("bf16", 60), ("bf16", 60)],
-        "A100-40GB-SXM": [("bf16", 60), ("bf16", 60)],
+        "A100-40GB-SXM": [("bf16", 59), ("bf16", 59)],
         "A100-80GB-PCIe": [("bf16", 155), ("bf16", 155)],
         "A100-80GB-SXM": [("bf16", 155), ("bf16", 155)],
-        "L40S": [("bf16", 79), ("bf16", 79)],
+        "L40S": [("bf16", 72), ("bf16", 72)],
         "H100-SXM": [("bf16", 153), ("bf16", 153)],
         "H200": [("bf16", 298), ("bf16", 298)],
     },
@@ -298,7 +299,7 @@ GRID: dict[str, dict[str, list[tuple[str, int] | None]]] = {
         "A100-40GB-SXM": [("bf16", 18), ("bf16", 18)],
         "A100-80GB-PCIe": [("bf16", 79), ("bf16", 79)],
         "A100-80GB-SXM": [("bf16", 79), ("bf16", 79)],
-        "L40S": [("bf16", 30), ("bf16", 30)],
+        "L40S": [("bf16", 26), ("bf16", 26)],
         "H100-SXM": [("bf16", 78), ("bf16", 78)],
         "H200": [("bf16", 170), ("bf16", 170)],
     },
@@ -308,7 +309,7 @@ GRID: dict[str, dict[str, list[tuple[str, int] | None]]] = {
         "A100-40GB-SXM": [None, None],
         "A100-80GB-PCIe": [("bnb-nf4", 144), ("bnb-nf4", 144)],
         "A100-80GB-SXM": [("bnb-nf4", 144), ("bnb-nf4", 144)],
-        "L40S": [("bnb-nf4", 22), ("bnb-nf4", 22)],
+        "L40S": [("bnb-nf4", 10), ("bnb-nf4", 10)],
         "H100-SXM": [("fp8", 19), ("bnb-nf4", 138)],
         "H200": [("fp8", 251), ("fp8", 251)],
     },
@@ -318,7 +319,7 @@ GRID: dict[str, dict[str, list[tuple[str, int] | None]]] = {
         "A100-40GB-SXM": [None, None],
         "A100-80GB-PCIe": [("bnb-nf4", 131), ("bnb-nf4", 131)],
         "A100-80GB-SXM": [("bnb-nf4", 131), ("bnb-nf4", 131)],
-        "L40S": [("bnb-nf4", 9), ("bnb-nf4", 9)],
+        "L40S": [None, None],
         "H100-SXM": [("fp8", 6), ("fp8", 6)],
         "H200": [("fp8", 237), ("fp8", 237)],
     },
@@ -331,12 +332,12 @@ _SHAPES = {  # layers, hidden, heads, kv heads, intermediate, vocab
     "llama-3.1-70b": (80, 8192, 64, 8, 28672, 128256),
 }
 _GPUS = {  # CUDA-visible GiB, cc >= 8.9, vLLM default (T, S)
-    "RTX-4090": (23.75, True, (2048, 256)),
+    "RTX-4090": (23.52, True, (2048, 256)),
     "A100-40GB-PCIe": (39.59, False, (2048, 256)),
-    "A100-40GB-SXM": (39.59, False, (2048, 256)),
+    "A100-40GB-SXM": (39.39, False, (2048, 256)),
     "A100-80GB-PCIe": (79.18, False, (2048, 256)),
     "A100-80GB-SXM": (79.18, False, (2048, 256)),
-    "L40S": (47.51, True, (2048, 256)),
+    "L40S": (44.53, True, (2048, 256)),
     "H100-SXM": (79.18, True, (8192, 1024)),
     "H200": (139.55, True, (8192, 1024)),
 }
