@@ -92,6 +92,13 @@ def architecture(model: str) -> ModelSpec | None:
         return None
 
 
+def mxfp4_activations(p: PublishedPoint) -> str:
+    """What ``p``'s MXFP4 MoE multiplied with
+    (:data:`~infer_prof.core.estimate.peaks.MXFP4_ACTIVATIONS`): the source's ``mxfp8``, else
+    vLLM's default, 16-bit."""
+    return p.mxfp4_activations or "bf16"
+
+
 def prepare(p: PublishedPoint) -> Case | str:
     """The :class:`Case` to predict for ``p``, or a one-line reason it cannot be predicted."""
     arch = architecture(p.model)
@@ -110,7 +117,7 @@ def prepare(p: PublishedPoint) -> Case | str:
     cap = pl.running_at_once
     if not pl.fits or not cap:
         return "the planner says it does not fit"
-    if not peak_flops(gpu, p.precision, p.mxfp4_activations or "bf16"):  # no compute time
+    if not peak_flops(gpu, p.precision, mxfp4_activations(p)):  # no compute time
         return f"the GPU catalog has no {p.precision} FLOP/s figure for {gpu.key}"
     at = min(p.concurrency, cap) if p.concurrency else cap
     return Case(p, arch, family_of(gpu), model_family(p.model, arch), max(1, at),
@@ -128,7 +135,7 @@ def predict_case(factors: StepFactors, case: Case) -> PredictedPoint:
                    precision=p.precision, factors=factors, kv_dtype_bytes=case.kv_dtype_bytes,
                    link_gbps=link.bidirectional_gbps if link is not None else None,
                    over_pcie=link is not None and link.kind == "pcie",
-                   mxfp4_activations=p.mxfp4_activations or "bf16")
+                   mxfp4_activations=mxfp4_activations(p))
     return predict_point(d, input_len=p.input_len, output_len=p.output_len,
                          concurrency=case.concurrency)
 
