@@ -35,37 +35,41 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # did not bound, 163-235 % too fast, scored), InferenceMAX's B200 points at the fp8 KV cache
     # its scripts served with, MXFP4's MoE at its activations' peak (16-bit, or fp8 where a source
     # set MXFP8 activations), not the FP4 one, and ten GPUs' CUDA-visible memory measured:
-    # n=243, median 9.2 %, p90 28.7 % (the goal: 10 % / 25 %: the median met; docs/estimate.md)
+    # n=243, median 9.2 %, p90 28.7 %; with TechBroMoho/quantized-llm-serving's L40S (bf16, AWQ,
+    # GPTQ) and tgarg01/silybench-data's dense H100 (Qwen3-8B bf16 and fp8, vLLM 0.30.0) points:
+    # n=304, median 13.3 %, p90 31.5 % (the goal: 10 % / 25 %, not met; docs/estimate.md)
     s = doc["overall"]
-    assert s.n >= 243
-    assert s.median_abs_error_pct <= 9.5
-    assert s.p90_abs_error_pct <= 29.2
-    bound = doc["overall_gpu_bound"]  # today n=234, 8.7 %, 22.8 %
-    assert bound.n == s.n - 9 and bound.p90_abs_error_pct <= 23.5
+    assert s.n >= 304
+    assert s.median_abs_error_pct <= 13.6
+    assert s.p90_abs_error_pct <= 31.8
+    bound = doc["overall_gpu_bound"]  # today n=295, 12.9 %, 29.5 %
+    assert bound.n == s.n - 9 and bound.p90_abs_error_pct <= 29.8
     # the groups below: the points their GPU bounded (the others on their own line)
     assert doc["not_gpu_bound"].n == 9  # sariekr/gpu_conc's B200 (4) and MI300X (5)
     fam = doc["by_family"]
-    assert fam["Hopper"].median_abs_error_pct <= 6.5  # today 6.2
-    # today 11.3 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    # today 14.1: the dense points (silybench-data, this project's runs) and the MXFP4 MoE ones
+    # (InferenceMAX) each predicted from a fit the other kind dominates when held out
+    assert fam["Hopper"].median_abs_error_pct <= 14.5
+    # today 10.4 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
-    assert fam["Blackwell"].median_abs_error_pct <= 11.8
-    assert fam["CDNA3"].median_abs_error_pct <= 31.0  # today 29.9 (AMD's MI300X TP8)
-    # today 15.6 (AccelMark's and ree2raz's A100, ai-factory-ops-lab's A6000: fitted from the
+    assert fam["Blackwell"].median_abs_error_pct <= 11.0
+    assert fam["CDNA3"].median_abs_error_pct <= 24.5  # today 23.6 (AMD's MI300X TP8)
+    # today 12.5 (AccelMark's and ree2raz's A100, ai-factory-ops-lab's A6000: fitted from the
     # two left when one is held out)
-    assert fam["Ampere"].median_abs_error_pct <= 16.0
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 12.8  # today 12.3
-    assert fam["Ada"].median_abs_error_pct <= 12.5  # today 12.0 (L4, RTX 4090)
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 27.0  # today 26.3 (RTX 5090/PRO 6000 AWQ)
+    assert fam["Ampere"].median_abs_error_pct <= 13.0
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 13.4  # today 12.9
+    assert fam["Ada"].median_abs_error_pct <= 9.3  # today 8.8 (L4, L40S, RTX 4090)
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 19.5  # today 18.8 (RTX 5090/PRO 6000 AWQ)
     assert len(doc["not_fitted"]) == 18  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 4.5  # today 3.6
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 8.0  # today 7.5
     pairs = doc["gpu_pairs"]
-    # today 115/121, 95.0 % (the goal: 90 %)
-    assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 94.0
-    assert pairs["apart"]["share_pct"] >= 99.5  # today 90/90 measured > 5 % apart
+    # today 107/121, 88.4 % (the goal: 90 %)
+    assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 88.0
+    assert pairs["apart"]["share_pct"] >= 97.5  # today 88/90 measured > 5 % apart
 
 
 def test_every_fold_leaves_its_source_out_and_every_point_is_predicted_once(doc: dict) -> None:
