@@ -136,3 +136,17 @@ def test_fp4_without_fp4_math_reads_and_multiplies_at_the_fitted_share() -> None
     assert step(b200, "mxfp4", 0.5, 1).time_s == step(b200, "mxfp4", 1.0, 1).time_s
     with pytest.raises(ValueError, match="fp4_weight_only_share"):
         msgspec.structs.replace(HOPPER_FIT, fp4_weight_only_share=0.0)
+
+
+def test_an_moe_layer_costs_its_fixed_time_a_step_and_a_dense_model_none() -> None:
+    # core/estimate/moe_layer.py: 30 us a layer beyond the experts' reads (vLLM's benchmark_moe
+    # at one token: 44.54 us for 37.7 MB of Qwen3-30B-A3B fp8 on an H100, 11.3 us at 3.35 TB/s)
+    from infer_prof.core.estimate.moe_layer import MOE_LAYER_FIXED_US, MOE_LAYER_SOURCE, moe_fixed_s
+    assert MOE_LAYER_FIXED_US == 30.0 and "pull/24700" in MOE_LAYER_SOURCE
+    assert round(44.54 - 37.7e6 / 3.35e12 * 1e6) == 33  # the H100 row of the source, by hand
+    qwen = resolve_model("qwen3-30b-a3b", create_tiny=False, fetch=False).spec
+    gptoss = resolve_model("gpt-oss-120b", create_tiny=False, fetch=False).spec
+    dense = resolve_model("llama-3.1-8b", create_tiny=False, fetch=False).spec
+    assert moe_fixed_s(qwen) == pytest.approx(48 * 30e-6)  # 48 MoE layers: 1.44 ms a step
+    assert moe_fixed_s(gptoss) == pytest.approx(36 * 30e-6)  # 36 layers: 1.08 ms
+    assert moe_fixed_s(dense) == 0.0

@@ -10,6 +10,7 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
     t_compute= (flops_d - att_d) / (peak x mfu_decode) + (flops_p - att_p) / (peak x mfu_prefill)
              + att_d / (peak_att x mfu_decode) + att_p / (peak_att x mfu_prefill)
     t_step   = max(t_memory, t_compute) + t_allreduce + step_overhead + layers x layer_overhead
+               + t_moe
 
 - ``W(T)``: the weight bytes a step of ``T`` tokens reads (whole model, at the precision's
   size): every dense weight, and of each MoE layer's routed experts only those the ``T`` tokens
@@ -43,6 +44,8 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
   (:class:`~infer_prof.core.estimate.factors.StepFactors`), both.
 - ``layer_overhead``: ``layers x layer_overhead_us``, the per-layer time tensor parallelism
   does not shrink (:func:`fixed_step_s`).
+- ``t_moe``: an MoE model's layers, each a fixed time beyond its weight reads, set from vLLM's
+  kernel benchmark (:func:`infer_prof.core.estimate.moe_layer.moe_fixed_s`: 30 us a layer).
 
 The step is "memory" bound when ``t_memory >= t_compute``, else "compute" bound.
 """
@@ -63,6 +66,7 @@ from infer_prof.core.catalog.roofline import (
 from infer_prof.core.estimate.collectives import allreduce_step_s
 from infer_prof.core.estimate.deployment import Deployment
 from infer_prof.core.estimate.factors import StepFactors
+from infer_prof.core.estimate.moe_layer import moe_fixed_s
 from infer_prof.core.estimate.peaks import attention_peak_flops, bandwidth_bytes_per_s, peak_flops
 from infer_prof.core.estimate.weight_only import FP4_WEIGHT_ONLY, weight_only_cost
 from infer_prof.core.planning.memory import decode_weight_bytes
@@ -143,7 +147,7 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
         tokens=tokens, hidden=arch.hidden_size, layers=arch.num_layers, gpus=n,
         link_bytes_per_s=d.link_bytes_per_s(), efficiency=d.allreduce_efficiency(),
         latency_s=factors.allreduce_latency_us * 1e-6)
-    overhead = fixed_step_s(factors, arch.num_layers)
+    overhead = fixed_step_s(factors, arch.num_layers) + moe_fixed_s(arch)
     return StepCost(
         weight_bytes=weights, kv_bytes=kv, decode_flops=flops_d, prefill_flops=flops_p,
         memory_s=memory, compute_s=compute, allreduce_s=allreduce, overhead_s=overhead,
