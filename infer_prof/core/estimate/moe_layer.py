@@ -32,8 +32,9 @@ MOE_LAYER_SOURCE = (
     "3.35 TB/s): 33 us (https://github.com/vllm-project/vllm/pull/24700, main); "
     "Qwen3-Omni-30B-A3B bf16 on one B200, 39.61 us for 75.5 MB (9.8 us at 7.7 TB/s): 30 us "
     "(https://github.com/vllm-project/vllm/pull/31448, default config); gpt-oss-120b's expert "
-    "shape in bf16 on an H100, 89.02 us for 4 experts of 49.8 MB (59.4 us): 30 us "
-    "(https://github.com/vllm-project/vllm/pull/39902); and SGLang's Triton fused MoE for "
+    "shape in bf16 on an H100, 89.02 us for 4 experts of 49.8 MB (59.4 us): 30 us, if at TP1 "
+    "(the PR does not state its tensor-parallel size; https://github.com/vllm-project/vllm/pull/"
+    "39902); and SGLang's Triton fused MoE for "
     "Qwen3-235B-A22B fp8 at TP8 on an H200, 31.70 us for 18.9 MB a GPU (3.9 us at 4.8 TB/s): "
     "28 us (https://github.com/sgl-project/sglang/pull/11730)")
 """Where :data:`MOE_LAYER_FIXED_US` comes from."""
