@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from infer_prof.cli.estimate_measured import calibration_lines, print_measured
+from infer_prof.core.estimate.moe_layer import MOE_LAYER_FIXED_US
 from infer_prof.estimate.configs import lossy_weights_label
 from infer_prof.estimate.document import EstimateDocument, Row
 from infer_prof.estimate.expected_error import interval_precision
@@ -129,6 +130,11 @@ def print_estimate(doc: EstimateDocument, console: Console) -> None:
             gpus.append(r.gpu)
     for (figures, said), gpus in by_figures.items():
         lines.append(f"factors for {', '.join(gpus)}: {figures} ({said}; sources in --json)")
+    if doc.moe_layer_fixed_ms:
+        layers = round(doc.moe_layer_fixed_ms * 1e3 / MOE_LAYER_FIXED_US)
+        lines.append(f"MoE layers: {doc.moe_layer_fixed_ms:.2f} ms a step beside these factors, "
+                     f"on every GPU of a group ({layers} x {MOE_LAYER_FIXED_US:g} us, set from "
+                     "vLLM's kernel benchmark: core/estimate/moe_layer.py)")
     weight_only = sorted({r.precision for r in doc.rows
                           if r.weight_only and r.precision != "fp8"})
     if weight_only:

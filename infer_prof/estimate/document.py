@@ -220,7 +220,9 @@ class EstimateDocument(msgspec.Struct, kw_only=True):
     every row by its central cost; rows that do not reach the target last), each GPU's best
     configuration (every configuration with ``all_configs``), the GPUs left out, what vLLM
     does not run (``unsupported``), the search, the price market and the validation's word on
-    the error."""
+    the error. ``moe_layer_fixed_ms``: for a mixture-of-experts model, the milliseconds a step
+    its MoE layers take beside the factors (each ``MOE_LAYER_FIXED_US``, set from vLLM's kernel
+    benchmark: :mod:`infer_prof.core.estimate.moe_layer`); None for a dense model."""
 
     kind: Literal["estimate"] = "estimate"
     model: str
@@ -240,4 +242,5 @@ class EstimateDocument(msgspec.Struct, kw_only=True):
     all_configs: bool = False
     unsupported: list[Unsupported] = []
     search: SearchSummary | None = None
+    moe_layer_fixed_ms: float | None = None
     predicted: bool = True

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 from infer_prof.core.catalog.gpus import GpuSpec
 from infer_prof.core.catalog.market import InstanceOffer, InstanceQuote
 from infer_prof.core.estimate.factors import family_of
+from infer_prof.core.estimate.moe_layer import moe_fixed_s
 from infer_prof.core.workload.slo import format_slos
 from infer_prof.estimate.calibrated import Calibration, source_of
 from infer_prof.estimate.configs import Config
@@ -101,4 +102,6 @@ def estimate(request: EstimateRequest, configs: Sequence[Config], skipped: Seque
         measured_from=source_of(cal.compare) if cal.compare is not None else None,
         rank_by=request.rank_by, all_configs=request.all_configs,
         unsupported=list(searched.unsupported) if searched is not None else [],
-        search=searched.summary if searched is not None else None)
+        search=searched.summary if searched is not None else None,
+        moe_layer_fixed_ms=(moe_fixed_s(request.model) * 1e3
+                            if request.model.moe is not None else None))

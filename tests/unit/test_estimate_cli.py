@@ -178,3 +178,19 @@ def test_the_table_reads_at_an_slo_or_at_the_highest_throughput(extra, heading):
               "--output-len", "128", *extra)
     assert res.exit_code == 0, res.output
     assert heading in " ".join(res.stdout.split()) and "H100-SXM" in res.stdout
+
+
+def test_an_moe_model_says_its_layers_fixed_time_and_a_dense_one_does_not():
+    # core/estimate/moe_layer.py: 30 us a step for each MoE layer; qwen3-30b-a3b has 48
+    res = run("--model", "qwen3-30b-a3b", "--gpu", "H100-SXM", "--target-interactivity", "30",
+              columns=200)
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.stdout.splitlines() if x.startswith("MoE layers: "))
+    assert "1.44 ms a step" in line and "48 x 30 us" in line
+    doc = json.loads(run("--model", "qwen3-30b-a3b", "--gpu", "H100-SXM", "--json").stdout)
+    assert doc["moe_layer_fixed_ms"] == pytest.approx(1.44)
+    dense = run("--model", "llama-3.1-8b", "--gpu", "H100-SXM", "--target-interactivity", "30",
+                columns=200)
+    assert dense.exit_code == 0 and "MoE layers: " not in dense.stdout
+    assert json.loads(run("--model", "llama-3.1-8b", "--gpu", "H100-SXM",
+                          "--json").stdout)["moe_layer_fixed_ms"] is None
