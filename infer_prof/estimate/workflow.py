@@ -103,5 +103,4 @@ def estimate(request: EstimateRequest, configs: Sequence[Config], skipped: Seque
         rank_by=request.rank_by, all_configs=request.all_configs,
         unsupported=list(searched.unsupported) if searched is not None else [],
         search=searched.summary if searched is not None else None,
-        moe_layer_fixed_ms=(moe_fixed_s(request.model) * 1e3
-                            if request.model.moe is not None else None))
+        moe_layer_fixed_ms=moe_fixed_s(request.model) * 1e3 or None)

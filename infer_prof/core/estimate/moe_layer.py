@@ -42,7 +42,6 @@ MOE_LAYER_SOURCE = (
 
 def moe_fixed_s(arch: ModelSpec) -> float:
     """Seconds a step's MoE layers take beyond their weight reads:
-    ``arch.num_moe_layers() x MOE_LAYER_FIXED_US x 1e-6`` (0 for a dense model)."""
-    if arch.moe is None:
-        return 0.0
+    ``arch.num_moe_layers() x MOE_LAYER_FIXED_US x 1e-6`` (0 for a dense model: it has no MoE
+    layer)."""
     return arch.num_moe_layers() * MOE_LAYER_FIXED_US * 1e-6
