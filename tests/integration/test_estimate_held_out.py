@@ -38,42 +38,44 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # n=243, median 9.2 %, p90 28.7 %; with TechBroMoho/quantized-llm-serving's L40S (bf16, AWQ,
     # GPTQ) and tgarg01/silybench-data's dense H100 (Qwen3-8B bf16 and fp8, vLLM 0.30.0) points:
     # n=304, median 13.3 %, p90 31.5 %; with an MoE layer's fixed time set from vLLM's kernel
-    # benchmark (core/estimate/moe_layer.py, 30 us a layer): n=304, median 8.5 %, p90 30.9 %
+    # benchmark (core/estimate/moe_layer.py, 30 us a layer): n=304, median 8.5 %, p90 30.9 %;
+    # with surya-koritala/Glyd's stock vLLM 0.30.0 Qwen3-8B at one user on L4, A100 40GB, H100
+    # and GH200: n=308, median 8.3 %, p90 31.1 %
     # (the goal: 10 % / 25 %: the median met; docs/estimate.md)
     s = doc["overall"]
-    assert s.n >= 304
-    assert s.median_abs_error_pct <= 8.8
-    assert s.p90_abs_error_pct <= 31.2
-    bound = doc["overall_gpu_bound"]  # today n=295, 8.2 %, 23.5 %
+    assert s.n >= 308
+    assert s.median_abs_error_pct <= 8.6
+    assert s.p90_abs_error_pct <= 31.4
+    bound = doc["overall_gpu_bound"]  # today n=299, 7.9 %, 23.5 %
     assert bound.n == s.n - 9 and bound.p90_abs_error_pct <= 23.8
     # the groups below: the points their GPU bounded (the others on their own line)
     assert doc["not_gpu_bound"].n == 9  # sariekr/gpu_conc's B200 (4) and MI300X (5)
     fam = doc["by_family"]
-    # today 7.4 (14.1 without the MoE layer's fixed time: the dense points and the MXFP4 MoE
+    # today 7.6 (14.1 without the MoE layer's fixed time: the dense points and the MXFP4 MoE
     # ones each predicted from a fit the other kind dominates when held out)
-    assert fam["Hopper"].median_abs_error_pct <= 7.8
-    # today 5.9 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    assert fam["Hopper"].median_abs_error_pct <= 8.0
+    # today 6.0 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
     assert fam["Blackwell"].median_abs_error_pct <= 6.3
-    # today 57.1 (AMD's MI300X TP8 of a dense 70B: the fitted families' mean, whose fixed step
+    # today 58.0 (AMD's MI300X TP8 of a dense 70B: the fitted families' mean, whose fixed step
     # time fell once the MoE layers' time was counted apart)
-    assert fam["CDNA3"].median_abs_error_pct <= 58.0
-    # today 9.8 (AccelMark's and ree2raz's A100, ai-factory-ops-lab's A6000: fitted from the
-    # two left when one is held out)
-    assert fam["Ampere"].median_abs_error_pct <= 10.3
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 10.3  # today 9.8
-    assert fam["Ada"].median_abs_error_pct <= 10.4  # today 9.9 (L4, L40S, RTX 4090)
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 25.0  # today 24.4 (RTX 5090/PRO 6000 AWQ)
+    assert fam["CDNA3"].median_abs_error_pct <= 58.9
+    # today 12.3 (AccelMark's, ree2raz's and Glyd's A100, ai-factory-ops-lab's A6000: fitted
+    # from the three left when one is held out; 19 points, so one point moves the median)
+    assert fam["Ampere"].median_abs_error_pct <= 12.8
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 9.6  # today 9.1
+    assert fam["Ada"].median_abs_error_pct <= 9.8  # today 9.3 (L4, L40S, RTX 4090)
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 24.6  # today 24.0 (RTX 5090/PRO 6000 AWQ)
     assert len(doc["not_fitted"]) == 18  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 5.7  # today 5.3
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 5.8  # today 5.4
     pairs = doc["gpu_pairs"]
-    # today 121/121, 100 % (the goal: 90 %)
-    assert pairs["pairs"] >= 121 and pairs["share_pct"] >= 99.0
-    assert pairs["apart"]["share_pct"] >= 99.5  # today 90/90 measured > 5 % apart
+    # today 127/127, 100 % (the goal: 90 %)
+    assert pairs["pairs"] >= 127 and pairs["share_pct"] >= 99.0
+    assert pairs["apart"]["share_pct"] >= 99.5  # today 96/96 measured > 5 % apart
 
 
 def test_every_fold_leaves_its_source_out_and_every_point_is_predicted_once(doc: dict) -> None:

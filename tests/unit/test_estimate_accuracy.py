@@ -37,11 +37,12 @@ def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) 
     # with sariekr/gpu_conc's MI300X at 16 and 32 streams predicted (MXFP4 on AMD; its GPU did
     # not bound them, +188 and +195 %): n=99, median 8.3 %, p90 28.7 %; with the L40S and dense
     # H100 sources (TechBroMoho/quantized-llm-serving, tgarg01/silybench-data): n=160, 7.6 %,
-    # 23.4 %; with an MoE layer's fixed time (core/estimate/moe_layer.py): 7.0 %, 23.5 %
+    # 23.4 %; with an MoE layer's fixed time (core/estimate/moe_layer.py): 7.0 %, 23.5 %; with
+    # surya-koritala/Glyd's four one-user Qwen3-8B points: n=164, 6.9 %, 22.3 %
     s = doc["holdout"]["vllm_closed_loop"]
-    assert s["n"] >= 160
-    assert s["median_abs_error_pct"] <= 7.5
-    assert s["p90_abs_error_pct"] <= 24.0
+    assert s["n"] >= 164
+    assert s["median_abs_error_pct"] <= 7.4
+    assert s["p90_abs_error_pct"] <= 22.8
 
 
 def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dict) -> None:
