@@ -12,7 +12,9 @@ source's cases are predicted with those factors. A family none of the other sour
 measured, as ``estimate`` itself would (``MIN_FAMILY_SOURCES``). A family the held-out source
 has no point in has the same fit as without the fold (memoized).
 
-Reported, on the points of vLLM 0.10 and later (``engine_version``; the goal's set):
+Reported, on the points of a released vLLM 0.10 or later (``engine_version``, and not
+``prerelease``: a preview wheel, a nightly or a build of main is scored on its own line; the
+goal's set):
 
 - per point ``error = predicted / measured - 1`` of output tokens/s per GPU; median and 90th
   percentile of ``|error|`` over all; over the transformer points by (family, precision, TP,
@@ -76,7 +78,7 @@ from infer_prof.estimate.published_fit import (
 DATA = Path(__file__).resolve().parents[1] / "infer_prof" / "catalog" / "data"
 COMMAND = "python benchmarks/estimate_loso.py"
 GOAL = {"median": 10.0, "p90": 25.0, "tp_ratio_median": 15.0, "pairs": 90.0}
-"""Issue 43's goal on vLLM >= 0.10 points held out by source."""
+"""Issue 43's goal on released vLLM >= 0.10 points held out by source."""
 MIN_VERSION = (0, 10)
 
 
@@ -128,6 +130,13 @@ def version_at_least(version: str | None, floor: tuple[int, int] = MIN_VERSION) 
         return False
 
 
+def in_goal_set(p: PublishedPoint) -> bool:
+    """Whether ``p`` is one the goal is judged on: a released vLLM of 0.10 or later
+    (:func:`version_at_least`, and not ``p.prerelease``). A pre-release build (the gpt-oss
+    preview wheel, a nightly, main) is scored on its own line, outside the goal's set."""
+    return version_at_least(p.engine_version) and not p.prerelease
+
+
 def interconnect(gpu: str, gpus: int) -> str:
     """``none`` on one GPU; else the link the all-reduce crosses as the estimate counts it:
     ``link`` where the catalog states an NVLink / Infinity Fabric figure, else ``pcie``."""
@@ -171,7 +180,7 @@ def held_out(all_cases: list[Case], day: str = "held-out",
                 tp=p.gpu_count,
                 interconnect=interconnect(p.gpu, p.gpu_count),
                 input_len=p.input_len, output_len=p.output_len, concurrency=c.concurrency,
-                engine_version=p.engine_version, goal_set=version_at_least(p.engine_version),
+                engine_version=p.engine_version, goal_set=in_goal_set(p),
                 measured=p.output_tok_s_per_gpu, predicted=value,
                 error_pct=(value / p.output_tok_s_per_gpu - 1.0) * 100.0))
     return out
@@ -293,10 +302,11 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
     return {
         "command": COMMAND,
         "held_out_by": "source (published_results.json source title)",
-        "goal_set": "vLLM closed-loop points of engine_version >= 0.10",
+        "goal_set": "vLLM closed-loop points of a released engine_version >= 0.10",
         "overall": head,
         "overall_gpu_bound": stats(r.error_pct for r in goal_rows if r.id not in unbound),
         "all_vllm_closed_loop": stats(r.error_pct for r in rows),
+        "prerelease": stats(r.error_pct for r in rows if r.id in prerelease_ids()),
         "groups_over": "transformer points (hybrid models' on the hybrid line)",
         "by_family": grouped(group_rows, lambda r: r.family),
         "by_precision": grouped(group_rows, lambda r: r.precision),
@@ -321,6 +331,11 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "not_predicted": [{"id": i, "why": w} for i, w in skipped],
         "not_fitted": not_fitted(),
     }
+
+
+def prerelease_ids() -> set[str]:
+    """The ids of the published points measured on a pre-release build (``prerelease``)."""
+    return {p.id for p in published_results().points if p.prerelease}
 
 
 def is_hybrid(model: str) -> bool:
@@ -356,9 +371,10 @@ def print_report(doc: dict[str, object]) -> None:
                   f"p90 {s.p90_abs_error_pct:>6.1f} %")
 
     print("output tok/s per GPU, |predicted / measured - 1|, each source held out of the fit:")
-    line("vLLM >= 0.10, closed loop (the goal's set)", doc["overall"])
+    line("released vLLM >= 0.10, closed loop (the goal's set)", doc["overall"])
     line("... of them, the points their GPU bounded", doc["overall_gpu_bound"])
     line("every vLLM closed-loop point", doc["all_vllm_closed_loop"])
+    line("pre-release builds (scored, outside the goal's set)", doc["prerelease"])
     line("hybrid models' points (scored, not fitted)", doc["hybrid"])
     line("points their GPU did not bound (not fitted)", doc["not_gpu_bound"])
     for title in ("by_family", "by_precision", "by_tp", "by_interconnect", "by_model",
@@ -417,7 +433,7 @@ def errors_section(doc: dict[str, object], day: str) -> HeldOutErrors:
         by_precision=typed(doc["by_precision"]), by_tp=typed(doc["by_tp"]),
         by_interconnect=typed(doc["by_interconnect"]), by_cell=typed(doc["by_cell"]),
         by_family_precision=typed(doc["by_family_precision"]),
-        source=(f"{COMMAND} --write on {overall.n} vLLM >= 0.10 closed-loop points, each "
+        source=(f"{COMMAND} --write on {overall.n} released vLLM >= 0.10 closed-loop points, each "
                 f"source held out of the fit, {day}"))
 
 

@@ -57,6 +57,9 @@ class PublishedPoint(msgspec.Struct, frozen=True):
     fp8 KV cache, ``None`` for the engine's default (16-bit). ``mxfp4_activations``: ``mxfp8``
     where the source ran an ``mxfp4`` model's MoE with MXFP8 activations
     (``VLLM_USE_FLASHINFER_MOE_MXFP4_MXFP8=1``), ``None`` for vLLM's default (16-bit).
+    ``prerelease``: True where the engine was a build no release is (a preview wheel, a nightly,
+    a build of main): measured, and fitted where its GPU bounded it, but not one of the released
+    engines the estimate's held-out goal is judged on.
     """
 
     id: str
@@ -81,6 +84,7 @@ class PublishedPoint(msgspec.Struct, frozen=True):
     latency_stat: str | None = None
     kv_cache_dtype: str | None = None
     mxfp4_activations: Literal["mxfp8"] | None = None
+    prerelease: bool = False
     note: str = ""
 
 
