@@ -43,14 +43,16 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # and GH200: n=308, median 8.3 %, p90 31.1 %; the goal's set the released builds only (the
     # 14 points of pre-release builds, sariekr/gpu_conc's gpt-oss runs before vLLM 0.10.1 shipped,
     # the recipes' PR 58 nightly and issue 30326's main, scored apart, still fitted where their
-    # GPU bounded them): n=294, median 8.0 %, p90 23.1 %
-    # (the goal: 10 % / 25 %: both met; docs/estimate.md)
+    # GPU bounded them): n=294, median 8.0 %, p90 23.1 %; with alexGitSpace/i-serve's MI300X
+    # and Assailable-creepingwillow3548/i-serve's L40S (Qwen3-8B, vLLM 0.27.1, 4000/200; the
+    # MI300X 35-155 % too fast): n=315, median 8.9 %, p90 27.0 %
+    # (the goal: 10 % / 25 %: the median met; docs/estimate.md)
     s = doc["overall"]
-    assert s.n >= 294
-    assert s.median_abs_error_pct <= 8.3
-    assert s.p90_abs_error_pct <= 23.4
-    bound = doc["overall_gpu_bound"]  # today n=289, 7.9 %, 21.2 %
-    assert bound.n == s.n - 5 and bound.p90_abs_error_pct <= 21.5
+    assert s.n >= 315
+    assert s.median_abs_error_pct <= 9.2
+    assert s.p90_abs_error_pct <= 27.3
+    bound = doc["overall_gpu_bound"]  # today n=310, 8.8 %, 23.5 %
+    assert bound.n == s.n - 5 and bound.p90_abs_error_pct <= 23.8
     # the groups below: the points their GPU bounded (the others on their own line)
     assert doc["not_gpu_bound"].n == 5  # sariekr/gpu_conc's MI300X (its B200: pre-release)
     assert doc["prerelease"].n == 14
@@ -58,24 +60,25 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # today 7.4 (14.1 without the MoE layer's fixed time: the dense points and the MXFP4 MoE
     # ones each predicted from a fit the other kind dominates when held out)
     assert fam["Hopper"].median_abs_error_pct <= 8.0
-    # today 6.0 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    # today 6.6 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
-    assert fam["Blackwell"].median_abs_error_pct <= 6.3
-    # today 58.0 (AMD's MI300X TP8 of a dense 70B: the fitted families' mean, whose fixed step
-    # time fell once the MoE layers' time was counted apart)
-    assert fam["CDNA3"].median_abs_error_pct <= 58.9
+    assert fam["Blackwell"].median_abs_error_pct <= 6.9
+    # today 61.1 (AMD's MI300X TP8 of a dense 70B and i-serve's MI300X VF on vLLM's default
+    # ROCm attention: each held out leaves one CDNA3 source, so the fitted families' mean)
+    assert fam["CDNA3"].median_abs_error_pct <= 62.0
     # today 12.3 (AccelMark's, ree2raz's and Glyd's A100, ai-factory-ops-lab's A6000: fitted
     # from the three left when one is held out; 19 points, so one point moves the median)
     assert fam["Ampere"].median_abs_error_pct <= 12.8
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 9.6  # today 9.1
-    assert fam["Ada"].median_abs_error_pct <= 9.8  # today 9.3 (L4, L40S, RTX 4090)
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 24.6  # today 24.0 (RTX 5090/PRO 6000 AWQ)
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 11.9  # today 11.4
+    # today 12.9 (L4, L40S, RTX 4090; i-serve's L40S -11 to -16 %)
+    assert fam["Ada"].median_abs_error_pct <= 13.4
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 25.5  # today 25.0 (RTX 5090/PRO 6000 AWQ)
     assert len(doc["not_fitted"]) == 18  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 5.8  # today 5.4
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 6.3  # today 5.9
     pairs = doc["gpu_pairs"]
     # today 126/126, 100 % (the goal: 90 %)
     assert pairs["pairs"] >= 126 and pairs["share_pct"] >= 99.0

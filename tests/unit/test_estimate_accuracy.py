@@ -38,18 +38,20 @@ def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) 
     # not bound them, +188 and +195 %): n=99, median 8.3 %, p90 28.7 %; with the L40S and dense
     # H100 sources (TechBroMoho/quantized-llm-serving, tgarg01/silybench-data): n=160, 7.6 %,
     # 23.4 %; with an MoE layer's fixed time (core/estimate/moe_layer.py): 7.0 %, 23.5 %; with
-    # surya-koritala/Glyd's four one-user Qwen3-8B points: n=164, 6.9 %, 22.3 %
+    # surya-koritala/Glyd's four one-user Qwen3-8B points: n=164, 6.9 %, 22.3 %; with the i-serve
+    # MI300X and L40S points (CDNA3 fitted from AMD's and i-serve's, pooled to the parent: the
+    # MI300X points still +16 to +120 % in-sample): n=185, 7.6 %, 26.7 %
     s = doc["holdout"]["vllm_closed_loop"]
-    assert s["n"] >= 164
-    assert s["median_abs_error_pct"] <= 7.4
-    assert s["p90_abs_error_pct"] <= 22.8
+    assert s["n"] >= 185
+    assert s["median_abs_error_pct"] <= 8.0
+    assert s["p90_abs_error_pct"] <= 27.2
 
 
 def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dict) -> None:
     fam = doc["holdout"]["vllm_closed_loop_by_gpu_family"]
     assert fam["Hopper"]["median_abs_error_pct"] <= 6.5  # today 6.0
     assert fam["Blackwell"]["median_abs_error_pct"] <= 10.0  # today 9.5 (families' mean)
-    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 7.7  # today 7.2 (bursts too)
+    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 8.2  # today 7.8 (bursts too)
 
 
 def test_pairs_cheaper_gpu_no_worse_than_today(doc: dict) -> None:
@@ -163,19 +165,21 @@ def test_a_family_of_one_source_is_not_fitted_and_takes_the_fitted_families_mean
 
     assert MIN_FAMILY_SOURCES == 2
     fitted = fitted_factors()
-    # Ada: RTX 4090 + L4; Ampere: AccelMark + ree2raz/inference-bench; CDNA3: one source
-    assert {"Ada", "Ampere"} <= set(fitted) and "CDNA3" not in fitted
+    # Ada: RTX 4090 + L4; Ampere: AccelMark + ree2raz/inference-bench; CDNA3: AMD's TP8 and
+    # i-serve's MI300X; Blackwell: one fitted transformer source (InferenceMAX; Vultr's and the
+    # recipes' points are hybrid models', sariekr/gpu_conc's B200 not bound by its GPU)
+    assert {"Ada", "Ampere", "CDNA3"} <= set(fitted) and "Blackwell" not in fitted
     shipped = fallback_factors()
     assert shipped is not None and shipped.family == "the mean of the fitted families"
     for name in ("mbu", "mbu_kv", "step_overhead_ms"):
         values = [getattr(f, name) for f in fitted.values()]
         assert min(values) <= getattr(shipped, name) <= max(values)
-    mi300x = factors_for(catalog()["MI300X"])
-    assert mi300x.family == "CDNA3" and mi300x.mbu == shipped.mbu
-    assert mi300x.source.startswith("no CDNA3 fit from 2 or more published sources: carried "
-                                    "over from the mean of the fitted families")
     b200 = factors_for(catalog()["B200"])  # one fitted transformer source: InferenceMAX
     assert b200.family == "Blackwell" and b200.mbu == shipped.mbu
+    assert b200.source.startswith("no Blackwell fit from 2 or more published sources: carried "
+                                  "over from the mean of the fitted families")
+    mi300x = factors_for(catalog()["MI300X"])  # two sources: its family's own fit
+    assert mi300x.family == "CDNA3" and mi300x.mbu == fitted["CDNA3"].mbu
     assert carried(shipped, "the mean of the fitted families") is shipped
     # one source's cases alone: no family fitted, nothing to fall back on
     own = [c for c in _fit_cases() if c.point.source.title.startswith("infer-prof's own")]
