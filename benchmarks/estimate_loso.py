@@ -285,6 +285,7 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
     # cell falls back on only those their GPU bounded (a setup the GPU did not bound speaks
     # for its own configuration, not for the family's others: "not_gpu_bound")
     unbound = set(inversions(published_results().points))
+    prerelease = {p.id for p in published_results().points if p.prerelease}
     cell_rows = [r for r in goal_rows if not is_hybrid(r.model)]
     group_rows = [r for r in cell_rows if r.id not in unbound]
     pairs = gpu_pairs(goal_rows)
@@ -306,7 +307,7 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "overall": head,
         "overall_gpu_bound": stats(r.error_pct for r in goal_rows if r.id not in unbound),
         "all_vllm_closed_loop": stats(r.error_pct for r in rows),
-        "prerelease": stats(r.error_pct for r in rows if r.id in prerelease_ids()),
+        "prerelease": stats(r.error_pct for r in rows if r.id in prerelease),
         "groups_over": "transformer points (hybrid models' on the hybrid line)",
         "by_family": grouped(group_rows, lambda r: r.family),
         "by_precision": grouped(group_rows, lambda r: r.precision),
@@ -331,11 +332,6 @@ def report(rows: list[Held], skipped: list[tuple[str, str]]) -> dict[str, object
         "not_predicted": [{"id": i, "why": w} for i, w in skipped],
         "not_fitted": not_fitted(),
     }
-
-
-def prerelease_ids() -> set[str]:
-    """The ids of the published points measured on a pre-release build (``prerelease``)."""
-    return {p.id for p in published_results().points if p.prerelease}
 
 
 def is_hybrid(model: str) -> bool:
