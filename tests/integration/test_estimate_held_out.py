@@ -45,40 +45,44 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # the recipes' PR 58 nightly and issue 30326's main, scored apart, still fitted where their
     # GPU bounded them): n=294, median 8.0 %, p90 23.1 %; with alexGitSpace/i-serve's MI300X
     # and Assailable-creepingwillow3548/i-serve's L40S (Qwen3-8B, vLLM 0.27.1, 4000/200; the
-    # MI300X 35-155 % too fast): n=315, median 8.9 %, p90 27.0 %
+    # MI300X 35-155 % too fast): n=315, median 8.9 %, p90 27.0 %; with
+    # globaledgepathway/voice-inference-benchmark's MI300X and H100 PCIe (Llama-3.1-8B bf16, 78
+    # in / ~33 out, 1-16 users; a third CDNA3 source, so each CDNA3 fold keeps a CDNA3 fit):
+    # n=323, median 8.8 %, p90 26.6 %
     # (the goal: 10 % / 25 %: the median met; docs/estimate.md)
     s = doc["overall"]
-    assert s.n >= 315
-    assert s.median_abs_error_pct <= 9.2
-    assert s.p90_abs_error_pct <= 27.3
-    bound = doc["overall_gpu_bound"]  # today n=310, 8.8 %, 23.5 %
-    assert bound.n == s.n - 5 and bound.p90_abs_error_pct <= 23.8
+    assert s.n >= 323
+    assert s.median_abs_error_pct <= 9.1
+    assert s.p90_abs_error_pct <= 26.9
+    bound = doc["overall_gpu_bound"]  # today n=318, 8.7 %, 23.4 %
+    assert bound.n == s.n - 5 and bound.p90_abs_error_pct <= 23.7
     # the groups below: the points their GPU bounded (the others on their own line)
     assert doc["not_gpu_bound"].n == 5  # sariekr/gpu_conc's MI300X (its B200: pre-release)
     assert doc["prerelease"].n == 14
     fam = doc["by_family"]
-    # today 7.4 (14.1 without the MoE layer's fixed time: the dense points and the MXFP4 MoE
+    # today 6.9 (14.1 without the MoE layer's fixed time: the dense points and the MXFP4 MoE
     # ones each predicted from a fit the other kind dominates when held out)
-    assert fam["Hopper"].median_abs_error_pct <= 8.0
-    # today 6.6 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    assert fam["Hopper"].median_abs_error_pct <= 7.5
+    # today 7.0 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
-    assert fam["Blackwell"].median_abs_error_pct <= 6.9
-    # today 61.1 (AMD's MI300X TP8 of a dense 70B and i-serve's MI300X VF on vLLM's default
-    # ROCm attention: each held out leaves one CDNA3 source, so the fitted families' mean)
-    assert fam["CDNA3"].median_abs_error_pct <= 62.0
+    assert fam["Blackwell"].median_abs_error_pct <= 7.3
+    # today 30.4 (AMD's MI300X TP8 of a dense 70B, i-serve's MI300X VF on vLLM's default ROCm
+    # attention and globaledgepathway's MI300X at 78/33 tokens: each held out leaves two CDNA3
+    # sources; i-serve's 4000-token prompts at 8-64 users still 92-150 % too fast)
+    assert fam["CDNA3"].median_abs_error_pct <= 31.0
     # today 12.3 (AccelMark's, ree2raz's and Glyd's A100, ai-factory-ops-lab's A6000: fitted
     # from the three left when one is held out; 19 points, so one point moves the median)
     assert fam["Ampere"].median_abs_error_pct <= 12.8
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 11.9  # today 11.4
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 11.7  # today 11.2
     # today 12.9 (L4, L40S, RTX 4090; i-serve's L40S -11 to -16 %)
     assert fam["Ada"].median_abs_error_pct <= 13.4
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 25.5  # today 25.0 (RTX 5090/PRO 6000 AWQ)
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 26.1  # today 25.6 (RTX 5090/PRO 6000 AWQ)
     assert len(doc["not_fitted"]) == 18  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 6.3  # today 5.9
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 6.0  # today 5.6
     pairs = doc["gpu_pairs"]
     # today 126/126, 100 % (the goal: 90 %)
     assert pairs["pairs"] >= 126 and pairs["share_pct"] >= 99.0
