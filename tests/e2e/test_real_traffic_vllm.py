@@ -180,7 +180,18 @@ def test_prefix_cache_cold_and_warm_on_vllm(bos_vllm, tmp_path):
     recs = read_requests(tmp_path / "warm.requests.jsonl")
     assert [r.cached_tokens for r in recs if not r.warmup] == [896] * 16
     # the server's counters over the window agree within the requests at its edges
-    assert warm["counter_hit_rate"] == pytest.approx(0.896, abs=0.06)
+    sm = runs["warm"]["telemetry"]["server_metrics"]
+    seen = {k: sm.get(k) for k in ("scrapes_ok", "scrape_errors", "last_error", "window")}
+    seen["summary"] = {k: v for k, v in (sm.get("summary") or {}).items() if "prefix" in k
+                       or k in ("scrapes", "window_s")}
+    seen["series"] = {k: v for k, v in sm["series"].items() if k == "t_s" or "prefix" in k}
+    if warm["counter_hit_rate"] is None:  # (CI, 2026-12-04: once, on a loaded 2-core machine)
+        # the window of 16 one-token requests lasts a fraction of a second; where the counters
+        # at its edges gave no rate, the result says why, and the usage rate above stands
+        assert seen["summary"]["prefix_cache_hit_rate_reason"] or seen["scrape_errors"], seen
+        print(f"counters gave no hit rate over the warm window: {seen}")
+    else:
+        assert warm["counter_hit_rate"] == pytest.approx(0.896, abs=0.06), seen
     # 104 of 1000 prompt tokens to compute instead of 1000: TTFT falls by well over half; one
     # token out (SHARED), so every request is timed (metrics.first_token_known)
     timed = {m: runs[m]["summary"]["ttft_ms"]["count"] for m in runs}
