@@ -23,7 +23,9 @@ out with them (:func:`sweep_inversions`).
 In the shipped set this finds ``sariekr/gpu_conc``'s B200 (gpt-oss-20b at 1-16 streams, 0.1-15 %
 below its H200; the B200 has 1.6x the bandwidth and 2.3x the 16-bit FLOP/s, and native FP4) and
 its MI300X (below both its H100 PCIe and its H200 at 1-16 streams, and so its 32 streams, which
-no other GPU of the source measured). Pure but for reading the GPU catalog.
+no other GPU of the source measured), and ``globaledgepathway/voice-inference-benchmark``'s MI300X
+at 4-16 users (Llama-3.1-8B, below its GH200's; at one user it is above, so that level stays).
+Pure but for reading the GPU catalog.
 """
 
 from __future__ import annotations

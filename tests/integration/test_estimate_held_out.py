@@ -46,47 +46,51 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # GPU bounded them): n=294, median 8.0 %, p90 23.1 %; with alexGitSpace/i-serve's MI300X
     # and Assailable-creepingwillow3548/i-serve's L40S (Qwen3-8B, vLLM 0.27.1, 4000/200; the
     # MI300X 35-155 % too fast): n=315, median 8.9 %, p90 27.0 %; with
-    # globaledgepathway/voice-inference-benchmark's MI300X and H100 PCIe (Llama-3.1-8B bf16, 78
-    # in / ~33 out, 1-16 users; a third CDNA3 source, so each CDNA3 fold keeps a CDNA3 fit):
-    # n=323, median 8.8 %, p90 26.6 %
+    # globaledgepathway/voice-inference-benchmark's MI300X, H100 PCIe and GH200 (Llama-3.1-8B
+    # bf16, 78 in / ~33 out, 1-32 users; a third CDNA3 source, whose MI300X at 4-16 users ran
+    # slower than its GH200, so those three are not fitted): n=328, median 8.8 %, p90 27.4 %
     # (the goal: 10 % / 25 %: the median met; docs/estimate.md)
     s = doc["overall"]
-    assert s.n >= 323
+    assert s.n >= 328
     assert s.median_abs_error_pct <= 9.1
-    assert s.p90_abs_error_pct <= 26.9
-    bound = doc["overall_gpu_bound"]  # today n=318, 8.7 %, 23.4 %
-    assert bound.n == s.n - 5 and bound.p90_abs_error_pct <= 23.7
+    assert s.p90_abs_error_pct <= 27.7
+    bound = doc["overall_gpu_bound"]  # today n=320, 8.6 %, 22.9 %
+    assert bound.n == s.n - 8 and bound.p90_abs_error_pct <= 23.2
     # the groups below: the points their GPU bounded (the others on their own line)
-    assert doc["not_gpu_bound"].n == 5  # sariekr/gpu_conc's MI300X (its B200: pre-release)
+    # sariekr/gpu_conc's MI300X (its B200: pre-release) and globaledgepathway's MI300X at 4-16
+    assert doc["not_gpu_bound"].n == 8
     assert doc["prerelease"].n == 14
     fam = doc["by_family"]
-    # today 6.9 (14.1 without the MoE layer's fixed time: the dense points and the MXFP4 MoE
+    # today 7.1 (14.1 without the MoE layer's fixed time: the dense points and the MXFP4 MoE
     # ones each predicted from a fit the other kind dominates when held out)
     assert fam["Hopper"].median_abs_error_pct <= 7.5
-    # today 7.0 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
+    # today 6.6 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
-    assert fam["Blackwell"].median_abs_error_pct <= 7.3
-    # today 30.4 (AMD's MI300X TP8 of a dense 70B, i-serve's MI300X VF on vLLM's default ROCm
-    # attention and globaledgepathway's MI300X at 78/33 tokens: each held out leaves two CDNA3
-    # sources; i-serve's 4000-token prompts at 8-64 users still 92-150 % too fast)
-    assert fam["CDNA3"].median_abs_error_pct <= 31.0
-    # today 12.3 (AccelMark's, ree2raz's and Glyd's A100, ai-factory-ops-lab's A6000: fitted
+    assert fam["Blackwell"].median_abs_error_pct <= 6.9
+    # today 47.1 over the 10 points their GPU bounded (AMD's MI300X TP8 of a dense 70B,
+    # i-serve's MI300X VF on vLLM's default ROCm attention, globaledgepathway's MI300X at one
+    # user: each held out leaves two CDNA3 sources; i-serve's 4000-token prompts at 8-64 users
+    # 96-150 % too fast)
+    assert fam["CDNA3"].median_abs_error_pct <= 47.6
+    # today 12.1 (AccelMark's, ree2raz's and Glyd's A100, ai-factory-ops-lab's A6000: fitted
     # from the three left when one is held out; 19 points, so one point moves the median)
     assert fam["Ampere"].median_abs_error_pct <= 12.8
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 11.7  # today 11.2
-    # today 12.9 (L4, L40S, RTX 4090; i-serve's L40S -11 to -16 %)
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 10.7  # today 10.2
+    # today 12.7 (L4, L40S, RTX 4090; i-serve's L40S -11 to -16 %)
     assert fam["Ada"].median_abs_error_pct <= 13.4
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 26.1  # today 25.6 (RTX 5090/PRO 6000 AWQ)
-    assert len(doc["not_fitted"]) == 18  # sariekr/gpu_conc's B200 and MI300X; 9 hybrid points
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 26.4  # today 25.9 (RTX 5090/PRO 6000 AWQ)
+    # sariekr/gpu_conc's B200 and MI300X, globaledgepathway's MI300X at 4-16 users; 9 hybrid points
+    assert len(doc["not_fitted"]) == 21
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 6.0  # today 5.6
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 6.0  # today 5.7
     pairs = doc["gpu_pairs"]
-    # today 126/126, 100 % (the goal: 90 %)
-    assert pairs["pairs"] >= 126 and pairs["share_pct"] >= 99.0
-    assert pairs["apart"]["share_pct"] >= 99.5  # today 95/95 measured > 5 % apart
+    # today 128/129, 99.2 % (the goal: 90 %; the one wrong: globaledgepathway's MI300X at 4
+    # users, which its GPU did not bound, against its GH200)
+    assert pairs["pairs"] >= 129 and pairs["share_pct"] >= 99.0
+    assert pairs["apart"]["share_pct"] >= 98.9  # today 97/98 measured > 5 % apart
 
 
 def test_every_fold_leaves_its_source_out_and_every_point_is_predicted_once(doc: dict) -> None:

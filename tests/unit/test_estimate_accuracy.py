@@ -41,19 +41,19 @@ def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) 
     # surya-koritala/Glyd's four one-user Qwen3-8B points: n=164, 6.9 %, 22.3 %; with the i-serve
     # MI300X and L40S points (CDNA3 fitted from AMD's and i-serve's, pooled to the parent: the
     # MI300X points still +16 to +120 % in-sample): n=185, 7.6 %, 26.7 %; with
-    # globaledgepathway/voice-inference-benchmark's MI300X and H100 PCIe (Llama-3.1-8B, 78 in /
-    # ~33 out, 1-16 users; CDNA3 then fitted from three sources): n=193, 7.6 %, 26.1 %
+    # globaledgepathway/voice-inference-benchmark's MI300X, H100 PCIe and GH200 (Llama-3.1-8B,
+    # 78 in / ~33 out, 1-32 users; CDNA3 then fitted from three sources): n=198, 7.7 %, 27.0 %
     s = doc["holdout"]["vllm_closed_loop"]
-    assert s["n"] >= 193
+    assert s["n"] >= 198
     assert s["median_abs_error_pct"] <= 8.0
-    assert s["p90_abs_error_pct"] <= 26.6
+    assert s["p90_abs_error_pct"] <= 27.3
 
 
 def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dict) -> None:
     fam = doc["holdout"]["vllm_closed_loop_by_gpu_family"]
-    assert fam["Hopper"]["median_abs_error_pct"] <= 6.5  # today 6.1
-    # today 10.8: the B200 takes the fitted families' mean, CDNA3's share of it from three sources
-    assert fam["Blackwell"]["median_abs_error_pct"] <= 11.3
+    assert fam["Hopper"]["median_abs_error_pct"] <= 6.5  # today 6.0
+    # today 10.5: the B200 takes the fitted families' mean, CDNA3's share of it from three sources
+    assert fam["Blackwell"]["median_abs_error_pct"] <= 11.0
     assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 8.2  # today 7.8 (bursts too)
 
 

@@ -53,10 +53,15 @@ def test_the_shipped_set_has_exactly_the_gpu_conc_b200_and_mi300x_inverted() -> 
     pts = [p for p in published_results().points
            if p.engine == "vllm" and p.load == "closed-loop"]
     found = inversions(pts)
+    # globaledgepathway's MI300X below its GH200 at 4-16 users (above it at one user: that
+    # level compares and is not inverted, so the sweep's levels are judged one by one)
+    geb = [f"geb-vllm0.27.1-mi300x-llama-3.1-8b-bf16-78-{o}-c{c}" for o, c in ((32, 4), (34, 8),
+                                                                               (33, 16))]
     assert sorted(found) == sorted(
         [f"gpu-conc-gpt-oss-20b-{g}-c{c}" for g in ("b200", "mi300x") for c in (1, 4, 8, 16)]
-        + ["gpu-conc-gpt-oss-20b-mi300x-c32"])  # no other GPU at 32 streams: its sweep's
+        + ["gpu-conc-gpt-oss-20b-mi300x-c32"] + geb)  # no other GPU at 32 streams: its sweep's
     assert found["gpu-conc-gpt-oss-20b-mi300x-c32"].sweep_of == "gpu-conc-gpt-oss-20b-mi300x-c16"
+    assert {found[i].other_gpu for i in geb} == {"GH200"}
 
 
 def test_a_sweep_inverted_wherever_it_compares_is_left_out_whole() -> None:
