@@ -99,3 +99,16 @@ def test_the_projects_own_points_match_the_measurement_file() -> None:
         assert p.output_tok_s == pytest.approx(float(row["output_tok_s"]))
         assert p.ttft_ms == pytest.approx(float(row["ttft_p50_ms"]))
         assert p.tpot_ms == pytest.approx(float(row["tpot_p50_ms"]))
+
+
+def test_one_repository_is_one_source_in_the_held_out_computation() -> None:
+    """benchmarks/estimate_loso.py holds a source out by its title: the vLLM points of one
+    repository carry one title, so that its GPUs are held out together (a title a GPU would let
+    the others' points of the same harness fit the held-out one). The vLLM recipes are the one
+    repository of separate publications (each guide by its own vendor and date)."""
+    titles: dict[str, set[str]] = {}
+    for p in published_results().points:
+        if p.engine == "vllm" and p.source.repo and p.source.repo != "vllm-project/recipes":
+            titles.setdefault(p.source.repo, set()).add(p.source.title)
+    assert {repo: t for repo, t in titles.items() if len(t) > 1} == {}
+    assert len(titles["globaledgepathway/voice-inference-benchmark"]) == 1
