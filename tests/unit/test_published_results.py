@@ -103,9 +103,9 @@ def test_the_projects_own_points_match_the_measurement_file() -> None:
 
 def test_one_repository_is_one_source_in_the_held_out_computation() -> None:
     """benchmarks/estimate_loso.py holds a source out by its title: the vLLM points of one
-    repository carry one title, so that its GPUs are held out together (a title a GPU would let
-    the others' points of the same harness fit the held-out one). The vLLM recipes are the one
-    repository of separate publications (each guide by its own vendor and date)."""
+    repository carry one title, so that its GPUs are held out together (a title per GPU would
+    let the other GPUs' points of the same harness fit the held-out one). The vLLM recipes are
+    the one repository of separate publications (each guide by its own vendor and date)."""
     titles: dict[str, set[str]] = {}
     for p in published_results().points:
         if p.engine == "vllm" and p.source.repo and p.source.repo != "vllm-project/recipes":
