@@ -17,6 +17,7 @@ from infer_prof.catalog.published_results import (
     parse_published_results,
     published_results,
 )
+from tests.benchmark_scripts import load_benchmark
 
 REPO = Path(__file__).resolve().parents[2]
 POINTS = published_results().points
@@ -102,13 +103,15 @@ def test_the_projects_own_points_match_the_measurement_file() -> None:
 
 
 def test_one_repository_is_one_source_in_the_held_out_computation() -> None:
-    """benchmarks/estimate_loso.py holds a source out by its title: the vLLM points of one
-    repository carry one title, so that its GPUs are held out together (a title per GPU would
-    let the other GPUs' points of the same harness fit the held-out one). The vLLM recipes are
-    the one repository of separate publications (each guide by its own vendor and date)."""
+    """benchmarks/estimate_loso.py holds a source out by its key (``source_key``: the title):
+    the vLLM points of one repository carry one key, so that its GPUs are held out together (a
+    key per GPU would let the other GPUs' points of the same harness fit the held-out one). The
+    vLLM recipes are the one repository of separate publications (each guide by its own vendor
+    and date)."""
+    source_key = load_benchmark("estimate_loso").source_key
     titles: dict[str, set[str]] = {}
     for p in published_results().points:
         if p.engine == "vllm" and p.source.repo and p.source.repo != "vllm-project/recipes":
-            titles.setdefault(p.source.repo, set()).add(p.source.title)
+            titles.setdefault(p.source.repo, set()).add(source_key(p))
     assert {repo: t for repo, t in titles.items() if len(t) > 1} == {}
     assert len(titles["globaledgepathway/voice-inference-benchmark"]) == 1
