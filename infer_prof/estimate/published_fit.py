@@ -190,26 +190,29 @@ FitLog = Callable[[str], None]
 """Where a fit says what it did, one line a fit (the benchmark prints them to stderr)."""
 
 
-SOURCE_SPREAD = 0.25
+SOURCE_SPREAD = 0.26
 """``sigma_s``: how far one source's setup (its vLLM build, flags, client) moves its measured
-throughputs from what the hardware gives, in log: the spread of the sources' held-out errors,
-by source."""
+throughputs from what the hardware gives, in log: the standard deviation, across the 23 sources
+with points in the goal's set, of each source's median held-out log error (0.257 on
+2026-12-04, ``benchmarks/pooling_spreads.py``)."""
 
-FAMILY_SPREAD = 0.18
-"""``tau``: how far one architecture family's factors lie from another's, in log: Blackwell's
-and Ada's fitted ``mbu`` against Hopper's (0.81 and 0.69 against 0.64) when each was fitted
-alone."""
+FAMILY_SPREAD = 0.24
+"""``tau``: how far one architecture family's factors lie from another's, in log: the root mean
+square of ``ln(mbu_F / mbu_Hopper)`` over Ada, Ampere, Blackwell RTX and CDNA3, each fitted on its
+own points with no pull (0.97, 0.90, 1.00 and 0.59 against Hopper's 0.75; 0.243 on 2026-12-04,
+``benchmarks/pooling_spreads.py``)."""
 
-POOL_WEIGHT = 2.0
+POOL_WEIGHT = SOURCE_SPREAD ** 2 / FAMILY_SPREAD ** 2
 """``lambda0``: a family's fit (or a GPU's own) from ``S`` sources is pulled towards its parent's
 fit (the most-measured family's for a family, the family's for a GPU) with the weight
 ``lambda0 / S`` in :func:`~infer_prof.core.estimate.calibration.objective` (partial pooling). In
 Bayesian terms, the sources' setups shift a fit with a spread ``sigma_s`` in log throughput and
 the hardware moves a factor from its parent's with a spread ``tau``; the posterior's pull is
-``sigma_s^2 / (S tau^2)``. With ``sigma_s`` about 0.25 (:data:`SOURCE_SPREAD`) and ``tau``
-about 0.18 (:data:`FAMILY_SPREAD`), ``lambda0 = 0.0625 / 0.0324``, about 2. Fewer sources
-pull harder: a family that two sources with the same slow setup measured stays near its
-parent."""
+``sigma_s^2 / (S tau^2)``: ``lambda0 = 0.26^2 / 0.24^2``, 1.17 (:data:`SOURCE_SPREAD`,
+:data:`FAMILY_SPREAD`). Fewer sources pull harder: a family that two sources with the same slow
+setup measured stays near its parent. ``sigma_s`` is measured with the pooling its own value
+sets; the two constants are that fixed point (``benchmarks/pooling_spreads.py`` measures both at
+the shipped figures)."""
 
 
 def _fit(members: list[Case], start: StepFactors, what: str, day: str,

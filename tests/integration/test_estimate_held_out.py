@@ -13,6 +13,7 @@ from infer_prof.estimate.expected_error import load_expected_error
 from tests.benchmark_scripts import load_benchmark
 
 loso = load_benchmark("estimate_loso")
+spreads = load_benchmark("pooling_spreads")
 
 
 @pytest.fixture(scope="module")
@@ -48,14 +49,16 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # MI300X 35-155 % too fast): n=315, median 8.9 %, p90 27.0 %; with
     # globaledgepathway/voice-inference-benchmark's MI300X, H100 PCIe and GH200 (Llama-3.1-8B
     # bf16, 78 in / ~33 out, 1-32 users; a third CDNA3 source, whose MI300X at 4-16 users ran
-    # slower than its GH200, so those three are not fitted): n=328, median 8.8 %, p90 27.4 %
+    # slower than its GH200, so those three are not fitted): n=328, median 8.8 %, p90 27.4 %;
+    # 2026-12-04, the pooling weight at the spreads measured again (published_fit.SOURCE_SPREAD
+    # 0.26, FAMILY_SPREAD 0.24: POOL_WEIGHT 1.17, was 2): n=328, median 8.4 %, p90 25.1 %
     # (the goal: 10 % / 25 %: the median met; docs/estimate.md)
     s = doc["overall"]
     assert s.n >= 328
-    assert s.median_abs_error_pct <= 9.1
-    assert s.p90_abs_error_pct <= 27.7
-    bound = doc["overall_gpu_bound"]  # today n=320, 8.6 %, 22.9 %
-    assert bound.n == s.n - 8 and bound.p90_abs_error_pct <= 23.2
+    assert s.median_abs_error_pct <= 8.7
+    assert s.p90_abs_error_pct <= 25.4
+    bound = doc["overall_gpu_bound"]  # today n=320, 8.2 %, 23.3 %
+    assert bound.n == s.n - 8 and bound.p90_abs_error_pct <= 23.6
     # the groups below: the points their GPU bounded (the others on their own line)
     # sariekr/gpu_conc's MI300X (its B200: pre-release) and globaledgepathway's MI300X at 4-16
     assert doc["not_gpu_bound"].n == 8
@@ -67,29 +70,30 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # today 6.6 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
     # source)
     assert fam["Blackwell"].median_abs_error_pct <= 6.9
-    # today 47.1 over the 10 points their GPU bounded (AMD's MI300X TP8 of a dense 70B,
+    # today 45.7 over the 10 points their GPU bounded (AMD's MI300X TP8 of a dense 70B,
     # i-serve's MI300X VF on vLLM's default ROCm attention, globaledgepathway's MI300X at one
     # user: each held out leaves two CDNA3 sources; i-serve's 4000-token prompts at 8-64 users
     # 96-150 % too fast)
-    assert fam["CDNA3"].median_abs_error_pct <= 47.6
-    # today 12.1 (AccelMark's, ree2raz's and Glyd's A100, ai-factory-ops-lab's A6000: fitted
+    assert fam["CDNA3"].median_abs_error_pct <= 46.2
+    # today 11.1 (AccelMark's, ree2raz's and Glyd's A100, ai-factory-ops-lab's A6000: fitted
     # from the three left when one is held out; 19 points, so one point moves the median)
-    assert fam["Ampere"].median_abs_error_pct <= 12.8
-    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 10.7  # today 10.2
-    # today 12.7 (L4, L40S, RTX 4090; i-serve's L40S -11 to -16 %)
-    assert fam["Ada"].median_abs_error_pct <= 13.4
-    assert fam["Blackwell RTX"].median_abs_error_pct <= 26.4  # today 25.9 (RTX 5090/PRO 6000 AWQ)
+    assert fam["Ampere"].median_abs_error_pct <= 11.8
+    assert doc["by_precision"]["bf16"].median_abs_error_pct <= 10.3  # today 9.8
+    # today 12.9 (L4, L40S, RTX 4090; i-serve's L40S -11 to -16 %)
+    assert fam["Ada"].median_abs_error_pct <= 13.6
+    assert fam["Blackwell RTX"].median_abs_error_pct <= 26.5  # today 26.0 (RTX 5090/PRO 6000 AWQ)
     # sariekr/gpu_conc's B200 and MI300X, globaledgepathway's MI300X at 4-16 users; 9 hybrid points
     assert len(doc["not_fitted"]) == 21
 
 
 def test_held_out_ratios_no_worse_than_today(doc: dict) -> None:
     tp = doc["tp_ratio"]
-    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 6.0  # today 5.7
+    assert tp["ratios"] >= 58 and tp["error"].median_abs_error_pct <= 6.7  # today 6.4
     pairs = doc["gpu_pairs"]
-    # today 128/129, 99.2 % (the goal: 90 %; the one wrong: globaledgepathway's MI300X at 4
-    # users, which its GPU did not bound, against its GH200)
-    assert pairs["pairs"] >= 129 and pairs["share_pct"] >= 99.0
+    # today 127/129, 98.4 % (the goal: 90 %; the two wrong: globaledgepathway's MI300X at 16
+    # users, which its GPU did not bound, against its GH200; InferenceMAX's H100 and H200 at TP8
+    # and 4 streams, measured 0.8 % apart and predicted 0.1 % the other way)
+    assert pairs["pairs"] >= 129 and pairs["share_pct"] >= 98.4
     assert pairs["apart"]["share_pct"] >= 98.9  # today 97/98 measured > 5 % apart
 
 
@@ -110,6 +114,23 @@ def test_the_shipped_errors_file_is_this_computation(doc: dict) -> None:
         doc["overall"].median_abs_error_pct, abs=0.15)
     assert set(held.by_cell) == set(doc["by_cell"])
     assert held.hybrid is not None and held.hybrid.n == doc["hybrid"].n  # 8 (PR 58: pre-release)
+
+
+def test_the_pooling_weight_stands_on_the_spreads_measured_today(doc: dict) -> None:
+    """POOL_WEIGHT is sigma_s^2 / tau^2, each measured as benchmarks/pooling_spreads.py does on
+    the shipped data: a change of the data that moves either by more than its rounding fails
+    until the constants are measured again (today 0.257 and 0.243)."""
+    from infer_prof.estimate import published_fit
+
+    sigma, medians = spreads.source_spread(doc["rows"])
+    assert len(medians) >= 23
+    assert sigma == pytest.approx(published_fit.SOURCE_SPREAD, abs=0.01)
+    found, _ = loso.cases()
+    tau, families, parent = spreads.family_spread(found)
+    assert parent == "Hopper" and len(families) >= 5
+    assert tau == pytest.approx(published_fit.FAMILY_SPREAD, abs=0.01)
+    implied = published_fit.SOURCE_SPREAD ** 2 / published_fit.FAMILY_SPREAD ** 2
+    assert implied == pytest.approx(published_fit.POOL_WEIGHT)
 
 
 def test_a_family_few_sources_measured_is_pulled_to_its_parents_fit(monkeypatch) -> None:
