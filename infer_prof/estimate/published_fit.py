@@ -39,12 +39,13 @@ from infer_prof.core.estimate.weight_only import FP4_WEIGHT_ONLY, weight_only_co
 from infer_prof.core.planning.planner import PlanRequest, plan
 from infer_prof.estimate.gpu_bound import inversions
 
-__all__ = ["FAMILY_SPREAD", "FITTED", "FP4_SHARE", "GPU_FITTED", "MIN_FAMILY_SOURCES",
-           "MIN_GPU_POINTS", "POOL_WEIGHT", "SOURCE_SPREAD", "TP_ONLY", "Case", "Chooser",
+__all__ = ["FAMILY_SPREAD", "FITTED", "FP4_SHARE", "FREE_IN_PARENT", "GPU_FITTED",
+           "MIN_FAMILY_SOURCES", "MIN_GPU_POINTS", "POOL_WEIGHT", "SOURCE_SPREAD", "TP_ONLY",
+           "Case", "Chooser",
            "Fitted", "architecture", "carried", "chooser", "family_search", "fit_all",
            "fit_cases", "fitted_model", "fp4_weight_only_sources", "identifiable",
            "model_family", "pooled", "population_factors", "predict", "predict_case", "prepare",
-           "runs_fp4_weight_only", "shipped_factors", "source_count", "unfitted"]
+           "runs_fp4_weight_only", "shipped_factors", "source_count", "unfitted", "unpulled"]
 
 
 @dataclass(frozen=True)
@@ -190,16 +191,16 @@ FitLog = Callable[[str], None]
 """Where a fit says what it did, one line a fit (the benchmark prints them to stderr)."""
 
 
-SOURCE_SPREAD = 0.26
+SOURCE_SPREAD = 0.24
 """``sigma_s``: how far one source's setup (its vLLM build, flags, client) moves its measured
 throughputs from what the hardware gives, in log: the standard deviation, across the 23 sources
-with points in the goal's set, of each source's median held-out log error (0.257 on
+with points in the goal's set, of each source's median held-out log error (0.236 on
 2026-12-04, ``benchmarks/pooling_spreads.py``)."""
 
-FAMILY_SPREAD = 0.24
+FAMILY_SPREAD = 0.26
 """``tau``: how far one architecture family's factors lie from another's, in log: the root mean
 square of ``ln(mbu_F / mbu_Hopper)`` over Ada, Ampere, Blackwell RTX and CDNA3, each fitted on its
-own points with no pull (0.97, 0.90, 1.00 and 0.59 against Hopper's 0.75; 0.243 on 2026-12-04,
+own points with no pull (0.95, 0.88, 1.00 and 0.53 against Hopper's 0.75; 0.264 on 2026-12-04,
 ``benchmarks/pooling_spreads.py``)."""
 
 POOL_WEIGHT = SOURCE_SPREAD ** 2 / FAMILY_SPREAD ** 2
@@ -208,7 +209,7 @@ fit (the most-measured family's for a family, the family's for a GPU) with the w
 ``lambda0 / S`` in :func:`~infer_prof.core.estimate.calibration.objective` (partial pooling). In
 Bayesian terms, the sources' setups shift a fit with a spread ``sigma_s`` in log throughput and
 the hardware moves a factor from its parent's with a spread ``tau``; the posterior's pull is
-``sigma_s^2 / (S tau^2)``: ``lambda0 = 0.26^2 / 0.24^2``, 1.17 (:data:`SOURCE_SPREAD`,
+``sigma_s^2 / (S tau^2)``: ``lambda0 = 0.24^2 / 0.26^2``, 0.85 (:data:`SOURCE_SPREAD`,
 :data:`FAMILY_SPREAD`). Fewer sources pull harder: a family that two sources with the same slow
 setup measured stays near its parent. ``sigma_s`` is measured with the pooling its own value
 sets; the two constants are that fixed point (``benchmarks/pooling_spreads.py`` measures both at
@@ -245,6 +246,19 @@ TP_ONLY: tuple[str, ...] = ("allreduce_efficiency", "allreduce_latency_us", "lay
 """Factors only tensor-parallel points can tell apart: the all-reduce's, and the per-layer time
 that does not shrink with the GPU count (on one GPU it is indistinguishable from the fixed step
 time)."""
+
+
+FREE_IN_PARENT: tuple[str, ...] = ("sequence_overhead_us",)
+"""Factors the parent family's fit moves with no pull towards its start: a time the estimate's
+defaults set at 0 (no host time a sequence assumed) has no scale in log for the weak pull to
+hold it at, so the data set it; every other family is pulled to the parent's figure as to any
+factor's (:data:`POOL_WEIGHT`)."""
+
+
+def unpulled(search: Search) -> Search:
+    """``search`` with :data:`FREE_IN_PARENT`'s factors pulled with weight 0 (the parent's fit)."""
+    return msgspec.structs.replace(
+        search, pulls=(*search.pulls, *((name, 0.0) for name in FREE_IN_PARENT)))
 
 
 FP4_SHARE = "fp4_weight_only_share"
@@ -287,7 +301,8 @@ def family_search(search: Search, members: Iterable[Case]) -> Search:
     sources = fp4_weight_only_sources(members)
     if not sources:
         return search
-    return msgspec.structs.replace(search, pulls=((FP4_SHARE, POOL_WEIGHT / sources),))
+    return msgspec.structs.replace(search,
+                                   pulls=(*search.pulls, (FP4_SHARE, POOL_WEIGHT / sources)))
 
 
 def fit_all(day: str, log: FitLog | None = None) -> Fitted:
@@ -308,7 +323,8 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
     families named in ``only``, when given), then per GPU with :data:`MIN_GPU_POINTS` points.
     A family whose cases come from fewer than :data:`MIN_FAMILY_SOURCES` sources is not fitted.
     The family the most sources measured (the parent) is fitted first,
-    from the estimate's defaults with :class:`Search`'s weak pull; every other family starts
+    from the estimate's defaults with :class:`Search`'s weak pull (none on
+    :data:`FREE_IN_PARENT`'s); every other family starts
     from the parent's fit and is pulled back to it, and a GPU's own fit to its family's, with
     the weight :func:`pooled` gives its number of sources (partial pooling, :data:`POOL_WEIGHT`).
     ``search`` overrides the coordinate search's settings (default :class:`Search`). The cases
@@ -331,7 +347,7 @@ def fit_cases(fit_on: Iterable[Case], day: str, only: Iterable[str] | None = Non
     for family in sorted(eligible, key=lambda k: (k != parent, k)):  # the parent first
         members = cases[family]
         if parent is None or family == parent:
-            start, how = default_factors(catalog()[members[0].point.gpu]), base
+            start, how = default_factors(catalog()[members[0].point.gpu]), unpulled(base)
         else:
             start, how = carried(families[parent], family), pooled(base, sources[family])
         families[family] = _fit(members, start, family, day, identifiable(members),

@@ -44,19 +44,23 @@ def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) 
     # globaledgepathway/voice-inference-benchmark's MI300X, H100 PCIe and GH200 (Llama-3.1-8B,
     # 78 in / ~33 out, 1-32 users; CDNA3 then fitted from three sources): n=198, 7.7 %, 27.0 %;
     # 2026-12-04, the pooling weight at the spreads measured again (published_fit.SOURCE_SPREAD
-    # 0.26, FAMILY_SPREAD 0.24: POOL_WEIGHT 1.17, was 2): n=198, 7.3 %, 23.7 %
+    # 0.26, FAMILY_SPREAD 0.24: POOL_WEIGHT 1.17, was 2): n=198, 7.3 %, 23.7 %; with a fitted
+    # host time per sequence per step (StepFactors.sequence_overhead_us) and the spreads at
+    # 0.24 / 0.26 (POOL_WEIGHT 0.85): n=198, 7.0 %, 23.0 %
     s = doc["holdout"]["vllm_closed_loop"]
     assert s["n"] >= 198
-    assert s["median_abs_error_pct"] <= 7.6
-    assert s["p90_abs_error_pct"] <= 24.0
+    assert s["median_abs_error_pct"] <= 7.3
+    assert s["p90_abs_error_pct"] <= 23.3
 
 
 def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dict) -> None:
     fam = doc["holdout"]["vllm_closed_loop_by_gpu_family"]
     assert fam["Hopper"]["median_abs_error_pct"] <= 6.5  # today 6.1
-    # today 10.5: the B200 takes the fitted families' mean, CDNA3's share of it from three sources
-    assert fam["Blackwell"]["median_abs_error_pct"] <= 11.0
-    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 8.0  # today 7.6 (bursts too)
+    # today 11.5: the B200 takes the fitted families' mean, CDNA3's share of it from three
+    # sources (10.5 before the host time per sequence: InferenceMAX's B200, the fastest GPU of
+    # the set, is predicted 1-3 points slower with it)
+    assert fam["Blackwell"]["median_abs_error_pct"] <= 12.0
+    assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 7.5  # today 7.2 (bursts too)
 
 
 def test_pairs_cheaper_gpu_no_worse_than_today(doc: dict) -> None:
@@ -67,9 +71,11 @@ def test_pairs_cheaper_gpu_no_worse_than_today(doc: dict) -> None:
 def test_other_engines_are_reported_apart(doc: dict) -> None:
     others = doc["holdout"]["other_engines"]
     assert "vllm" not in others and {"tensorrt-llm", "nim"} <= set(others)
-    # today 14.5: predicted as vLLM runs gpt-oss by default (MXFP4 experts times 16-bit
-    # activations), where TensorRT-LLM's B200 runs used its own MoE kernels
-    assert others["tensorrt-llm"]["median_abs_error_pct"] <= 15.0
+    # today 23.4: predicted as vLLM runs gpt-oss by default (MXFP4 experts times 16-bit
+    # activations, and vLLM's host time per sequence, fitted on vLLM's points), where
+    # TensorRT-LLM's B200 runs used its own MoE kernels and C++ runtime (14.5 before that host
+    # time was modelled)
+    assert others["tensorrt-llm"]["median_abs_error_pct"] <= 24.0
 
 
 def test_every_unpredicted_point_says_why(doc: dict) -> None:
@@ -195,28 +201,28 @@ def test_a_family_of_one_source_is_not_fitted_and_takes_the_fitted_families_mean
 def test_the_fallback_is_the_precision_weighted_mean_of_the_fitted_families() -> None:
     """A family no two sources measured is predicted with the mean of the fitted families'
     factors, in log, each weighted 1 / (tau^2 + sigma_s^2 / S) (published_fit.population_factors):
-    a family measured by 8 sources counts 15.14, one measured by 2 counts 10.94."""
+    a family measured by 8 sources counts 13.37, one measured by 2 counts 10.37."""
     from infer_prof.core.estimate.factors import HOPPER_FIT
     from infer_prof.estimate.published_fit import FAMILY_SPREAD, SOURCE_SPREAD, population_factors
 
-    assert (FAMILY_SPREAD, SOURCE_SPREAD) == (0.24, 0.26)
+    assert (FAMILY_SPREAD, SOURCE_SPREAD) == (0.26, 0.24)
     a = msgspec.structs.replace(HOPPER_FIT, family="A", mbu=0.5, step_overhead_ms=2.0)
     b = msgspec.structs.replace(HOPPER_FIT, family="B", mbu=0.8, step_overhead_ms=1.0,
                                 pcie_allreduce_efficiency=0.3)
     mean = population_factors({"A": a, "B": b}, {"A": 8, "B": 2}, a)
     assert mean is not None
-    w_a = 1 / (0.0576 + 0.0676 / 8)  # 15.14
-    w_b = 1 / (0.0576 + 0.0676 / 2)  # 10.94
-    assert (w_a, w_b) == pytest.approx((15.140, 10.941), abs=1e-3)
+    w_a = 1 / (0.0676 + 0.0576 / 8)  # 13.37
+    w_b = 1 / (0.0676 + 0.0576 / 2)  # 10.37
+    assert (w_a, w_b) == pytest.approx((13.369, 10.373), abs=1e-3)
     assert mean.mbu == pytest.approx(math.exp((w_a * math.log(0.5) + w_b * math.log(0.8))
                                               / (w_a + w_b)))
-    assert mean.mbu == pytest.approx(0.6090, abs=1e-4)
+    assert mean.mbu == pytest.approx(0.6140, abs=1e-4)
     assert mean.step_overhead_ms == pytest.approx(
         math.exp((w_a * math.log(2.0)) / (w_a + w_b)))
     assert mean.mbu_kv == pytest.approx(HOPPER_FIT.mbu_kv)  # the same in both
     assert mean.pcie_allreduce_efficiency == HOPPER_FIT.pcie_allreduce_efficiency  # base's (A)
     assert mean.family == "the mean of the fitted families"
-    assert "A 0.58, B 0.42" in mean.source
+    assert "A 0.56, B 0.44" in mean.source
     assert population_factors({}, {}, None) is None
     assert population_factors({"A": a}, {"A": 3}, a).mbu == pytest.approx(0.5)  # type: ignore[union-attr]
 

@@ -78,6 +78,30 @@ def test_fixed_step_time_counts_every_layer_whatever_the_gpu_count() -> None:
     assert four.memory_s == pytest.approx(one.memory_s / 4, rel=0.02)
 
 
+def test_each_decode_sequence_adds_its_host_time_to_the_step_whatever_the_gpu_count() -> None:
+    """``sequence_overhead_us`` a decode sequence a step, paid whole by every GPU of the group:
+    by hand, 0.3 ms + 32 layers x 10 us + 64 sequences x 15 us = 1.58 ms."""
+    f = msgspec.structs.replace(HOPPER_FIT, step_overhead_ms=0.3, layer_overhead_us=10.0,
+                                sequence_overhead_us=15.0)
+    assert fixed_step_s(f, 32, 64) == pytest.approx(1.58e-3)
+    assert fixed_step_s(f, 32) == pytest.approx(0.62e-3)  # no decode sequence: none of it
+    kw = {"step_overhead_ms": 0.3, "layer_overhead_us": 10.0, "sequence_overhead_us": 15.0}
+    one = step_cost(_d("bf16", **kw), batch=64, context=512)
+    four = step_cost(_d("bf16", n=4, **kw), batch=64, context=512)
+    base = step_cost(_d("bf16", step_overhead_ms=0.3, layer_overhead_us=10.0), batch=64,
+                     context=512)
+    assert one.overhead_s == four.overhead_s == pytest.approx(base.overhead_s + 64 * 15e-6)
+    assert one.time_s == pytest.approx(base.time_s + 64 * 15e-6)
+    prompt_only = step_cost(_d("bf16", **kw), batch=0, context=0, prefill_tokens=512,
+                            prefill_context=256)
+    assert prompt_only.overhead_s == pytest.approx(fixed_step_s(f, ARCH.num_layers))
+
+
+def test_a_negative_host_time_is_refused() -> None:
+    with pytest.raises(ValueError, match="sequence_overhead_us"):
+        msgspec.structs.replace(HOPPER_FIT, sequence_overhead_us=-1.0)
+
+
 @pytest.mark.parametrize("model", ["llama-2-7b", "llama-3.1-8b"])
 @pytest.mark.parametrize("concurrency", [1, 8, 64])
 def test_tp4_of_a_small_model_is_not_faster_per_gpu_than_tp1(model: str, concurrency: int) -> None:

@@ -9,7 +9,7 @@ GPUs: given samples (each with a measured output tokens/s per GPU) and
 
 over the fitted factors ``k`` (:data:`FITTED`: ``mbu``, ``mbu_kv``, ``mfu_decode``,
 ``mfu_prefill``, ``step_overhead_ms``, ``allreduce_efficiency``, ``allreduce_latency_us``,
-``layer_overhead_us``, ``fp4_weight_only_share``), each
+``layer_overhead_us``, ``fp4_weight_only_share``, ``sequence_overhead_us``), each
 held within :data:`BOUNDS`. The first term is the
 squared log error (a 2x over- and a 2x under-prediction cost the same); the second, with a small
 weight ``w_k`` (default 0.01, or the factor's own in :attr:`Search.pulls`), pulls a factor the
@@ -37,7 +37,7 @@ T = TypeVar("T")
 
 FITTED: tuple[str, ...] = ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "step_overhead_ms",
                            "allreduce_efficiency", "allreduce_latency_us", "layer_overhead_us",
-                           "fp4_weight_only_share")
+                           "fp4_weight_only_share", "sequence_overhead_us")
 """The factors a fit moves: every field of :class:`StepFactors` but ``family`` and ``source``."""
 
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -50,9 +50,11 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "allreduce_latency_us": (1.0, 200.0),
     "layer_overhead_us": (0.5, 500.0),
     "fp4_weight_only_share": (0.3, 1.0),
+    "sequence_overhead_us": (0.5, 500.0),
 }
 """Each fitted factor's allowed range: shares in (0, 1], the overhead in milliseconds, the
-all-reduce call's fixed cost in microseconds."""
+all-reduce call's fixed cost, a layer's and a sequence's in microseconds (a time at 0 starts the
+search at its lower bound)."""
 
 
 class FitResult(msgspec.Struct, frozen=True, kw_only=True):

@@ -10,7 +10,7 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
     t_compute= (flops_d - att_d) / (peak x mfu_decode) + (flops_p - att_p) / (peak x mfu_prefill)
              + att_d / (peak_att x mfu_decode) + att_p / (peak_att x mfu_prefill)
     t_step   = max(t_memory, t_compute) + t_allreduce + step_overhead + layers x layer_overhead
-               + t_moe
+               + B x sequence_overhead + t_moe
 
 - ``W(T)``: the weight bytes a step of ``T`` tokens reads (whole model, at the precision's
   size): every dense weight, and of each MoE layer's routed experts only those the ``T`` tokens
@@ -43,7 +43,8 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
   without FP4 math take int4 Marlin's shares times the fitted ``fp4_weight_only_share``
   (:class:`~infer_prof.core.estimate.factors.StepFactors`), both.
 - ``layer_overhead``: ``layers x layer_overhead_us``, the per-layer time tensor parallelism
-  does not shrink (:func:`fixed_step_s`).
+  does not shrink; ``sequence_overhead``: ``sequence_overhead_us``, the host time of each
+  decode sequence of the step (:func:`fixed_step_s`).
 - ``t_moe``: an MoE model's layers, each a fixed time beyond its weight reads, set from vLLM's
   kernel benchmark (:func:`infer_prof.core.estimate.moe_layer.moe_fixed_s`: 30 us a layer).
 
@@ -91,11 +92,13 @@ class StepCost(msgspec.Struct, frozen=True, kw_only=True):
     bound: Bound
 
 
-def fixed_step_s(factors: StepFactors, layers: int) -> float:
-    """Seconds of a step that tensor parallelism does not shrink:
-    ``step_overhead_ms x 1e-3 + layers x layer_overhead_us x 1e-6`` (scheduling, sampling, and
-    each layer's kernel launches, which every GPU of the group pays whole)."""
-    return factors.step_overhead_ms * 1e-3 + layers * factors.layer_overhead_us * 1e-6
+def fixed_step_s(factors: StepFactors, layers: int, sequences: float = 0.0) -> float:
+    """Seconds of a step of ``sequences`` decode sequences that tensor parallelism does not
+    shrink: ``step_overhead_ms x 1e-3 + layers x layer_overhead_us x 1e-6 + sequences x
+    sequence_overhead_us x 1e-6`` (the step's scheduling and launch, each layer's kernel
+    launches, which every GPU of the group pays whole, and each sequence's host work)."""
+    return (factors.step_overhead_ms * 1e-3 + layers * factors.layer_overhead_us * 1e-6
+            + sequences * factors.sequence_overhead_us * 1e-6)
 
 
 def kv_share_per_gpu(arch: ModelSpec, gpus: int) -> float:
@@ -147,7 +150,7 @@ def step_cost(d: Deployment, *, batch: float, context: float, prefill_tokens: fl
         tokens=tokens, hidden=arch.hidden_size, layers=arch.num_layers, gpus=n,
         link_bytes_per_s=d.link_bytes_per_s(), efficiency=d.allreduce_efficiency(),
         latency_s=factors.allreduce_latency_us * 1e-6)
-    overhead = fixed_step_s(factors, arch.num_layers) + moe_fixed_s(arch)
+    overhead = fixed_step_s(factors, arch.num_layers, batch) + moe_fixed_s(arch)
     return StepCost(
         weight_bytes=weights, kv_bytes=kv, decode_flops=flops_d, prefill_flops=flops_p,
         memory_s=memory, compute_s=compute, allreduce_s=allreduce, overhead_s=overhead,

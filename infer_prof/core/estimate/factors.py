@@ -22,6 +22,12 @@ shares, per GPU architecture family, each set with its ``source``:
 - ``layer_overhead_us``: fixed microseconds per decoder layer per engine step that tensor
   parallelism does not shrink (each GPU launches every layer's kernels, however small its share
   of the matrices): a step's fixed time is ``step_overhead_ms + layers x layer_overhead_us``.
+- ``sequence_overhead_us``: microseconds per running sequence per engine step, beside the bound
+  time and the fixed ones: the host work vLLM does for each sequence of a step (scheduling it,
+  building its inputs, sampling and appending its token, checking its stop), which tensor
+  parallelism does not shrink. A step of ``B`` decode sequences pays
+  ``B x sequence_overhead_us``. Fitted on the published points (a concurrency sweep tells it
+  from the KV reads, which grow with the context as well as with ``B``); 0 where not fitted.
 - ``fp4_weight_only_share``: what FP4 weights (MXFP4, NVFP4) on a GPU without FP4 math (Hopper,
   Ada, Ampere: unpacked to 16-bit by Marlin or Triton's ``matmul_ogs``) reach of the int4 Marlin
   rates their dequantization is modelled with (:mod:`.weight_only`): 1 where no point of that
@@ -56,8 +62,10 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
     Fractions in (0, 1] for ``mbu``, ``mfu_decode``, ``mfu_prefill``, ``allreduce_efficiency``,
     ``pcie_allreduce_efficiency``, ``fp4_weight_only_share``;
     ``step_overhead_ms`` in milliseconds per engine step; ``allreduce_latency_us`` in
-    microseconds per all-reduce call. ``family`` the architecture family the factors are for,
-    ``source`` where they come from (a fit, a carried-over default, a user's runs)."""
+    microseconds per all-reduce call; ``layer_overhead_us`` in microseconds per decoder layer per
+    step; ``sequence_overhead_us`` in microseconds per running sequence per step. ``family``
+    the architecture family the factors are for, ``source`` where they come from (a fit, a
+    carried-over default, a user's runs)."""
 
     mbu: float
     mbu_kv: float
@@ -71,6 +79,7 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
     pcie_allreduce_efficiency: float = PCIE_ALLREDUCE_EFFICIENCY
     layer_overhead_us: float = 0.0
     fp4_weight_only_share: float = 1.0
+    sequence_overhead_us: float = 0.0
 
     def __post_init__(self) -> None:
         for name in ("mbu", "mbu_kv", "mfu_decode", "mfu_prefill", "allreduce_efficiency",
@@ -78,9 +87,10 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if not 0 < value <= 1:
                 raise ValueError(f"{name} must be in (0, 1], got {value}")
-        if self.step_overhead_ms < 0 or self.allreduce_latency_us < 0 or self.layer_overhead_us < 0:
-            raise ValueError("step_overhead_ms, allreduce_latency_us and layer_overhead_us must "
-                             "be >= 0")
+        times = ("step_overhead_ms", "allreduce_latency_us", "layer_overhead_us",
+                 "sequence_overhead_us")
+        if any(getattr(self, name) < 0 for name in times):
+            raise ValueError(f"{', '.join(times)} must be >= 0")
 
     def basis(self) -> str:
         """The source's first clause (up to its first parenthesis or colon): a short
@@ -92,7 +102,7 @@ class StepFactors(msgspec.Struct, frozen=True, kw_only=True):
         return (f"MBU {self.mbu:.0%} weights / {self.mbu_kv:.0%} KV, MFU decode "
                 f"{self.mfu_decode:.0%} / prefill {self.mfu_prefill:.0%}, "
                 f"{self.step_overhead_ms:.2g} ms a step + {self.layer_overhead_us:.2g} us a "
-                "layer, all-reduce "
+                f"layer + {self.sequence_overhead_us:.2g} us a sequence, all-reduce "
                 f"{self.allreduce_efficiency:.0%} of link bandwidth (PCIe "
                 f"{self.pcie_allreduce_efficiency:.0%}) + {self.allreduce_latency_us:.2g} us a "
                 "call")
