@@ -250,7 +250,7 @@ time)."""
 
 FREE_IN_PARENT: tuple[str, ...] = ("sequence_overhead_us",)
 """Factors the parent family's fit moves with no pull towards its start: a time the estimate's
-defaults set at 0 (no host time a sequence assumed) has no scale in log for the weak pull to
+defaults set at 0 (no time a sequence assumed) has no scale in log for the weak pull to
 hold it at, so the data set it; every other family is pulled to the parent's figure as to any
 factor's (:data:`POOL_WEIGHT`)."""
 

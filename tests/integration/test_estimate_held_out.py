@@ -54,7 +54,7 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # slower than its GH200, so those three are not fitted): n=328, median 8.8 %, p90 27.4 %;
     # 2026-12-04, the pooling weight at the spreads measured again (published_fit.SOURCE_SPREAD
     # 0.26, FAMILY_SPREAD 0.24: POOL_WEIGHT 1.17, was 2): n=328, median 8.4 %, p90 25.1 %; with
-    # a fitted host time per sequence per step (StepFactors.sequence_overhead_us, free in the
+    # a fitted time per sequence per step (StepFactors.sequence_overhead_us, free in the
     # parent's fit: published_fit.FREE_IN_PARENT) and the spreads measured again at 0.24 / 0.26
     # (POOL_WEIGHT 0.85): n=328, median 9.0 %, p90 24.1 % (the goal: 10 % / 25 %: met;
     # docs/estimate.md)
@@ -73,7 +73,7 @@ def test_held_out_errors_no_worse_than_today(doc: dict) -> None:
     # ones each predicted from a fit the other kind dominates when held out)
     assert fam["Hopper"].median_abs_error_pct <= 6.8
     # today 9.6 (the B200 takes the fitted families' mean: InferenceMAX is its one fitted
-    # source; 6.6 without the host time per sequence, which predicts InferenceMAX's B200 1-3
+    # source; 6.6 without the time per sequence, which predicts InferenceMAX's B200 1-3
     # points slower)
     assert fam["Blackwell"].median_abs_error_pct <= 9.9
     # today 46.5 over the 10 points their GPU bounded (AMD's MI300X TP8 of a dense 70B,

@@ -45,7 +45,7 @@ def test_vllm_closed_loop_split_holdout_error_is_no_worse_than_today(doc: dict) 
     # 78 in / ~33 out, 1-32 users; CDNA3 then fitted from three sources): n=198, 7.7 %, 27.0 %;
     # 2026-12-04, the pooling weight at the spreads measured again (published_fit.SOURCE_SPREAD
     # 0.26, FAMILY_SPREAD 0.24: POOL_WEIGHT 1.17, was 2): n=198, 7.3 %, 23.7 %; with a fitted
-    # host time per sequence per step (StepFactors.sequence_overhead_us) and the spreads at
+    # time per sequence per step (StepFactors.sequence_overhead_us) and the spreads at
     # 0.24 / 0.26 (POOL_WEIGHT 0.85): n=198, 7.0 %, 23.0 %
     s = doc["holdout"]["vllm_closed_loop"]
     assert s["n"] >= 198
@@ -57,7 +57,7 @@ def test_vllm_split_holdout_by_family_and_all_loads_no_worse_than_today(doc: dic
     fam = doc["holdout"]["vllm_closed_loop_by_gpu_family"]
     assert fam["Hopper"]["median_abs_error_pct"] <= 6.5  # today 6.1
     # today 11.5: the B200 takes the fitted families' mean, CDNA3's share of it from three
-    # sources (10.5 before the host time per sequence: InferenceMAX's B200, the fastest GPU of
+    # sources (10.5 before the time per sequence: InferenceMAX's B200, the fastest GPU of
     # the set, is predicted 1-3 points slower with it)
     assert fam["Blackwell"]["median_abs_error_pct"] <= 12.0
     assert doc["holdout"]["vllm"]["median_abs_error_pct"] <= 7.5  # today 7.2 (bursts too)
@@ -72,7 +72,7 @@ def test_other_engines_are_reported_apart(doc: dict) -> None:
     others = doc["holdout"]["other_engines"]
     assert "vllm" not in others and {"tensorrt-llm", "nim"} <= set(others)
     # today 23.4: predicted as vLLM runs gpt-oss by default (MXFP4 experts times 16-bit
-    # activations, and vLLM's host time per sequence, fitted on vLLM's points), where
+    # activations, and vLLM's time per sequence, fitted on vLLM's points), where
     # TensorRT-LLM's B200 runs used its own MoE kernels and C++ runtime (14.5 before that host
     # time was modelled)
     assert others["tensorrt-llm"]["median_abs_error_pct"] <= 24.0

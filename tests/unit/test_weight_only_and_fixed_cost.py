@@ -78,7 +78,7 @@ def test_fixed_step_time_counts_every_layer_whatever_the_gpu_count() -> None:
     assert four.memory_s == pytest.approx(one.memory_s / 4, rel=0.02)
 
 
-def test_each_decode_sequence_adds_its_host_time_to_the_step_whatever_the_gpu_count() -> None:
+def test_each_decode_sequence_adds_its_time_to_the_step_whatever_the_gpu_count() -> None:
     """``sequence_overhead_us`` a decode sequence a step, paid whole by every GPU of the group:
     by hand, 0.3 ms + 32 layers x 10 us + 64 sequences x 15 us = 1.58 ms."""
     f = msgspec.structs.replace(HOPPER_FIT, step_overhead_ms=0.3, layer_overhead_us=10.0,

@@ -43,8 +43,8 @@ tensor-parallel group of ``n`` (weights, KV heads and FLOPs split ``n`` ways):
   without FP4 math take int4 Marlin's shares times the fitted ``fp4_weight_only_share``
   (:class:`~infer_prof.core.estimate.factors.StepFactors`), both.
 - ``layer_overhead``: ``layers x layer_overhead_us``, the per-layer time tensor parallelism
-  does not shrink; ``sequence_overhead``: ``sequence_overhead_us``, the host time of each
-  decode sequence of the step (:func:`fixed_step_s`).
+  does not shrink; ``sequence_overhead``: ``sequence_overhead_us``, the time each decode
+  sequence of the step adds beyond its bytes and FLOPs (:func:`fixed_step_s`).
 - ``t_moe``: an MoE model's layers, each a fixed time beyond its weight reads, set from vLLM's
   kernel benchmark (:func:`infer_prof.core.estimate.moe_layer.moe_fixed_s`: 30 us a layer).
 
@@ -96,7 +96,7 @@ def fixed_step_s(factors: StepFactors, layers: int, sequences: float = 0.0) -> f
     """Seconds of a step of ``sequences`` decode sequences that tensor parallelism does not
     shrink: ``step_overhead_ms x 1e-3 + layers x layer_overhead_us x 1e-6 + sequences x
     sequence_overhead_us x 1e-6`` (the step's scheduling and launch, each layer's kernel
-    launches, which every GPU of the group pays whole, and each sequence's host work)."""
+    launches, which every GPU of the group pays whole, and each sequence's own work)."""
     return (factors.step_overhead_ms * 1e-3 + layers * factors.layer_overhead_us * 1e-6
             + sequences * factors.sequence_overhead_us * 1e-6)
 

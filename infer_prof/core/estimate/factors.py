@@ -23,11 +23,13 @@ shares, per GPU architecture family, each set with its ``source``:
   parallelism does not shrink (each GPU launches every layer's kernels, however small its share
   of the matrices): a step's fixed time is ``step_overhead_ms + layers x layer_overhead_us``.
 - ``sequence_overhead_us``: microseconds per running sequence per engine step, beside the bound
-  time and the fixed ones: the host work vLLM does for each sequence of a step (scheduling it,
-  building its inputs, sampling and appending its token, checking its stop), which tensor
-  parallelism does not shrink. A step of ``B`` decode sequences pays
-  ``B x sequence_overhead_us``. Fitted on the published points (a concurrency sweep tells it
-  from the KV reads, which grow with the context as well as with ``B``); 0 where not fitted.
+  time and the fixed ones: the work of a step that grows with its sequences and that no byte or
+  FLOP term counts, the host's (scheduling each sequence, building its inputs, appending its
+  token, checking its stop) and the device's (the sampler's passes over a vocabulary of logits,
+  each sequence's attention setup), which tensor parallelism does not shrink. A step of ``B``
+  decode sequences pays ``B x sequence_overhead_us``. Fitted on the published points (a
+  concurrency sweep tells it from the KV reads, which grow with the context as well as with
+  ``B``); 0 where not fitted.
 - ``fp4_weight_only_share``: what FP4 weights (MXFP4, NVFP4) on a GPU without FP4 math (Hopper,
   Ada, Ampere: unpacked to 16-bit by Marlin or Triton's ``matmul_ogs``) reach of the int4 Marlin
   rates their dequantization is modelled with (:mod:`.weight_only`): 1 where no point of that
