@@ -73,8 +73,8 @@ def test_other_engines_are_reported_apart(doc: dict) -> None:
     assert "vllm" not in others and {"tensorrt-llm", "nim"} <= set(others)
     # today 23.4: predicted as vLLM runs gpt-oss by default (MXFP4 experts times 16-bit
     # activations, and vLLM's time per sequence, fitted on vLLM's points), where
-    # TensorRT-LLM's B200 runs used its own MoE kernels and C++ runtime (14.5 before that host
-    # time was modelled)
+    # TensorRT-LLM's B200 runs used its own MoE kernels and C++ runtime (14.5 before that time
+    # per sequence was modelled)
     assert others["tensorrt-llm"]["median_abs_error_pct"] <= 24.0
 
 

@@ -97,7 +97,7 @@ def test_each_decode_sequence_adds_its_time_to_the_step_whatever_the_gpu_count()
     assert prompt_only.overhead_s == pytest.approx(fixed_step_s(f, ARCH.num_layers))
 
 
-def test_a_negative_host_time_is_refused() -> None:
+def test_a_negative_time_per_sequence_is_refused() -> None:
     with pytest.raises(ValueError, match="sequence_overhead_us"):
         msgspec.structs.replace(HOPPER_FIT, sequence_overhead_us=-1.0)
 
